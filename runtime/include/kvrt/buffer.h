@@ -1,0 +1,81 @@
+// Owning, fixed-size, 64-byte aligned buffers served by mimalloc.
+//
+// Every large allocation of the runtime goes through Buffer<T>::Allocate, which
+// fails softly (std::nullopt) instead of throwing, so callers can turn an
+// allocation failure into their own typed error and keep their state unchanged.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <span>
+#include <utility>
+
+namespace kvrt {
+
+inline constexpr size_t kBufferAlignment = 64;
+
+namespace memory {
+
+// Aligned allocation of `bytes` (0 allowed); nullptr on failure.
+void* AllocateAligned(size_t bytes);
+void FreeAligned(void* pointer);
+
+// Test hook for fault injection: after `successes` more successful allocations on
+// the calling thread, every AllocateAligned on that thread fails until the hook
+// is cleared. Process-wide state would make concurrent tests interfere, so the
+// counter is per thread.
+void FailAllocationsAfter(uint64_t successes);
+void ClearAllocationFailures();
+// Number of AllocateAligned calls made on this thread (successful or not).
+uint64_t AllocationCallsOnThisThread();
+
+}  // namespace memory
+
+template <class T>
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  Buffer(Buffer&& other) noexcept
+      : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+  Buffer& operator=(Buffer&& other) noexcept {
+    if (this != &other) {
+      memory::FreeAligned(data_);
+      data_ = std::exchange(other.data_, nullptr);
+      size_ = std::exchange(other.size_, 0);
+    }
+    return *this;
+  }
+  ~Buffer() { memory::FreeAligned(data_); }
+
+  // `count` zero-initialised elements, or nullopt when the size overflows or the
+  // allocation fails.
+  static std::optional<Buffer> Allocate(size_t count) {
+    if (count > SIZE_MAX / sizeof(T)) return std::nullopt;
+    void* memory = memory::AllocateAligned(count * sizeof(T));
+    if (memory == nullptr) return std::nullopt;
+    std::memset(memory, 0, count * sizeof(T));
+    Buffer buffer;
+    buffer.data_ = static_cast<T*>(memory);
+    buffer.size_ = count;
+    return buffer;
+  }
+
+  T* data() { return data_; }
+  const T* data() const { return data_; }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  T& operator[](size_t i) { return data_[i]; }
+  const T& operator[](size_t i) const { return data_[i]; }
+  std::span<T> span() { return {data_, size_}; }
+  std::span<const T> span() const { return {data_, size_}; }
+
+ private:
+  T* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+}  // namespace kvrt

@@ -1,0 +1,42 @@
+// Model configuration: the eight DecoderModelConfig fields of the reference
+// (spec/model.md §1) plus the two extensions real checkpoints need.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kvrt/error.h"
+
+namespace kvrt {
+
+struct ModelConfig {
+  size_t vocabulary_size = 0;     // V: rows of the token table, width of the logits
+  size_t model_width = 0;         // D: residual-stream width
+  size_t heads = 0;               // H: query heads
+  size_t feed_forward_width = 0;  // F: SwiGLU hidden width
+  size_t layers = 0;              // L: decoder blocks (0 is legal)
+  size_t max_positions = 0;       // P: context capacity = RoPE table rows
+  double rope_base = 10000.0;
+  double rms_epsilon = 1e-6;      // 0 is legal
+  // Extensions (LLMCP35 models always have kv_heads == heads and a tied head).
+  size_t kv_heads = 0;            // key/value heads for grouped-query attention; divides H
+  bool tied_output = true;        // logits = final · Eᵀ; false: a separate output matrix
+
+  // The reference constructor: arguments in DecoderModelConfig::new order,
+  // kv_heads = heads, tied output head.
+  static ModelConfig Create(size_t vocabulary_size, size_t model_width, size_t heads,
+                            size_t feed_forward_width, size_t layers, size_t max_positions,
+                            double rope_base, double rms_epsilon);
+
+  size_t head_width() const { return heads == 0 ? 0 : model_width / heads; }
+  size_t kv_width() const { return kv_heads * head_width(); }
+  size_t query_heads_per_kv_head() const { return kv_heads == 0 ? 0 : heads / kv_heads; }
+
+  // spec/model.md §1.2, in that order (first failure wins); then the GQA extension.
+  Result<void> Validate() const;
+
+  // Integers equal and both floats bit-equal (spec/kv-cache.md §3.3 step 1).
+  bool SameAs(const ModelConfig& other) const;
+};
+
+}  // namespace kvrt

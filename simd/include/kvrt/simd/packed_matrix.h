@@ -1,0 +1,37 @@
+// The weight layout shared by the matrix kernels.
+//
+// A weight matrix W is [rows = inputs K, cols = outputs N] and applied as y = x·W
+// (spec/model.md §4). Packed, it is a sequence of column panels:
+//   data: [ceil(N / panel_width)][K][panel_width], the last panel zero-padded,
+// so a matrix–vector product streams each panel once and a matrix–matrix
+// micro-kernel reads a panel row as `panel_width` contiguous values.
+// A dense row-major [K, N] matrix is the special case panel_width = N.
+#pragma once
+
+#include <cstddef>
+
+namespace kvrt::simd {
+
+template <class T>
+struct PackedMatrixView {
+  const T* data = nullptr;
+  size_t rows = 0;         // K
+  size_t cols = 0;         // N
+  size_t panel_width = 0;  // NR (columns per panel)
+
+  static PackedMatrixView Dense(const T* data, size_t rows, size_t cols) {
+    return {data, rows, cols, cols};
+  }
+  size_t panels() const { return panel_width == 0 ? 0 : (cols + panel_width - 1) / panel_width; }
+  const T* panel(size_t p) const { return data + p * rows * panel_width; }
+  T at(size_t k, size_t n) const {
+    return panel(n / panel_width)[k * panel_width + n % panel_width];
+  }
+};
+
+// Number of elements of the packed storage of a [rows, cols] matrix.
+inline size_t PackedElementCount(size_t rows, size_t cols, size_t panel_width) {
+  return (cols + panel_width - 1) / panel_width * rows * panel_width;
+}
+
+}  // namespace kvrt::simd

@@ -1,0 +1,24 @@
+#include "kvrt/simd/matmul.h"
+#include "kvrt/simd/matvec.h"
+
+namespace kvrt::simd {
+namespace {
+
+template <class T>
+void MatMulRows(const T* a, size_t lda, size_t m, const PackedMatrixView<T>& w, T* c,
+                size_t ldc) {
+  for (size_t row = 0; row < m; ++row) MatVecScalar(w, a + row * lda, c + row * ldc);
+}
+
+}  // namespace
+
+void MatMulScalar(const float* a, size_t lda, size_t m, const PackedMatrixView<float>& w,
+                  float* c, size_t ldc) {
+  MatMulRows(a, lda, m, w, c, ldc);
+}
+void MatMulScalar(const double* a, size_t lda, size_t m, const PackedMatrixView<double>& w,
+                  double* c, size_t ldc) {
+  MatMulRows(a, lda, m, w, c, ldc);
+}
+
+}  // namespace kvrt::simd
