@@ -262,8 +262,11 @@ Result<DecoderModel> DecoderModel::FromSeed(const ModelConfig& config, SplitMix6
   return DecoderModel(config, std::move(parameters), std::move(*rope));
 }
 
-Result<DecoderModel> DecoderModel::FromTensors(const ModelConfig& config,
-                                               std::span<const NamedTensor> tensors) {
+namespace {
+
+// ValidateModelTensors, returning the RoPE table it had to build anyway.
+Result<std::shared_ptr<const RopeTable>> ValidateTensorsAndBuildRope(
+    const ModelConfig& config, std::span<const NamedTensor> tensors) {
   for (const NamedTensor& tensor : tensors) {
     if (auto named = ValidateName(tensor.name); !named) {
       return Fail(std::move(named.error()).Wrap(ErrorCode::kInitialization));
@@ -291,6 +294,21 @@ Result<DecoderModel> DecoderModel::FromTensors(const ModelConfig& config,
   if (auto layout = ValidateParameterLayout(config, names, shapes); !layout) {
     return Fail(std::move(layout.error()).Wrap(ErrorCode::kModel));
   }
+  return rope;
+}
+
+}  // namespace
+
+Result<void> ValidateModelTensors(const ModelConfig& config, std::span<const NamedTensor> tensors) {
+  Result<std::shared_ptr<const RopeTable>> rope = ValidateTensorsAndBuildRope(config, tensors);
+  if (!rope) return Fail(std::move(rope.error()));
+  return {};
+}
+
+Result<DecoderModel> DecoderModel::FromTensors(const ModelConfig& config,
+                                               std::span<const NamedTensor> tensors) {
+  Result<std::shared_ptr<const RopeTable>> rope = ValidateTensorsAndBuildRope(config, tensors);
+  if (!rope) return Fail(std::move(rope.error()));
   std::vector<ParameterPtr> parameters;
   parameters.reserve(tensors.size());
   for (const NamedTensor& tensor : tensors) {

@@ -54,6 +54,12 @@ struct NamedTensor {
   std::vector<double> values;
 };
 
+// The checks DecoderModel::FromTensors runs before it creates any node: per tensor
+// the name and finiteness (`Initialization(...)` errors), then config, count,
+// names and shapes (`Model(...)` errors), in the order of spec/checkpoint.md §9
+// step 11.
+Result<void> ValidateModelTensors(const ModelConfig& config, std::span<const NamedTensor> tensors);
+
 // New values for one parameter (by model index), for DecoderModel::UpdateParameters.
 struct ParameterUpdate {
   size_t index = 0;
