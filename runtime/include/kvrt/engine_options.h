@@ -1,0 +1,38 @@
+// Which arithmetic a session runs: the exact reference or the fast engine.
+#pragma once
+
+#include <cstddef>
+#include <string_view>
+
+namespace kvrt {
+
+namespace threading {
+class ThreadPool;
+}
+
+// Element type of the K/V cache and of the engine's arithmetic.
+enum class Precision {
+  kF64,
+  kF32,
+};
+
+enum class Backend {
+  // Scalar f64 twins in the reference order: bit-exact with the reference crate.
+  kReference,
+  // Highway kernels and oneTBB threads, f32 or f64, checked against the reference
+  // with explicit tolerances.
+  kFast,
+};
+
+std::string_view PrecisionName(Precision precision);  // "f64", "f32"
+std::string_view BackendName(Backend backend);        // "reference", "fast"
+
+struct EngineOptions {
+  Backend backend = Backend::kReference;
+  Precision precision = Precision::kF64;  // the reference backend is always f64
+  // Threads for the fast engine; nullptr runs it on the calling thread. The pool
+  // must outlive every session that uses it.
+  threading::ThreadPool* pool = nullptr;
+};
+
+}  // namespace kvrt

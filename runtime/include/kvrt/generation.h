@@ -1,0 +1,90 @@
+// Generation loops (spec/sampling.md §3–5, spec/kv-cache.md §3.11).
+//
+// Both loops validate the request first (EmptyPrompt, PromptTooLong,
+// PromptTokenOutOfBounds, EosTokenOutOfBounds, Sampling(InvalidTemperature),
+// Sampling(InvalidTopK)) without drawing, sample one token per step and stop in the
+// order EOS → token limit → context limit. The cached loop prefills once and
+// decodes only when later logits are needed (the last sampled token is never fed
+// to the model); the uncached loop replays the complete prefix every step.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "kvrt/engine_options.h"
+#include "kvrt/error.h"
+#include "kvrt/model.h"
+#include "kvrt/rng.h"
+#include "kvrt/sampling.h"
+
+namespace kvrt {
+
+struct GenerationConfig {
+  SamplingMode mode;
+  std::optional<uint32_t> eos_token;  // tests generated tokens only
+  size_t max_new_tokens = 0;          // 0 returns at once (after validation)
+};
+
+enum class GenerationStop { kEos, kTokenLimit, kContextLimit };
+std::string_view GenerationStopName(GenerationStop stop);  // "eos", "token-limit", "context-limit"
+
+// One record per generated token (spec/sampling.md §3).
+struct GenerationStep {
+  size_t prefix_length = 0;  // tokens whose last-position logits were sampled
+  uint32_t token_id = 0;
+  std::optional<double> unit_draw;
+  double interval_start = 0.0;
+  double interval_end = 1.0;
+  bool operator==(const GenerationStep&) const = default;
+};
+
+// The cached loop's work (spec/sampling.md §5.4): cache counters after the run,
+// plus the score values a complete-prefix forward of every sampled prefix costs.
+struct CachedGenerationWork {
+  uint64_t prefill_tokens = 0;
+  uint64_t decode_tokens = 0;
+  uint64_t layer_cache_count = 0;
+  uint64_t cache_appends = 0;
+  uint64_t qkv_projection_rows = 0;
+  uint64_t cached_attention_score_values = 0;
+  uint64_t complete_prefix_attention_score_values = 0;
+  bool operator==(const CachedGenerationWork&) const = default;
+};
+
+struct GenerationResult {
+  std::vector<uint32_t> prompt;
+  std::vector<uint32_t> generated;  // new tokens only, including a final EOS
+  GenerationStop stop = GenerationStop::kTokenLimit;
+  std::vector<GenerationStep> steps;
+  size_t model_calls = 0;      // uncached: full-prefix forwards; cached: prefill + decodes
+  size_t final_cache_len = 0;  // cached loop only
+  CachedGenerationWork work;   // cached loop only
+};
+
+// Called with every token as soon as it is sampled (for streaming output).
+using TokenCallback = std::function<void(uint32_t token)>;
+
+// The cached loop: builds a cache of capacity max_positions, binds it with
+// `engine`, prefills, then samples and decodes. Errors after validation are
+// Sampling(...), LogitCountMismatch, WorkOverflow or Cache(...); draws of earlier
+// successful steps are not rolled back.
+Result<GenerationResult> GenerateCached(const DecoderModel& model, std::span<const uint32_t> prompt,
+                                        const GenerationConfig& config, SplitMix64& rng,
+                                        EngineOptions engine = {},
+                                        const TokenCallback& on_token = {});
+
+// The uncached loop: every step forwards the whole prefix. The reference backend
+// runs the complete-prefix pass; the fast backend replays the prefix through a
+// fresh prefill. Forward failures are Model(...).
+Result<GenerationResult> GenerateUncached(const DecoderModel& model,
+                                          std::span<const uint32_t> prompt,
+                                          const GenerationConfig& config, SplitMix64& rng,
+                                          EngineOptions engine = {},
+                                          const TokenCallback& on_token = {});
+
+}  // namespace kvrt

@@ -1,0 +1,99 @@
+// DecoderKvSession: a cache bound to one exact model (spec/kv-cache.md §3.4–3.8).
+//
+// The session owns the state machine (empty → active → full), the validation
+// order of every request, the work counters and the two-phase commit: a token
+// step first prepares every block (phase 1), checks that the cache is as it was
+// (phase 2), and only then commits all layer caches, the length and the counters
+// together (phase 3). On any error no layer advances: a failed decode leaves the
+// cache exactly as it was, a failed prefill leaves the empty state. The engine
+// chosen at bind (reference or fast) only does the arithmetic.
+//
+// While a session lives it holds a shared borrow of every model parameter, so
+// parameter updates are refused, and it holds its cache exclusively. The session
+// is move-only; dropping it releases both. All buffers a step needs are allocated
+// at bind: Prefill/Decode/Reset allocate nothing.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "kvrt/buffer.h"
+#include "kvrt/engine_options.h"
+#include "kvrt/error.h"
+#include "kvrt/kv_cache.h"
+#include "kvrt/model.h"
+#include "kvrt/parameter.h"
+
+namespace kvrt {
+
+namespace detail {
+class Engine;
+}
+
+// What one committed prefill or decode returns. `logits` ([batch, V], f64) points
+// into the session's workspace and stays valid until the next call on the session.
+struct StepOutput {
+  std::span<const double> logits;
+  size_t position = 0;                 // position of the last row forwarded
+  size_t cache_len = 0;                // len after the commit
+  uint64_t attention_score_values = 0; // score values of the last row only
+};
+
+class DecoderKvSession {
+ public:
+  DecoderKvSession(DecoderKvSession&&) noexcept;
+  DecoderKvSession& operator=(DecoderKvSession&&) noexcept;
+  DecoderKvSession(const DecoderKvSession&) = delete;
+  DecoderKvSession& operator=(const DecoderKvSession&) = delete;
+  ~DecoderKvSession();
+
+  // spec §3.5, for a batch of 1: EmptyPrompt, PrefillRequiresEmpty{len},
+  // PromptTooLong{tokens, capacity}, PromptTokenOutOfBounds{position, token_id,
+  // vocabulary_size}; errors there change nothing. A failure while forwarding
+  // resets the cache to the empty state (work zeroed) and returns the error.
+  Result<StepOutput> Prefill(std::span<const uint32_t> prompt);
+  // spec §3.6: DecodeRequiresPrefill, DecodeTokenOutOfBounds, Full{capacity};
+  // any failure leaves the state exactly as before.
+  Result<StepOutput> Decode(uint32_t token);
+
+  // Batch forms for a cache of B sequences: `prompts` is [B, T] row-major (all
+  // sequences share one length), `tokens` holds B ids. Same validation and
+  // commit rules, one commit per step for all sequences and blocks; a length
+  // that is not a multiple of B gives BatchShapeMismatch.
+  Result<StepOutput> PrefillBatch(std::span<const uint32_t> prompts);
+  Result<StepOutput> DecodeBatch(std::span<const uint32_t> tokens);
+
+  // spec §3.8: every layer to length 0 (allocations and stale rows kept),
+  // prefill_complete cleared, counters zeroed; bindings and borrows kept.
+  void Reset();
+
+  const DecoderKvCache& cache() const { return *cache_; }
+  const DecoderModel& model() const { return model_; }
+  const EngineOptions& engine_options() const { return options_; }
+
+ private:
+  friend class DecoderKvCache;
+  DecoderKvSession(DecoderKvCache& cache, const DecoderModel& model, EngineOptions options,
+                   SharedBorrows borrows, std::unique_ptr<detail::Engine> engine,
+                   Buffer<double> logits);
+
+  enum class Phase { kPrefill, kDecode };
+  // One token step of `rows` rows per sequence at position cache.len() (phases
+  // 1–3); row r of sequence b is tokens[b·token_stride + r].
+  Result<StepOutput> Step(std::span<const uint32_t> tokens, size_t token_stride, size_t rows,
+                          Phase phase);
+  // Forwards validated prompts ([batch, rows]) in steps the engine accepts.
+  Result<StepOutput> PrefillRows(std::span<const uint32_t> prompts, size_t rows);
+  void ResetState();
+
+  DecoderKvCache* cache_;
+  DecoderModel model_;  // a handle sharing the model's parameter nodes
+  EngineOptions options_;
+  SharedBorrows borrows_;
+  std::unique_ptr<detail::Engine> engine_;
+  Buffer<double> logits_;  // [batch, V], the last step's logits
+};
+
+}  // namespace kvrt

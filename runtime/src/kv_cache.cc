@@ -1,0 +1,359 @@
+#include "kvrt/kv_cache.h"
+
+#include <bit>
+#include <cstring>
+#include <string>
+
+#include "checked_math.h"
+#include "engine.h"
+#include "kvrt/session.h"
+
+namespace kvrt {
+namespace {
+
+size_t ElementSize(Precision precision) {
+  return precision == Precision::kF64 ? sizeof(double) : sizeof(float);
+}
+
+std::string Count(size_t n) { return std::to_string(n); }
+
+// Element-wise == over two buffers of one precision (NaN never equals itself,
+// -0.0 equals 0.0), as spec/kv-cache.md §1.7 compares storage.
+bool StorageEqual(const std::byte* a, const std::byte* b, size_t elements, Precision precision) {
+  for (size_t i = 0; i < elements; ++i) {
+    if (precision == Precision::kF64) {
+      double x, y;
+      std::memcpy(&x, a + i * sizeof x, sizeof x);
+      std::memcpy(&y, b + i * sizeof y, sizeof y);
+      if (!(x == y)) return false;
+    } else {
+      float x, y;
+      std::memcpy(&x, a + i * sizeof x, sizeof x);
+      std::memcpy(&y, b + i * sizeof y, sizeof y);
+      if (!(x == y)) return false;
+    }
+  }
+  return true;
+}
+
+std::optional<Buffer<std::byte>> CopyBuffer(const Buffer<std::byte>& source) {
+  std::optional<Buffer<std::byte>> copy = Buffer<std::byte>::Allocate(source.size());
+  if (copy && source.size() > 0) std::memcpy(copy->data(), source.data(), source.size());
+  return copy;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// LayerKvCache
+
+Result<LayerKvCache> LayerKvCache::Create(const DecoderModel& model, size_t layer,
+                                          size_t batch_size, size_t capacity, Precision precision) {
+  const ModelConfig& config = model.config();
+  if (batch_size == 0) return Fail(ErrorCode::kZeroBatchSize, {}, "KV cache batch size must be nonzero");
+  if (capacity == 0) return Fail(ErrorCode::kZeroCapacity, {}, "KV cache capacity must be nonzero");
+  if (capacity > config.max_positions) {
+    return Fail(ErrorCode::kCapacityExceedsPositions,
+                {{"capacity", uint64_t{capacity}}, {"max_positions", uint64_t{config.max_positions}}},
+                "KV cache capacity " + Count(capacity) + " exceeds RoPE positions " +
+                    Count(config.max_positions));
+  }
+  const size_t heads = config.kv_heads, hw = config.head_width();
+  std::optional<size_t> elements = CheckedMul(batch_size, heads);
+  if (elements) elements = CheckedMul(*elements, capacity);
+  if (elements) elements = CheckedMul(*elements, hw);
+  std::optional<size_t> bytes = elements ? CheckedMul(*elements, ElementSize(precision)) : std::nullopt;
+  if (!bytes) {
+    return Fail(ErrorCode::kElementCountOverflow,
+                {{"batch_size", uint64_t{batch_size}}, {"heads", uint64_t{heads}},
+                 {"capacity", uint64_t{capacity}}, {"head_width", uint64_t{hw}}},
+                "KV cache size " + Count(batch_size) + "x" + Count(heads) + "x" + Count(capacity) +
+                    "x" + Count(hw) + " overflows");
+  }
+  LayerKvCache cache;
+  std::optional<Buffer<std::byte>> keys = Buffer<std::byte>::Allocate(*bytes);
+  std::optional<Buffer<std::byte>> values = keys ? Buffer<std::byte>::Allocate(*bytes) : std::nullopt;
+  if (!keys || !values) {
+    return Fail(ErrorCode::kAllocationFailed, {{"elements", uint64_t{*elements}}},
+                "could not allocate " + Count(*elements) + " KV cache elements");
+  }
+  cache.batch_size_ = batch_size;
+  cache.model_width_ = config.model_width;
+  cache.heads_ = heads;
+  cache.head_width_ = hw;
+  cache.capacity_ = capacity;
+  cache.precision_ = precision;
+  cache.keys_ = std::move(*keys);
+  cache.values_ = std::move(*values);
+  for (BlockSlot slot : {BlockSlot::kQuery, BlockSlot::kKey, BlockSlot::kValue, BlockSlot::kOutput}) {
+    const ParameterPtr& node = model.parameters()[BlockParameterIndex(layer, slot)];
+    cache.bindings_.push_back({node, node->revision()});
+  }
+  cache.rope_feature_width_ = model.rope().head_width();
+  cache.rope_max_positions_ = model.rope().positions();
+  cache.rope_base_bits_ = std::bit_cast<uint64_t>(model.rope().base());
+  return cache;
+}
+
+Result<LayerKvCache> LayerKvCache::Clone() const {
+  LayerKvCache copy;
+  std::optional<Buffer<std::byte>> keys = CopyBuffer(keys_);
+  std::optional<Buffer<std::byte>> values = keys ? CopyBuffer(values_) : std::nullopt;
+  if (!keys || !values) {
+    return Fail(ErrorCode::kAllocationFailed, {{"elements", uint64_t{element_count()}}},
+                "could not allocate a copy of the KV cache");
+  }
+  copy.batch_size_ = batch_size_;
+  copy.model_width_ = model_width_;
+  copy.heads_ = heads_;
+  copy.head_width_ = head_width_;
+  copy.capacity_ = capacity_;
+  copy.len_ = len_;
+  copy.precision_ = precision_;
+  copy.keys_ = std::move(*keys);
+  copy.values_ = std::move(*values);
+  copy.bindings_ = bindings_;
+  copy.rope_feature_width_ = rope_feature_width_;
+  copy.rope_max_positions_ = rope_max_positions_;
+  copy.rope_base_bits_ = rope_base_bits_;
+  return copy;
+}
+
+std::vector<double> LayerKvCache::Storage(const Buffer<std::byte>& buffer, bool logical) const {
+  const size_t rows = logical ? len_ : capacity_;
+  std::vector<double> out;
+  out.reserve(lanes() * rows * head_width_);
+  for (size_t lane = 0; lane < lanes(); ++lane) {
+    for (size_t i = 0; i < rows * head_width_; ++i) {
+      const size_t element = lane * capacity_ * head_width_ + i;
+      if (precision_ == Precision::kF64) {
+        out.push_back(reinterpret_cast<const double*>(buffer.data())[element]);
+      } else {
+        out.push_back(reinterpret_cast<const float*>(buffer.data())[element]);
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<double> LayerKvCache::KeyStorage() const { return Storage(keys_, false); }
+std::vector<double> LayerKvCache::ValueStorage() const { return Storage(values_, false); }
+std::vector<double> LayerKvCache::KeysSnapshot() const { return Storage(keys_, true); }
+std::vector<double> LayerKvCache::ValuesSnapshot() const { return Storage(values_, true); }
+
+bool LayerKvCache::operator==(const LayerKvCache& other) const {
+  return batch_size_ == other.batch_size_ && model_width_ == other.model_width_ &&
+         heads_ == other.heads_ && head_width_ == other.head_width_ &&
+         capacity_ == other.capacity_ && len_ == other.len_ && precision_ == other.precision_ &&
+         StorageEqual(keys_.data(), other.keys_.data(), element_count(), precision_) &&
+         StorageEqual(values_.data(), other.values_.data(), element_count(), precision_) &&
+         rope_feature_width_ == other.rope_feature_width_ &&
+         rope_max_positions_ == other.rope_max_positions_ &&
+         rope_base_bits_ == other.rope_base_bits_ && bindings_ == other.bindings_;
+}
+
+// ---------------------------------------------------------------------------
+// DecoderKvCache
+
+Result<DecoderKvCache> DecoderKvCache::Create(const DecoderModel& model, CacheOptions options) {
+  const ModelConfig& config = model.config();
+  DecoderKvCache cache;
+  cache.config_ = config;
+  cache.batch_size_ = options.batch_size;
+  cache.capacity_ = options.capacity == 0 ? config.max_positions : options.capacity;
+  cache.precision_ = options.precision;
+  cache.bindings_.reserve(model.parameters().size());
+  for (const ParameterPtr& node : model.parameters()) {
+    cache.bindings_.push_back({node, node->revision()});
+  }
+  cache.layers_.reserve(config.layers);
+  for (size_t layer = 0; layer < config.layers; ++layer) {
+    Result<LayerKvCache> layer_cache =
+        LayerKvCache::Create(model, layer, cache.batch_size_, cache.capacity_, cache.precision_);
+    if (!layer_cache) {
+      return Fail(std::move(layer_cache.error()).Wrap(ErrorCode::kLayerCache, {{"layer", uint64_t{layer}}}));
+    }
+    cache.layers_.push_back(std::move(*layer_cache));
+  }
+  return cache;
+}
+
+DecoderKvCache::DecoderKvCache(DecoderKvCache&& other) noexcept = default;
+DecoderKvCache& DecoderKvCache::operator=(DecoderKvCache&& other) noexcept = default;
+DecoderKvCache::~DecoderKvCache() = default;
+
+Result<DecoderKvCache> DecoderKvCache::Clone() const {
+  DecoderKvCache copy;
+  copy.config_ = config_;
+  copy.batch_size_ = batch_size_;
+  copy.capacity_ = capacity_;
+  copy.precision_ = precision_;
+  copy.bindings_ = bindings_;
+  copy.len_ = len_;
+  copy.prefill_complete_ = prefill_complete_;
+  copy.work_ = work_;
+  copy.layers_.reserve(layers_.size());
+  for (const LayerKvCache& layer : layers_) {
+    Result<LayerKvCache> layer_copy = layer.Clone();
+    if (!layer_copy) return Fail(std::move(layer_copy.error()));
+    copy.layers_.push_back(std::move(*layer_copy));
+  }
+  return copy;
+}
+
+size_t DecoderKvCache::storage_bytes() const {
+  size_t bytes = 0;
+  for (const LayerKvCache& layer : layers_) bytes += 2 * layer.element_count() * ElementSize(precision_);
+  return bytes;
+}
+
+bool DecoderKvCache::operator==(const DecoderKvCache& other) const {
+  return config_.SameAs(other.config_) && batch_size_ == other.batch_size_ &&
+         capacity_ == other.capacity_ && precision_ == other.precision_ &&
+         layers_ == other.layers_ && len_ == other.len_ &&
+         prefill_complete_ == other.prefill_complete_ && work_ == other.work_ &&
+         bindings_ == other.bindings_;
+}
+
+Result<DecoderKvSession> DecoderKvCache::Bind(const DecoderModel& model, EngineOptions options) {
+  if (bound_) {
+    return Fail(ErrorCode::kCacheAlreadyBound, {},
+                "decoder KV cache is already bound to a live session");
+  }
+  // Borrow first, then check: a concurrent update cannot slip in between the
+  // revision check and the borrow. A rejected bind releases the borrows again.
+  SharedBorrows borrows(model.parameters());
+  const ModelConfig& model_config = model.config();
+  if (!config_.SameAs(model_config)) {
+    return Fail(ErrorCode::kModelConfigMismatch, {},
+                "decoder KV cache was built for a different model configuration");
+  }
+  const std::vector<ParameterPtr>& parameters = model.parameters();
+  if (bindings_.size() != parameters.size()) {
+    return Fail(ErrorCode::kModelParameterCountMismatch,
+                {{"cache", uint64_t{bindings_.size()}}, {"model", uint64_t{parameters.size()}}},
+                "decoder KV cache records " + Count(bindings_.size()) + " parameters, model has " +
+                    Count(parameters.size()));
+  }
+  for (size_t i = 0; i < parameters.size(); ++i) {
+    if (bindings_[i].node != parameters[i]) {
+      return Fail(ErrorCode::kModelParameterMismatch, {{"index", uint64_t{i}}},
+                  "decoder KV cache parameter " + Count(i) + " belongs to a different model");
+    }
+  }
+  for (size_t i = 0; i < parameters.size(); ++i) {
+    const uint64_t current = parameters[i]->revision();
+    if (bindings_[i].revision != current) {
+      return Fail(ErrorCode::kModelParameterRevisionMismatch,
+                  {{"index", uint64_t{i}}, {"cache", bindings_[i].revision}, {"model", current}},
+                  "decoder KV cache parameter " + Count(i) + " was captured at revision " +
+                      Count(bindings_[i].revision) + ", model is at revision " + Count(current));
+    }
+  }
+  if (layers_.size() != model_config.layers) {
+    return Fail(ErrorCode::kLayerCountMismatch,
+                {{"cache", uint64_t{layers_.size()}}, {"model", uint64_t{model_config.layers}}},
+                "decoder KV cache has " + Count(layers_.size()) + " layer caches, model has " +
+                    Count(model_config.layers) + " blocks");
+  }
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    if (layers_[l].len() != len_) {
+      return Fail(ErrorCode::kLayerLengthInvariant,
+                  {{"layer", uint64_t{l}}, {"expected", uint64_t{len_}}, {"actual", uint64_t{layers_[l].len()}}},
+                  "layer cache " + Count(l) + " has length " + Count(layers_[l].len()) +
+                      ", expected " + Count(len_));
+    }
+  }
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    const LayerKvCache& layer = layers_[l];
+    auto in_layer = [&](Error inner) {
+      return Fail(std::move(inner).Wrap(ErrorCode::kIncrementalAttention, {{"layer", uint64_t{l}}}));
+    };
+    if (layer.batch_size() != batch_size_) {
+      return Fail(ErrorCode::kLayerBatchSizeMismatch,
+                  {{"layer", uint64_t{l}}, {"expected", uint64_t{batch_size_}}, {"actual", uint64_t{layer.batch_size()}}},
+                  "layer cache " + Count(l) + " has batch size " + Count(layer.batch_size()));
+    }
+    if (layer.capacity() != capacity_) {
+      return Fail(ErrorCode::kLayerCapacityMismatch,
+                  {{"layer", uint64_t{l}}, {"expected", uint64_t{capacity_}}, {"actual", uint64_t{layer.capacity()}}},
+                  "layer cache " + Count(l) + " has capacity " + Count(layer.capacity()));
+    }
+    // The per-layer binding check of spec/kv-cache.md §2.1 step 5.
+    if (layer.model_width() != model_config.model_width) {
+      return in_layer(Error(ErrorCode::kCacheModelWidthMismatch,
+                            {{"layer", uint64_t{model_config.model_width}}, {"cache", uint64_t{layer.model_width()}}},
+                            "cache model width differs from the layer's"));
+    }
+    if (layer.heads() != model_config.kv_heads) {
+      return in_layer(Error(ErrorCode::kCacheHeadCountMismatch,
+                            {{"layer", uint64_t{model_config.kv_heads}}, {"cache", uint64_t{layer.heads()}}},
+                            "cache head count differs from the layer's"));
+    }
+    if (layer.head_width() != model_config.head_width()) {
+      return in_layer(Error(ErrorCode::kCacheHeadWidthMismatch,
+                            {{"layer", uint64_t{model_config.head_width()}}, {"cache", uint64_t{layer.head_width()}}},
+                            "cache head width differs from the layer's"));
+    }
+    const BlockSlot slots[4] = {BlockSlot::kQuery, BlockSlot::kKey, BlockSlot::kValue, BlockSlot::kOutput};
+    for (size_t p = 0; p < 4; ++p) {
+      if (layer.bindings()[p].node != parameters[BlockParameterIndex(l, slots[p])]) {
+        return in_layer(Error(ErrorCode::kCacheLayerMismatch, {},
+                              "cache was built for a different attention layer"));
+      }
+    }
+    for (size_t p = 0; p < 4; ++p) {
+      const uint64_t current = parameters[BlockParameterIndex(l, slots[p])]->revision();
+      if (layer.bindings()[p].revision != current) {
+        return in_layer(Error(ErrorCode::kCacheLayerRevisionMismatch,
+                              {{"parameter", uint64_t{p}}, {"cache", layer.bindings()[p].revision}, {"layer", current}},
+                              "cache attention parameter " + Count(p) + " revision differs"));
+      }
+    }
+    const RopeTable& rope = model.rope();
+    if (layer.rope_feature_width_ != rope.head_width() || layer.rope_max_positions_ != rope.positions() ||
+        layer.rope_base_bits_ != std::bit_cast<uint64_t>(rope.base())) {
+      return in_layer(Error(ErrorCode::kCacheRopeMismatch,
+                            {{"cache_feature_width", uint64_t{layer.rope_feature_width_}},
+                             {"layer_feature_width", uint64_t{rope.head_width()}},
+                             {"cache_max_positions", uint64_t{layer.rope_max_positions_}},
+                             {"layer_max_positions", uint64_t{rope.positions()}},
+                             {"cache_base", std::bit_cast<double>(layer.rope_base_bits_)},
+                             {"layer_base", rope.base()}},
+                            "cache RoPE configuration differs from the layer's"));
+    }
+  }
+  // The engine: its workspace is allocated here, once.
+  if (options.backend == Backend::kReference && options.precision != Precision::kF64) {
+    return Fail(ErrorCode::kUnsupportedBackend, {{"", std::string("reference")}},
+                "the reference backend computes in f64 only");
+  }
+  if (options.precision != precision_) {
+    return Fail(ErrorCode::kUnsupportedBackend, {{"", std::string(PrecisionName(options.precision))}},
+                "the cache stores " + std::string(PrecisionName(precision_)) +
+                    " rows but the engine computes in " + std::string(PrecisionName(options.precision)));
+  }
+  Result<std::unique_ptr<detail::Engine>> engine = Fail(ErrorCode::kUnsupportedBackend,
+      {{"", std::string(BackendName(options.backend))}},
+      "backend " + std::string(BackendName(options.backend)) + " is not available");
+  if (options.backend == Backend::kReference) engine = detail::CreateReferenceEngine(model, *this);
+  if (!engine) return Fail(std::move(engine.error()));
+  std::optional<Buffer<double>> logits = Buffer<double>::Allocate(batch_size_ * model_config.vocabulary_size);
+  if (!logits) {
+    return Fail(ErrorCode::kAllocationFailed, {{"elements", uint64_t{batch_size_ * model_config.vocabulary_size}}},
+                "could not allocate the session's logits");
+  }
+  bound_ = true;
+  return DecoderKvSession(*this, model, options, std::move(borrows), std::move(*engine),
+                          std::move(*logits));
+}
+
+std::string_view PrecisionName(Precision precision) {
+  return precision == Precision::kF64 ? "f64" : "f32";
+}
+
+std::string_view BackendName(Backend backend) {
+  return backend == Backend::kReference ? "reference" : "fast";
+}
+
+}  // namespace kvrt
