@@ -29,8 +29,12 @@ uint64_t OperatorNewCallsOnThisThread() { return operator_new_calls; }
 
 void* operator new(std::size_t size) { return Allocate(size); }
 void* operator new[](std::size_t size) { return Allocate(size); }
-void* operator new(std::size_t size, std::align_val_t alignment) { return AllocateAligned(size, alignment); }
-void* operator new[](std::size_t size, std::align_val_t alignment) { return AllocateAligned(size, alignment); }
+void* operator new(std::size_t size, std::align_val_t alignment) {
+  return AllocateAligned(size, alignment);
+}
+void* operator new[](std::size_t size, std::align_val_t alignment) {
+  return AllocateAligned(size, alignment);
+}
 void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
   ++operator_new_calls;
   return std::malloc(size == 0 ? 1 : size);

@@ -2,9 +2,8 @@
 // described in fixtures/golden/FORMAT.md) with nlohmann::json.
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,7 +30,9 @@ inline std::vector<std::string> GoldenCasePaths() {
 inline Json LoadJson(const std::string& path) { return Json::parse(ReadText(path)); }
 
 // {"bits": "…"} → the double with those bits.
-inline double F64(const Json& scalar) { return DoubleFromHex(scalar.at("bits").get<std::string>()); }
+inline double F64(const Json& scalar) {
+  return DoubleFromHex(scalar.at("bits").get<std::string>());
+}
 
 inline std::vector<double> F64Vector(const Json& vector) {
   std::vector<double> out;
@@ -39,15 +40,17 @@ inline std::vector<double> F64Vector(const Json& vector) {
   return out;
 }
 
-inline uint64_t State(const Json& state) { return std::stoull(state.get<std::string>(), nullptr, 16); }
+inline uint64_t State(const Json& state) {
+  return std::stoull(state.get<std::string>(), nullptr, 16);
+}
 
 inline std::vector<uint32_t> Ids(const Json& ids) { return ids.get<std::vector<uint32_t>>(); }
 
 inline ModelConfig GoldenConfig(const Json& config) {
-  return ModelConfig::Create(config.at("vocabulary_size"), config.at("model_width"), config.at("heads"),
-                             config.at("feed_forward_width"), config.at("layers"),
-                             config.at("max_positions"), F64(config.at("rope_base")),
-                             F64(config.at("rms_epsilon")));
+  return ModelConfig::Create(config.at("vocabulary_size"), config.at("model_width"),
+                             config.at("heads"), config.at("feed_forward_width"),
+                             config.at("layers"), config.at("max_positions"),
+                             F64(config.at("rope_base")), F64(config.at("rms_epsilon")));
 }
 
 inline GenerationConfig GoldenRequest(const Json& request) {
@@ -58,7 +61,8 @@ inline GenerationConfig GoldenRequest(const Json& request) {
   } else {
     config.mode = SamplingMode::TemperatureTopK(F64(mode.at("temperature")), mode.at("top_k"));
   }
-  if (!request.at("eos_token").is_null()) config.eos_token = request.at("eos_token").get<uint32_t>();
+  if (!request.at("eos_token").is_null())
+    config.eos_token = request.at("eos_token").get<uint32_t>();
   config.max_new_tokens = request.at("max_new_tokens");
   return config;
 }

@@ -42,13 +42,12 @@ Result<void> ModelConfig::Validate() const {
                     " must be divisible by head count " + std::to_string(heads));
   }
   if (head_width() % 2 != 0) {
-    return Fail(ErrorCode::kOddHeadWidth, {{"head_width", uint64_t{head_width()}}},
-                "decoder per-head width must be even for RoPE, got " +
-                    std::to_string(head_width()));
+    return Fail(
+        ErrorCode::kOddHeadWidth, {{"head_width", uint64_t{head_width()}}},
+        "decoder per-head width must be even for RoPE, got " + std::to_string(head_width()));
   }
   if (feed_forward_width == 0) {
-    return Fail(ErrorCode::kZeroFeedForwardWidth, {},
-                "decoder feed-forward width must be nonzero");
+    return Fail(ErrorCode::kZeroFeedForwardWidth, {}, "decoder feed-forward width must be nonzero");
   }
   if (max_positions == 0) {
     return Fail(ErrorCode::kZeroPositionCapacity, {}, "decoder context capacity must be nonzero");
@@ -58,9 +57,9 @@ Result<void> ModelConfig::Validate() const {
                 "decoder RoPE base must be finite and positive, got " + RustDebug(rope_base));
   }
   if (!std::isfinite(rms_epsilon) || rms_epsilon < 0.0) {
-    return Fail(ErrorCode::kInvalidRmsEpsilon, {{"value", rms_epsilon}},
-                "decoder RMSNorm epsilon must be finite and nonnegative, got " +
-                    RustDebug(rms_epsilon));
+    return Fail(
+        ErrorCode::kInvalidRmsEpsilon, {{"value", rms_epsilon}},
+        "decoder RMSNorm epsilon must be finite and nonnegative, got " + RustDebug(rms_epsilon));
   }
   if (kv_heads == 0) {
     return Fail(ErrorCode::kZeroKeyValueHeads, {}, "decoder key/value head count must be nonzero");

@@ -96,6 +96,7 @@ constexpr std::array<std::string_view, static_cast<size_t>(ErrorCode::kCount)> k
     "ExpectedBos",
     "ExpectedEos",
     "InteriorControlToken",
+    "LayoutOverflow",
     "ZeroBatchSize",
     "ZeroCapacity",
     "CapacityExceedsPositions",

@@ -1,9 +1,8 @@
 #include "kvrt/generation.h"
 
-#include "generation_loop.h"
-
 #include <string>
 
+#include "generation_loop.h"
 #include "kvrt/kv_cache.h"
 #include "kvrt/reference.h"
 #include "kvrt/session.h"
@@ -90,29 +89,32 @@ Result<void> ValidateRequest(const ModelConfig& config, std::span<const uint32_t
   const std::string who = cached ? "cached generation " : "";
   const size_t capacity = config.max_positions, vocabulary = config.vocabulary_size;
   if (prompt.empty()) {
-    return Fail(ErrorCode::kEmptyPrompt, {},
-                std::string(cached ? "cached generation" : "generation") + " needs a nonempty prompt");
+    return Fail(
+        ErrorCode::kEmptyPrompt, {},
+        std::string(cached ? "cached generation" : "generation") + " needs a nonempty prompt");
   }
   if (prompt.size() > capacity) {
     return Fail(ErrorCode::kPromptTooLong,
                 {{"tokens", uint64_t{prompt.size()}}, {"max_positions", uint64_t{capacity}}},
-                who + "prompt has " + Count(prompt.size()) + " tokens, exceeding context capacity " +
-                    Count(capacity));
+                who + "prompt has " + Count(prompt.size()) +
+                    " tokens, exceeding context capacity " + Count(capacity));
   }
   for (size_t i = 0; i < prompt.size(); ++i) {
     if (prompt[i] >= vocabulary) {
       return Fail(ErrorCode::kPromptTokenOutOfBounds,
-                  {{"position", uint64_t{i}}, {"token_id", uint64_t{prompt[i]}},
+                  {{"position", uint64_t{i}},
+                   {"token_id", uint64_t{prompt[i]}},
                    {"vocabulary_size", uint64_t{vocabulary}}},
                   who + "prompt token " + Count(prompt[i]) + " at position " + Count(i) +
                       " is out of bounds for vocabulary " + Count(vocabulary));
     }
   }
   if (request.eos_token && *request.eos_token >= vocabulary) {
-    return Fail(ErrorCode::kEosTokenOutOfBounds,
-                {{"token_id", uint64_t{*request.eos_token}}, {"vocabulary_size", uint64_t{vocabulary}}},
-                (cached ? "cached generation EOS token " : "EOS token ") + Count(*request.eos_token) +
-                    " is out of bounds for vocabulary " + Count(vocabulary));
+    return Fail(
+        ErrorCode::kEosTokenOutOfBounds,
+        {{"token_id", uint64_t{*request.eos_token}}, {"vocabulary_size", uint64_t{vocabulary}}},
+        (cached ? "cached generation EOS token " : "EOS token ") + Count(*request.eos_token) +
+            " is out of bounds for vocabulary " + Count(vocabulary));
   }
   if (Result<void> mode = ValidateSamplingMode(request.mode, vocabulary); !mode) {
     return Fail(std::move(mode.error()).Wrap(ErrorCode::kSampling));
@@ -127,8 +129,9 @@ Error WorkOverflow(const char* counter) {
 
 }  // namespace
 
-Result<void> RunGenerationLoop(const ModelConfig& config, const GenerationConfig& request, SplitMix64& rng,
-                     LogitSource& source, const TokenCallback& on_token, GenerationResult& result) {
+Result<void> RunGenerationLoop(const ModelConfig& config, const GenerationConfig& request,
+                               SplitMix64& rng, LogitSource& source, const TokenCallback& on_token,
+                               GenerationResult& result) {
   const size_t vocabulary = config.vocabulary_size, capacity = config.max_positions;
   Result<Sampler> sampler = Sampler::Create(vocabulary);
   if (!sampler) return Fail(std::move(sampler.error()));
@@ -151,9 +154,10 @@ Result<void> RunGenerationLoop(const ModelConfig& config, const GenerationConfig
       return Fail(WorkOverflow("CompletePrefixAttentionScoreValues"));
     }
     if (logits->size() != vocabulary) {
-      return Fail(ErrorCode::kLogitCountMismatch,
-                  {{"expected", uint64_t{vocabulary}}, {"actual", uint64_t{logits->size()}}},
-                  "model returned " + Count(logits->size()) + " logits, expected " + Count(vocabulary));
+      return Fail(
+          ErrorCode::kLogitCountMismatch,
+          {{"expected", uint64_t{vocabulary}}, {"actual", uint64_t{logits->size()}}},
+          "model returned " + Count(logits->size()) + " logits, expected " + Count(vocabulary));
     }
     Result<TokenSelection> selection = sampler->Sample(*logits, request.mode, rng);
     if (!selection) return Fail(std::move(selection.error()).Wrap(ErrorCode::kSampling));
@@ -184,9 +188,12 @@ Result<void> RunGenerationLoop(const ModelConfig& config, const GenerationConfig
 
 std::string_view GenerationStopName(GenerationStop stop) {
   switch (stop) {
-    case GenerationStop::kEos: return "eos";
-    case GenerationStop::kTokenLimit: return "token-limit";
-    case GenerationStop::kContextLimit: return "context-limit";
+    case GenerationStop::kEos:
+      return "eos";
+    case GenerationStop::kTokenLimit:
+      return "token-limit";
+    case GenerationStop::kContextLimit:
+      return "context-limit";
   }
   return "unknown";
 }
@@ -210,7 +217,8 @@ Result<GenerationResult> GenerateCached(const DecoderModel& model, std::span<con
   Result<DecoderKvSession> session = cache->Bind(model, engine);
   if (!session) return Fail(std::move(session.error()).Wrap(ErrorCode::kCache));
   SessionSource source(*session);
-  if (Result<void> ran = RunGenerationLoop(model_config, config, rng, source, on_token, result); !ran) {
+  if (Result<void> ran = RunGenerationLoop(model_config, config, rng, source, on_token, result);
+      !ran) {
     return Fail(std::move(ran.error()));
   }
   const KvWork& work = cache->work();
@@ -236,7 +244,8 @@ Result<GenerationResult> GenerateUncached(const DecoderModel& model,
   if (config.max_new_tokens == 0) return result;
   if (engine.backend == Backend::kReference) {
     CompletePrefixSource source(model);
-    if (Result<void> ran = RunGenerationLoop(model_config, config, rng, source, on_token, result); !ran) {
+    if (Result<void> ran = RunGenerationLoop(model_config, config, rng, source, on_token, result);
+        !ran) {
       return Fail(std::move(ran.error()));
     }
     return result;
@@ -248,7 +257,8 @@ Result<GenerationResult> GenerateUncached(const DecoderModel& model,
   Result<DecoderKvSession> session = cache->Bind(model, engine);
   if (!session) return Fail(std::move(session.error()).Wrap(ErrorCode::kModel));
   ReplaySource source(*session);
-  if (Result<void> ran = RunGenerationLoop(model_config, config, rng, source, on_token, result); !ran) {
+  if (Result<void> ran = RunGenerationLoop(model_config, config, rng, source, on_token, result);
+      !ran) {
     return Fail(std::move(ran.error()));
   }
   return result;

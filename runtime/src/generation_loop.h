@@ -19,7 +19,8 @@ class LogitSource {
   // Logits after the whole prompt.
   virtual Result<std::span<const double>> First(std::span<const uint32_t> prompt) = 0;
   // Logits after `prefix` (the previous prefix plus its newest token, `token`).
-  virtual Result<std::span<const double>> Next(std::span<const uint32_t> prefix, uint32_t token) = 0;
+  virtual Result<std::span<const double>> Next(std::span<const uint32_t> prefix,
+                                               uint32_t token) = 0;
   // Successful model invocations so far.
   virtual size_t calls() const = 0;
 };

@@ -17,9 +17,14 @@ size_t ElementSize(Precision precision) {
 
 std::string Count(size_t n) { return std::to_string(n); }
 
-// Element-wise == over two buffers of one precision (NaN never equals itself,
-// -0.0 equals 0.0), as spec/kv-cache.md §1.7 compares storage.
-bool StorageEqual(const std::byte* a, const std::byte* b, size_t elements, Precision precision) {
+// Element-wise == over two whole buffers of one precision (NaN never equals
+// itself, -0.0 equals 0.0), as spec/kv-cache.md §1.7 compares storage.
+bool StorageEqual(const Buffer<std::byte>& first, const Buffer<std::byte>& second,
+                  Precision precision) {
+  if (first.size() != second.size()) return false;
+  const std::byte* a = first.data();
+  const std::byte* b = second.data();
+  const size_t elements = first.size() / ElementSize(precision);
   for (size_t i = 0; i < elements; ++i) {
     if (precision == Precision::kF64) {
       double x, y;
@@ -50,29 +55,35 @@ std::optional<Buffer<std::byte>> CopyBuffer(const Buffer<std::byte>& source) {
 Result<LayerKvCache> LayerKvCache::Create(const DecoderModel& model, size_t layer,
                                           size_t batch_size, size_t capacity, Precision precision) {
   const ModelConfig& config = model.config();
-  if (batch_size == 0) return Fail(ErrorCode::kZeroBatchSize, {}, "KV cache batch size must be nonzero");
+  if (batch_size == 0)
+    return Fail(ErrorCode::kZeroBatchSize, {}, "KV cache batch size must be nonzero");
   if (capacity == 0) return Fail(ErrorCode::kZeroCapacity, {}, "KV cache capacity must be nonzero");
   if (capacity > config.max_positions) {
-    return Fail(ErrorCode::kCapacityExceedsPositions,
-                {{"capacity", uint64_t{capacity}}, {"max_positions", uint64_t{config.max_positions}}},
-                "KV cache capacity " + Count(capacity) + " exceeds RoPE positions " +
-                    Count(config.max_positions));
+    return Fail(
+        ErrorCode::kCapacityExceedsPositions,
+        {{"capacity", uint64_t{capacity}}, {"max_positions", uint64_t{config.max_positions}}},
+        "KV cache capacity " + Count(capacity) + " exceeds RoPE positions " +
+            Count(config.max_positions));
   }
   const size_t heads = config.kv_heads, hw = config.head_width();
   std::optional<size_t> elements = CheckedMul(batch_size, heads);
   if (elements) elements = CheckedMul(*elements, capacity);
   if (elements) elements = CheckedMul(*elements, hw);
-  std::optional<size_t> bytes = elements ? CheckedMul(*elements, ElementSize(precision)) : std::nullopt;
+  std::optional<size_t> bytes =
+      elements ? CheckedMul(*elements, ElementSize(precision)) : std::nullopt;
   if (!bytes) {
     return Fail(ErrorCode::kElementCountOverflow,
-                {{"batch_size", uint64_t{batch_size}}, {"heads", uint64_t{heads}},
-                 {"capacity", uint64_t{capacity}}, {"head_width", uint64_t{hw}}},
+                {{"batch_size", uint64_t{batch_size}},
+                 {"heads", uint64_t{heads}},
+                 {"capacity", uint64_t{capacity}},
+                 {"head_width", uint64_t{hw}}},
                 "KV cache size " + Count(batch_size) + "x" + Count(heads) + "x" + Count(capacity) +
                     "x" + Count(hw) + " overflows");
   }
   LayerKvCache cache;
   std::optional<Buffer<std::byte>> keys = Buffer<std::byte>::Allocate(*bytes);
-  std::optional<Buffer<std::byte>> values = keys ? Buffer<std::byte>::Allocate(*bytes) : std::nullopt;
+  std::optional<Buffer<std::byte>> values =
+      keys ? Buffer<std::byte>::Allocate(*bytes) : std::nullopt;
   if (!keys || !values) {
     return Fail(ErrorCode::kAllocationFailed, {{"elements", uint64_t{*elements}}},
                 "could not allocate " + Count(*elements) + " KV cache elements");
@@ -85,7 +96,8 @@ Result<LayerKvCache> LayerKvCache::Create(const DecoderModel& model, size_t laye
   cache.precision_ = precision;
   cache.keys_ = std::move(*keys);
   cache.values_ = std::move(*values);
-  for (BlockSlot slot : {BlockSlot::kQuery, BlockSlot::kKey, BlockSlot::kValue, BlockSlot::kOutput}) {
+  for (BlockSlot slot :
+       {BlockSlot::kQuery, BlockSlot::kKey, BlockSlot::kValue, BlockSlot::kOutput}) {
     const ParameterPtr& node = model.parameters()[BlockParameterIndex(layer, slot)];
     cache.bindings_.push_back({node, node->revision()});
   }
@@ -145,8 +157,8 @@ bool LayerKvCache::operator==(const LayerKvCache& other) const {
   return batch_size_ == other.batch_size_ && model_width_ == other.model_width_ &&
          heads_ == other.heads_ && head_width_ == other.head_width_ &&
          capacity_ == other.capacity_ && len_ == other.len_ && precision_ == other.precision_ &&
-         StorageEqual(keys_.data(), other.keys_.data(), element_count(), precision_) &&
-         StorageEqual(values_.data(), other.values_.data(), element_count(), precision_) &&
+         StorageEqual(keys_, other.keys_, precision_) &&
+         StorageEqual(values_, other.values_, precision_) &&
          rope_feature_width_ == other.rope_feature_width_ &&
          rope_max_positions_ == other.rope_max_positions_ &&
          rope_base_bits_ == other.rope_base_bits_ && bindings_ == other.bindings_;
@@ -171,7 +183,8 @@ Result<DecoderKvCache> DecoderKvCache::Create(const DecoderModel& model, CacheOp
     Result<LayerKvCache> layer_cache =
         LayerKvCache::Create(model, layer, cache.batch_size_, cache.capacity_, cache.precision_);
     if (!layer_cache) {
-      return Fail(std::move(layer_cache.error()).Wrap(ErrorCode::kLayerCache, {{"layer", uint64_t{layer}}}));
+      return Fail(std::move(layer_cache.error())
+                      .Wrap(ErrorCode::kLayerCache, {{"layer", uint64_t{layer}}}));
     }
     cache.layers_.push_back(std::move(*layer_cache));
   }
@@ -203,7 +216,8 @@ Result<DecoderKvCache> DecoderKvCache::Clone() const {
 
 size_t DecoderKvCache::storage_bytes() const {
   size_t bytes = 0;
-  for (const LayerKvCache& layer : layers_) bytes += 2 * layer.element_count() * ElementSize(precision_);
+  for (const LayerKvCache& layer : layers_)
+    bytes += 2 * layer.element_count() * ElementSize(precision_);
   return bytes;
 }
 
@@ -259,7 +273,9 @@ Result<DecoderKvSession> DecoderKvCache::Bind(const DecoderModel& model, EngineO
   for (size_t l = 0; l < layers_.size(); ++l) {
     if (layers_[l].len() != len_) {
       return Fail(ErrorCode::kLayerLengthInvariant,
-                  {{"layer", uint64_t{l}}, {"expected", uint64_t{len_}}, {"actual", uint64_t{layers_[l].len()}}},
+                  {{"layer", uint64_t{l}},
+                   {"expected", uint64_t{len_}},
+                   {"actual", uint64_t{layers_[l].len()}}},
                   "layer cache " + Count(l) + " has length " + Count(layers_[l].len()) +
                       ", expected " + Count(len_));
     }
@@ -267,35 +283,44 @@ Result<DecoderKvSession> DecoderKvCache::Bind(const DecoderModel& model, EngineO
   for (size_t l = 0; l < layers_.size(); ++l) {
     const LayerKvCache& layer = layers_[l];
     auto in_layer = [&](Error inner) {
-      return Fail(std::move(inner).Wrap(ErrorCode::kIncrementalAttention, {{"layer", uint64_t{l}}}));
+      return Fail(
+          std::move(inner).Wrap(ErrorCode::kIncrementalAttention, {{"layer", uint64_t{l}}}));
     };
     if (layer.batch_size() != batch_size_) {
       return Fail(ErrorCode::kLayerBatchSizeMismatch,
-                  {{"layer", uint64_t{l}}, {"expected", uint64_t{batch_size_}}, {"actual", uint64_t{layer.batch_size()}}},
+                  {{"layer", uint64_t{l}},
+                   {"expected", uint64_t{batch_size_}},
+                   {"actual", uint64_t{layer.batch_size()}}},
                   "layer cache " + Count(l) + " has batch size " + Count(layer.batch_size()));
     }
     if (layer.capacity() != capacity_) {
       return Fail(ErrorCode::kLayerCapacityMismatch,
-                  {{"layer", uint64_t{l}}, {"expected", uint64_t{capacity_}}, {"actual", uint64_t{layer.capacity()}}},
+                  {{"layer", uint64_t{l}},
+                   {"expected", uint64_t{capacity_}},
+                   {"actual", uint64_t{layer.capacity()}}},
                   "layer cache " + Count(l) + " has capacity " + Count(layer.capacity()));
     }
     // The per-layer binding check of spec/kv-cache.md §2.1 step 5.
     if (layer.model_width() != model_config.model_width) {
-      return in_layer(Error(ErrorCode::kCacheModelWidthMismatch,
-                            {{"layer", uint64_t{model_config.model_width}}, {"cache", uint64_t{layer.model_width()}}},
-                            "cache model width differs from the layer's"));
+      return in_layer(Error(
+          ErrorCode::kCacheModelWidthMismatch,
+          {{"layer", uint64_t{model_config.model_width}}, {"cache", uint64_t{layer.model_width()}}},
+          "cache model width differs from the layer's"));
     }
     if (layer.heads() != model_config.kv_heads) {
-      return in_layer(Error(ErrorCode::kCacheHeadCountMismatch,
-                            {{"layer", uint64_t{model_config.kv_heads}}, {"cache", uint64_t{layer.heads()}}},
-                            "cache head count differs from the layer's"));
+      return in_layer(
+          Error(ErrorCode::kCacheHeadCountMismatch,
+                {{"layer", uint64_t{model_config.kv_heads}}, {"cache", uint64_t{layer.heads()}}},
+                "cache head count differs from the layer's"));
     }
     if (layer.head_width() != model_config.head_width()) {
-      return in_layer(Error(ErrorCode::kCacheHeadWidthMismatch,
-                            {{"layer", uint64_t{model_config.head_width()}}, {"cache", uint64_t{layer.head_width()}}},
-                            "cache head width differs from the layer's"));
+      return in_layer(Error(
+          ErrorCode::kCacheHeadWidthMismatch,
+          {{"layer", uint64_t{model_config.head_width()}}, {"cache", uint64_t{layer.head_width()}}},
+          "cache head width differs from the layer's"));
     }
-    const BlockSlot slots[4] = {BlockSlot::kQuery, BlockSlot::kKey, BlockSlot::kValue, BlockSlot::kOutput};
+    const BlockSlot slots[4] = {BlockSlot::kQuery, BlockSlot::kKey, BlockSlot::kValue,
+                                BlockSlot::kOutput};
     for (size_t p = 0; p < 4; ++p) {
       if (layer.bindings()[p].node != parameters[BlockParameterIndex(l, slots[p])]) {
         return in_layer(Error(ErrorCode::kCacheLayerMismatch, {},
@@ -306,12 +331,15 @@ Result<DecoderKvSession> DecoderKvCache::Bind(const DecoderModel& model, EngineO
       const uint64_t current = parameters[BlockParameterIndex(l, slots[p])]->revision();
       if (layer.bindings()[p].revision != current) {
         return in_layer(Error(ErrorCode::kCacheLayerRevisionMismatch,
-                              {{"parameter", uint64_t{p}}, {"cache", layer.bindings()[p].revision}, {"layer", current}},
+                              {{"parameter", uint64_t{p}},
+                               {"cache", layer.bindings()[p].revision},
+                               {"layer", current}},
                               "cache attention parameter " + Count(p) + " revision differs"));
       }
     }
     const RopeTable& rope = model.rope();
-    if (layer.rope_feature_width_ != rope.head_width() || layer.rope_max_positions_ != rope.positions() ||
+    if (layer.rope_feature_width_ != rope.head_width() ||
+        layer.rope_max_positions_ != rope.positions() ||
         layer.rope_base_bits_ != std::bit_cast<uint64_t>(rope.base())) {
       return in_layer(Error(ErrorCode::kCacheRopeMismatch,
                             {{"cache_feature_width", uint64_t{layer.rope_feature_width_}},
@@ -329,18 +357,21 @@ Result<DecoderKvSession> DecoderKvCache::Bind(const DecoderModel& model, EngineO
                 "the reference backend computes in f64 only");
   }
   if (options.precision != precision_) {
-    return Fail(ErrorCode::kUnsupportedBackend, {{"", std::string(PrecisionName(options.precision))}},
-                "the cache stores " + std::string(PrecisionName(precision_)) +
-                    " rows but the engine computes in " + std::string(PrecisionName(options.precision)));
+    return Fail(
+        ErrorCode::kUnsupportedBackend, {{"", std::string(PrecisionName(options.precision))}},
+        "the cache stores " + std::string(PrecisionName(precision_)) +
+            " rows but the engine computes in " + std::string(PrecisionName(options.precision)));
   }
-  Result<std::unique_ptr<detail::Engine>> engine = Fail(ErrorCode::kUnsupportedBackend,
-      {{"", std::string(BackendName(options.backend))}},
-      "backend " + std::string(BackendName(options.backend)) + " is not available");
+  Result<std::unique_ptr<detail::Engine>> engine =
+      Fail(ErrorCode::kUnsupportedBackend, {{"", std::string(BackendName(options.backend))}},
+           "backend " + std::string(BackendName(options.backend)) + " is not available");
   if (options.backend == Backend::kReference) engine = detail::CreateReferenceEngine(model, *this);
   if (!engine) return Fail(std::move(engine.error()));
-  std::optional<Buffer<double>> logits = Buffer<double>::Allocate(batch_size_ * model_config.vocabulary_size);
+  std::optional<Buffer<double>> logits =
+      Buffer<double>::Allocate(batch_size_ * model_config.vocabulary_size);
   if (!logits) {
-    return Fail(ErrorCode::kAllocationFailed, {{"elements", uint64_t{batch_size_ * model_config.vocabulary_size}}},
+    return Fail(ErrorCode::kAllocationFailed,
+                {{"elements", uint64_t{batch_size_ * model_config.vocabulary_size}}},
                 "could not allocate the session's logits");
   }
   bound_ = true;

@@ -36,8 +36,7 @@ std::optional<size_t> CheckedScalarCount(const ModelConfig& config) {
 // Shape-only checks on the parameter list, in the order of spec/checkpoint.md §9
 // step 11: count, names, structural faults of every component, and only then the
 // sizes against the config's V, D and F.
-Result<void> ValidateParameterLayout(const ModelConfig& config,
-                                     std::span<const std::string> names,
+Result<void> ValidateParameterLayout(const ModelConfig& config, std::span<const std::string> names,
                                      std::span<const std::vector<size_t>> shapes) {
   const std::vector<std::string> expected_names = ParameterNames(config);
   if (names.size() != expected_names.size()) {
@@ -56,10 +55,11 @@ Result<void> ValidateParameterLayout(const ModelConfig& config,
   }
 
   auto structural = [&](size_t index, std::string requirement) {
-    return Error(ErrorCode::kParameterShapeMismatch,
-                 {{"index", uint64_t{index}}, {"name", names[index]}, {"shape", ShapeText(shapes[index])}},
-                 "decoder parameter " + names[index] + " has shape " + ShapeText(shapes[index]) +
-                     ", but " + requirement);
+    return Error(
+        ErrorCode::kParameterShapeMismatch,
+        {{"index", uint64_t{index}}, {"name", names[index]}, {"shape", ShapeText(shapes[index])}},
+        "decoder parameter " + names[index] + " has shape " + ShapeText(shapes[index]) + ", but " +
+            requirement);
   };
   auto is_matrix = [&](size_t index) {
     return shapes[index].size() == 2 && shapes[index][0] > 0 && shapes[index][1] > 0;
@@ -69,13 +69,14 @@ Result<void> ValidateParameterLayout(const ModelConfig& config,
   };
 
   if (!is_matrix(0)) {
-    return Fail(structural(0, "the token table must be a nonempty matrix").Wrap(ErrorCode::kEmbedding));
+    return Fail(
+        structural(0, "the token table must be a nonempty matrix").Wrap(ErrorCode::kEmbedding));
   }
   for (size_t layer = 0; layer < config.layers; ++layer) {
     auto at = [&](BlockSlot slot) { return BlockParameterIndex(layer, slot); };
     auto block_fault = [&](BlockSlot slot, const char* requirement) {
-      return Fail(structural(at(slot), requirement)
-                      .Wrap(ErrorCode::kBlock, {{"layer", uint64_t{layer}}}));
+      return Fail(
+          structural(at(slot), requirement).Wrap(ErrorCode::kBlock, {{"layer", uint64_t{layer}}}));
     };
     const size_t norm = at(BlockSlot::kAttentionNorm);
     if (shapes[norm].size() != 1 || shapes[norm][0] == 0) {
@@ -109,7 +110,8 @@ Result<void> ValidateParameterLayout(const ModelConfig& config,
   }
   const size_t final_norm = 1 + kParametersPerBlock * config.layers;
   if (shapes[final_norm].size() != 1 || shapes[final_norm][0] == 0) {
-    return Fail(structural(final_norm, "a norm gain must be a nonempty vector").Wrap(ErrorCode::kFinalNorm));
+    return Fail(structural(final_norm, "a norm gain must be a nonempty vector")
+                    .Wrap(ErrorCode::kFinalNorm));
   }
   if (!config.tied_output && !is_matrix(final_norm + 1)) {
     return Fail(structural(final_norm + 1, "the output head must be a nonempty matrix"));
@@ -168,7 +170,8 @@ Result<std::shared_ptr<const RopeTable>> ValidateConfigAndBuildRope(const ModelC
     return Fail(ErrorCode::kSizeOverflow, {{"context", std::string("parameter count")}},
                 "decoder parameter sizes overflow");
   }
-  Result<RopeTable> rope = RopeTable::Create(config.head_width(), config.max_positions, config.rope_base);
+  Result<RopeTable> rope =
+      RopeTable::Create(config.head_width(), config.max_positions, config.rope_base);
   if (!rope) return Fail(std::move(rope.error()));
   return std::make_shared<const RopeTable>(std::move(*rope));
 }
@@ -191,8 +194,8 @@ Result<void> ValidateName(const std::string& name) {
   for (size_t i = 0; i <= name.size(); ++i) {
     if (i == name.size() || name[i] == '.') {
       if (i == segment_start) {
-        return Fail(ErrorCode::kEmptyNameSegment, {}, "parameter name " + RustQuoted(name) +
-                                                           " has an empty dot-separated segment");
+        return Fail(ErrorCode::kEmptyNameSegment, {},
+                    "parameter name " + RustQuoted(name) + " has an empty dot-separated segment");
       }
       segment_start = i + 1;
     }
@@ -226,7 +229,8 @@ std::vector<std::vector<size_t>> ParameterShapes(const ModelConfig& config) {
   std::vector<std::vector<size_t>> shapes;
   shapes.push_back({v, d});
   for (size_t layer = 0; layer < config.layers; ++layer) {
-    shapes.insert(shapes.end(), {{d}, {d, d}, {d, kv}, {d, kv}, {d, d}, {d}, {d, f}, {d, f}, {f, d}});
+    shapes.insert(shapes.end(),
+                  {{d}, {d, d}, {d, kv}, {d, kv}, {d, d}, {d}, {d, f}, {d, f}, {f, d}});
   }
   shapes.push_back({d});
   if (!config.tied_output) shapes.push_back({d, v});
@@ -274,12 +278,14 @@ Result<std::shared_ptr<const RopeTable>> ValidateTensorsAndBuildRope(
     for (size_t i = 0; i < tensor.values.size(); ++i) {
       const double value = tensor.values[i];
       if (!std::isfinite(value)) {
-        return Fail(Error(ErrorCode::kNonFiniteLeaf,
-                          {{"operation", Identifier{"Parameter"}}, {"index", uint64_t{i}}, {"value", value}},
-                          "parameter tensor value at flat index " + std::to_string(i) +
-                              " must be finite, got " + RustDisplay(value))
-                        .Wrap(ErrorCode::kAutodiff)
-                        .Wrap(ErrorCode::kInitialization));
+        return Fail(
+            Error(
+                ErrorCode::kNonFiniteLeaf,
+                {{"operation", Identifier{"Parameter"}}, {"index", uint64_t{i}}, {"value", value}},
+                "parameter tensor value at flat index " + std::to_string(i) +
+                    " must be finite, got " + RustDisplay(value))
+                .Wrap(ErrorCode::kAutodiff)
+                .Wrap(ErrorCode::kInitialization));
       }
     }
   }
@@ -340,7 +346,8 @@ Result<DecoderModel> DecoderModel::RebuildFromValues() const {
   copies.reserve(parameters_.size());
   for (const ParameterPtr& parameter : parameters_) {
     SharedBorrows reading({parameter});
-    Result<ParameterPtr> copy = Parameter::Create(parameter->name(), parameter->shape(), parameter->values());
+    Result<ParameterPtr> copy =
+        Parameter::Create(parameter->name(), parameter->shape(), parameter->values());
     if (!copy) return Fail(std::move(copy.error()));
     copies.push_back(std::move(*copy));
   }
@@ -364,17 +371,20 @@ Result<void> DecoderModel::UpdateParameters(std::span<const ParameterUpdate> upd
     listed[update.index] = true;
     if (update.values.size() != parameter.element_count()) {
       return Fail(ErrorCode::kParameterShapeMismatch,
-                  {{"index", uint64_t{update.index}}, {"name", parameter.name()},
+                  {{"index", uint64_t{update.index}},
+                   {"name", parameter.name()},
                    {"shape", ShapeText(parameter.shape())}},
-                  "update for " + parameter.name() + " has " + std::to_string(update.values.size()) +
-                      " values, expected " + std::to_string(parameter.element_count()));
+                  "update for " + parameter.name() + " has " +
+                      std::to_string(update.values.size()) + " values, expected " +
+                      std::to_string(parameter.element_count()));
     }
     for (size_t i = 0; i < update.values.size(); ++i) {
       if (!std::isfinite(update.values[i])) {
-        return Fail(ErrorCode::kNonFiniteParameter,
-                    {{"name", parameter.name()}, {"index", uint64_t{i}}, {"value", update.values[i]}},
-                    "update for " + parameter.name() + " has a non-finite value at flat index " +
-                        std::to_string(i));
+        return Fail(
+            ErrorCode::kNonFiniteParameter,
+            {{"name", parameter.name()}, {"index", uint64_t{i}}, {"value", update.values[i]}},
+            "update for " + parameter.name() + " has a non-finite value at flat index " +
+                std::to_string(i));
       }
     }
     if (parameter.revision() == UINT64_MAX) {
@@ -393,8 +403,9 @@ Result<void> DecoderModel::UpdateParameters(std::span<const ParameterUpdate> upd
     for (size_t i = 0; i < acquired; ++i) {
       ParameterWriter::ReleaseExclusive(*parameters_[updates[i].index]);
     }
-    return Fail(ErrorCode::kParameterValueBorrowed, {{"name", name}},
-                "parameter " + RustQuoted(name) + " is borrowed by a live session and cannot be updated");
+    return Fail(
+        ErrorCode::kParameterValueBorrowed, {{"name", name}},
+        "parameter " + RustQuoted(name) + " is borrowed by a live session and cannot be updated");
   }
   // Phase 3: commit; cannot fail.
   for (const ParameterUpdate& update : updates) {

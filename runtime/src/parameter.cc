@@ -20,9 +20,9 @@ Result<std::shared_ptr<Parameter>> Parameter::Create(std::string name, std::vect
                                                      std::span<const double> values) {
   std::optional<Buffer<double>> buffer = Buffer<double>::Allocate(values.size());
   if (!buffer) {
-    return Fail(ErrorCode::kAllocationFailed, {{"elements", uint64_t{values.size()}}},
-                "could not allocate " + std::to_string(values.size()) +
-                    " parameter values for " + name);
+    return Fail(
+        ErrorCode::kAllocationFailed, {{"elements", uint64_t{values.size()}}},
+        "could not allocate " + std::to_string(values.size()) + " parameter values for " + name);
   }
   std::copy(values.begin(), values.end(), buffer->data());
   return std::shared_ptr<Parameter>(

@@ -37,8 +37,8 @@ Result<std::vector<double>> ForwardCompletePrefix(const DecoderModel& model,
   if (!count || *count != token_ids.size()) {
     return Fail(ErrorCode::kTokenCountMismatch,
                 {{"expected", uint64_t{count.value_or(0)}}, {"actual", uint64_t{token_ids.size()}}},
-                "decoder token shape requires " + std::to_string(count.value_or(0)) +
-                    " IDs, got " + std::to_string(token_ids.size()));
+                "decoder token shape requires " + std::to_string(count.value_or(0)) + " IDs, got " +
+                    std::to_string(token_ids.size()));
   }
   for (size_t i = 0; i < token_ids.size(); ++i) {
     if (token_ids[i] >= config.vocabulary_size) {
@@ -78,7 +78,8 @@ Result<std::vector<double>> ForwardCompletePrefix(const DecoderModel& model,
   step.rows = time;
   step.start = 0;
   step.all_logits = true;
-  if (auto ran = forward->Run(step, layers, logits, trace); !ran) return Fail(std::move(ran.error()));
+  if (auto ran = forward->Run(step, layers, logits, trace); !ran)
+    return Fail(std::move(ran.error()));
   return logits;
 }
 

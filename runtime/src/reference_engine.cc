@@ -13,8 +13,7 @@ namespace {
 class ReferenceEngine final : public Engine {
  public:
   ReferenceEngine(ReferenceRowForward forward, Buffer<double> staged_keys,
-                  Buffer<double> staged_values, std::vector<LayerKvRows<double>> rows,
-                  size_t batch)
+                  Buffer<double> staged_values, std::vector<LayerKvRows<double>> rows, size_t batch)
       : forward_(std::move(forward)),
         staged_keys_(std::move(staged_keys)),
         staged_values_(std::move(staged_values)),
@@ -78,7 +77,8 @@ Result<std::unique_ptr<Engine>> CreateReferenceEngine(const DecoderModel& model,
   std::optional<Buffer<double>> keys = Buffer<double>::Allocate(config.layers * per_layer);
   std::optional<Buffer<double>> values = Buffer<double>::Allocate(config.layers * per_layer);
   if (!keys || !values) {
-    return Fail(ErrorCode::kAllocationFailed, {{"elements", uint64_t{2 * config.layers * per_layer}}},
+    return Fail(ErrorCode::kAllocationFailed,
+                {{"elements", uint64_t{2 * config.layers * per_layer}}},
                 "could not allocate the staging rows of the reference engine");
   }
   std::vector<LayerKvRows<double>> rows(config.layers);
@@ -89,9 +89,9 @@ Result<std::unique_ptr<Engine>> CreateReferenceEngine(const DecoderModel& model,
     rows[l].new_stride = 1;
     rows[l].head_width = config.head_width();
   }
-  auto engine = std::make_unique<ReferenceEngine>(std::move(*forward), std::move(*keys),
-                                                  std::move(*values), std::move(rows),
-                                                  cache.batch_size());
+  auto engine =
+      std::make_unique<ReferenceEngine>(std::move(*forward), std::move(*keys), std::move(*values),
+                                        std::move(rows), cache.batch_size());
   return std::unique_ptr<Engine>(std::move(engine));
 }
 

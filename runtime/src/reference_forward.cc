@@ -47,11 +47,13 @@ Error InLayer(Error inner, ErrorCode stage, size_t layer) {
   return std::move(inner).Wrap(stage, {{"layer", uint64_t{layer}}}, std::move(message));
 }
 
-// Records `values` in the trace when tracing.
-void Record(ForwardTrace* trace, std::string name, std::vector<size_t> shape,
-            std::vector<double> values) {
+// Records a stage in the trace. `values` is only evaluated when tracing, so an
+// untraced step (every session step) allocates nothing here.
+template <class Values>
+void Record(ForwardTrace* trace, const std::string& prefix, const char* name,
+            std::initializer_list<size_t> shape, Values&& values) {
   if (trace != nullptr) {
-    trace->stages.push_back({std::move(name), std::move(shape), std::move(values)});
+    trace->stages.push_back({prefix + name, std::vector<size_t>(shape), values()});
   }
 }
 
@@ -137,10 +139,10 @@ Result<void> ReferenceRowForward::Run(const RowStep& step,
   for (size_t i = 0; i < n; ++i) {
     std::copy_n(table + size_t{step.tokens[i]} * d, d, hidden_.data() + i * d);
   }
-  Record(trace, "embedding", {batch, rows, d}, row_vector(hidden_, d));
+  Record(trace, "", "embedding", {batch, rows, d}, [&] { return row_vector(hidden_, d); });
 
   for (size_t layer = 0; layer < config.layers; ++layer) {
-    const std::string prefix = "blocks." + std::to_string(layer) + ".";
+    const std::string prefix = tracing ? "blocks." + std::to_string(layer) + "." : std::string();
     const LayerKvRows<double>& kv = layers[layer];
 
     const double* attention_gain = model.block(layer, BlockSlot::kAttentionNorm).values().data();
@@ -153,7 +155,8 @@ Result<void> ReferenceRowForward::Run(const RowStep& step,
                             ErrorCode::kAttentionNorm, layer));
       }
     }
-    Record(trace, prefix + "attention_norm.output", {batch, rows, d}, row_vector(normed_, d));
+    Record(trace, prefix, "attention_norm.output", {batch, rows, d},
+           [&] { return row_vector(normed_, d); });
 
     simd::MatMulScalar(normed_.data(), d, n, DenseView(model.block(layer, BlockSlot::kQuery)),
                        query_.data(), d);
@@ -161,31 +164,32 @@ Result<void> ReferenceRowForward::Run(const RowStep& step,
                        key_.data(), kv_width);
     simd::MatMulScalar(normed_.data(), d, n, DenseView(model.block(layer, BlockSlot::kValue)),
                        value_.data(), kv_width);
-    for (const auto& [buffer, width] : {std::pair{&query_, d}, {&key_, kv_width}, {&value_, kv_width}}) {
+    for (const auto& [buffer, width] :
+         {std::pair{&query_, d}, {&key_, kv_width}, {&value_, kv_width}}) {
       if (auto bad = FirstNonFinite(buffer->data(), n * width)) {
-        return Fail(InLayer(NonFinite("qkv projection", *bad, (*buffer)[*bad])
-                                .Wrap(ErrorCode::kQkvProjection),
-                            ErrorCode::kIncrementalAttention, layer));
+        return Fail(InLayer(
+            NonFinite("qkv projection", *bad, (*buffer)[*bad]).Wrap(ErrorCode::kQkvProjection),
+            ErrorCode::kIncrementalAttention, layer));
       }
     }
     if (tracing) {
-      Record(trace, prefix + "attention.projected_query_heads", {batch, heads, rows, hw},
-             HeadLayout(query_.data(), batch, rows, heads, hw));
+      Record(trace, prefix, "attention.projected_query_heads", {batch, heads, rows, hw},
+             [&] { return HeadLayout(query_.data(), batch, rows, heads, hw); });
     }
     // RoPE on queries and keys at their absolute positions; values stay unrotated.
     for (size_t i = 0; i < n; ++i) {
       const size_t position = step.start + i % rows;
       const RopeTable& rope = model.rope();
-      simd::RopeRotateScalar(query_.data() + i * d, rope.cos(position), rope.sin(position),
-                             hw / 2, heads);
+      simd::RopeRotateScalar(query_.data() + i * d, rope.cos(position), rope.sin(position), hw / 2,
+                             heads);
       simd::RopeRotateScalar(key_.data() + i * kv_width, rope.cos(position), rope.sin(position),
                              hw / 2, kv_heads);
     }
     if (tracing) {
-      Record(trace, prefix + "attention.rotated_query_heads", {batch, heads, rows, hw},
-             HeadLayout(query_.data(), batch, rows, heads, hw));
-      Record(trace, prefix + "attention.rotated_key_heads", {batch, kv_heads, rows, hw},
-             HeadLayout(key_.data(), batch, rows, kv_heads, hw));
+      Record(trace, prefix, "attention.rotated_query_heads", {batch, heads, rows, hw},
+             [&] { return HeadLayout(query_.data(), batch, rows, heads, hw); });
+      Record(trace, prefix, "attention.rotated_key_heads", {batch, kv_heads, rows, hw},
+             [&] { return HeadLayout(key_.data(), batch, rows, kv_heads, hw); });
     }
     // The new rows become readable to this step's attention (and nobody else's).
     for (size_t b = 0; b < batch; ++b) {
@@ -214,13 +218,13 @@ Result<void> ReferenceRowForward::Run(const RowStep& step,
           }
           if (auto bad = FirstNonFinite(scores, visible)) {
             const double score = scores[*bad];
-            Error inner = score == INFINITY
-                              ? Error(ErrorCode::kPositiveInfinityLogit, {},
-                                      "softmax input contains positive infinity")
-                              : Error(ErrorCode::kNonFiniteLogit,
-                                      {{"index", uint64_t{*bad}}, {"value", score}},
-                                      "softmax input " + std::to_string(*bad) + " is " +
-                                          RustDisplay(score));
+            Error inner =
+                score == INFINITY
+                    ? Error(ErrorCode::kPositiveInfinityLogit, {},
+                            "softmax input contains positive infinity")
+                    : Error(ErrorCode::kNonFiniteLogit,
+                            {{"index", uint64_t{*bad}}, {"value", score}},
+                            "softmax input " + std::to_string(*bad) + " is " + RustDisplay(score));
             return Fail(InLayer(std::move(inner).Wrap(ErrorCode::kProbability),
                                 ErrorCode::kIncrementalAttention, layer));
           }
@@ -237,8 +241,10 @@ Result<void> ReferenceRowForward::Run(const RowStep& step,
         }
       }
     }
-    Record(trace, prefix + "attention.weights", {batch, heads, rows, time}, std::move(weights_trace));
-    Record(trace, prefix + "attention.merged", {batch, rows, d}, row_vector(mixed_, d));
+    Record(trace, prefix, "attention.weights", {batch, heads, rows, time},
+           [&] { return std::move(weights_trace); });
+    Record(trace, prefix, "attention.merged", {batch, rows, d},
+           [&] { return row_vector(mixed_, d); });
 
     simd::MatMulScalar(mixed_.data(), d, n, DenseView(model.block(layer, BlockSlot::kOutput)),
                        branch_.data(), d);
@@ -247,7 +253,8 @@ Result<void> ReferenceRowForward::Run(const RowStep& step,
                               .Wrap(ErrorCode::kOutputProjection),
                           ErrorCode::kIncrementalAttention, layer));
     }
-    Record(trace, prefix + "attention.output", {batch, rows, d}, row_vector(branch_, d));
+    Record(trace, prefix, "attention.output", {batch, rows, d},
+           [&] { return row_vector(branch_, d); });
     // The candidate rows pass the cache's append validation (spec/kv-cache.md §1.4).
     for (size_t b = 0; b < batch; ++b) {
       for (size_t r = 0; r < rows; ++r) {
@@ -275,44 +282,47 @@ Result<void> ReferenceRowForward::Run(const RowStep& step,
       return Fail(InLayer(NonFinite("attention residual", *bad, hidden_[*bad]),
                           ErrorCode::kAttentionResidual, layer));
     }
-    Record(trace, prefix + "after_attention", {batch, rows, d}, row_vector(hidden_, d));
+    Record(trace, prefix, "after_attention", {batch, rows, d},
+           [&] { return row_vector(hidden_, d); });
 
     const double* ffn_gain = model.block(layer, BlockSlot::kFeedForwardNorm).values().data();
     for (size_t i = 0; i < n; ++i) {
-      const double inverse = simd::RmsNormScalar(hidden_.data() + i * d, ffn_gain, epsilon,
-                                                 normed_.data() + i * d, d);
+      const double inverse =
+          simd::RmsNormScalar(hidden_.data() + i * d, ffn_gain, epsilon, normed_.data() + i * d, d);
       if (!std::isfinite(inverse)) {
         return Fail(InLayer(Error(ErrorCode::kZeroEnergyRow, {{"row", uint64_t{i}}},
                                   "RMSNorm row " + std::to_string(i) + " has zero energy"),
                             ErrorCode::kFeedForwardNorm, layer));
       }
     }
-    Record(trace, prefix + "ffn_norm.output", {batch, rows, d}, row_vector(normed_, d));
+    Record(trace, prefix, "ffn_norm.output", {batch, rows, d},
+           [&] { return row_vector(normed_, d); });
     simd::MatMulScalar(normed_.data(), d, n, DenseView(model.block(layer, BlockSlot::kGate)),
                        gate_.data(), f);
     simd::MatMulScalar(normed_.data(), d, n, DenseView(model.block(layer, BlockSlot::kUp)),
                        up_.data(), f);
     if (tracing) {
-      Record(trace, prefix + "ffn.gate_linear", {batch, rows, f}, row_vector(gate_, f));
+      Record(trace, prefix, "ffn.gate_linear", {batch, rows, f},
+             [&] { return row_vector(gate_, f); });
       // SiLU alone: (g·σ(g))·1.0 has the bits of g·σ(g).
       std::vector<double> ones(n * f, 1.0), silu(n * f);
       simd::SiluMulScalar(gate_.data(), ones.data(), silu.data(), n * f);
-      Record(trace, prefix + "ffn.gate_silu", {batch, rows, f}, std::move(silu));
+      Record(trace, prefix, "ffn.gate_silu", {batch, rows, f}, [&] { return std::move(silu); });
     }
     simd::SiluMulScalar(gate_.data(), up_.data(), gate_.data(), n * f);
     simd::MatMulScalar(gate_.data(), f, n, DenseView(model.block(layer, BlockSlot::kDown)),
                        branch_.data(), d);
     if (auto bad = FirstNonFinite(branch_.data(), n * d)) {
-      return Fail(InLayer(NonFinite("feed-forward", *bad, branch_[*bad]), ErrorCode::kFeedForward,
-                          layer));
+      return Fail(
+          InLayer(NonFinite("feed-forward", *bad, branch_[*bad]), ErrorCode::kFeedForward, layer));
     }
-    Record(trace, prefix + "ffn.output", {batch, rows, d}, row_vector(branch_, d));
+    Record(trace, prefix, "ffn.output", {batch, rows, d}, [&] { return row_vector(branch_, d); });
     for (size_t i = 0; i < n * d; ++i) hidden_[i] = hidden_[i] + branch_[i];
     if (auto bad = FirstNonFinite(hidden_.data(), n * d)) {
       return Fail(InLayer(NonFinite("feed-forward residual", *bad, hidden_[*bad]),
                           ErrorCode::kFeedForwardResidual, layer));
     }
-    Record(trace, prefix + "output", {batch, rows, d}, row_vector(hidden_, d));
+    Record(trace, prefix, "output", {batch, rows, d}, [&] { return row_vector(hidden_, d); });
   }
 
   // Final norm and vocabulary projection for the rows whose logits are wanted.
@@ -321,8 +331,8 @@ Result<void> ReferenceRowForward::Run(const RowStep& step,
   std::vector<double> inverse_trace;
   for (size_t j = 0; j < logit_rows; ++j) {
     const size_t i = step.all_logits ? j : j * rows + rows - 1;
-    const double inverse = simd::RmsNormScalar(hidden_.data() + i * d, final_gain, epsilon,
-                                               normed_.data() + j * d, d);
+    const double inverse =
+        simd::RmsNormScalar(hidden_.data() + i * d, final_gain, epsilon, normed_.data() + j * d, d);
     if (!std::isfinite(inverse)) {
       return Fail(Error(ErrorCode::kZeroEnergyRow, {{"row", uint64_t{i}}},
                         "RMSNorm row " + std::to_string(i) + " has zero energy")
@@ -331,9 +341,10 @@ Result<void> ReferenceRowForward::Run(const RowStep& step,
     if (tracing) inverse_trace.push_back(inverse);
   }
   if (tracing) {
-    Record(trace, "final_norm.inverse_rms", {batch, rows, 1}, std::move(inverse_trace));
-    Record(trace, "final_norm.output", {batch, rows, d},
-           std::vector<double>(normed_.data(), normed_.data() + logit_rows * d));
+    Record(trace, "", "final_norm.inverse_rms", {batch, rows, 1},
+           [&] { return std::move(inverse_trace); });
+    Record(trace, "", "final_norm.output", {batch, rows, d},
+           [&] { return std::vector<double>(normed_.data(), normed_.data() + logit_rows * d); });
   }
   const Parameter& head = model.output_head();
   for (size_t j = 0; j < logit_rows; ++j) {
@@ -349,11 +360,12 @@ Result<void> ReferenceRowForward::Run(const RowStep& step,
     }
   }
   if (auto bad = FirstNonFinite(logits.data(), logit_rows * v)) {
-    return Fail(NonFinite("vocabulary projection", *bad, logits[*bad])
-                    .Wrap(ErrorCode::kAutodiff, {{"stage", Identifier{"TiedVocabularyProjection"}}}));
+    return Fail(
+        NonFinite("vocabulary projection", *bad, logits[*bad])
+            .Wrap(ErrorCode::kAutodiff, {{"stage", Identifier{"TiedVocabularyProjection"}}}));
   }
-  Record(trace, "logits", {batch, logit_rows / batch, v},
-         std::vector<double>(logits.data(), logits.data() + logit_rows * v));
+  Record(trace, "", "logits", {batch, logit_rows / batch, v},
+         [&] { return std::vector<double>(logits.data(), logits.data() + logit_rows * v); });
   return {};
 }
 

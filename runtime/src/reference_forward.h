@@ -45,16 +45,16 @@ class ReferenceRowForward {
   const DecoderModel* model_;
   size_t batch_ = 0;
   size_t max_rows_ = 0;
-  Buffer<double> hidden_;     // [batch·rows, D] residual stream
-  Buffer<double> normed_;     // [batch·rows, D]
-  Buffer<double> query_;      // [batch·rows, D]
-  Buffer<double> key_;        // [batch·rows, kv_width]
-  Buffer<double> value_;      // [batch·rows, kv_width]
-  Buffer<double> mixed_;      // [batch·rows, D] merged head outputs
-  Buffer<double> branch_;     // [batch·rows, D] attention or FFN branch output
-  Buffer<double> gate_;       // [batch·rows, F]
-  Buffer<double> up_;         // [batch·rows, F]
-  Buffer<double> scores_;     // [max_positions] one query's scores, then weights
+  Buffer<double> hidden_;  // [batch·rows, D] residual stream
+  Buffer<double> normed_;  // [batch·rows, D]
+  Buffer<double> query_;   // [batch·rows, D]
+  Buffer<double> key_;     // [batch·rows, kv_width]
+  Buffer<double> value_;   // [batch·rows, kv_width]
+  Buffer<double> mixed_;   // [batch·rows, D] merged head outputs
+  Buffer<double> branch_;  // [batch·rows, D] attention or FFN branch output
+  Buffer<double> gate_;    // [batch·rows, F]
+  Buffer<double> up_;      // [batch·rows, F]
+  Buffer<double> scores_;  // [max_positions] one query's scores, then weights
 };
 
 }  // namespace kvrt::detail

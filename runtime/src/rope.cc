@@ -3,7 +3,6 @@
 #include <cmath>
 #include <string>
 
-
 namespace kvrt {
 
 Result<RopeTable> RopeTable::Create(size_t head_width, size_t positions, double base) {
@@ -30,7 +29,8 @@ Result<RopeTable> RopeTable::Create(size_t head_width, size_t positions, double 
     const double exponent = (-2.0 * static_cast<double>(i)) / static_cast<double>(head_width);
     (*inverse)[i] = std::pow(base, exponent);
     if (!std::isfinite((*inverse)[i])) {
-      return Fail(ErrorCode::kNonFiniteTableValue, {{"position", uint64_t{0}}, {"pair", uint64_t{i}}},
+      return Fail(ErrorCode::kNonFiniteTableValue,
+                  {{"position", uint64_t{0}}, {"pair", uint64_t{i}}},
                   "RoPE inverse frequency " + std::to_string(i) + " is not finite");
     }
   }
@@ -40,9 +40,10 @@ Result<RopeTable> RopeTable::Create(size_t head_width, size_t positions, double 
       double c = std::cos(angle);
       double s = std::sin(angle);
       if (!std::isfinite(angle) || !std::isfinite(c) || !std::isfinite(s)) {
-        return Fail(ErrorCode::kNonFiniteTableValue, {{"position", uint64_t{p}}, {"pair", uint64_t{i}}},
-                    "RoPE angle for position " + std::to_string(p) + " pair " +
-                        std::to_string(i) + " is not finite");
+        return Fail(ErrorCode::kNonFiniteTableValue,
+                    {{"position", uint64_t{p}}, {"pair", uint64_t{i}}},
+                    "RoPE angle for position " + std::to_string(p) + " pair " + std::to_string(i) +
+                        " is not finite");
       }
       (*cos)[p * pairs + i] = c == 0.0 ? 0.0 : c;  // store ±0 as +0
       (*sin)[p * pairs + i] = s == 0.0 ? 0.0 : s;

@@ -74,9 +74,9 @@ Result<Sampler> Sampler::Create(size_t vocabulary_size) {
   std::optional<Buffer<uint32_t>> order = Buffer<uint32_t>::Allocate(vocabulary_size);
   std::optional<Buffer<double>> probabilities = Buffer<double>::Allocate(vocabulary_size);
   if (!order || !probabilities) {
-    return Fail(ErrorCode::kAllocationFailed, {{"values", uint64_t{vocabulary_size}}},
-                "could not allocate sampling buffers for " + std::to_string(vocabulary_size) +
-                    " values");
+    return Fail(
+        ErrorCode::kAllocationFailed, {{"values", uint64_t{vocabulary_size}}},
+        "could not allocate sampling buffers for " + std::to_string(vocabulary_size) + " values");
   }
   sampler.order_ = std::move(*order);
   sampler.probabilities_ = std::move(*probabilities);
@@ -93,9 +93,9 @@ Result<TokenSelection> Sampler::Sample(std::span<const double> logits, const Sam
   }
   for (size_t id = 0; id < v; ++id) {
     if (!std::isfinite(logits[id])) {
-      return Fail(ErrorCode::kNonFiniteLogit, {{"token_id", uint64_t{id}}, {"value", logits[id]}},
-                  "logit for token " + std::to_string(id) + " is not finite: " +
-                      RustDisplay(logits[id]));
+      return Fail(
+          ErrorCode::kNonFiniteLogit, {{"token_id", uint64_t{id}}, {"value", logits[id]}},
+          "logit for token " + std::to_string(id) + " is not finite: " + RustDisplay(logits[id]));
     }
   }
   if (v > order_.size()) {
@@ -103,7 +103,8 @@ Result<TokenSelection> Sampler::Sample(std::span<const double> logits, const Sam
                 "sampler buffers hold " + std::to_string(order_.size()) + " values, " +
                     std::to_string(v) + " needed");
   }
-  if (Result<void> valid = ValidateSamplingMode(mode, v); !valid) return Fail(std::move(valid.error()));
+  if (Result<void> valid = ValidateSamplingMode(mode, v); !valid)
+    return Fail(std::move(valid.error()));
   const bool greedy = mode.kind == SamplingMode::Kind::kGreedy;
   const size_t keep = greedy ? 1 : mode.top_k;
 

@@ -25,8 +25,7 @@ bool CheckedIncrement(uint64_t& counter, uint64_t amount) {
 
 DecoderKvSession::DecoderKvSession(DecoderKvCache& cache, const DecoderModel& model,
                                    EngineOptions options, SharedBorrows borrows,
-                                   std::unique_ptr<detail::Engine> engine,
-                                   Buffer<double> logits)
+                                   std::unique_ptr<detail::Engine> engine, Buffer<double> logits)
     : cache_(&cache),
       model_(model),
       options_(options),
@@ -71,7 +70,8 @@ Result<StepOutput> DecoderKvSession::PrefillBatch(std::span<const uint32_t> prom
   DecoderKvCache& cache = *cache_;
   const size_t batch = cache.batch_size_;
   const size_t vocabulary = cache.config_.vocabulary_size;
-  if (prompts.empty()) return Fail(ErrorCode::kEmptyPrompt, {}, "cached prefill needs a nonempty prompt");
+  if (prompts.empty())
+    return Fail(ErrorCode::kEmptyPrompt, {}, "cached prefill needs a nonempty prompt");
   if (prompts.size() % batch != 0) {
     return Fail(ErrorCode::kBatchShapeMismatch,
                 {{"batch_size", uint64_t{batch}}, {"tokens", uint64_t{prompts.size()}}},
@@ -79,19 +79,22 @@ Result<StepOutput> DecoderKvSession::PrefillBatch(std::span<const uint32_t> prom
                     Count(batch) + " equal prompts");
   }
   if (cache.len_ != 0 || cache.prefill_complete_) {
-    return Fail(ErrorCode::kPrefillRequiresEmpty, {{"len", uint64_t{cache.len_}}},
-                "cached prefill requires empty state, but the cache length is " + Count(cache.len_));
+    return Fail(
+        ErrorCode::kPrefillRequiresEmpty, {{"len", uint64_t{cache.len_}}},
+        "cached prefill requires empty state, but the cache length is " + Count(cache.len_));
   }
   const size_t rows = prompts.size() / batch;
   if (rows > cache.capacity_) {
-    return Fail(ErrorCode::kPromptTooLong, {{"tokens", uint64_t{rows}}, {"capacity", uint64_t{cache.capacity_}}},
+    return Fail(ErrorCode::kPromptTooLong,
+                {{"tokens", uint64_t{rows}}, {"capacity", uint64_t{cache.capacity_}}},
                 "cached prefill has " + Count(rows) + " prompt tokens, exceeding capacity " +
                     Count(cache.capacity_));
   }
   for (size_t i = 0; i < prompts.size(); ++i) {
     if (prompts[i] >= vocabulary) {
       return Fail(ErrorCode::kPromptTokenOutOfBounds,
-                  {{"position", uint64_t{i}}, {"token_id", uint64_t{prompts[i]}},
+                  {{"position", uint64_t{i}},
+                   {"token_id", uint64_t{prompts[i]}},
                    {"vocabulary_size", uint64_t{vocabulary}}},
                   "cached prefill token " + Count(prompts[i]) + " at position " + Count(i) +
                       " is out of bounds for vocabulary " + Count(vocabulary));
@@ -104,7 +107,8 @@ Result<StepOutput> DecoderKvSession::PrefillRows(std::span<const uint32_t> promp
   // The engine takes at most max_rows_per_step rows at once: the reference engine
   // forwards and commits the prompt row by row, the fast engine in one step.
   const size_t chunk = std::max<size_t>(1, engine_->max_rows_per_step());
-  Result<StepOutput> output = Fail(ErrorCode::kEmptyPrompt, {}, "cached prefill needs a nonempty prompt");
+  Result<StepOutput> output =
+      Fail(ErrorCode::kEmptyPrompt, {}, "cached prefill needs a nonempty prompt");
   for (size_t first = 0; first < rows; first += chunk) {
     const size_t count = std::min(chunk, rows - first);
     output = Step(prompts.subspan(first), rows, count, Phase::kPrefill);
@@ -184,9 +188,8 @@ Result<StepOutput> DecoderKvSession::Step(std::span<const uint32_t> tokens, size
   for (size_t r = 0; r < rows; ++r) {
     // Every row counts as the serial reference would count it.
     uint64_t row_scores = 0;
-    const bool scores_ok =
-        !__builtin_mul_overflow(uint64_t{config.layers} * batch * config.heads,
-                                uint64_t{position + r + 1}, &row_scores);
+    const bool scores_ok = !__builtin_mul_overflow(uint64_t{config.layers} * batch * config.heads,
+                                                   uint64_t{position + r + 1}, &row_scores);
     if (!CheckedIncrement(next.token_forwards, batch)) return Fail(WorkOverflow("TokenForwards"));
     if (!CheckedIncrement(next.prefill_tokens, phase == Phase::kPrefill ? batch : 0)) {
       return Fail(WorkOverflow("PrefillTokens"));

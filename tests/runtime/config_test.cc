@@ -21,19 +21,26 @@ ModelConfig Fixture() { return ModelConfig::Create(5, 4, 2, 4, 2, 4, 10000.0, 1e
 TEST(ModelConfigTest, ValidationOrderFollowsTheSpec) {
   EXPECT_EQ(FirstError(Fixture()), ErrorCode::kCount);
   // Every field broken at once: the first rule wins.
-  EXPECT_EQ(FirstError(ModelConfig::Create(0, 0, 0, 0, 0, 0, -1.0, kNaN)), ErrorCode::kEmptyVocabulary);
-  EXPECT_EQ(FirstError(ModelConfig::Create(5, 0, 0, 0, 0, 0, -1.0, kNaN)), ErrorCode::kZeroModelWidth);
-  EXPECT_EQ(FirstError(ModelConfig::Create(5, 4, 0, 0, 0, 0, -1.0, kNaN)), ErrorCode::kZeroHeadCount);
+  EXPECT_EQ(FirstError(ModelConfig::Create(0, 0, 0, 0, 0, 0, -1.0, kNaN)),
+            ErrorCode::kEmptyVocabulary);
+  EXPECT_EQ(FirstError(ModelConfig::Create(5, 0, 0, 0, 0, 0, -1.0, kNaN)),
+            ErrorCode::kZeroModelWidth);
+  EXPECT_EQ(FirstError(ModelConfig::Create(5, 4, 0, 0, 0, 0, -1.0, kNaN)),
+            ErrorCode::kZeroHeadCount);
   EXPECT_EQ(FirstError(ModelConfig::Create(5, 4, 3, 0, 0, 0, -1.0, kNaN)),
             ErrorCode::kModelWidthNotDivisible);
-  EXPECT_EQ(FirstError(ModelConfig::Create(5, 6, 2, 0, 0, 0, -1.0, kNaN)), ErrorCode::kOddHeadWidth);
-  EXPECT_EQ(FirstError(ModelConfig::Create(5, 4, 4, 0, 0, 0, -1.0, kNaN)), ErrorCode::kOddHeadWidth);
+  EXPECT_EQ(FirstError(ModelConfig::Create(5, 6, 2, 0, 0, 0, -1.0, kNaN)),
+            ErrorCode::kOddHeadWidth);
+  EXPECT_EQ(FirstError(ModelConfig::Create(5, 4, 4, 0, 0, 0, -1.0, kNaN)),
+            ErrorCode::kOddHeadWidth);
   EXPECT_EQ(FirstError(ModelConfig::Create(5, 4, 2, 0, 0, 0, -1.0, kNaN)),
             ErrorCode::kZeroFeedForwardWidth);
   EXPECT_EQ(FirstError(ModelConfig::Create(5, 4, 2, 4, 0, 0, -1.0, kNaN)),
             ErrorCode::kZeroPositionCapacity);
-  EXPECT_EQ(FirstError(ModelConfig::Create(5, 4, 2, 4, 0, 4, -1.0, kNaN)), ErrorCode::kInvalidRopeBase);
-  EXPECT_EQ(FirstError(ModelConfig::Create(5, 4, 2, 4, 0, 4, 1e4, kNaN)), ErrorCode::kInvalidRmsEpsilon);
+  EXPECT_EQ(FirstError(ModelConfig::Create(5, 4, 2, 4, 0, 4, -1.0, kNaN)),
+            ErrorCode::kInvalidRopeBase);
+  EXPECT_EQ(FirstError(ModelConfig::Create(5, 4, 2, 4, 0, 4, 1e4, kNaN)),
+            ErrorCode::kInvalidRmsEpsilon);
 }
 
 TEST(ModelConfigTest, AcceptsTheDocumentedEdgeCases) {
@@ -44,11 +51,13 @@ TEST(ModelConfigTest, AcceptsTheDocumentedEdgeCases) {
 
 TEST(ModelConfigTest, RejectsEveryInvalidBaseAndEpsilon) {
   for (double base : {0.0, -0.0, -1.0, kInf, -kInf, kNaN}) {
-    EXPECT_EQ(FirstError(ModelConfig::Create(5, 4, 2, 4, 1, 4, base, 1e-6)), ErrorCode::kInvalidRopeBase)
+    EXPECT_EQ(FirstError(ModelConfig::Create(5, 4, 2, 4, 1, 4, base, 1e-6)),
+              ErrorCode::kInvalidRopeBase)
         << base;
   }
   for (double eps : {-1e-9, kInf, kNaN}) {
-    EXPECT_EQ(FirstError(ModelConfig::Create(5, 4, 2, 4, 1, 4, 1e4, eps)), ErrorCode::kInvalidRmsEpsilon)
+    EXPECT_EQ(FirstError(ModelConfig::Create(5, 4, 2, 4, 1, 4, 1e4, eps)),
+              ErrorCode::kInvalidRmsEpsilon)
         << eps;
   }
 }
@@ -59,7 +68,8 @@ TEST(ModelConfigTest, PayloadsAndMessagesMatchTheReference) {
   EXPECT_EQ(result.error().Debug(), "ModelWidthNotDivisible { model_width: 4, heads: 3 }");
   EXPECT_EQ(result.error().message(), "decoder model width 4 must be divisible by head count 3");
   result = ModelConfig::Create(5, 4, 2, 4, 1, 2, -10000.0, 1e-6).Validate();
-  EXPECT_EQ(result.error().message(), "decoder RoPE base must be finite and positive, got -10000.0");
+  EXPECT_EQ(result.error().message(),
+            "decoder RoPE base must be finite and positive, got -10000.0");
 }
 
 TEST(ModelConfigTest, GroupedQueryExtensionIsCheckedLast) {

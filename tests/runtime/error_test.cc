@@ -25,8 +25,9 @@ TEST(ErrorDebugTest, RendersRustDebugForNestedVariants) {
   Error leaf(ErrorCode::kNonFiniteLeaf,
              {{"operation", Identifier{"Parameter"}}, {"index", uint64_t{0}}, {"value", NAN}}, "m");
   Error wrapped = std::move(leaf).Wrap(ErrorCode::kAutodiff).Wrap(ErrorCode::kInitialization);
-  EXPECT_EQ(wrapped.Debug(),
-            "Initialization(Autodiff(NonFiniteLeaf { operation: Parameter, index: 0, value: NaN }))");
+  EXPECT_EQ(
+      wrapped.Debug(),
+      "Initialization(Autodiff(NonFiniteLeaf { operation: Parameter, index: 0, value: NaN }))");
   EXPECT_EQ(wrapped.code(), ErrorCode::kInitialization);
   EXPECT_EQ(wrapped.innermost(), ErrorCode::kNonFiniteLeaf);
   EXPECT_EQ(wrapped.U64("index"), 0u);

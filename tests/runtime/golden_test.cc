@@ -23,7 +23,8 @@ using testing::Ids;
 using testing::Json;
 using testing::State;
 
-void ExpectBits(std::span<const double> actual, const std::vector<double>& expected, const std::string& what) {
+void ExpectBits(std::span<const double> actual, const std::vector<double>& expected,
+                const std::string& what) {
   ASSERT_EQ(actual.size(), expected.size()) << what;
   for (size_t i = 0; i < expected.size(); ++i) {
     ASSERT_EQ(BitsOf(actual[i]), BitsOf(expected[i])) << what << " element " << i;
@@ -35,7 +36,8 @@ class GoldenCaseTest : public ::testing::TestWithParam<std::string> {
   void SetUp() override {
     case_ = testing::LoadJson(GetParam());
     SplitMix64 rng(case_.at("init").at("seed").get<uint64_t>());
-    Result<DecoderModel> model = DecoderModel::FromSeed(testing::GoldenConfig(case_.at("config")), rng);
+    Result<DecoderModel> model =
+        DecoderModel::FromSeed(testing::GoldenConfig(case_.at("config")), rng);
     ASSERT_TRUE(model) << model.error().message();
     model_ = std::make_unique<DecoderModel>(std::move(*model));
     rng_after_init_ = rng.state();
@@ -56,7 +58,8 @@ TEST_P(GoldenCaseTest, SeededParametersMatch) {
     EXPECT_EQ(parameter.shape(), parameters[i].at("shape").get<std::vector<size_t>>());
     const std::vector<double> first = F64Vector(parameters[i].at("first"));
     ExpectBits(parameter.values().first(first.size()), first, parameter.name());
-    EXPECT_EQ(BitsOf(parameter.values().back()), BitsOf(F64(parameters[i].at("last")))) << parameter.name();
+    EXPECT_EQ(BitsOf(parameter.values().back()), BitsOf(F64(parameters[i].at("last"))))
+        << parameter.name();
   }
 }
 
@@ -68,10 +71,12 @@ TEST_P(GoldenCaseTest, CompletePrefixAndCachedLogitsAreBitExact) {
     for (const Json& full : prompt_case.at("full_forward")) {
       const size_t length = full.at("prefix_length");
       std::vector<uint32_t> prefix = prompt;
-      prefix.insert(prefix.end(), continuation.begin(), continuation.begin() + (length - prompt.size()));
+      prefix.insert(prefix.end(), continuation.begin(),
+                    continuation.begin() + (length - prompt.size()));
       Result<std::vector<double>> logits = LastLogitsCompletePrefix(*model_, prefix);
       ASSERT_TRUE(logits) << logits.error().message();
-      ExpectBits(*logits, F64Vector(full.at("logits")), name + " complete prefix " + std::to_string(length));
+      ExpectBits(*logits, F64Vector(full.at("logits")),
+                 name + " complete prefix " + std::to_string(length));
     }
 
     const Json& cached = prompt_case.at("cached");
@@ -83,7 +88,8 @@ TEST_P(GoldenCaseTest, CompletePrefixAndCachedLogitsAreBitExact) {
     ASSERT_TRUE(prefill) << prefill.error().message();
     EXPECT_EQ(prefill->position, cached.at("prefill").at("position").get<size_t>());
     EXPECT_EQ(prefill->cache_len, cached.at("prefill").at("cache_len").get<size_t>());
-    EXPECT_EQ(prefill->attention_score_values, cached.at("prefill").at("attention_score_values").get<uint64_t>());
+    EXPECT_EQ(prefill->attention_score_values,
+              cached.at("prefill").at("attention_score_values").get<uint64_t>());
     ExpectBits(prefill->logits, F64Vector(cached.at("prefill").at("logits")), name + " prefill");
     const Json& decodes = cached.at("decodes");
     for (size_t i = 0; i < decodes.size(); ++i) {
@@ -91,8 +97,10 @@ TEST_P(GoldenCaseTest, CompletePrefixAndCachedLogitsAreBitExact) {
       ASSERT_TRUE(decode) << decode.error().message();
       EXPECT_EQ(decode->position, decodes[i].at("position").get<size_t>());
       EXPECT_EQ(decode->cache_len, decodes[i].at("cache_len").get<size_t>());
-      EXPECT_EQ(decode->attention_score_values, decodes[i].at("attention_score_values").get<uint64_t>());
-      ExpectBits(decode->logits, F64Vector(decodes[i].at("logits")), name + " decode " + std::to_string(i));
+      EXPECT_EQ(decode->attention_score_values,
+                decodes[i].at("attention_score_values").get<uint64_t>());
+      ExpectBits(decode->logits, F64Vector(decodes[i].at("logits")),
+                 name + " decode " + std::to_string(i));
     }
     const DecoderKvCache& state = session->cache();
     EXPECT_EQ(state.len(), cached.at("final_cache_len").get<size_t>());
@@ -103,14 +111,17 @@ TEST_P(GoldenCaseTest, CompletePrefixAndCachedLogitsAreBitExact) {
     EXPECT_EQ(state.work().decode_tokens, work.at("decode_tokens").get<uint64_t>());
     EXPECT_EQ(state.work().cache_appends, work.at("cache_appends").get<uint64_t>());
     EXPECT_EQ(state.work().qkv_projection_rows, work.at("qkv_projection_rows").get<uint64_t>());
-    EXPECT_EQ(state.work().attention_score_values, work.at("attention_score_values").get<uint64_t>());
+    EXPECT_EQ(state.work().attention_score_values,
+              work.at("attention_score_values").get<uint64_t>());
     for (size_t l = 0; l < state.layer_count(); ++l) EXPECT_EQ(state.layer_len(l), state.len());
   }
 }
 
 void ExpectRun(const GenerationResult& actual, const Json& expected, const std::string& what) {
   EXPECT_EQ(actual.generated, Ids(expected.at("generated"))) << what;
-  EXPECT_EQ(std::string(GenerationStopName(actual.stop)), testing::GoldenStopName(expected.at("stop"))) << what;
+  EXPECT_EQ(std::string(GenerationStopName(actual.stop)),
+            testing::GoldenStopName(expected.at("stop")))
+      << what;
   const Json& steps = expected.at("steps");
   ASSERT_EQ(actual.steps.size(), steps.size()) << what;
   for (size_t i = 0; i < steps.size(); ++i) {
@@ -139,24 +150,29 @@ TEST_P(GoldenCaseTest, BothGenerationLoopsMatchEveryStep) {
     ASSERT_TRUE(cached) << name << ": " << cached.error().message();
     ExpectRun(*cached, request.at("cached"), name + " cached");
     EXPECT_EQ(cached_rng.state(), State(request.at("cached").at("final_rng_state"))) << name;
-    EXPECT_EQ(cached->final_cache_len, request.at("cached").at("final_cache_len").get<size_t>()) << name;
+    EXPECT_EQ(cached->final_cache_len, request.at("cached").at("final_cache_len").get<size_t>())
+        << name;
     const Json& work = request.at("cached").at("work");
     EXPECT_EQ(cached->work.prefill_tokens, work.at("prefill_tokens").get<uint64_t>()) << name;
     EXPECT_EQ(cached->work.decode_tokens, work.at("decode_tokens").get<uint64_t>()) << name;
     EXPECT_EQ(cached->work.layer_cache_count, work.at("layer_cache_count").get<uint64_t>()) << name;
     EXPECT_EQ(cached->work.cache_appends, work.at("cache_appends").get<uint64_t>()) << name;
-    EXPECT_EQ(cached->work.qkv_projection_rows, work.at("qkv_projection_rows").get<uint64_t>()) << name;
+    EXPECT_EQ(cached->work.qkv_projection_rows, work.at("qkv_projection_rows").get<uint64_t>())
+        << name;
     EXPECT_EQ(cached->work.cached_attention_score_values,
-              work.at("cached_attention_score_values").get<uint64_t>()) << name;
+              work.at("cached_attention_score_values").get<uint64_t>())
+        << name;
     EXPECT_EQ(cached->work.complete_prefix_attention_score_values,
-              work.at("complete_prefix_attention_score_values").get<uint64_t>()) << name;
+              work.at("complete_prefix_attention_score_values").get<uint64_t>())
+        << name;
 
     SplitMix64 uncached_rng(State(request.at("rng_state")));
     Result<GenerationResult> uncached = GenerateUncached(*model_, prompt, config, uncached_rng);
     ASSERT_TRUE(uncached) << name << ": " << uncached.error().message();
     ExpectRun(*uncached, request.at("uncached"), name + " uncached");
     EXPECT_EQ(uncached_rng.state(), State(request.at("uncached").at("final_rng_state"))) << name;
-    EXPECT_EQ(uncached->model_calls, request.at("uncached").at("full_prefix_calls").get<size_t>()) << name;
+    EXPECT_EQ(uncached->model_calls, request.at("uncached").at("full_prefix_calls").get<size_t>())
+        << name;
   }
 }
 
@@ -174,7 +190,8 @@ TEST_P(GoldenCaseTest, GenerationRequestErrorsMatchAndNeverDraw) {
       ASSERT_FALSE(result) << name;
       EXPECT_EQ(result.error().Debug(), expected.at("debug").get<std::string>()) << name;
       EXPECT_EQ(result.error().message(), expected.at("display").get<std::string>()) << name;
-      EXPECT_EQ(std::string(result.error().name()), expected.at("variant").get<std::string>()) << name;
+      EXPECT_EQ(std::string(result.error().name()), expected.at("variant").get<std::string>())
+          << name;
       EXPECT_EQ(rng.state(), start) << name;
     }
   }
@@ -196,7 +213,8 @@ TEST_P(GoldenCaseTest, ModelAndCacheErrorsMatchAndChangeNothing) {
       ASSERT_TRUE(cache);
       Result<DecoderKvSession> session = cache->Bind(*model_);
       ASSERT_TRUE(session);
-      if (!entry.at("prefilled").is_null()) ASSERT_TRUE(session->Prefill(Ids(entry.at("prefilled"))));
+      if (!entry.at("prefilled").is_null())
+        ASSERT_TRUE(session->Prefill(Ids(entry.at("prefilled"))));
       EXPECT_EQ(session->cache().len(), entry.at("cache_len_before").get<size_t>()) << name;
       Result<DecoderKvCache> before = session->cache().Clone();
       ASSERT_TRUE(before);

@@ -18,7 +18,8 @@ using testing::BitsOf;
 class FixtureModelTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    lines_ = testing::Lines(testing::ReadText(testing::FixturePath("model/ch38_fixture_check.txt")));
+    lines_ =
+        testing::Lines(testing::ReadText(testing::FixturePath("model/ch38_fixture_check.txt")));
     ASSERT_GT(lines_.size(), 100u);
     SplitMix64 rng(38);
     Result<DecoderModel> model =
@@ -88,8 +89,7 @@ TEST_F(FixtureModelTest, RopeTablesMatch) {
 }
 
 TEST_F(FixtureModelTest, CompletePrefixLogitsAreBitExact) {
-  for (const auto& [heading, tokens] :
-       std::vector<std::pair<std::string, std::vector<uint32_t>>>{
+  for (const auto& [heading, tokens] : std::vector<std::pair<std::string, std::vector<uint32_t>>>{
            {"complete-prefix logits for prompt [0, 1]", {0, 1}},
            {"complete-prefix logits for prompt [0, 1, 2]", {0, 1, 2}}}) {
     const std::vector<std::string> section = Section(heading);
@@ -98,8 +98,9 @@ TEST_F(FixtureModelTest, CompletePrefixLogitsAreBitExact) {
     const size_t shape[2] = {1, tokens.size()};
     Result<std::vector<double>> all = ForwardCompletePrefix(*model_, tokens, shape);
     ASSERT_TRUE(all) << all.error().message();
-    ExpectBitsEqual(testing::ParseList(fields["all_positions"].substr(fields["all_positions"].find('='))),
-                    *all, heading + " all positions");
+    ExpectBitsEqual(
+        testing::ParseList(fields["all_positions"].substr(fields["all_positions"].find('='))), *all,
+        heading + " all positions");
     Result<std::vector<double>> last = LastLogitsCompletePrefix(*model_, tokens);
     ASSERT_TRUE(last);
     ExpectBitsEqual(testing::ParseList(fields["last_row_bits"]), *last, heading + " last row");
@@ -108,8 +109,9 @@ TEST_F(FixtureModelTest, CompletePrefixLogitsAreBitExact) {
 
 TEST_F(FixtureModelTest, FullContextLogitsAndCausality) {
   // spec/model.md §10.5: T = P and the unchanged first row.
-  const std::vector<double> expected = {-0.7938159485228067, -1.0575031487285453, -0.2398697921105893,
-                                        1.0148138338363495, -0.2853362558719182};
+  const std::vector<double> expected = {-0.7938159485228067, -1.0575031487285453,
+                                        -0.2398697921105893, 1.0148138338363495,
+                                        -0.2853362558719182};
   const std::vector<double> row0 = {1.9255976779835593, 0.056144431315172882, 1.0351865384931089,
                                     -0.32713397845154768, 0.35911979154042023};
   const std::vector<uint32_t> tokens = {0, 1, 2, 3};
@@ -149,19 +151,22 @@ TEST_F(FixtureModelTest, InputValidationOrder) {
   EXPECT_EQ(error_of({0}, {1}), "TokenRank { rank: 1 }");
   EXPECT_EQ(error_of({}, {0, 1}), "EmptyBatch");
   EXPECT_EQ(error_of({}, {1, 0}), "EmptyTokens");
-  EXPECT_EQ(error_of({0, 9, 0, 0, 0}, {1, 5}), "ContextLengthExceeded { tokens: 5, max_positions: 4 }");
+  EXPECT_EQ(error_of({0, 9, 0, 0, 0}, {1, 5}),
+            "ContextLengthExceeded { tokens: 5, max_positions: 4 }");
   EXPECT_EQ(error_of({0, 1, 2}, {1, 2}), "TokenCountMismatch { expected: 2, actual: 3 }");
   EXPECT_EQ(error_of({0, 5}, {1, 2}),
             "Embedding(TokenIdOutOfBounds { position: 1, id: 5, vocabulary_size: 5 })");
-  Result<std::vector<double>> bad = ForwardCompletePrefix(*model_, std::vector<uint32_t>{0, 5},
-                                                          std::vector<size_t>{1, 2});
-  EXPECT_EQ(bad.error().message(),
-            "token embedding: token ID 5 at flat position 1 is out of bounds for vocabulary size 5");
+  Result<std::vector<double>> bad =
+      ForwardCompletePrefix(*model_, std::vector<uint32_t>{0, 5}, std::vector<size_t>{1, 2});
+  EXPECT_EQ(
+      bad.error().message(),
+      "token embedding: token ID 5 at flat position 1 is out of bounds for vocabulary size 5");
 }
 
 TEST(ModelSeedTest, FailedConstructionLeavesTheGeneratorUntouched) {
   SplitMix64 rng(38);
-  Result<DecoderModel> model = DecoderModel::FromSeed(ModelConfig::Create(5, 4, 3, 4, 1, 4, 1e4, 1e-6), rng);
+  Result<DecoderModel> model =
+      DecoderModel::FromSeed(ModelConfig::Create(5, 4, 3, 4, 1, 4, 1e4, 1e-6), rng);
   ASSERT_FALSE(model);
   EXPECT_EQ(rng.state(), 38u);
   // On success the generator advanced by exactly the number of draws.

@@ -15,7 +15,9 @@
 namespace kvrt::testing {
 
 // "0x3fe0000000000000(0.5)" -> 0.5 by bits.
-inline double CheckFloat(const std::string& text) { return DoubleFromHex(text.substr(0, text.find('('))); }
+inline double CheckFloat(const std::string& text) {
+  return DoubleFromHex(text.substr(0, text.find('(')));
+}
 
 inline std::vector<double> CheckFloatList(const std::string& text) {
   std::vector<double> out;

@@ -60,7 +60,8 @@ TEST_F(SamplingCheckTest, SplitMix64StreamsAndUnitDraws) {
 TEST_F(SamplingCheckTest, EveryDistributionIsBitExact) {
   size_t blocks = 0;
   for (size_t i = 0; i < lines_.size(); ++i) {
-    if (lines_[i].rfind("DIST ", 0) != 0 || lines_[i].find(" mode: ") == std::string::npos) continue;
+    if (lines_[i].rfind("DIST ", 0) != 0 || lines_[i].find(" mode: ") == std::string::npos)
+      continue;
     const std::string name = lines_[i].substr(5, lines_[i].find(' ', 5) - 5);
     const SamplingMode mode = testing::ModeOf(lines_[i]);
     std::vector<double> logits;
@@ -89,7 +90,8 @@ TEST_F(SamplingCheckTest, EveryDistributionIsBitExact) {
     EXPECT_EQ(actual.retained_in_rank_order, expected.retained_in_rank_order) << name;
     ASSERT_EQ(actual.probabilities.size(), expected_probabilities.size()) << name;
     for (size_t id = 0; id < expected_probabilities.size(); ++id) {
-      EXPECT_EQ(BitsOf(actual.probabilities[id]), BitsOf(expected_probabilities[id])) << name << " id " << id;
+      EXPECT_EQ(BitsOf(actual.probabilities[id]), BitsOf(expected_probabilities[id]))
+          << name << " id " << id;
     }
     // Greedy blocks list no intervals (the one-hot support is [0, 1)).
     if (mode.kind == SamplingMode::Kind::kGreedy) expected.intervals = actual.intervals;
@@ -114,7 +116,8 @@ TEST_F(SamplingCheckTest, TwentyOneCallsShareOneGenerator) {
     std::string word, index, vector;
     in >> word >> index >> vector;
     EXPECT_EQ(rng.state(), Hex(f["state_before"])) << line;
-    Result<TokenSelection> selection = SampleNextToken(LogitsOf(vector), testing::ModeOf(line), rng);
+    Result<TokenSelection> selection =
+        SampleNextToken(LogitsOf(vector), testing::ModeOf(line), rng);
     ASSERT_TRUE(selection) << line;
     EXPECT_EQ(selection->token_id, std::stoul(f["token"])) << line;
     if (f["draw"] == "none") {
@@ -135,7 +138,8 @@ TEST_F(SamplingCheckTest, TwentyOneCallsShareOneGenerator) {
 // Lines "<KIND> seed=... token=... draw=... start=... end=... final_state=..." that
 // sample once from the logits and mode of DIST <distribution>.
 void CheckSingleDraws(const std::vector<std::string>& lines, const std::string& kind,
-                      const std::vector<double>& logits, const SamplingMode& mode, size_t expected) {
+                      const std::vector<double>& logits, const SamplingMode& mode,
+                      size_t expected) {
   size_t checked = 0;
   for (const std::string& line : lines) {
     if (line.rfind(kind + " ", 0) != 0) continue;
@@ -157,8 +161,10 @@ TEST_F(SamplingCheckTest, EdgeCasesUnderflowBoundaryUniformCap) {
   const double min_positive = std::numeric_limits<double>::min();
   CheckSingleDraws(lines_, "UNDERFLOW", LogitsOf("UNDERFLOW"),
                    SamplingMode::TemperatureTopK(min_positive, 3), 1);
-  CheckSingleDraws(lines_, "BOUNDARY", {2.0, 2.0, 1.0}, SamplingMode::TemperatureTopK(min_positive, 3), 4);
-  CheckSingleDraws(lines_, "UNIFORM10", LogitsOf("UNIFORM10"), SamplingMode::TemperatureTopK(1.0, 10), 2);
+  CheckSingleDraws(lines_, "BOUNDARY", {2.0, 2.0, 1.0},
+                   SamplingMode::TemperatureTopK(min_positive, 3), 4);
+  CheckSingleDraws(lines_, "UNIFORM10", LogitsOf("UNIFORM10"),
+                   SamplingMode::TemperatureTopK(1.0, 10), 2);
   CheckSingleDraws(lines_, "CAP", LogitsOf("CAP"), SamplingMode::TemperatureTopK(1.0, 3), 2);
 }
 
@@ -169,7 +175,8 @@ TEST_F(SamplingCheckTest, Chapter36Fixture) {
   for (const std::string& line : lines_) {
     if (line.rfind("BOOK36 draw ", 0) != 0) continue;
     std::map<std::string, std::string> f = Fields(line);
-    Result<TokenSelection> selection = SampleNextToken(logits, SamplingMode::TemperatureTopK(1.0, 3), rng);
+    Result<TokenSelection> selection =
+        SampleNextToken(logits, SamplingMode::TemperatureTopK(1.0, 3), rng);
     ASSERT_TRUE(selection);
     EXPECT_EQ(selection->token_id, std::stoul(f["token"]));
     EXPECT_EQ(BitsOf(*selection->unit_draw), BitsOf(CheckFloat(f["draw"])));
@@ -183,7 +190,8 @@ TEST_F(SamplingCheckTest, Chapter36Fixture) {
 
 TEST_F(SamplingCheckTest, GreedyPrefersTheLowestIdAmongSignedZeros) {
   SplitMix64 rng(99);
-  Result<TokenSelection> selection = SampleNextToken({{-0.0, 0.0, -1.0}}, SamplingMode::Greedy(), rng);
+  Result<TokenSelection> selection =
+      SampleNextToken({{-0.0, 0.0, -1.0}}, SamplingMode::Greedy(), rng);
   ASSERT_TRUE(selection);
   EXPECT_EQ(selection->token_id, 0u);
   EXPECT_FALSE(selection->unit_draw.has_value());
@@ -215,7 +223,8 @@ TEST_F(SamplingCheckTest, EveryErrorKindLeavesTheGeneratorUnchanged) {
   for (const std::string& line : lines_) {
     if (line.rfind("ERROR ", 0) != 0) continue;
     const std::string name = line.substr(6, line.find(' ', 6) - 6);
-    const std::string expected = line.substr(line.find("-> ") + 3, line.find(" rng_unchanged") - line.find("-> ") - 3);
+    const std::string expected =
+        line.substr(line.find("-> ") + 3, line.find(" rng_unchanged") - line.find("-> ") - 3);
     for (const Case& c : cases) {
       if (c.name != name) continue;
       SplitMix64 rng(1234);
@@ -239,7 +248,8 @@ TEST_F(SamplingCheckTest, SamplerAndGenericSoftmaxDifferAsRecorded) {
     simd::SoftmaxScalar(logits.data(), softmax.data(), logits.size());
     SplitMix64 rng(0);
     TokenDistribution distribution;
-    ASSERT_TRUE(SampleNextToken(logits, SamplingMode::TemperatureTopK(1.0, logits.size()), rng, &distribution));
+    ASSERT_TRUE(SampleNextToken(logits, SamplingMode::TemperatureTopK(1.0, logits.size()), rng,
+                                &distribution));
     size_t different = 0;
     for (size_t i = 0; i < logits.size(); ++i) {
       if (BitsOf(softmax[i]) != BitsOf(distribution.probabilities[i])) ++different;
@@ -257,7 +267,8 @@ TEST(SamplerTest, SamplingAllocatesNothingOnceCreated) {
   for (size_t i = 0; i < logits.size(); ++i) logits[i] = std::sin(static_cast<double>(i));
   SplitMix64 rng(5);
   const uint64_t before = testing::HeapAllocationsOnThisThread();
-  for (int i = 0; i < 10; ++i) ASSERT_TRUE(sampler->Sample(logits, SamplingMode::TemperatureTopK(0.9, 40), rng));
+  for (int i = 0; i < 10; ++i)
+    ASSERT_TRUE(sampler->Sample(logits, SamplingMode::TemperatureTopK(0.9, 40), rng));
   EXPECT_EQ(testing::HeapAllocationsOnThisThread(), before);
 }
 

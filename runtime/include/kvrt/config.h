@@ -17,10 +17,10 @@ struct ModelConfig {
   size_t layers = 0;              // L: decoder blocks (0 is legal)
   size_t max_positions = 0;       // P: context capacity = RoPE table rows
   double rope_base = 10000.0;
-  double rms_epsilon = 1e-6;      // 0 is legal
+  double rms_epsilon = 1e-6;  // 0 is legal
   // Extensions (LLMCP35 models always have kv_heads == heads and a tied head).
-  size_t kv_heads = 0;            // key/value heads for grouped-query attention; divides H
-  bool tied_output = true;        // logits = final · Eᵀ; false: a separate output matrix
+  size_t kv_heads = 0;      // key/value heads for grouped-query attention; divides H
+  bool tied_output = true;  // logits = final · Eᵀ; false: a separate output matrix
 
   // The reference constructor: arguments in DecoderModelConfig::new order,
   // kv_heads = heads, tied output head.

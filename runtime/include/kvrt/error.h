@@ -115,6 +115,7 @@ enum class ErrorCode : uint16_t {
   kExpectedBos,
   kExpectedEos,
   kInteriorControlToken,
+  kLayoutOverflow,
   // One layer's KV cache and incremental attention (spec/kv-cache.md §1.8, §2.4).
   kZeroBatchSize,
   kZeroCapacity,
@@ -227,7 +228,8 @@ class Error {
   const FieldValue* Field(std::string_view field_name) const;
   std::optional<uint64_t> U64(std::string_view field_name) const;
 
-  // Rust-Debug rendering of the whole chain, e.g. `Sampling(InvalidTopK { top_k: 0, vocabulary_size: 5 })`.
+  // Rust-Debug rendering of the whole chain, e.g. `Sampling(InvalidTopK { top_k: 0,
+  // vocabulary_size: 5 })`.
   std::string Debug() const;
 
   // Wraps this error as the source of a new outer variant. The outer variant's own
@@ -243,7 +245,8 @@ template <class T>
 using Result = std::expected<T, Error>;
 
 // Shorthand for `return Fail(...)` in functions returning Result<T>.
-inline std::unexpected<Error> Fail(ErrorCode code, std::vector<ErrorField> fields, std::string message) {
+inline std::unexpected<Error> Fail(ErrorCode code, std::vector<ErrorField> fields,
+                                   std::string message) {
   return std::unexpected<Error>(Error(code, std::move(fields), std::move(message)));
 }
 inline std::unexpected<Error> Fail(Error error) { return std::unexpected<Error>(std::move(error)); }

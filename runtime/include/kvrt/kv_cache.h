@@ -29,8 +29,9 @@ namespace kvrt {
 
 class DecoderKvSession;
 namespace detail {
-struct KvStorageAccess;  // engines' typed access to the storage (runtime/src)
-}
+struct KvStorageAccess;    // engines' typed access to the storage (runtime/src)
+struct KvCacheTestAccess;  // white-box tampering for invariant tests (runtime/src)
+}  // namespace detail
 
 // A parameter node and the value revision it had when it was captured.
 struct ParameterBinding {
@@ -70,9 +71,13 @@ class LayerKvCache {
 
   // Physical storage, stale slots included; T must match precision().
   template <class T>
-  const T* keys() const { return reinterpret_cast<const T*>(keys_.data()); }
+  const T* keys() const {
+    return reinterpret_cast<const T*>(keys_.data());
+  }
   template <class T>
-  const T* values() const { return reinterpret_cast<const T*>(values_.data()); }
+  const T* values() const {
+    return reinterpret_cast<const T*>(values_.data());
+  }
   const void* key_address() const { return keys_.data(); }
   const void* value_address() const { return values_.data(); }
   // Whole physical buffers as f64 (for audits and reset evidence).
@@ -90,6 +95,7 @@ class LayerKvCache {
   friend class DecoderKvCache;
   friend class DecoderKvSession;
   friend struct detail::KvStorageAccess;
+  friend struct detail::KvCacheTestAccess;
   LayerKvCache() = default;
 
   std::vector<double> Storage(const Buffer<std::byte>& buffer, bool logical) const;
@@ -117,9 +123,9 @@ struct KvWork {
   uint64_t token_forwards = 0;
   uint64_t prefill_tokens = 0;
   uint64_t decode_tokens = 0;
-  uint64_t cache_appends = 0;          // rows appended, one per layer per token
-  uint64_t qkv_projection_rows = 0;    // 3 per layer per token
-  uint64_t attention_score_values = 0; // Σ over layers of B·H·(position + 1)
+  uint64_t cache_appends = 0;           // rows appended, one per layer per token
+  uint64_t qkv_projection_rows = 0;     // 3 per layer per token
+  uint64_t attention_score_values = 0;  // Σ over layers of B·H·(position + 1)
   bool operator==(const KvWork&) const = default;
 };
 
@@ -177,6 +183,7 @@ class DecoderKvCache {
 
  private:
   friend class DecoderKvSession;
+  friend struct detail::KvCacheTestAccess;
   DecoderKvCache() = default;
 
   ModelConfig config_;

@@ -91,7 +91,9 @@ class DecoderModel {
   const Parameter& block(size_t layer, BlockSlot slot) const {
     return *parameters_[BlockParameterIndex(layer, slot)];
   }
-  const Parameter& final_norm() const { return *parameters_[1 + kParametersPerBlock * config_.layers]; }
+  const Parameter& final_norm() const {
+    return *parameters_[1 + kParametersPerBlock * config_.layers];
+  }
   // The vocabulary projection, [D, V] as x·W; for a tied head this is the embedding
   // [V, D] read transposed (see output_head_is_embedding()).
   const Parameter& output_head() const {

@@ -40,15 +40,15 @@ struct TokenSelection {
 
 // The full distribution behind a selection (spec/sampling.md §2.7).
 struct TokenDistribution {
-  std::vector<uint32_t> rank_order;             // all ids by rank
-  std::vector<uint32_t> retained_in_rank_order; // the first `keep` of rank_order
-  std::vector<double> probabilities;            // by id; +0.0 for dropped ids
+  std::vector<uint32_t> rank_order;              // all ids by rank
+  std::vector<uint32_t> retained_in_rank_order;  // the first `keep` of rank_order
+  std::vector<double> probabilities;             // by id; +0.0 for dropped ids
   struct Interval {
     uint32_t token_id;
     double start;
     double end;
   };
-  std::vector<Interval> intervals;              // positive support, in id order
+  std::vector<Interval> intervals;  // positive support, in id order
 };
 
 // The mode checks of spec/sampling.md §2.1 step 5 for a vocabulary of `v`:
@@ -73,8 +73,8 @@ class Sampler {
 
  private:
   Sampler() = default;
-  Buffer<uint32_t> order_;         // ids, ranked
-  Buffer<double> probabilities_;   // by id
+  Buffer<uint32_t> order_;        // ids, ranked
+  Buffer<double> probabilities_;  // by id
 };
 
 // One-off convenience: creates a sampler for logits.size() and samples.

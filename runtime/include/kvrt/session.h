@@ -30,15 +30,16 @@ namespace kvrt {
 
 namespace detail {
 class Engine;
-}
+struct KvCacheTestAccess;
+}  // namespace detail
 
 // What one committed prefill or decode returns. `logits` ([batch, V], f64) points
 // into the session's workspace and stays valid until the next call on the session.
 struct StepOutput {
   std::span<const double> logits;
-  size_t position = 0;                 // position of the last row forwarded
-  size_t cache_len = 0;                // len after the commit
-  uint64_t attention_score_values = 0; // score values of the last row only
+  size_t position = 0;                  // position of the last row forwarded
+  size_t cache_len = 0;                 // len after the commit
+  uint64_t attention_score_values = 0;  // score values of the last row only
 };
 
 class DecoderKvSession {
@@ -75,6 +76,7 @@ class DecoderKvSession {
 
  private:
   friend class DecoderKvCache;
+  friend struct detail::KvCacheTestAccess;
   DecoderKvSession(DecoderKvCache& cache, const DecoderModel& model, EngineOptions options,
                    SharedBorrows borrows, std::unique_ptr<detail::Engine> engine,
                    Buffer<double> logits);
