@@ -1,0 +1,28 @@
+# `cmake --install` puts the library, its headers, the CLI and a CMake package
+# config in the prefix, so another project can find_package(kvrt) and link
+# kvrt::kvrt.
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+set_target_properties(kvrt_simd PROPERTIES EXPORT_NAME simd)
+set_target_properties(kvrt_threading PROPERTIES EXPORT_NAME threading)
+install(TARGETS kvrt kvrt_simd kvrt_threading
+  EXPORT kvrtTargets
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(TARGETS kvrt_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(DIRECTORY
+    ${PROJECT_SOURCE_DIR}/runtime/include/
+    ${PROJECT_SOURCE_DIR}/simd/include/
+    ${PROJECT_SOURCE_DIR}/threading/include/
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+
+set(KVRT_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/kvrt)
+install(EXPORT kvrtTargets NAMESPACE kvrt:: DESTINATION ${KVRT_CMAKE_DIR})
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/kvrtConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/kvrtConfig.cmake INSTALL_DESTINATION ${KVRT_CMAKE_DIR})
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/kvrtConfigVersion.cmake
+  COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/kvrtConfig.cmake ${PROJECT_BINARY_DIR}/kvrtConfigVersion.cmake
+  DESTINATION ${KVRT_CMAKE_DIR})

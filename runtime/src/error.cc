@@ -161,6 +161,7 @@ constexpr std::array<std::string_view, static_cast<size_t>(ErrorCode::kCount)> k
     "Cache",
     "UnsupportedBackend",
     "InvalidArgument",
+    "InvariantViolation",
 };
 
 void AppendValue(std::string& out, const FieldValue& value) {

@@ -2,10 +2,12 @@
 
 #include <cmath>
 #include <cstdio>
+#include <new>
 #include <string>
 #include <utility>
 
 #include "checked_math.h"
+#include "panel_layout.h"
 #include "rust_format.h"
 
 namespace kvrt {
@@ -20,15 +22,34 @@ std::string ShapeText(const std::vector<size_t>& shape) {
   return text + "]";
 }
 
-// Total parameter scalars, or nullopt when any size overflows.
+// 2 + 9·L parameters (+1 for an untied head), or nullopt on overflow.
+std::optional<size_t> ExpectedParameterCount(const ModelConfig& config) {
+  std::optional<size_t> count = CheckedMul(kParametersPerBlock, config.layers);
+  if (count) count = CheckedAdd(*count, config.tied_output ? 2 : 3);
+  return count;
+}
+
+// Σ parameter scalars, computed without listing the parameters (a hostile layer
+// count must not make validation allocate), or nullopt on overflow:
+// V·D + L·(2D + 2D² + 2D·kv_width + 3D·F) + D (+ D·V untied).
 std::optional<size_t> CheckedScalarCount(const ModelConfig& config) {
-  size_t total = 0;
-  for (const std::vector<size_t>& shape : ParameterShapes(config)) {
-    const std::optional<size_t> count = CheckedProduct(shape);
-    if (!count) return std::nullopt;
-    const std::optional<size_t> sum = CheckedAdd(total, *count);
-    if (!sum) return std::nullopt;
-    total = *sum;
+  const size_t v = config.vocabulary_size, d = config.model_width, f = config.feed_forward_width;
+  std::optional<size_t> square = CheckedMul(d, d);
+  std::optional<size_t> kv = CheckedMul(d, config.kv_width());
+  std::optional<size_t> ffn = CheckedMul(d, f);
+  if (!square || !kv || !ffn) return std::nullopt;
+  std::optional<size_t> block = CheckedMul(2, d);
+  for (const auto& [count, size] : {std::pair<size_t, size_t>{2, *square}, {2, *kv}, {3, *ffn}}) {
+    const std::optional<size_t> part = CheckedMul(count, size);
+    if (!block || !part) return std::nullopt;
+    block = CheckedAdd(*block, *part);
+  }
+  std::optional<size_t> total = block ? CheckedMul(*block, config.layers) : std::nullopt;
+  for (const std::optional<size_t> part :
+       {CheckedMul(v, d), std::optional<size_t>(d),
+        config.tied_output ? std::optional<size_t>(0) : CheckedMul(d, v)}) {
+    if (!total || !part) return std::nullopt;
+    total = CheckedAdd(*total, *part);
   }
   return total;
 }
@@ -38,13 +59,15 @@ std::optional<size_t> CheckedScalarCount(const ModelConfig& config) {
 // sizes against the config's V, D and F.
 Result<void> ValidateParameterLayout(const ModelConfig& config, std::span<const std::string> names,
                                      std::span<const std::vector<size_t>> shapes) {
-  const std::vector<std::string> expected_names = ParameterNames(config);
-  if (names.size() != expected_names.size()) {
+  // The count is compared arithmetically before any name list is built.
+  const size_t expected_count = ExpectedParameterCount(config).value_or(SIZE_MAX);
+  if (names.size() != expected_count) {
     return Fail(ErrorCode::kParameterCountMismatch,
-                {{"expected", uint64_t{expected_names.size()}}, {"actual", uint64_t{names.size()}}},
-                "decoder parameter count must be " + std::to_string(expected_names.size()) +
-                    ", got " + std::to_string(names.size()));
+                {{"expected", uint64_t{expected_count}}, {"actual", uint64_t{names.size()}}},
+                "decoder parameter count must be " + std::to_string(expected_count) + ", got " +
+                    std::to_string(names.size()));
   }
+  const std::vector<std::string> expected_names = ParameterNames(config);
   for (size_t i = 0; i < names.size(); ++i) {
     if (names[i] != expected_names[i]) {
       return Fail(ErrorCode::kParameterNameMismatch,
@@ -162,18 +185,39 @@ Result<void> ValidateParameterLayout(const ModelConfig& config, std::span<const 
   return {};
 }
 
-// Configuration checks that come before any parameter: the §1.2 rules, then sizes
-// that would overflow, then the RoPE table.
-Result<std::shared_ptr<const RopeTable>> ValidateConfigAndBuildRope(const ModelConfig& config) {
+// The configuration rules of spec/model.md §1.2, then sizes that would overflow.
+Result<void> ValidateConfigSizes(const ModelConfig& config) {
   if (auto valid = config.Validate(); !valid) return Fail(std::move(valid.error()));
   if (!CheckedScalarCount(config)) {
     return Fail(ErrorCode::kSizeOverflow, {{"context", std::string("parameter count")}},
                 "decoder parameter sizes overflow");
   }
+  return {};
+}
+
+Result<std::shared_ptr<const RopeTable>> BuildRope(const ModelConfig& config) {
   Result<RopeTable> rope =
       RopeTable::Create(config.head_width(), config.max_positions, config.rope_base);
   if (!rope) return Fail(std::move(rope.error()));
   return std::make_shared<const RopeTable>(std::move(*rope));
+}
+
+// Everything a parameter list must satisfy, in the order of spec/checkpoint.md §9
+// step 11 (config, count, names, shapes, then the RoPE table being computable),
+// as `Model(...)` errors; nothing is allocated in proportion to hostile sizes.
+Result<void> ValidateModelLayout(const ModelConfig& config, std::span<const std::string> names,
+                                 std::span<const std::vector<size_t>> shapes) {
+  if (auto sizes = ValidateConfigSizes(config); !sizes) {
+    return Fail(std::move(sizes.error()).Wrap(ErrorCode::kModel));
+  }
+  if (auto layout = ValidateParameterLayout(config, names, shapes); !layout) {
+    return Fail(std::move(layout.error()).Wrap(ErrorCode::kModel));
+  }
+  if (auto rope = RopeTable::Validate(config.head_width(), config.max_positions, config.rope_base);
+      !rope) {
+    return Fail(std::move(rope.error()).Wrap(ErrorCode::kModel));
+  }
+  return {};
 }
 
 // Parameter names are lowercase ASCII letters, digits, '_' and '.', with no empty
@@ -201,6 +245,37 @@ Result<void> ValidateName(const std::string& name) {
     }
   }
   return {};
+}
+
+// Xavier-uniform limit of a [fan_in, fan_out] matrix: sqrt(6 / (fan_in + fan_out)),
+// the integer sum converted, one division, one sqrt (spec/model.md §10.2).
+double XavierLimit(const std::vector<size_t>& shape) {
+  return std::sqrt(6.0 / static_cast<double>(shape[0] + shape[1]));
+}
+
+// A seeded matrix written straight into f32 panels: the same draws in the same
+// row-major order as the dense f64 model, each rounded to f32. The token table
+// (transposed) is kept as the [D, V] vocabulary-head matrix.
+Result<ParameterPtr> SeededPanels(const std::string& name, const std::vector<size_t>& shape,
+                                  bool transposed, SplitMix64& draws) {
+  const size_t k = transposed ? shape[1] : shape[0], n = transposed ? shape[0] : shape[1];
+  std::optional<Buffer<float>> panels = Buffer<float>::Allocate(simd::PackedElementCount<float>(k, n));
+  if (!panels) {
+    return Fail(ErrorCode::kAllocationFailed, {{"elements", uint64_t{shape[0] * shape[1]}}},
+                "could not allocate the panels of " + name);
+  }
+  const double limit = XavierLimit(shape);
+  for (size_t row = 0; row < shape[0]; ++row) {
+    for (size_t column = 0; column < shape[1]; ++column) {
+      const double value = limit * ((2.0 * draws.NextUnit()) - 1.0);
+      const detail::PanelCoordinates at =
+          detail::PanelCoordinatesOf(row, column, shape[0], shape[1], transposed);
+      (*panels)[detail::PanelOffset<float>(at.k, at.n, at.rows)] = static_cast<float>(value);
+    }
+  }
+  return Parameter::CreatePanels(
+      name, shape, transposed ? ParameterLayout::kTransposedPanelsF32 : ParameterLayout::kPanelsF32,
+      std::move(*panels));
 }
 
 }  // namespace
@@ -241,8 +316,10 @@ DecoderModel::DecoderModel(ModelConfig config, std::vector<ParameterPtr> paramet
                            std::shared_ptr<const RopeTable> rope)
     : config_(config), parameters_(std::move(parameters)), rope_(std::move(rope)) {}
 
-Result<DecoderModel> DecoderModel::FromSeed(const ModelConfig& config, SplitMix64& rng) {
-  Result<std::shared_ptr<const RopeTable>> rope = ValidateConfigAndBuildRope(config);
+Result<DecoderModel> DecoderModel::FromSeed(const ModelConfig& config, SplitMix64& rng,
+                                            ModelStorage storage) try {
+  if (auto sizes = ValidateConfigSizes(config); !sizes) return Fail(std::move(sizes.error()));
+  Result<std::shared_ptr<const RopeTable>> rope = BuildRope(config);
   if (!rope) return Fail(std::move(rope.error()));
   SplitMix64 draws = rng;  // transactional: the caller's generator moves only on success
   const std::vector<std::string> names = ParameterNames(config);
@@ -252,25 +329,30 @@ Result<DecoderModel> DecoderModel::FromSeed(const ModelConfig& config, SplitMix6
   std::vector<double> values;
   for (size_t i = 0; i < names.size(); ++i) {
     const std::vector<size_t>& shape = shapes[i];
-    values.assign(*CheckedProduct(shape), 1.0);  // gains start at exactly 1.0, no draws
-    if (shape.size() == 2) {
-      // Xavier-uniform on the parameter's own [fan_in, fan_out] shape, row-major.
-      const double limit = std::sqrt(6.0 / static_cast<double>(shape[0] + shape[1]));
-      for (double& value : values) value = limit * ((2.0 * draws.NextUnit()) - 1.0);
+    Result<ParameterPtr> node = Fail(ErrorCode::kInvalidArgument, {}, "unreachable");
+    if (shape.size() == 2 && storage == ModelStorage::kPanelsF32) {
+      node = SeededPanels(names[i], shape, i == 0, draws);
+    } else {
+      values.assign(*CheckedProduct(shape), 1.0);  // gains start at exactly 1.0, no draws
+      if (shape.size() == 2) {
+        const double limit = XavierLimit(shape);
+        for (double& value : values) value = limit * ((2.0 * draws.NextUnit()) - 1.0);
+      }
+      node = Parameter::Create(names[i], shape, values);
     }
-    Result<ParameterPtr> node = Parameter::Create(names[i], shape, values);
     if (!node) return Fail(std::move(node.error()));
     parameters.push_back(std::move(*node));
   }
   rng = draws;
   return DecoderModel(config, std::move(parameters), std::move(*rope));
+} catch (const std::bad_alloc&) {
+  // The name list of a configuration with billions of layers; the parameters
+  // themselves are allocated without throwing.
+  return Fail(ErrorCode::kAllocationFailed, {{"elements", uint64_t{config.layers}}},
+              "could not allocate the parameter list of " + std::to_string(config.layers) + " layers");
 }
 
-namespace {
-
-// ValidateModelTensors, returning the RoPE table it had to build anyway.
-Result<std::shared_ptr<const RopeTable>> ValidateTensorsAndBuildRope(
-    const ModelConfig& config, std::span<const NamedTensor> tensors) {
+Result<void> ValidateModelTensors(const ModelConfig& config, std::span<const NamedTensor> tensors) {
   for (const NamedTensor& tensor : tensors) {
     if (auto named = ValidateName(tensor.name); !named) {
       return Fail(std::move(named.error()).Wrap(ErrorCode::kInitialization));
@@ -295,26 +377,16 @@ Result<std::shared_ptr<const RopeTable>> ValidateTensorsAndBuildRope(
     names.push_back(tensor.name);
     shapes.push_back(tensor.shape);
   }
-  Result<std::shared_ptr<const RopeTable>> rope = ValidateConfigAndBuildRope(config);
-  if (!rope) return Fail(std::move(rope.error()).Wrap(ErrorCode::kModel));
-  if (auto layout = ValidateParameterLayout(config, names, shapes); !layout) {
-    return Fail(std::move(layout.error()).Wrap(ErrorCode::kModel));
-  }
-  return rope;
-}
-
-}  // namespace
-
-Result<void> ValidateModelTensors(const ModelConfig& config, std::span<const NamedTensor> tensors) {
-  Result<std::shared_ptr<const RopeTable>> rope = ValidateTensorsAndBuildRope(config, tensors);
-  if (!rope) return Fail(std::move(rope.error()));
-  return {};
+  return ValidateModelLayout(config, names, shapes);
 }
 
 Result<DecoderModel> DecoderModel::FromTensors(const ModelConfig& config,
                                                std::span<const NamedTensor> tensors) {
-  Result<std::shared_ptr<const RopeTable>> rope = ValidateTensorsAndBuildRope(config, tensors);
-  if (!rope) return Fail(std::move(rope.error()));
+  if (auto valid = ValidateModelTensors(config, tensors); !valid) {
+    return Fail(std::move(valid.error()));
+  }
+  Result<std::shared_ptr<const RopeTable>> rope = BuildRope(config);
+  if (!rope) return Fail(std::move(rope.error()).Wrap(ErrorCode::kModel));
   std::vector<ParameterPtr> parameters;
   parameters.reserve(tensors.size());
   for (const NamedTensor& tensor : tensors) {
@@ -327,17 +399,17 @@ Result<DecoderModel> DecoderModel::FromTensors(const ModelConfig& config,
 
 Result<DecoderModel> DecoderModel::FromParameters(const ModelConfig& config,
                                                   std::vector<ParameterPtr> parameters) {
-  Result<std::shared_ptr<const RopeTable>> rope = ValidateConfigAndBuildRope(config);
-  if (!rope) return Fail(std::move(rope.error()).Wrap(ErrorCode::kModel));
   std::vector<std::string> names;
   std::vector<std::vector<size_t>> shapes;
   for (const ParameterPtr& parameter : parameters) {
     names.push_back(parameter->name());
     shapes.push_back(parameter->shape());
   }
-  if (auto layout = ValidateParameterLayout(config, names, shapes); !layout) {
-    return Fail(std::move(layout.error()).Wrap(ErrorCode::kModel));
+  if (auto layout = ValidateModelLayout(config, names, shapes); !layout) {
+    return Fail(std::move(layout.error()));
   }
+  Result<std::shared_ptr<const RopeTable>> rope = BuildRope(config);
+  if (!rope) return Fail(std::move(rope.error()).Wrap(ErrorCode::kModel));
   return DecoderModel(config, std::move(parameters), std::move(*rope));
 }
 
@@ -346,8 +418,7 @@ Result<DecoderModel> DecoderModel::RebuildFromValues() const {
   copies.reserve(parameters_.size());
   for (const ParameterPtr& parameter : parameters_) {
     SharedBorrows reading({parameter});
-    Result<ParameterPtr> copy =
-        Parameter::Create(parameter->name(), parameter->shape(), parameter->values());
+    Result<ParameterPtr> copy = parameter->CopyAsNewNode();
     if (!copy) return Fail(std::move(copy.error()));
     copies.push_back(std::move(*copy));
   }
@@ -410,8 +481,7 @@ Result<void> DecoderModel::UpdateParameters(std::span<const ParameterUpdate> upd
   // Phase 3: commit; cannot fail.
   for (const ParameterUpdate& update : updates) {
     Parameter& parameter = *parameters_[update.index];
-    std::span<double> values = ParameterWriter::MutableValues(parameter);
-    std::copy(update.values.begin(), update.values.end(), values.begin());
+    ParameterWriter::WriteValues(parameter, update.values);
     ParameterWriter::AdvanceRevision(parameter);
     ParameterWriter::ReleaseExclusive(parameter);
   }

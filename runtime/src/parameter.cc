@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <thread>
 
+#include "checked_math.h"
+#include "panel_layout.h"
+
 namespace kvrt {
 namespace {
 
@@ -10,10 +13,14 @@ std::atomic<uint64_t> next_parameter_id{1};
 
 }  // namespace
 
-Parameter::Parameter(std::string name, std::vector<size_t> shape, Buffer<double> values)
+Parameter::Parameter(std::string name, std::vector<size_t> shape, ParameterLayout layout,
+                     Buffer<double> values, Buffer<float> panels)
     : name_(std::move(name)),
       shape_(std::move(shape)),
+      element_count_(CheckedProduct(shape_).value_or(0)),
+      layout_(layout),
       values_(std::move(values)),
+      panels_(std::move(panels)),
       id_(next_parameter_id.fetch_add(1, std::memory_order_relaxed)) {}
 
 Result<std::shared_ptr<Parameter>> Parameter::Create(std::string name, std::vector<size_t> shape,
@@ -25,8 +32,50 @@ Result<std::shared_ptr<Parameter>> Parameter::Create(std::string name, std::vect
         "could not allocate " + std::to_string(values.size()) + " parameter values for " + name);
   }
   std::copy(values.begin(), values.end(), buffer->data());
-  return std::shared_ptr<Parameter>(
-      new Parameter(std::move(name), std::move(shape), std::move(*buffer)));
+  return std::shared_ptr<Parameter>(new Parameter(std::move(name), std::move(shape),
+                                                  ParameterLayout::kDenseF64, std::move(*buffer),
+                                                  Buffer<float>()));
+}
+
+Result<std::shared_ptr<Parameter>> Parameter::CreatePanels(std::string name,
+                                                           std::vector<size_t> shape,
+                                                           ParameterLayout layout,
+                                                           Buffer<float> panels) {
+  const bool transposed = layout == ParameterLayout::kTransposedPanelsF32;
+  if (layout == ParameterLayout::kDenseF64 || shape.size() != 2 ||
+      panels.size() != simd::PackedElementCount<float>(transposed ? shape[1] : shape[0],
+                                                       transposed ? shape[0] : shape[1])) {
+    return Fail(ErrorCode::kParameterShapeMismatch, {{"name", name}},
+                "panels of " + name + " do not match its shape");
+  }
+  return std::shared_ptr<Parameter>(new Parameter(std::move(name), std::move(shape), layout,
+                                                  Buffer<double>(), std::move(panels)));
+}
+
+Result<std::shared_ptr<Parameter>> Parameter::CopyAsNewNode() const {
+  if (is_dense()) return Create(name_, shape_, values_.span());
+  std::optional<Buffer<float>> copy = Buffer<float>::Allocate(panels_.size());
+  if (!copy) {
+    return Fail(ErrorCode::kAllocationFailed, {{"elements", uint64_t{panels_.size()}}},
+                "could not allocate a copy of " + name_);
+  }
+  std::copy(panels_.data(), panels_.data() + panels_.size(), copy->data());
+  return CreatePanels(name_, shape_, layout_, std::move(*copy));
+}
+
+void Parameter::ReadValues(std::span<double> out) const {
+  if (is_dense()) {
+    std::copy(values_.data(), values_.data() + element_count_, out.begin());
+    return;
+  }
+  const bool transposed = layout_ == ParameterLayout::kTransposedPanelsF32;
+  for (size_t row = 0; row < shape_[0]; ++row) {
+    for (size_t column = 0; column < shape_[1]; ++column) {
+      const detail::PanelCoordinates at =
+          detail::PanelCoordinatesOf(row, column, shape_[0], shape_[1], transposed);
+      out[row * shape_[1] + column] = panels_[detail::PanelOffset<float>(at.k, at.n, at.rows)];
+    }
+  }
 }
 
 void Parameter::AcquireShared() const {
@@ -81,6 +130,23 @@ bool ParameterWriter::TryAcquireExclusive(Parameter& parameter) {
 
 void ParameterWriter::ReleaseExclusive(Parameter& parameter) {
   parameter.borrow_state_.store(0, std::memory_order_release);
+}
+
+void ParameterWriter::WriteValues(Parameter& parameter, std::span<const double> values) {
+  if (parameter.is_dense()) {
+    std::copy(values.begin(), values.end(), parameter.values_.data());
+    return;
+  }
+  const std::vector<size_t>& shape = parameter.shape_;
+  const bool transposed = parameter.layout_ == ParameterLayout::kTransposedPanelsF32;
+  for (size_t row = 0; row < shape[0]; ++row) {
+    for (size_t column = 0; column < shape[1]; ++column) {
+      const detail::PanelCoordinates at =
+          detail::PanelCoordinatesOf(row, column, shape[0], shape[1], transposed);
+      parameter.panels_[detail::PanelOffset<float>(at.k, at.n, at.rows)] =
+          static_cast<float>(values[row * shape[1] + column]);
+    }
+  }
 }
 
 void ParameterWriter::AdvanceRevision(Parameter& parameter) {

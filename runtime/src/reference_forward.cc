@@ -21,9 +21,8 @@ namespace {
 
 using simd::PackedMatrixView;
 
-PackedMatrixView<double> DenseView(const Parameter& weight) {
-  return PackedMatrixView<double>::Dense(weight.values().data(), weight.shape()[0],
-                                         weight.shape()[1]);
+PackedMatrixView<double> DenseView(const double* values, const Parameter& weight) {
+  return PackedMatrixView<double>::Dense(values, weight.shape()[0], weight.shape()[1]);
 }
 
 std::optional<size_t> FirstNonFinite(const double* values, size_t n) {
@@ -102,6 +101,21 @@ Result<ReferenceRowForward> ReferenceRowForward::Create(const DecoderModel& mode
   allocate(forward.branch_, config.model_width);
   allocate(forward.gate_, config.feed_forward_width);
   allocate(forward.up_, config.feed_forward_width);
+  for (const ParameterPtr& parameter : model.parameters()) {
+    if (!ok) break;
+    if (parameter->is_dense()) {
+      forward.weights_.push_back(parameter->values().data());
+      continue;
+    }
+    std::optional<Buffer<double>> copy = Buffer<double>::Allocate(parameter->element_count());
+    if (!copy) {
+      ok = false;
+      break;
+    }
+    parameter->ReadValues(copy->span());
+    forward.weights_.push_back(copy->data());
+    forward.converted_.push_back(std::move(*copy));
+  }
   if (ok) {
     std::optional<Buffer<double>> scores = Buffer<double>::Allocate(config.max_positions);
     if (scores) {
@@ -135,7 +149,13 @@ Result<void> ReferenceRowForward::Run(const RowStep& step,
   };
 
   // Embedding: row copies, no scaling.
-  const double* table = model.embedding().values().data();
+  auto block_weights = [&](size_t layer, BlockSlot slot) {
+    return Weights(BlockParameterIndex(layer, slot));
+  };
+  auto BlockView = [&](size_t layer, BlockSlot slot) {
+    return DenseView(block_weights(layer, slot), model.block(layer, slot));
+  };
+  const double* table = Weights(0);
   for (size_t i = 0; i < n; ++i) {
     std::copy_n(table + size_t{step.tokens[i]} * d, d, hidden_.data() + i * d);
   }
@@ -145,7 +165,7 @@ Result<void> ReferenceRowForward::Run(const RowStep& step,
     const std::string prefix = tracing ? "blocks." + std::to_string(layer) + "." : std::string();
     const LayerKvRows<double>& kv = layers[layer];
 
-    const double* attention_gain = model.block(layer, BlockSlot::kAttentionNorm).values().data();
+    const double* attention_gain = block_weights(layer, BlockSlot::kAttentionNorm);
     for (size_t i = 0; i < n; ++i) {
       const double inverse = simd::RmsNormScalar(hidden_.data() + i * d, attention_gain, epsilon,
                                                  normed_.data() + i * d, d);
@@ -158,11 +178,11 @@ Result<void> ReferenceRowForward::Run(const RowStep& step,
     Record(trace, prefix, "attention_norm.output", {batch, rows, d},
            [&] { return row_vector(normed_, d); });
 
-    simd::MatMulScalar(normed_.data(), d, n, DenseView(model.block(layer, BlockSlot::kQuery)),
+    simd::MatMulScalar(normed_.data(), d, n, BlockView(layer, BlockSlot::kQuery),
                        query_.data(), d);
-    simd::MatMulScalar(normed_.data(), d, n, DenseView(model.block(layer, BlockSlot::kKey)),
+    simd::MatMulScalar(normed_.data(), d, n, BlockView(layer, BlockSlot::kKey),
                        key_.data(), kv_width);
-    simd::MatMulScalar(normed_.data(), d, n, DenseView(model.block(layer, BlockSlot::kValue)),
+    simd::MatMulScalar(normed_.data(), d, n, BlockView(layer, BlockSlot::kValue),
                        value_.data(), kv_width);
     for (const auto& [buffer, width] :
          {std::pair{&query_, d}, {&key_, kv_width}, {&value_, kv_width}}) {
@@ -246,7 +266,7 @@ Result<void> ReferenceRowForward::Run(const RowStep& step,
     Record(trace, prefix, "attention.merged", {batch, rows, d},
            [&] { return row_vector(mixed_, d); });
 
-    simd::MatMulScalar(mixed_.data(), d, n, DenseView(model.block(layer, BlockSlot::kOutput)),
+    simd::MatMulScalar(mixed_.data(), d, n, BlockView(layer, BlockSlot::kOutput),
                        branch_.data(), d);
     if (auto bad = FirstNonFinite(branch_.data(), n * d)) {
       return Fail(InLayer(NonFinite("attention output projection", *bad, branch_[*bad])
@@ -285,7 +305,7 @@ Result<void> ReferenceRowForward::Run(const RowStep& step,
     Record(trace, prefix, "after_attention", {batch, rows, d},
            [&] { return row_vector(hidden_, d); });
 
-    const double* ffn_gain = model.block(layer, BlockSlot::kFeedForwardNorm).values().data();
+    const double* ffn_gain = block_weights(layer, BlockSlot::kFeedForwardNorm);
     for (size_t i = 0; i < n; ++i) {
       const double inverse =
           simd::RmsNormScalar(hidden_.data() + i * d, ffn_gain, epsilon, normed_.data() + i * d, d);
@@ -297,9 +317,9 @@ Result<void> ReferenceRowForward::Run(const RowStep& step,
     }
     Record(trace, prefix, "ffn_norm.output", {batch, rows, d},
            [&] { return row_vector(normed_, d); });
-    simd::MatMulScalar(normed_.data(), d, n, DenseView(model.block(layer, BlockSlot::kGate)),
+    simd::MatMulScalar(normed_.data(), d, n, BlockView(layer, BlockSlot::kGate),
                        gate_.data(), f);
-    simd::MatMulScalar(normed_.data(), d, n, DenseView(model.block(layer, BlockSlot::kUp)),
+    simd::MatMulScalar(normed_.data(), d, n, BlockView(layer, BlockSlot::kUp),
                        up_.data(), f);
     if (tracing) {
       Record(trace, prefix, "ffn.gate_linear", {batch, rows, f},
@@ -310,7 +330,7 @@ Result<void> ReferenceRowForward::Run(const RowStep& step,
       Record(trace, prefix, "ffn.gate_silu", {batch, rows, f}, [&] { return std::move(silu); });
     }
     simd::SiluMulScalar(gate_.data(), up_.data(), gate_.data(), n * f);
-    simd::MatMulScalar(gate_.data(), f, n, DenseView(model.block(layer, BlockSlot::kDown)),
+    simd::MatMulScalar(gate_.data(), f, n, BlockView(layer, BlockSlot::kDown),
                        branch_.data(), d);
     if (auto bad = FirstNonFinite(branch_.data(), n * d)) {
       return Fail(
@@ -326,7 +346,8 @@ Result<void> ReferenceRowForward::Run(const RowStep& step,
   }
 
   // Final norm and vocabulary projection for the rows whose logits are wanted.
-  const double* final_gain = model.final_norm().values().data();
+  const size_t final_norm_index = 1 + kParametersPerBlock * config.layers;
+  const double* final_gain = Weights(final_norm_index);
   const size_t logit_rows = step.all_logits ? n : batch;
   std::vector<double> inverse_trace;
   for (size_t j = 0; j < logit_rows; ++j) {
@@ -347,16 +368,17 @@ Result<void> ReferenceRowForward::Run(const RowStep& step,
            [&] { return std::vector<double>(normed_.data(), normed_.data() + logit_rows * d); });
   }
   const Parameter& head = model.output_head();
+  const double* head_weights = model.output_head_is_embedding() ? Weights(0) : Weights(final_norm_index + 1);
   for (size_t j = 0; j < logit_rows; ++j) {
     const double* z = normed_.data() + j * d;
     double* out = logits.data() + j * v;
     if (model.output_head_is_embedding()) {
       // Tied head: logits[v] = Σ_j z[j]·E[v][j], E read row by row.
       for (size_t token = 0; token < v; ++token) {
-        out[token] = simd::DotScalar(z, head.values().data() + token * d, d);
+        out[token] = simd::DotScalar(z, head_weights + token * d, d);
       }
     } else {
-      simd::MatVecScalar(DenseView(head), z, out);
+      simd::MatVecScalar(DenseView(head_weights, head), z, out);
     }
   }
   if (auto bad = FirstNonFinite(logits.data(), logit_rows * v)) {

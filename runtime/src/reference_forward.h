@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "kv_rows.h"
 #include "kvrt/buffer.h"
@@ -42,7 +43,13 @@ class ReferenceRowForward {
  private:
   explicit ReferenceRowForward(const DecoderModel& model) : model_(&model) {}
 
+  // Row-major f64 values of parameter `index`: the parameter's own storage, or a
+  // copy made at Create for parameters kept in f32 panels.
+  const double* Weights(size_t index) const { return weights_[index]; }
+
   const DecoderModel* model_;
+  std::vector<const double*> weights_;
+  std::vector<Buffer<double>> converted_;  // dense copies of panel-layout parameters
   size_t batch_ = 0;
   size_t max_rows_ = 0;
   Buffer<double> hidden_;  // [batch·rows, D] residual stream

@@ -5,7 +5,18 @@
 
 namespace kvrt {
 
-Result<RopeTable> RopeTable::Create(size_t head_width, size_t positions, double base) {
+namespace {
+
+// inv_f[i] = pow(base, (−2·i)/hw): multiply first (exact), then one rounded
+// division; libm pow, not exp(e·log b).
+double InverseFrequency(size_t i, size_t head_width, double base) {
+  const double exponent = (-2.0 * static_cast<double>(i)) / static_cast<double>(head_width);
+  return std::pow(base, exponent);
+}
+
+}  // namespace
+
+Result<void> RopeTable::Validate(size_t head_width, size_t positions, double base) {
   const size_t pairs = head_width / 2;
   if (pairs != 0 && positions > kMaxEntries / pairs) {
     return Fail(ErrorCode::kSizeOverflow, {{"context", std::string("rope table")}},
@@ -13,6 +24,23 @@ Result<RopeTable> RopeTable::Create(size_t head_width, size_t positions, double 
                     std::to_string(pairs) + " pairs exceeds the supported maximum of " +
                     std::to_string(kMaxEntries) + " entries");
   }
+  for (size_t i = 0; i < pairs; ++i) {
+    const double inverse = InverseFrequency(i, head_width, base);
+    // Angles grow with the position, so the last one is the largest.
+    const double last_angle = positions == 0 ? 0.0 : static_cast<double>(positions - 1) * inverse;
+    if (!std::isfinite(inverse) || !std::isfinite(last_angle)) {
+      return Fail(ErrorCode::kNonFiniteTableValue, {{"pair", uint64_t{i}}},
+                  "RoPE angles of pair " + std::to_string(i) + " are not finite");
+    }
+  }
+  return {};
+}
+
+Result<RopeTable> RopeTable::Create(size_t head_width, size_t positions, double base) {
+  if (Result<void> valid = Validate(head_width, positions, base); !valid) {
+    return Fail(std::move(valid.error()));
+  }
+  const size_t pairs = head_width / 2;
   RopeTable table;
   table.pairs_ = pairs;
   table.positions_ = positions;
@@ -24,27 +52,12 @@ Result<RopeTable> RopeTable::Create(size_t head_width, size_t positions, double 
     return Fail(ErrorCode::kAllocationFailed, {{"elements", uint64_t{2 * positions * pairs}}},
                 "could not allocate the RoPE tables");
   }
-  for (size_t i = 0; i < pairs; ++i) {
-    // Multiply first (exact), then one rounded division; libm pow, not exp(e·log b).
-    const double exponent = (-2.0 * static_cast<double>(i)) / static_cast<double>(head_width);
-    (*inverse)[i] = std::pow(base, exponent);
-    if (!std::isfinite((*inverse)[i])) {
-      return Fail(ErrorCode::kNonFiniteTableValue,
-                  {{"position", uint64_t{0}}, {"pair", uint64_t{i}}},
-                  "RoPE inverse frequency " + std::to_string(i) + " is not finite");
-    }
-  }
+  for (size_t i = 0; i < pairs; ++i) (*inverse)[i] = InverseFrequency(i, head_width, base);
   for (size_t p = 0; p < positions; ++p) {
     for (size_t i = 0; i < pairs; ++i) {
       const double angle = static_cast<double>(p) * (*inverse)[i];
-      double c = std::cos(angle);
-      double s = std::sin(angle);
-      if (!std::isfinite(angle) || !std::isfinite(c) || !std::isfinite(s)) {
-        return Fail(ErrorCode::kNonFiniteTableValue,
-                    {{"position", uint64_t{p}}, {"pair", uint64_t{i}}},
-                    "RoPE angle for position " + std::to_string(p) + " pair " + std::to_string(i) +
-                        " is not finite");
-      }
+      const double c = std::cos(angle);  // separate libm calls, as the reference
+      const double s = std::sin(angle);
       (*cos)[p * pairs + i] = c == 0.0 ? 0.0 : c;  // store ±0 as +0
       (*sin)[p * pairs + i] = s == 0.0 ? 0.0 : s;
     }

@@ -110,7 +110,9 @@ TEST(GenerationScenarioTest, TheLoopReproducesEveryScenarioFromRecordedLogits) {
     }
     std::map<std::string, std::string> r = s.result;
     EXPECT_EQ(result.generated, IdList(r["generated"])) << s.name;
-    if (s.request.max_new_tokens > 0) EXPECT_EQ(GenerationStopName(result.stop), r["stop"]) << s.name;
+    if (s.request.max_new_tokens > 0) {
+      EXPECT_EQ(GenerationStopName(result.stop), r["stop"]) << s.name;
+    }
     EXPECT_EQ(result.model_calls, std::stoul(r["full_prefix_calls"])) << s.name;
     EXPECT_EQ(rng.state(), Hex(r["rng_final"])) << s.name;
     ExpectSteps(s, result.steps);

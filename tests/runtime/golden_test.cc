@@ -213,8 +213,9 @@ TEST_P(GoldenCaseTest, ModelAndCacheErrorsMatchAndChangeNothing) {
       ASSERT_TRUE(cache);
       Result<DecoderKvSession> session = cache->Bind(*model_);
       ASSERT_TRUE(session);
-      if (!entry.at("prefilled").is_null())
+      if (!entry.at("prefilled").is_null()) {
         ASSERT_TRUE(session->Prefill(Ids(entry.at("prefilled"))));
+      }
       EXPECT_EQ(session->cache().len(), entry.at("cache_len_before").get<size_t>()) << name;
       Result<DecoderKvCache> before = session->cache().Clone();
       ASSERT_TRUE(before);

@@ -52,7 +52,9 @@ TEST_F(SamplingCheckTest, SplitMix64StreamsAndUnitDraws) {
       EXPECT_EQ(BitsOf(copy.NextUnit()), BitsOf(CheckFloat(f["unit"])));
       ++checked;
     }
-    if (line.rfind("SM64_FINAL_STATE", 0) == 0) EXPECT_EQ(rng->state(), Hex(Fields(line)["state"]));
+    if (line.rfind("SM64_FINAL_STATE", 0) == 0) {
+      EXPECT_EQ(rng->state(), Hex(Fields(line)["state"]));
+    }
   }
   EXPECT_EQ(checked, 10u);
 }

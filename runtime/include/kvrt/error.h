@@ -185,6 +185,7 @@ enum class ErrorCode : uint16_t {
   // Engine selection and command-line use.
   kUnsupportedBackend,
   kInvalidArgument,
+  kInvariantViolation,
 
   kCount  // number of codes; not a variant
 };

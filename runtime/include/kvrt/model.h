@@ -66,11 +66,20 @@ struct ParameterUpdate {
   std::vector<double> values;
 };
 
+// How a model keeps its weight matrices (see parameter.h).
+enum class ModelStorage {
+  kDenseF64,  // exact f64 values: every engine and the bit-exact reference path
+  kPanelsF32, // f32 in the fast engine's layout only: one copy of the weights, no f64
+};
+
 class DecoderModel {
  public:
   // Seeded initialisation (spec/model.md §10): Xavier-uniform draws from `rng` in
   // parameter order, gains 1.0. Transactional: `rng` advances only on success.
-  static Result<DecoderModel> FromSeed(const ModelConfig& config, SplitMix64& rng);
+  // With kPanelsF32 every draw is rounded to f32 and written straight into the
+  // panels, so building a large model never holds an f64 copy.
+  static Result<DecoderModel> FromSeed(const ModelConfig& config, SplitMix64& rng,
+                                       ModelStorage storage = ModelStorage::kDenseF64);
 
   // Rebuilds a model from named tensors in model order, with the validation of
   // spec/checkpoint.md §9 step 11: per tensor the name and finiteness

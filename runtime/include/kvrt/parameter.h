@@ -6,6 +6,12 @@
 // cache refers to it). The value revision starts at 0 and advances by one per
 // committed update.
 //
+// Storage: LLMCP35 and seeded models keep every parameter as row-major f64 (the
+// reference path reads those exact values). Models built for the fast f32 engine
+// only (large synthetic or llama2.c models) keep matrices in the engine's f32
+// column-panel layout instead, so no second full copy of the weights exists;
+// ReadValues converts either layout back to row-major f64.
+//
 // Borrowing: a session holds a shared borrow of every parameter for its lifetime;
 // an update takes an exclusive borrow and fails at once when any shared borrow is
 // held. The borrow state is an atomic counter, so sessions may live on any thread
@@ -24,20 +30,45 @@
 
 namespace kvrt {
 
+enum class ParameterLayout : uint8_t {
+  kDenseF64,  // row-major f64 values of shape()
+  // f32 column panels (simd/packed_matrix.h, kPanelWidth<float>) of the matrix
+  // W = shape [K, N] applied as x·W.
+  kPanelsF32,
+  // f32 column panels of the transpose: a [V, D] table stored as the [D, V] matrix
+  // of z·tableᵀ (a tied embedding kept in the layout of the vocabulary head).
+  kTransposedPanelsF32,
+};
+
 class Parameter {
  public:
   // Copies `values` into a new node at revision 0. Fails with AllocationFailed.
   static Result<std::shared_ptr<Parameter>> Create(std::string name, std::vector<size_t> shape,
                                                    std::span<const double> values);
+  // A node over f32 panels of a 2-D `shape` (layout kPanelsF32 or
+  // kTransposedPanelsF32); `panels` must hold PackedElementCount<float> of the
+  // packed matrix.
+  static Result<std::shared_ptr<Parameter>> CreatePanels(std::string name, std::vector<size_t> shape,
+                                                         ParameterLayout layout,
+                                                         Buffer<float> panels);
 
   Parameter(const Parameter&) = delete;
   Parameter& operator=(const Parameter&) = delete;
 
   const std::string& name() const { return name_; }
   const std::vector<size_t>& shape() const { return shape_; }
-  size_t element_count() const { return values_.size(); }
-  // Row-major f64 values, shape `shape()`. Stable while a shared borrow is held.
+  size_t element_count() const { return element_count_; }
+  ParameterLayout layout() const { return layout_; }
+  bool is_dense() const { return layout_ == ParameterLayout::kDenseF64; }
+  // Row-major f64 values of a dense parameter (empty for panel layouts). Stable
+  // while a shared borrow is held.
   std::span<const double> values() const { return values_.span(); }
+  // The f32 panels of a panel-layout parameter (empty for dense ones).
+  std::span<const float> panels() const { return panels_.span(); }
+  // Row-major f64 values in any layout; `out` holds element_count() values.
+  void ReadValues(std::span<double> out) const;
+  // A new node (revision 0) with this node's name, shape, layout and values.
+  Result<std::shared_ptr<Parameter>> CopyAsNewNode() const;
   uint64_t revision() const { return revision_.load(std::memory_order_acquire); }
   // Process-unique, never reused: handy for logging and hashing identities.
   uint64_t id() const { return id_; }
@@ -51,11 +82,15 @@ class Parameter {
 
  private:
   friend class ParameterWriter;
-  Parameter(std::string name, std::vector<size_t> shape, Buffer<double> values);
+  Parameter(std::string name, std::vector<size_t> shape, ParameterLayout layout,
+            Buffer<double> values, Buffer<float> panels);
 
   std::string name_;
   std::vector<size_t> shape_;
-  Buffer<double> values_;
+  size_t element_count_ = 0;
+  ParameterLayout layout_ = ParameterLayout::kDenseF64;
+  Buffer<double> values_;  // kDenseF64
+  Buffer<float> panels_;   // panel layouts
   std::atomic<uint64_t> revision_{0};
   uint64_t id_;
   // > 0: that many shared borrows; 0: free; -1: an update holds it exclusively.
@@ -86,7 +121,8 @@ class ParameterWriter {
  public:
   static bool TryAcquireExclusive(Parameter& parameter);
   static void ReleaseExclusive(Parameter& parameter);
-  static std::span<double> MutableValues(Parameter& parameter) { return parameter.values_.span(); }
+  // Replaces the values (row-major f64) in the parameter's own layout.
+  static void WriteValues(Parameter& parameter, std::span<const double> values);
   static void AdvanceRevision(Parameter& parameter);
 };
 

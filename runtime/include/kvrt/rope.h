@@ -19,6 +19,10 @@ class RopeTable {
   // more (a context of millions of positions) is rejected before allocating.
   static constexpr size_t kMaxEntries = size_t{1} << 28;
 
+  // Checks, without building anything, that the tables are computable: at most
+  // kMaxEntries entries and every inverse frequency and angle finite (the sine and
+  // cosine of a finite angle always are).
+  static Result<void> Validate(size_t head_width, size_t positions, double base);
   static Result<RopeTable> Create(size_t head_width, size_t positions, double base);
 
   size_t head_width() const { return pairs_ * 2; }

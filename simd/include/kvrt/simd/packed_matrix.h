@@ -12,6 +12,14 @@
 
 namespace kvrt::simd {
 
+// The panel width of the fast matrix kernels (matvec.h, matmul.h) and of PackMatrix
+// (pack_matrix.h): two 64-byte AVX-512 vectors per panel row, i.e. 32 floats or 16
+// doubles. It is the same on every compiled target, so one packed copy serves the
+// AVX3, AVX2 and scalar code paths; only AVX-512 uses it at full register width
+// (an 8×32 float micro-tile = 16 zmm accumulators).
+template <class T>
+inline constexpr size_t kPanelWidth = 2 * 64 / sizeof(T);
+
 template <class T>
 struct PackedMatrixView {
   const T* data = nullptr;
@@ -21,6 +29,10 @@ struct PackedMatrixView {
 
   static PackedMatrixView Dense(const T* data, size_t rows, size_t cols) {
     return {data, rows, cols, cols};
+  }
+  // The layout written by PackMatrix: panel_width = kPanelWidth<T>.
+  static PackedMatrixView Panels(const T* data, size_t rows, size_t cols) {
+    return {data, rows, cols, kPanelWidth<T>};
   }
   size_t panels() const { return panel_width == 0 ? 0 : (cols + panel_width - 1) / panel_width; }
   const T* panel(size_t p) const { return data + p * rows * panel_width; }
@@ -32,6 +44,12 @@ struct PackedMatrixView {
 // Number of elements of the packed storage of a [rows, cols] matrix.
 inline size_t PackedElementCount(size_t rows, size_t cols, size_t panel_width) {
   return (cols + panel_width - 1) / panel_width * rows * panel_width;
+}
+
+// Number of elements PackMatrix writes for a [rows, cols] matrix of element type T.
+template <class T>
+size_t PackedElementCount(size_t rows, size_t cols) {
+  return PackedElementCount(rows, cols, kPanelWidth<T>);
 }
 
 }  // namespace kvrt::simd

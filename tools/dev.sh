@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# kvrt developer entry point: installs what is missing, builds, and runs.
+#
+#   tools/dev.sh demo    Release build, then generate text from the bundled demo
+#                        model and print the ch38 report
+#   tools/dev.sh test    Release build with tests, then run every test (ctest)
+#
+# Dependencies come from Debian packages only; run as root on a fresh machine (or
+# with sudo available) so missing packages can be installed.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD="${KVRT_BUILD_DIR:-$ROOT/build/release}"
+JOBS="$(nproc 2>/dev/null || echo 2)"
+PACKAGES=(g++ cmake make ccache pkg-config libhwy-dev libtbb-dev libmimalloc-dev
+          libbenchmark-dev libgtest-dev nlohmann-json3-dev)
+
+install_missing() {
+  local missing=()
+  for p in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "== installing: ${missing[*]}"
+  local sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+configure_and_build() {
+  local launcher=()
+  command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+  cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" "$@" >/dev/null
+  cmake --build "$BUILD" -j "$JOBS"
+}
+
+demo() {
+  install_missing
+  configure_and_build -DKVRT_BUILD_TESTS=OFF -DKVRT_BUILD_BENCH=OFF
+  local kvrt="$BUILD/tools/kvrt" model="$ROOT/fixtures/demo/demo.ckpt"
+  echo "== kvrt inspect (first lines)"
+  "$kvrt" inspect "$model" | head -n 9
+  for prompt in "At dawn" "На рассвете"; do
+    echo "== kvrt generate --prompt \"$prompt\" (temperature 0.8, top-k 8, KV-cached)"
+    "$kvrt" generate --model "$model" --prompt "$prompt" --temperature 0.8 --top-k 8 --eos 1 --max-new-tokens 64
+  done
+  echo "== kvrt report (ch38 cached generation)"
+  "$kvrt" report
+}
+
+test() {
+  install_missing
+  configure_and_build -DKVRT_BUILD_TESTS=ON -DKVRT_BUILD_BENCH=ON
+  (cd "$BUILD" && ctest --output-on-failure -j "$JOBS")
+}
+
+case "${1:-}" in
+  demo) demo ;;
+  test) test ;;
+  *) sed -n '2,9p' "$0"; exit 2 ;;
+esac

@@ -1,0 +1,49 @@
+// Command-line flags of one kvrt subcommand: `--name value` and `--switch`, checked
+// against the subcommand's list of known flags, with typed accessors that return
+// InvalidArgument errors instead of exiting.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kvrt/error.h"
+
+namespace kvrt::cli {
+
+struct FlagSpec {
+  const char* name;  // without the leading "--"
+  bool takes_value;
+  const char* help;
+};
+
+class Flags {
+ public:
+  // Parses `args` (after the subcommand name). Unknown flags, missing values and
+  // repeated flags are InvalidArgument errors.
+  static Result<Flags> Parse(std::span<char* const> args, std::span<const FlagSpec> specs);
+
+  bool Has(const std::string& name) const { return values_.count(name) != 0; }
+  std::optional<std::string> Value(const std::string& name) const;
+  const std::vector<std::string>& positional() const { return positional_; }
+
+  Result<std::string> Required(const std::string& name) const;
+  Result<uint64_t> Unsigned(const std::string& name, uint64_t fallback) const;
+  Result<double> Double(const std::string& name, double fallback) const;
+  // "1,2,3" → ids.
+  Result<std::vector<uint32_t>> TokenList(const std::string& name) const;
+
+ private:
+  std::map<std::string, std::string> values_;
+  std::vector<std::string> positional_;
+};
+
+// "Usage: ..." followed by one line per flag.
+std::string Usage(const std::string& synopsis, std::span<const FlagSpec> specs);
+
+Error InvalidArgument(const std::string& message);
+
+}  // namespace kvrt::cli

@@ -1,0 +1,211 @@
+// kvrt generate: sample a continuation with the cached loop (prefill once, then
+// decode) or, with --uncached, the complete-prefix replay loop.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "common.h"
+#include "json_writer.h"
+#include "kvrt/generation.h"
+#include "text_stream.h"
+
+namespace kvrt::cli {
+namespace {
+
+constexpr FlagSpec kFlags[] = {
+    {"model", true, "LLMCP35 checkpoint"},
+    {"tokens", true, "prompt as comma-separated token ids"},
+    {"prompt", true, "prompt text, encoded with the checkpoint's tokenizer (no BOS)"},
+    {"greedy", false, "pick the largest logit (the default)"},
+    {"temperature", true, "sample with this temperature (needs --top-k)"},
+    {"top-k", true, "keep the k best tokens when sampling"},
+    {"rng-state", true, "SplitMix64 state, hex (default: the checkpoint's sampling state)"},
+    {"seed", true, "SplitMix64 seed (the state itself)"},
+    {"eos", true, "stop after generating this token id"},
+    {"max-new-tokens", true, "token budget (default 64)"},
+    {"uncached", false, "replay the complete prefix every step"},
+    {"backend", true, "reference (scalar f64, bit-exact with the reference crate)"},
+    {"json", false, "print one JSON object with tokens, steps, stop, RNG state and work"},
+    {"help", false, "show this help"},
+};
+
+Result<SamplingMode> ModeFromFlags(const Flags& flags) {
+  const bool has_temperature = flags.Has("temperature"), has_top_k = flags.Has("top-k");
+  if (flags.Has("greedy")) {
+    if (has_temperature || has_top_k) {
+      return std::unexpected(InvalidArgument("--greedy excludes --temperature and --top-k"));
+    }
+    return SamplingMode::Greedy();
+  }
+  if (!has_temperature && !has_top_k) return SamplingMode::Greedy();
+  if (!has_temperature || !has_top_k) {
+    return std::unexpected(InvalidArgument("--temperature and --top-k go together"));
+  }
+  Result<double> temperature = flags.Double("temperature", 1.0);
+  if (!temperature) return std::unexpected(temperature.error());
+  Result<uint64_t> top_k = flags.Unsigned("top-k", 1);
+  if (!top_k) return std::unexpected(top_k.error());
+  return SamplingMode::TemperatureTopK(*temperature, *top_k);
+}
+
+Result<uint64_t> RngStateFromFlags(const Flags& flags, uint64_t checkpoint_state) {
+  if (flags.Has("rng-state") && flags.Has("seed")) {
+    return std::unexpected(InvalidArgument("--rng-state and --seed exclude each other"));
+  }
+  if (std::optional<std::string> hex = flags.Value("rng-state")) {
+    std::string digits = *hex;
+    if (digits.rfind("0x", 0) == 0 || digits.rfind("0X", 0) == 0) digits = digits.substr(2);
+    char* end = nullptr;
+    const unsigned long long state = std::strtoull(digits.c_str(), &end, 16);
+    if (digits.empty() || digits.size() > 16 || *end != '\0') {
+      return std::unexpected(InvalidArgument("--rng-state needs up to 16 hex digits, got '" + *hex + "'"));
+    }
+    return state;
+  }
+  if (flags.Has("seed")) return flags.Unsigned("seed", 0);
+  return checkpoint_state;
+}
+
+std::string Hex16(uint64_t value) {
+  char buffer[24];
+  std::snprintf(buffer, sizeof buffer, "%016llx", static_cast<unsigned long long>(value));
+  return buffer;
+}
+
+// The text of the generated tokens, as the reference pipeline decodes it: a final
+// EOS is dropped, the rest is decoded strictly; nullopt when that fails.
+std::optional<std::string> GeneratedText(const Tokenizer& tokenizer, const GenerationResult& run) {
+  std::vector<uint32_t> ids = run.generated;
+  if (run.stop == GenerationStop::kEos && !ids.empty()) ids.pop_back();
+  Result<std::string> text = tokenizer.DecodeContentUtf8(ids);
+  if (!text) return std::nullopt;
+  return *text;
+}
+
+void PrintJson(const GenerationResult& run, const std::optional<std::string>& text, uint64_t rng_state,
+               bool cached) {
+  JsonWriter json;
+  json.BeginObject();
+  json.Key("prompt").UnsignedArray(std::span<const uint32_t>(run.prompt));
+  json.Key("generated").UnsignedArray(std::span<const uint32_t>(run.generated));
+  json.Key("text");
+  if (text) {
+    json.String(*text);
+  } else {
+    json.Null();
+  }
+  json.Key("stop").String(GenerationStopName(run.stop));
+  json.Key("steps").BeginArray();
+  for (const GenerationStep& step : run.steps) {
+    json.BeginObject();
+    json.Key("prefix_length").Unsigned(step.prefix_length);
+    json.Key("token_id").Unsigned(step.token_id);
+    json.Key("unit_draw");
+    if (step.unit_draw) {
+      json.Number(*step.unit_draw);
+    } else {
+      json.Null();
+    }
+    json.Key("interval_start").Number(step.interval_start);
+    json.Key("interval_end").Number(step.interval_end);
+    json.EndObject();
+  }
+  json.EndArray();
+  json.Key("final_rng_state").String(Hex16(rng_state));
+  json.Key("final_cache_len");
+  if (cached) {
+    json.Unsigned(run.final_cache_len);
+  } else {
+    json.Null();
+  }
+  json.Key("work").BeginObject();
+  if (cached) {
+    json.Key("prefill_tokens").Unsigned(run.work.prefill_tokens);
+    json.Key("decode_tokens").Unsigned(run.work.decode_tokens);
+    json.Key("layer_cache_count").Unsigned(run.work.layer_cache_count);
+    json.Key("cache_appends").Unsigned(run.work.cache_appends);
+    json.Key("qkv_projection_rows").Unsigned(run.work.qkv_projection_rows);
+    json.Key("cached_attention_score_values").Unsigned(run.work.cached_attention_score_values);
+  } else {
+    json.Key("full_prefix_calls").Unsigned(run.model_calls);
+  }
+  json.Key("complete_prefix_attention_score_values")
+      .Unsigned(run.work.complete_prefix_attention_score_values);
+  json.EndObject();
+  json.EndObject();
+  std::printf("%s\n", json.text().c_str());
+}
+
+}  // namespace
+
+int RunGenerate(std::span<char* const> args) {
+  Result<Flags> flags = Flags::Parse(args, kFlags);
+  if (!flags) return ReportError(flags.error());
+  if (flags->Has("help")) {
+    std::printf("%s", Usage("kvrt generate --model PATH (--tokens IDS | --prompt TEXT) [options]", kFlags)
+                          .c_str());
+    return 0;
+  }
+  Result<std::string> path = flags->Required("model");
+  if (!path) return ReportError(path.error());
+  if (flags->Has("tokens") == flags->Has("prompt")) {
+    return ReportError(InvalidArgument("give exactly one of --tokens and --prompt"));
+  }
+  Result<SamplingMode> mode = ModeFromFlags(*flags);
+  if (!mode) return ReportError(mode.error());
+  Result<uint64_t> max_new_tokens = flags->Unsigned("max-new-tokens", 64);
+  if (!max_new_tokens) return ReportError(max_new_tokens.error());
+  Result<EngineOptions> engine = EngineOptionsFromFlags(*flags);
+  if (!engine) return ReportError(engine.error());
+  GenerationConfig config;
+  config.mode = *mode;
+  config.max_new_tokens = *max_new_tokens;
+  if (flags->Has("eos")) {
+    Result<uint64_t> eos = flags->Unsigned("eos", 0);
+    if (!eos) return ReportError(eos.error());
+    if (*eos > UINT32_MAX) return ReportError(InvalidArgument("--eos must fit a u32 token id"));
+    config.eos_token = static_cast<uint32_t>(*eos);
+  }
+
+  Result<LoadedModel> loaded = LoadModel(*path);
+  if (!loaded) return ReportError(loaded.error());
+  const Tokenizer& tokenizer = loaded->checkpoint.tokenizer;
+  Result<uint64_t> state = RngStateFromFlags(*flags, loaded->checkpoint.sampling_rng_state);
+  if (!state) return ReportError(state.error());
+  std::vector<uint32_t> prompt;
+  if (flags->Has("prompt")) {
+    Result<std::vector<uint32_t>> encoded = tokenizer.EncodeContent(*flags->Value("prompt"));
+    if (!encoded) return ReportError(encoded.error());
+    prompt = std::move(*encoded);
+  } else {
+    Result<std::vector<uint32_t>> ids = flags->TokenList("tokens");
+    if (!ids) return ReportError(ids.error());
+    prompt = std::move(*ids);
+  }
+
+  const bool json = flags->Has("json");
+  Utf8Stream stream(stdout);
+  TokenCallback on_token;
+  if (!json) {
+    if (flags->Has("prompt")) stream.Write(*flags->Value("prompt"));
+    on_token = [&](uint32_t token) {
+      if (config.eos_token && token == *config.eos_token) return;
+      if (Result<std::string_view> bytes = tokenizer.TokenBytes(token)) stream.Write(*bytes);
+    };
+  }
+  SplitMix64 rng(*state);
+  const bool cached = !flags->Has("uncached");
+  Result<GenerationResult> run =
+      cached ? GenerateCached(loaded->model, prompt, config, rng, *engine, on_token)
+             : GenerateUncached(loaded->model, prompt, config, rng, *engine, on_token);
+  if (!json) {
+    stream.Finish();
+    std::printf("\n");
+  }
+  if (!run) return ReportError(run.error());
+  if (json) PrintJson(*run, GeneratedText(tokenizer, *run), rng.state(), cached);
+  return 0;
+}
+
+}  // namespace kvrt::cli

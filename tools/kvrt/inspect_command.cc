@@ -1,0 +1,138 @@
+// kvrt inspect PATH: what a checkpoint holds, without building a model.
+#include <cstdio>
+#include <string>
+
+#include "commands.h"
+#include "common.h"
+#include "json_writer.h"
+#include "kvrt/checkpoint.h"
+
+namespace kvrt::cli {
+namespace {
+
+constexpr FlagSpec kFlags[] = {
+    {"json", false, "print one JSON object instead of text"},
+    {"help", false, "show this help"},
+};
+
+std::string ShapeText(const std::vector<uint64_t>& shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
+std::string Hex16(uint64_t value) {
+  char buffer[24];
+  std::snprintf(buffer, sizeof buffer, "%016llx", static_cast<unsigned long long>(value));
+  return buffer;
+}
+
+size_t ParameterScalars(const Checkpoint& c) {
+  size_t total = 0;
+  for (const NamedTensor& tensor : c.parameters) total += tensor.values.size();
+  return total;
+}
+
+void PrintText(const std::string& path, const Checkpoint& c) {
+  const ModelConfig& m = c.config;
+  std::printf("file: %s\n", path.c_str());
+  std::printf("bytes: %llu (header %llu, payload %llu)\n", static_cast<unsigned long long>(c.file_bytes),
+              static_cast<unsigned long long>(c.header_bytes),
+              static_cast<unsigned long long>(c.payload_bytes));
+  std::printf("checksum: fnv1a64:%s\n", Hex16(c.checksum).c_str());
+  std::printf(
+      "config: vocabulary_size=%zu model_width=%zu heads=%zu feed_forward_width=%zu layers=%zu "
+      "max_positions=%zu rope_base=%s rms_epsilon=%s\n",
+      m.vocabulary_size, m.model_width, m.heads, m.feed_forward_width, m.layers, m.max_positions,
+      Float17(m.rope_base).c_str(), Float17(m.rms_epsilon).c_str());
+  std::printf("parameters: %zu tensors, %zu scalars\n", c.parameters.size(), ParameterScalars(c));
+  std::printf("tokenizer: %s, vocabulary %zu", std::string(c.tokenizer.kind_name()).c_str(),
+              c.tokenizer.vocabulary_size());
+  if (c.tokenizer.kind() == TokenizerKind::kByteBpe) {
+    std::printf(" (%zu merges, BOS 0, EOS 1)", c.tokenizer.merges().size());
+  }
+  std::printf("\nselected_step: %llu\n", static_cast<unsigned long long>(c.selected_step));
+  std::printf("sampling_rng_state: 0x%s\n", Hex16(c.sampling_rng_state).c_str());
+  const OptimizerState& o = c.optimizer;
+  std::printf(
+      "optimizer: AdamW lr=%s beta1=%s beta2=%s epsilon=%s weight_decay=%s step=%llu groups=%s "
+      "moments=%zu\n",
+      Float17(o.config.learning_rate).c_str(), Float17(o.config.beta1).c_str(),
+      Float17(o.config.beta2).c_str(), Float17(o.config.epsilon).c_str(),
+      Float17(o.config.weight_decay).c_str(), static_cast<unsigned long long>(o.step),
+      o.has_groups ? "yes" : "no", o.moments.size());
+  std::printf("tensors: %zu\n", c.descriptors.size());
+  for (const TensorDescriptor& d : c.descriptors) {
+    std::printf("  %-22s %-40s %-4s %-14s offset %llu, %llu bytes\n",
+                std::string(TensorRoleName(d.role)).c_str(), d.name.c_str(),
+                std::string(TensorDTypeName(d.dtype)).c_str(), ShapeText(d.shape).c_str(),
+                static_cast<unsigned long long>(d.offset), static_cast<unsigned long long>(d.byte_len));
+  }
+}
+
+void PrintJson(const std::string& path, const Checkpoint& c) {
+  const ModelConfig& m = c.config;
+  JsonWriter json;
+  json.BeginObject();
+  json.Key("file").String(path);
+  json.Key("file_bytes").Unsigned(c.file_bytes);
+  json.Key("header_bytes").Unsigned(c.header_bytes);
+  json.Key("payload_bytes").Unsigned(c.payload_bytes);
+  json.Key("checksum").String("fnv1a64:" + Hex16(c.checksum));
+  json.Key("config").BeginObject();
+  json.Key("vocabulary_size").Unsigned(m.vocabulary_size);
+  json.Key("model_width").Unsigned(m.model_width);
+  json.Key("heads").Unsigned(m.heads);
+  json.Key("feed_forward_width").Unsigned(m.feed_forward_width);
+  json.Key("layers").Unsigned(m.layers);
+  json.Key("max_positions").Unsigned(m.max_positions);
+  json.Key("rope_base").Number(m.rope_base);
+  json.Key("rms_epsilon").Number(m.rms_epsilon);
+  json.EndObject();
+  json.Key("parameter_scalars").Unsigned(ParameterScalars(c));
+  json.Key("tokenizer").BeginObject();
+  json.Key("kind").String(c.tokenizer.kind_name());
+  json.Key("vocabulary_size").Unsigned(c.tokenizer.vocabulary_size());
+  json.EndObject();
+  json.Key("selected_step").Unsigned(c.selected_step);
+  json.Key("sampling_rng_state").String(Hex16(c.sampling_rng_state));
+  json.Key("tensors").BeginArray();
+  for (const TensorDescriptor& d : c.descriptors) {
+    json.BeginObject();
+    json.Key("role").String(TensorRoleName(d.role));
+    json.Key("name").String(d.name);
+    json.Key("dtype").String(TensorDTypeName(d.dtype));
+    json.Key("shape").UnsignedArray(std::span<const uint64_t>(d.shape));
+    json.Key("offset").Unsigned(d.offset);
+    json.Key("byte_len").Unsigned(d.byte_len);
+    json.EndObject();
+  }
+  json.EndArray();
+  json.EndObject();
+  std::printf("%s\n", json.text().c_str());
+}
+
+}  // namespace
+
+int RunInspect(std::span<char* const> args) {
+  Result<Flags> flags = Flags::Parse(args, kFlags);
+  if (!flags) return ReportError(flags.error());
+  if (flags->Has("help")) {
+    std::printf("%s", Usage("kvrt inspect PATH [--json]", kFlags).c_str());
+    return 0;
+  }
+  if (flags->positional().size() != 1) {
+    return ReportError(InvalidArgument("kvrt inspect takes exactly one checkpoint path"));
+  }
+  const std::string& path = flags->positional()[0];
+  Result<Checkpoint> checkpoint = LoadCheckpoint(path);
+  if (!checkpoint) return ReportError(checkpoint.error());
+  if (flags->Has("json")) {
+    PrintJson(path, *checkpoint);
+  } else {
+    PrintText(path, *checkpoint);
+  }
+  return 0;
+}
+
+}  // namespace kvrt::cli

@@ -1,0 +1,80 @@
+// kvrt logits: the last position's logits of a token sequence, through a bound
+// session (prefill) or, with --uncached, through the complete-prefix pass.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "common.h"
+#include "json_writer.h"
+#include "kvrt/kv_cache.h"
+#include "kvrt/reference.h"
+#include "kvrt/session.h"
+
+namespace kvrt::cli {
+namespace {
+
+constexpr FlagSpec kFlags[] = {
+    {"model", true, "LLMCP35 checkpoint"},
+    {"tokens", true, "comma-separated token ids, e.g. 0,1,2"},
+    {"uncached", false, "complete-prefix forward instead of a cached prefill"},
+    {"backend", true, "reference (scalar f64, bit-exact with the reference crate)"},
+    {"json", false, "print {\"tokens\":[...],\"logits\":[...]} with 17 significant digits"},
+    {"help", false, "show this help"},
+};
+
+Result<std::vector<double>> CachedLogits(const DecoderModel& model, std::span<const uint32_t> tokens,
+                                         const EngineOptions& engine) {
+  CacheOptions cache_options;
+  cache_options.precision = engine.precision;
+  Result<DecoderKvCache> cache = DecoderKvCache::Create(model, cache_options);
+  if (!cache) return std::unexpected(cache.error());
+  Result<DecoderKvSession> session = cache->Bind(model, engine);
+  if (!session) return std::unexpected(session.error());
+  Result<StepOutput> output = session->Prefill(tokens);
+  if (!output) return std::unexpected(output.error());
+  return std::vector<double>(output->logits.begin(), output->logits.end());
+}
+
+}  // namespace
+
+int RunLogits(std::span<char* const> args) {
+  Result<Flags> flags = Flags::Parse(args, kFlags);
+  if (!flags) return ReportError(flags.error());
+  if (flags->Has("help")) {
+    std::printf("%s", Usage("kvrt logits --model PATH --tokens IDS [--uncached] [--backend B] [--json]",
+                            kFlags)
+                          .c_str());
+    return 0;
+  }
+  Result<std::string> path = flags->Required("model");
+  if (!path) return ReportError(path.error());
+  Result<std::vector<uint32_t>> tokens = flags->TokenList("tokens");
+  if (!tokens) return ReportError(tokens.error());
+  Result<EngineOptions> engine = EngineOptionsFromFlags(*flags);
+  if (!engine) return ReportError(engine.error());
+  Result<LoadedModel> loaded = LoadModel(*path);
+  if (!loaded) return ReportError(loaded.error());
+
+  Result<std::vector<double>> logits =
+      flags->Has("uncached") && engine->backend == Backend::kReference
+          ? LastLogitsCompletePrefix(loaded->model, *tokens)
+          : CachedLogits(loaded->model, *tokens, *engine);
+  if (!logits) return ReportError(logits.error());
+
+  if (flags->Has("json")) {
+    JsonWriter json;
+    json.BeginObject();
+    json.Key("tokens").UnsignedArray(std::span<const uint32_t>(*tokens));
+    json.Key("logits").NumberArray(*logits);
+    json.EndObject();
+    std::printf("%s\n", json.text().c_str());
+  } else {
+    for (size_t id = 0; id < logits->size(); ++id) {
+      std::printf("%zu\t%s\n", id, Float17((*logits)[id]).c_str());
+    }
+  }
+  return 0;
+}
+
+}  // namespace kvrt::cli

@@ -1,0 +1,38 @@
+// kvrt: the command-line front end of the runtime. Thin: parses flags, calls the
+// public API, prints.
+#include <cstdio>
+#include <cstring>
+#include <span>
+#include <string>
+
+#include "commands.h"
+#include "common.h"
+
+namespace {
+
+constexpr const char* kUsage =
+    "kvrt — KV-cached decoder inference on the CPU\n"
+    "\n"
+    "Usage: kvrt <command> [flags]   (kvrt <command> --help for its flags)\n"
+    "\n"
+    "Commands:\n"
+    "  inspect PATH   what an LLMCP35 checkpoint holds\n"
+    "  logits         last-position logits of a token sequence (cached or --uncached)\n"
+    "  generate       sample a continuation (cached or --uncached loop)\n"
+    "  report         the ch38 cached-generation report\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "help") == 0) {
+    std::printf("%s", kUsage);
+    return argc < 2 ? kvrt::cli::kErrorStatus : 0;
+  }
+  const std::string command = argv[1];
+  const std::span<char* const> args(argv + 2, static_cast<size_t>(argc - 2));
+  if (command == "inspect") return kvrt::cli::RunInspect(args);
+  if (command == "logits") return kvrt::cli::RunLogits(args);
+  if (command == "generate") return kvrt::cli::RunGenerate(args);
+  if (command == "report") return kvrt::cli::RunReport(args);
+  return kvrt::cli::ReportError(kvrt::cli::InvalidArgument("unknown command '" + command + "' (see kvrt --help)"));
+}
