@@ -26,3 +26,25 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/kvrtConfigVersion.cmake
   COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/kvrtConfig.cmake ${PROJECT_BINARY_DIR}/kvrtConfigVersion.cmake
   DESTINATION ${KVRT_CMAKE_DIR})
+
+# pkg-config: the C API (kvrt/kvrt.h) and the C++ API (C++23) for builds without
+# CMake. The libraries are static, so Libs lists every dependency, the C++
+# runtime included (a C program links with cc). The prefix is derived from the
+# .pc file's own location, so the installed tree may move (cmake --install
+# --prefix DIR relocates it).
+set(KVRT_PKGCONFIG_DIR ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+file(RELATIVE_PATH KVRT_PC_TO_PREFIX "/prefix/${KVRT_PKGCONFIG_DIR}" "/prefix")
+string(REGEX REPLACE "/$" "" KVRT_PC_TO_PREFIX "${KVRT_PC_TO_PREFIX}")
+file(CONFIGURE OUTPUT ${PROJECT_BINARY_DIR}/kvrt.pc @ONLY CONTENT [=[
+prefix=${pcfiledir}/@KVRT_PC_TO_PREFIX@
+libdir=${prefix}/@CMAKE_INSTALL_LIBDIR@
+includedir=${prefix}/@CMAKE_INSTALL_INCLUDEDIR@
+
+Name: kvrt
+Description: @PROJECT_DESCRIPTION@ (C API: kvrt/kvrt.h; C++23 API: kvrt/*.h)
+Version: @PROJECT_VERSION@
+Requires: libhwy libhwy-contrib tbb
+Cflags: -I${includedir}
+Libs: -L${libdir} -lkvrt -lkvrt_simd -lkvrt_threading -lmimalloc -lstdc++ -lm -lpthread
+]=])
+install(FILES ${PROJECT_BINARY_DIR}/kvrt.pc DESTINATION ${KVRT_PKGCONFIG_DIR})

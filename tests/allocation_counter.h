@@ -1,6 +1,9 @@
-// Counts every heap allocation made on the calling thread: global operator new
-// (replaced in allocation_counter.cc, linked into the test binary) plus the
-// runtime's own aligned allocations. Used to prove hot paths allocate nothing.
+// Counts heap allocations so tests can prove that hot paths allocate nothing.
+//
+// allocation_counter.cc (linked into the test binary) interposes malloc and its
+// relatives (and therefore operator new) on every thread, including the thread
+// pool's workers; the runtime's own aligned allocations (mimalloc) are counted by
+// the runtime. Under sanitizers, which own malloc, only operator new is counted.
 #pragma once
 
 #include <cstdint>
@@ -9,10 +12,13 @@
 
 namespace kvrt::testing {
 
-uint64_t OperatorNewCallsOnThisThread();
+// Heap allocations made by any thread of the process so far.
+uint64_t HeapAllocationsInProcess();
+// Heap allocations made by the calling thread so far.
+uint64_t HeapCallsOnThisThread();
 
 inline uint64_t HeapAllocationsOnThisThread() {
-  return OperatorNewCallsOnThisThread() + memory::AllocationCallsOnThisThread();
+  return HeapCallsOnThisThread() + memory::AllocationCallsOnThisThread();
 }
 
 }  // namespace kvrt::testing

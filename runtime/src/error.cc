@@ -162,6 +162,13 @@ constexpr std::array<std::string_view, static_cast<size_t>(ErrorCode::kCount)> k
     "UnsupportedBackend",
     "InvalidArgument",
     "InvariantViolation",
+    "PerformanceRegression",
+    "InvalidHeaderValue",
+    "InconsistentHeader",
+    "TrailingBytes",
+    "InvalidTokenLength",
+    "NonFiniteScore",
+    "MissingByteTokens",
 };
 
 void AppendValue(std::string& out, const FieldValue& value) {

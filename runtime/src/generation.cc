@@ -1,5 +1,6 @@
 #include "kvrt/generation.h"
 
+#include <new>
 #include <string>
 
 #include "generation_loop.h"
@@ -122,6 +123,13 @@ Result<void> ValidateRequest(const ModelConfig& config, std::span<const uint32_t
   return {};
 }
 
+// The loops' own bookkeeping (the result's vectors, the sampler, the complete-
+// prefix forward's activations) can run out of memory; that is a typed error
+// too. Draws of steps that already ran are not rolled back (see generation.h).
+std::unexpected<Error> GenerationAllocationFailed() {
+  return Fail(ErrorCode::kAllocationFailed, {}, "could not allocate the generation state");
+}
+
 Error WorkOverflow(const char* counter) {
   return Error(ErrorCode::kWorkOverflow, {{"counter", Identifier{counter}}},
                std::string("generation work counter ") + counter + " overflowed");
@@ -200,7 +208,7 @@ std::string_view GenerationStopName(GenerationStop stop) {
 
 Result<GenerationResult> GenerateCached(const DecoderModel& model, std::span<const uint32_t> prompt,
                                         const GenerationConfig& config, SplitMix64& rng,
-                                        EngineOptions engine, const TokenCallback& on_token) {
+                                        EngineOptions engine, const TokenCallback& on_token) try {
   const ModelConfig& model_config = model.config();
   if (Result<void> valid = ValidateRequest(model_config, prompt, config, true); !valid) {
     return Fail(std::move(valid.error()));
@@ -229,12 +237,14 @@ Result<GenerationResult> GenerateCached(const DecoderModel& model, std::span<con
   result.work.qkv_projection_rows = work.qkv_projection_rows;
   result.work.cached_attention_score_values = work.attention_score_values;
   return result;
+} catch (const std::bad_alloc&) {
+  return GenerationAllocationFailed();
 }
 
 Result<GenerationResult> GenerateUncached(const DecoderModel& model,
                                           std::span<const uint32_t> prompt,
                                           const GenerationConfig& config, SplitMix64& rng,
-                                          EngineOptions engine, const TokenCallback& on_token) {
+                                          EngineOptions engine, const TokenCallback& on_token) try {
   const ModelConfig& model_config = model.config();
   if (Result<void> valid = ValidateRequest(model_config, prompt, config, false); !valid) {
     return Fail(std::move(valid.error()));
@@ -262,6 +272,8 @@ Result<GenerationResult> GenerateUncached(const DecoderModel& model,
     return Fail(std::move(ran.error()));
   }
   return result;
+} catch (const std::bad_alloc&) {
+  return GenerationAllocationFailed();
 }
 
 }  // namespace kvrt

@@ -2,10 +2,14 @@
 
 #include <bit>
 #include <cstring>
+#include <new>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "checked_math.h"
 #include "engine.h"
+#include "fast_engine.h"
 #include "kvrt/session.h"
 
 namespace kvrt {
@@ -47,6 +51,37 @@ std::optional<Buffer<std::byte>> CopyBuffer(const Buffer<std::byte>& source) {
   return copy;
 }
 
+// Vector growth that reports failure instead of throwing std::bad_alloc out of
+// a public function (the binding lists are the only vectors a cache owns).
+template <class T>
+bool TryReserve(std::vector<T>& list, size_t count) {
+  try {
+    list.reserve(count);
+    return true;
+  } catch (const std::bad_alloc&) {
+    return false;
+  } catch (const std::length_error&) {
+    return false;
+  }
+}
+
+template <class T>
+bool TryCopy(const std::vector<T>& source, std::vector<T>& destination) {
+  if (!TryReserve(destination, source.size())) return false;
+  destination.assign(source.begin(), source.end());  // fits: cannot allocate
+  return true;
+}
+
+Error ParameterAllocationFailed(size_t parameters) {
+  return Error(ErrorCode::kParameterAllocationFailed, {{"parameters", uint64_t{parameters}}},
+               "could not allocate " + Count(parameters) + " parameter entries");
+}
+
+Error LayerAllocationFailed(size_t layers) {
+  return Error(ErrorCode::kLayerAllocationFailed, {{"layers", uint64_t{layers}}},
+               "could not allocate " + Count(layers) + " layer caches");
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -84,7 +119,7 @@ Result<LayerKvCache> LayerKvCache::Create(const DecoderModel& model, size_t laye
   std::optional<Buffer<std::byte>> keys = Buffer<std::byte>::Allocate(*bytes);
   std::optional<Buffer<std::byte>> values =
       keys ? Buffer<std::byte>::Allocate(*bytes) : std::nullopt;
-  if (!keys || !values) {
+  if (!keys || !values || !TryReserve(cache.bindings_, 4)) {
     return Fail(ErrorCode::kAllocationFailed, {{"elements", uint64_t{*elements}}},
                 "could not allocate " + Count(*elements) + " KV cache elements");
   }
@@ -111,7 +146,7 @@ Result<LayerKvCache> LayerKvCache::Clone() const {
   LayerKvCache copy;
   std::optional<Buffer<std::byte>> keys = CopyBuffer(keys_);
   std::optional<Buffer<std::byte>> values = keys ? CopyBuffer(values_) : std::nullopt;
-  if (!keys || !values) {
+  if (!keys || !values || !TryCopy(bindings_, copy.bindings_)) {
     return Fail(ErrorCode::kAllocationFailed, {{"elements", uint64_t{element_count()}}},
                 "could not allocate a copy of the KV cache");
   }
@@ -124,7 +159,6 @@ Result<LayerKvCache> LayerKvCache::Clone() const {
   copy.precision_ = precision_;
   copy.keys_ = std::move(*keys);
   copy.values_ = std::move(*values);
-  copy.bindings_ = bindings_;
   copy.rope_feature_width_ = rope_feature_width_;
   copy.rope_max_positions_ = rope_max_positions_;
   copy.rope_base_bits_ = rope_base_bits_;
@@ -174,11 +208,29 @@ Result<DecoderKvCache> DecoderKvCache::Create(const DecoderModel& model, CacheOp
   cache.batch_size_ = options.batch_size;
   cache.capacity_ = options.capacity == 0 ? config.max_positions : options.capacity;
   cache.precision_ = options.precision;
-  cache.bindings_.reserve(model.parameters().size());
+  if (config.layers == 0) {
+    // No layer cache checks the geometry of a model without blocks, but its
+    // session still splits prompts by the batch and positions rows by the
+    // capacity: the same checks as spec/kv-cache.md §1.1, unwrapped.
+    if (options.batch_size == 0) {
+      return Fail(ErrorCode::kZeroBatchSize, {}, "KV cache batch size must be nonzero");
+    }
+    if (cache.capacity_ > config.max_positions) {
+      return Fail(ErrorCode::kCapacityExceedsPositions,
+                  {{"capacity", uint64_t{cache.capacity_}},
+                   {"max_positions", uint64_t{config.max_positions}}},
+                  "KV cache capacity " + Count(cache.capacity_) + " exceeds RoPE positions " +
+                      Count(config.max_positions));
+    }
+  }
+  // spec §3.1 steps 1–2: reserve both lists before filling them.
+  if (!TryReserve(cache.bindings_, model.parameters().size())) {
+    return Fail(ParameterAllocationFailed(model.parameters().size()));
+  }
   for (const ParameterPtr& node : model.parameters()) {
     cache.bindings_.push_back({node, node->revision()});
   }
-  cache.layers_.reserve(config.layers);
+  if (!TryReserve(cache.layers_, config.layers)) return Fail(LayerAllocationFailed(config.layers));
   for (size_t layer = 0; layer < config.layers; ++layer) {
     Result<LayerKvCache> layer_cache =
         LayerKvCache::Create(model, layer, cache.batch_size_, cache.capacity_, cache.precision_);
@@ -201,11 +253,11 @@ Result<DecoderKvCache> DecoderKvCache::Clone() const {
   copy.batch_size_ = batch_size_;
   copy.capacity_ = capacity_;
   copy.precision_ = precision_;
-  copy.bindings_ = bindings_;
+  if (!TryCopy(bindings_, copy.bindings_)) return Fail(ParameterAllocationFailed(bindings_.size()));
   copy.len_ = len_;
   copy.prefill_complete_ = prefill_complete_;
   copy.work_ = work_;
-  copy.layers_.reserve(layers_.size());
+  if (!TryReserve(copy.layers_, layers_.size())) return Fail(LayerAllocationFailed(layers_.size()));
   for (const LayerKvCache& layer : layers_) {
     Result<LayerKvCache> layer_copy = layer.Clone();
     if (!layer_copy) return Fail(std::move(layer_copy.error()));
@@ -229,14 +281,19 @@ bool DecoderKvCache::operator==(const DecoderKvCache& other) const {
          bindings_ == other.bindings_;
 }
 
-Result<DecoderKvSession> DecoderKvCache::Bind(const DecoderModel& model, EngineOptions options) {
+Result<DecoderKvSession> DecoderKvCache::Bind(const DecoderModel& model,
+                                               EngineOptions options) try {
   if (bound_) {
     return Fail(ErrorCode::kCacheAlreadyBound, {},
                 "decoder KV cache is already bound to a live session");
   }
   // Borrow first, then check: a concurrent update cannot slip in between the
   // revision check and the borrow. A rejected bind releases the borrows again.
-  SharedBorrows borrows(model.parameters());
+  std::vector<ParameterPtr> guarded;
+  if (!TryCopy(model.parameters(), guarded)) {
+    return Fail(ParameterAllocationFailed(model.parameters().size()));
+  }
+  SharedBorrows borrows(std::move(guarded));
   const ModelConfig& model_config = model.config();
   if (!config_.SameAs(model_config)) {
     return Fail(ErrorCode::kModelConfigMismatch, {},
@@ -366,6 +423,7 @@ Result<DecoderKvSession> DecoderKvCache::Bind(const DecoderModel& model, EngineO
       Fail(ErrorCode::kUnsupportedBackend, {{"", std::string(BackendName(options.backend))}},
            "backend " + std::string(BackendName(options.backend)) + " is not available");
   if (options.backend == Backend::kReference) engine = detail::CreateReferenceEngine(model, *this);
+  if (options.backend == Backend::kFast) engine = detail::CreateFastEngine(model, *this, options);
   if (!engine) return Fail(std::move(engine.error()));
   std::optional<Buffer<double>> logits =
       Buffer<double>::Allocate(batch_size_ * model_config.vocabulary_size);
@@ -374,9 +432,16 @@ Result<DecoderKvSession> DecoderKvCache::Bind(const DecoderModel& model, EngineO
                 {{"elements", uint64_t{batch_size_ * model_config.vocabulary_size}}},
                 "could not allocate the session's logits");
   }
+  // Mark the cache bound only once the session exists: building it copies the
+  // model handle, which can fail, and a failed bind must leave the cache free.
+  DecoderKvSession session(*this, model, options, std::move(borrows), std::move(*engine),
+                           std::move(*logits));
   bound_ = true;
-  return DecoderKvSession(*this, model, options, std::move(borrows), std::move(*engine),
-                          std::move(*logits));
+  return session;
+} catch (const std::bad_alloc&) {
+  // An engine's bookkeeping (vectors, the engine object) or the session's model
+  // handle; every buffer is allocated without throwing. Nothing was bound.
+  return Fail(ErrorCode::kAllocationFailed, {}, "could not allocate the session's engine");
 }
 
 std::string_view PrecisionName(Precision precision) {

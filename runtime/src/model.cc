@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "checked_math.h"
+#include "engine_weights.h"
 #include "panel_layout.h"
 #include "rust_format.h"
 
@@ -314,7 +315,10 @@ std::vector<std::vector<size_t>> ParameterShapes(const ModelConfig& config) {
 
 DecoderModel::DecoderModel(ModelConfig config, std::vector<ParameterPtr> parameters,
                            std::shared_ptr<const RopeTable> rope)
-    : config_(config), parameters_(std::move(parameters)), rope_(std::move(rope)) {}
+    : config_(config),
+      parameters_(std::move(parameters)),
+      rope_(std::move(rope)),
+      engine_weights_(std::make_shared<detail::EngineWeightsCache>()) {}
 
 Result<DecoderModel> DecoderModel::FromSeed(const ModelConfig& config, SplitMix64& rng,
                                             ModelStorage storage) try {
@@ -343,16 +347,29 @@ Result<DecoderModel> DecoderModel::FromSeed(const ModelConfig& config, SplitMix6
     if (!node) return Fail(std::move(node.error()));
     parameters.push_back(std::move(*node));
   }
-  rng = draws;
-  return DecoderModel(config, std::move(parameters), std::move(*rope));
+  DecoderModel model(config, std::move(parameters), std::move(*rope));
+  rng = draws;  // only now: building the model handle can still fail
+  return model;
 } catch (const std::bad_alloc&) {
-  // The name list of a configuration with billions of layers; the parameters
-  // themselves are allocated without throwing.
+  // The name list of a configuration with billions of layers, or the model's
+  // bookkeeping; the parameter values are allocated without throwing.
   return Fail(ErrorCode::kAllocationFailed, {{"elements", uint64_t{config.layers}}},
               "could not allocate the parameter list of " + std::to_string(config.layers) + " layers");
 }
 
-Result<void> ValidateModelTensors(const ModelConfig& config, std::span<const NamedTensor> tensors) {
+namespace {
+
+// The bookkeeping of the functions below (name and shape lists, parameter
+// nodes, the model handle) lives in std containers; out of memory there must
+// still come back as a typed error, with nothing changed.
+std::unexpected<Error> BookkeepingAllocationFailed(const char* what) {
+  return Fail(ErrorCode::kAllocationFailed, {}, std::string("could not allocate ") + what);
+}
+
+}  // namespace
+
+Result<void> ValidateModelTensors(const ModelConfig& config,
+                                  std::span<const NamedTensor> tensors) try {
   for (const NamedTensor& tensor : tensors) {
     if (auto named = ValidateName(tensor.name); !named) {
       return Fail(std::move(named.error()).Wrap(ErrorCode::kInitialization));
@@ -378,10 +395,12 @@ Result<void> ValidateModelTensors(const ModelConfig& config, std::span<const Nam
     shapes.push_back(tensor.shape);
   }
   return ValidateModelLayout(config, names, shapes);
+} catch (const std::bad_alloc&) {
+  return BookkeepingAllocationFailed("the parameter names and shapes");
 }
 
 Result<DecoderModel> DecoderModel::FromTensors(const ModelConfig& config,
-                                               std::span<const NamedTensor> tensors) {
+                                               std::span<const NamedTensor> tensors) try {
   if (auto valid = ValidateModelTensors(config, tensors); !valid) {
     return Fail(std::move(valid.error()));
   }
@@ -395,10 +414,12 @@ Result<DecoderModel> DecoderModel::FromTensors(const ModelConfig& config,
     parameters.push_back(std::move(*node));
   }
   return DecoderModel(config, std::move(parameters), std::move(*rope));
+} catch (const std::bad_alloc&) {
+  return BookkeepingAllocationFailed("the model's parameter list");
 }
 
 Result<DecoderModel> DecoderModel::FromParameters(const ModelConfig& config,
-                                                  std::vector<ParameterPtr> parameters) {
+                                                  std::vector<ParameterPtr> parameters) try {
   std::vector<std::string> names;
   std::vector<std::vector<size_t>> shapes;
   for (const ParameterPtr& parameter : parameters) {
@@ -411,9 +432,11 @@ Result<DecoderModel> DecoderModel::FromParameters(const ModelConfig& config,
   Result<std::shared_ptr<const RopeTable>> rope = BuildRope(config);
   if (!rope) return Fail(std::move(rope.error()).Wrap(ErrorCode::kModel));
   return DecoderModel(config, std::move(parameters), std::move(*rope));
+} catch (const std::bad_alloc&) {
+  return BookkeepingAllocationFailed("the model's parameter list");
 }
 
-Result<DecoderModel> DecoderModel::RebuildFromValues() const {
+Result<DecoderModel> DecoderModel::RebuildFromValues() const try {
   std::vector<ParameterPtr> copies;
   copies.reserve(parameters_.size());
   for (const ParameterPtr& parameter : parameters_) {
@@ -423,9 +446,11 @@ Result<DecoderModel> DecoderModel::RebuildFromValues() const {
     copies.push_back(std::move(*copy));
   }
   return DecoderModel(config_, std::move(copies), rope_);
+} catch (const std::bad_alloc&) {
+  return BookkeepingAllocationFailed("the rebuilt model's parameter list");
 }
 
-Result<void> DecoderModel::UpdateParameters(std::span<const ParameterUpdate> updates) {
+Result<void> DecoderModel::UpdateParameters(std::span<const ParameterUpdate> updates) try {
   // Phase 1: validate everything before touching any borrow.
   std::vector<bool> listed(parameters_.size(), false);
   for (const ParameterUpdate& update : updates) {
@@ -486,6 +511,10 @@ Result<void> DecoderModel::UpdateParameters(std::span<const ParameterUpdate> upd
     ParameterWriter::ReleaseExclusive(parameter);
   }
   return {};
+} catch (const std::bad_alloc&) {
+  // Phases 1 and 2 only (the list of seen indices, error messages); phase 2
+  // releases what it took before building its error, so nothing is held.
+  return BookkeepingAllocationFailed("the parameter update");
 }
 
 }  // namespace kvrt

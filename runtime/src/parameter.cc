@@ -1,6 +1,7 @@
 #include "kvrt/parameter.h"
 
 #include <algorithm>
+#include <new>
 #include <thread>
 
 #include "checked_math.h"
@@ -10,6 +11,12 @@ namespace kvrt {
 namespace {
 
 std::atomic<uint64_t> next_parameter_id{1};
+
+// The node and its shared_ptr control block, or the name and shape copies,
+// are heap allocations: out of memory there is a typed error as well.
+std::unexpected<Error> NodeAllocationFailed() {
+  return Fail(ErrorCode::kAllocationFailed, {}, "could not allocate a parameter node");
+}
 
 }  // namespace
 
@@ -24,7 +31,7 @@ Parameter::Parameter(std::string name, std::vector<size_t> shape, ParameterLayou
       id_(next_parameter_id.fetch_add(1, std::memory_order_relaxed)) {}
 
 Result<std::shared_ptr<Parameter>> Parameter::Create(std::string name, std::vector<size_t> shape,
-                                                     std::span<const double> values) {
+                                                     std::span<const double> values) try {
   std::optional<Buffer<double>> buffer = Buffer<double>::Allocate(values.size());
   if (!buffer) {
     return Fail(
@@ -35,12 +42,14 @@ Result<std::shared_ptr<Parameter>> Parameter::Create(std::string name, std::vect
   return std::shared_ptr<Parameter>(new Parameter(std::move(name), std::move(shape),
                                                   ParameterLayout::kDenseF64, std::move(*buffer),
                                                   Buffer<float>()));
+} catch (const std::bad_alloc&) {
+  return NodeAllocationFailed();
 }
 
 Result<std::shared_ptr<Parameter>> Parameter::CreatePanels(std::string name,
                                                            std::vector<size_t> shape,
                                                            ParameterLayout layout,
-                                                           Buffer<float> panels) {
+                                                           Buffer<float> panels) try {
   const bool transposed = layout == ParameterLayout::kTransposedPanelsF32;
   if (layout == ParameterLayout::kDenseF64 || shape.size() != 2 ||
       panels.size() != simd::PackedElementCount<float>(transposed ? shape[1] : shape[0],
@@ -50,9 +59,11 @@ Result<std::shared_ptr<Parameter>> Parameter::CreatePanels(std::string name,
   }
   return std::shared_ptr<Parameter>(new Parameter(std::move(name), std::move(shape), layout,
                                                   Buffer<double>(), std::move(panels)));
+} catch (const std::bad_alloc&) {
+  return NodeAllocationFailed();
 }
 
-Result<std::shared_ptr<Parameter>> Parameter::CopyAsNewNode() const {
+Result<std::shared_ptr<Parameter>> Parameter::CopyAsNewNode() const try {
   if (is_dense()) return Create(name_, shape_, values_.span());
   std::optional<Buffer<float>> copy = Buffer<float>::Allocate(panels_.size());
   if (!copy) {
@@ -61,6 +72,8 @@ Result<std::shared_ptr<Parameter>> Parameter::CopyAsNewNode() const {
   }
   std::copy(panels_.data(), panels_.data() + panels_.size(), copy->data());
   return CreatePanels(name_, shape_, layout_, std::move(*copy));
+} catch (const std::bad_alloc&) {
+  return NodeAllocationFailed();  // the copies of the name and shape
 }
 
 void Parameter::ReadValues(std::span<double> out) const {

@@ -14,11 +14,8 @@ const ForwardTrace::Stage* ForwardTrace::Find(std::string_view name) const {
   return nullptr;
 }
 
-Result<std::vector<double>> ForwardCompletePrefix(const DecoderModel& model,
-                                                  std::span<const uint32_t> token_ids,
-                                                  std::span<const size_t> shape,
-                                                  ForwardTrace* trace) {
-  const ModelConfig& config = model.config();
+Result<void> ValidateForwardInput(const ModelConfig& config, std::span<const uint32_t> token_ids,
+                                  std::span<const size_t> shape) {
   if (shape.size() != 2) {
     return Fail(ErrorCode::kTokenRank, {{"rank", uint64_t{shape.size()}}},
                 "decoder token IDs must have shape [batch, tokens], got rank " +
@@ -53,7 +50,18 @@ Result<std::vector<double>> ForwardCompletePrefix(const DecoderModel& model,
                       .Wrap(ErrorCode::kEmbedding));
     }
   }
+  return {};
+}
 
+Result<std::vector<double>> ForwardCompletePrefix(const DecoderModel& model,
+                                                  std::span<const uint32_t> token_ids,
+                                                  std::span<const size_t> shape,
+                                                  ForwardTrace* trace) {
+  const ModelConfig& config = model.config();
+  if (Result<void> valid = ValidateForwardInput(config, token_ids, shape); !valid) {
+    return Fail(std::move(valid.error()));
+  }
+  const size_t batch = shape[0], time = shape[1];
   SharedBorrows reading(model.parameters());
   Result<detail::ReferenceRowForward> forward =
       detail::ReferenceRowForward::Create(model, batch, time);

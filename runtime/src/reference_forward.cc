@@ -134,7 +134,7 @@ Result<ReferenceRowForward> ReferenceRowForward::Create(const DecoderModel& mode
 Result<void> ReferenceRowForward::Run(const RowStep& step,
                                       std::span<const LayerKvRows<double>> layers,
                                       std::span<double> logits, ForwardTrace* trace) {
-  const DecoderModel& model = *model_;
+  const DecoderModel& model = model_;
   const ModelConfig& config = model.config();
   const size_t d = config.model_width, f = config.feed_forward_width, v = config.vocabulary_size;
   const size_t heads = config.heads, kv_heads = config.kv_heads, hw = config.head_width();

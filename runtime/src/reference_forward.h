@@ -41,13 +41,15 @@ class ReferenceRowForward {
                    std::span<double> logits, ForwardTrace* trace);
 
  private:
-  explicit ReferenceRowForward(const DecoderModel& model) : model_(&model) {}
+  explicit ReferenceRowForward(const DecoderModel& model) : model_(model) {}
 
   // Row-major f64 values of parameter `index`: the parameter's own storage, or a
   // copy made at Create for parameters kept in f32 panels.
   const double* Weights(size_t index) const { return weights_[index]; }
 
-  const DecoderModel* model_;
+  // Its own handle on the model (sharing the parameter nodes): a session's engine
+  // must not depend on the lifetime of the caller's handle.
+  DecoderModel model_;
   std::vector<const double*> weights_;
   std::vector<Buffer<double>> converted_;  // dense copies of panel-layout parameters
   size_t batch_ = 0;

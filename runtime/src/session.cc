@@ -1,6 +1,7 @@
 #include "kvrt/session.h"
 
 #include <algorithm>
+#include <new>
 #include <string>
 
 #include "checked_math.h"
@@ -14,6 +15,12 @@ std::string Count(uint64_t n) { return std::to_string(n); }
 Error WorkOverflow(const char* counter) {
   return Error(ErrorCode::kWorkOverflow, {{"counter", Identifier{counter}}},
                std::string("decoder KV cache work counter ") + counter + " overflowed");
+}
+
+// Steps allocate nothing on success; only building an error's message does.
+// Running out of memory there must not throw out of the session either.
+Error StepAllocationFailed() {
+  return Error(ErrorCode::kAllocationFailed, {}, "could not allocate the session's error report");
 }
 
 // Adds `amount` to `counter`, or names the counter that would overflow.
@@ -66,7 +73,7 @@ Result<StepOutput> DecoderKvSession::Decode(uint32_t token) {
   return DecodeBatch(std::span<const uint32_t>(&token, 1));
 }
 
-Result<StepOutput> DecoderKvSession::PrefillBatch(std::span<const uint32_t> prompts) {
+Result<StepOutput> DecoderKvSession::PrefillBatch(std::span<const uint32_t> prompts) try {
   DecoderKvCache& cache = *cache_;
   const size_t batch = cache.batch_size_;
   const size_t vocabulary = cache.config_.vocabulary_size;
@@ -101,27 +108,35 @@ Result<StepOutput> DecoderKvSession::PrefillBatch(std::span<const uint32_t> prom
     }
   }
   return PrefillRows(prompts, rows);
+} catch (const std::bad_alloc&) {
+  return Fail(StepAllocationFailed());  // a request error's message: nothing changed
 }
 
 Result<StepOutput> DecoderKvSession::PrefillRows(std::span<const uint32_t> prompts, size_t rows) {
   // The engine takes at most max_rows_per_step rows at once: the reference engine
   // forwards and commits the prompt row by row, the fast engine in one step.
+  // rows >= 1 (validated); no placeholder result, which would allocate.
   const size_t chunk = std::max<size_t>(1, engine_->max_rows_per_step());
-  Result<StepOutput> output =
-      Fail(ErrorCode::kEmptyPrompt, {}, "cached prefill needs a nonempty prompt");
-  for (size_t first = 0; first < rows; first += chunk) {
-    const size_t count = std::min(chunk, rows - first);
-    output = Step(prompts.subspan(first), rows, count, Phase::kPrefill);
-    if (!output) {
-      ResetState();  // a failed prefill leaves the empty state (stale rows stay)
-      return output;
+  try {
+    for (size_t first = 0;; first += chunk) {
+      const size_t count = std::min(chunk, rows - first);
+      Result<StepOutput> output = Step(prompts.subspan(first), rows, count, Phase::kPrefill);
+      if (!output) {
+        ResetState();  // a failed prefill leaves the empty state (stale rows stay)
+        return output;
+      }
+      if (first + count == rows) {
+        cache_->prefill_complete_ = true;
+        return output;
+      }
     }
+  } catch (const std::bad_alloc&) {
+    ResetState();  // earlier rows may have committed: back to the empty state
+    return Fail(StepAllocationFailed());
   }
-  cache_->prefill_complete_ = true;
-  return output;
 }
 
-Result<StepOutput> DecoderKvSession::DecodeBatch(std::span<const uint32_t> tokens) {
+Result<StepOutput> DecoderKvSession::DecodeBatch(std::span<const uint32_t> tokens) try {
   DecoderKvCache& cache = *cache_;
   const size_t vocabulary = cache.config_.vocabulary_size;
   if (!cache.prefill_complete_ || cache.len_ == 0) {
@@ -147,6 +162,8 @@ Result<StepOutput> DecoderKvSession::DecodeBatch(std::span<const uint32_t> token
                 "decoder KV cache is full at capacity " + Count(cache.capacity_));
   }
   return Step(tokens, 1, 1, Phase::kDecode);
+} catch (const std::bad_alloc&) {
+  return Fail(StepAllocationFailed());  // Step commits only after its last check
 }
 
 Result<StepOutput> DecoderKvSession::Step(std::span<const uint32_t> tokens, size_t token_stride,

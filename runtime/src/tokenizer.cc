@@ -1,15 +1,21 @@
 // The literal-u32 and byte-BPE tokenizers of LLMCP35 checkpoints
-// (spec/checkpoint.md §7.1, §11). Error variants, payload names and messages are
-// those of the reference's BpeTokenizerError and CheckpointError::Tokenizer.
+// (spec/checkpoint.md §7.1, §11), and the llama2.c vocabulary (its text
+// algorithms live in formats/llama2c_encoding.cc). Error variants, payload names
+// and messages of the first two are those of the reference's BpeTokenizerError
+// and CheckpointError::Tokenizer.
 #include "kvrt/tokenizer.h"
 
 #include <algorithm>
+#include <array>
+#include <cmath>
 #include <cstdint>
 #include <new>
 #include <set>
 #include <stdexcept>
 #include <string>
 #include <utility>
+
+#include "formats/llama2c_encoding.h"
 
 namespace kvrt {
 namespace {
@@ -44,6 +50,13 @@ Error ControlTokenInContent(size_t position, uint32_t token_id) {
                "control token " + std::to_string(token_id) +
                    " is not allowed in content at position " + std::to_string(position));
 }
+
+// One-byte views for llama2.c raw-byte tokens, which have no stored byte to point at.
+constexpr std::array<char, 256> kAllBytes = [] {
+  std::array<char, 256> bytes{};
+  for (size_t b = 0; b < bytes.size(); ++b) bytes[b] = static_cast<char>(b);
+  return bytes;
+}();
 
 Error DecodedTextTooLarge() {
   return Error(ErrorCode::kAllocation, {{"context", std::string("decoded token bytes")}},
@@ -143,25 +156,96 @@ Result<Tokenizer> Tokenizer::ByteBpe(std::vector<std::pair<uint32_t, uint32_t>> 
   return tokenizer;
 }
 
+Result<Tokenizer> Tokenizer::Llama2c(std::vector<std::string> pieces, std::vector<float> scores,
+                                     uint32_t max_token_length) {
+  if (pieces.size() != scores.size()) {
+    return Fail(ErrorCode::kInvalidArgument, {},
+                "a llama2.c vocabulary needs one score per piece, got " +
+                    std::to_string(pieces.size()) + " pieces and " + std::to_string(scores.size()) +
+                    " scores");
+  }
+  if (pieces.size() > UINT32_MAX) {
+    return Fail(ErrorCode::kInvalidArgument, {},
+                "a llama2.c vocabulary of " + std::to_string(pieces.size()) +
+                    " pieces does not fit u32 token ids");
+  }
+  // run.c's byte fallback writes byte b as id b + 3 and its decoder prints such a
+  // token as the byte, so both ends need the byte tokens exactly there.
+  for (uint32_t id = llama2c::kFirstByteId; id < llama2c::kMinimumVocabulary; ++id) {
+    const uint8_t byte = static_cast<uint8_t>(id - llama2c::kFirstByteId);
+    if (id >= pieces.size() || llama2c::RawByte(pieces[id]) != byte) {
+      return Fail(ErrorCode::kMissingByteTokens,
+                  {{"token_id", uint64_t{id}}, {"vocabulary_size", uint64_t{pieces.size()}}},
+                  "llama2.c token " + std::to_string(id) + " must be the byte token " +
+                      llama2c::RawBytePiece(byte) + " (vocabulary " +
+                      std::to_string(pieces.size()) + ")");
+    }
+  }
+  for (size_t id = 0; id < pieces.size(); ++id) {
+    if (!std::isfinite(scores[id])) {
+      return Fail(ErrorCode::kNonFiniteScore, {{"token_id", uint64_t{id}}},
+                  "llama2.c token " + std::to_string(id) + " has a non-finite score");
+    }
+    // run.c merges in a buffer of 2·max_token_length bytes.
+    if (pieces[id].size() > max_token_length) {
+      return Fail(ErrorCode::kInvalidTokenLength,
+                  {{"token_id", uint64_t{id}}, {"length", int64_t(pieces[id].size())}},
+                  "llama2.c token " + std::to_string(id) + " has " +
+                      std::to_string(pieces[id].size()) + " bytes, more than max_token_length " +
+                      std::to_string(max_token_length));
+    }
+  }
+  Tokenizer tokenizer;
+  tokenizer.kind_ = TokenizerKind::kLlama2c;
+  try {
+    tokenizer.sorted_ids_ = llama2c::SortPieceIds(pieces);
+  } catch (const std::bad_alloc&) {
+    return Fail(ErrorCode::kAllocation, {{"context", std::string("llama2.c piece index")}},
+                "could not allocate the llama2.c piece index");
+  }
+  tokenizer.pieces_ = std::move(pieces);
+  tokenizer.scores_ = std::move(scores);
+  tokenizer.max_token_length_ = max_token_length;
+  return tokenizer;
+}
+
 std::string_view Tokenizer::kind_name() const {
-  return kind_ == TokenizerKind::kLiteral ? "literal-u32" : "byte-bpe";
+  switch (kind_) {
+    case TokenizerKind::kLiteral: return "literal-u32";
+    case TokenizerKind::kByteBpe: return "byte-bpe";
+    case TokenizerKind::kLlama2c: return "llama2c";
+  }
+  return "unknown";
 }
 
 size_t Tokenizer::vocabulary_size() const {
-  return kind_ == TokenizerKind::kLiteral ? pieces_.size() : kFirstMergeContentId + merges_.size();
+  return kind_ == TokenizerKind::kByteBpe ? kFirstMergeContentId + merges_.size() : pieces_.size();
 }
 
 std::optional<uint32_t> Tokenizer::bos_id() const {
   if (kind_ == TokenizerKind::kByteBpe) return kBosId;
+  if (kind_ == TokenizerKind::kLlama2c) return llama2c::kBosId;
   return std::nullopt;
 }
 
 std::optional<uint32_t> Tokenizer::eos_id() const {
   if (kind_ == TokenizerKind::kByteBpe) return kEosId;
+  if (kind_ == TokenizerKind::kLlama2c) return llama2c::kEosId;
   return std::nullopt;
 }
 
 Result<std::vector<uint32_t>> Tokenizer::EncodeContent(std::string_view text) const {
+  if (kind_ == TokenizerKind::kLlama2c) {
+    try {
+      return llama2c::Encode(pieces_, scores_, sorted_ids_, text);
+    } catch (const std::bad_alloc&) {
+      return Fail(ErrorCode::kAllocation, {{"context", std::string("encoded token ids")}},
+                  "could not allocate the encoded token ids");
+    } catch (const std::length_error&) {
+      return Fail(ErrorCode::kAllocation, {{"context", std::string("encoded token ids")}},
+                  "could not allocate the encoded token ids");
+    }
+  }
   if (kind_ != TokenizerKind::kByteBpe) {
     return Fail(ErrorCode::kInvalidArgument, {},
                 "the literal-u32 tokenizer has no encoder; only byte-BPE tokenizers encode text");
@@ -210,16 +294,29 @@ Result<std::vector<uint32_t>> Tokenizer::EncodeDocument(std::string_view text) c
   if (!content) return content;
   std::vector<uint32_t> document;
   document.reserve(content->size() + 2);
-  document.push_back(kBosId);
+  document.push_back(*bos_id());
   document.insert(document.end(), content->begin(), content->end());
-  document.push_back(kEosId);
+  document.push_back(*eos_id());
   return document;
 }
 
+Result<std::vector<uint32_t>> Tokenizer::EncodePrompt(std::string_view text) const {
+  Result<std::vector<uint32_t>> content = EncodeContent(text);
+  if (!content || kind_ != TokenizerKind::kLlama2c) return content;
+  content->insert(content->begin(), llama2c::kBosId);
+  return content;
+}
+
 Result<std::string_view> Tokenizer::TokenBytes(uint32_t id, size_t position) const {
-  if (kind_ == TokenizerKind::kLiteral) {
+  if (kind_ != TokenizerKind::kByteBpe) {
     if (id >= pieces_.size()) return Fail(UnknownToken(position, id));
-    return std::string_view(pieces_[id]);
+    const std::string_view piece = pieces_[id];
+    if (kind_ == TokenizerKind::kLlama2c) {
+      if (const std::optional<uint8_t> byte = llama2c::RawByte(piece)) {
+        return std::string_view(&kAllBytes[*byte], 1);
+      }
+    }
+    return piece;
   }
   if (id == kBosId || id == kEosId) return Fail(ControlTokenInContent(position, id));
   const uint64_t training_id = id - kContentIdOffset;
@@ -227,15 +324,28 @@ Result<std::string_view> Tokenizer::TokenBytes(uint32_t id, size_t position) con
   return std::string_view(expansions_[training_id]);
 }
 
+Result<std::string_view> Tokenizer::TokenBytesAfter(std::optional<uint32_t> previous, uint32_t id,
+                                                    size_t position) const {
+  Result<std::string_view> bytes = TokenBytes(id, position);
+  if (bytes && kind_ == TokenizerKind::kLlama2c && previous == llama2c::kBosId &&
+      !bytes->empty() && bytes->front() == ' ' && !llama2c::RawByte(pieces_[id])) {
+    bytes->remove_prefix(1);
+  }
+  return bytes;
+}
+
 namespace {
 
 // Concatenates the bytes of `ids`, reporting positions shifted by
-// `position_offset` (1 for a document interior).
+// `position_offset` (1 for a document interior); `previous` precedes ids[0].
 Result<std::string> ConcatenateTokenBytes(const Tokenizer& tokenizer, std::span<const uint32_t> ids,
-                                          size_t position_offset) {
+                                          size_t position_offset,
+                                          std::optional<uint32_t> previous = std::nullopt) {
   std::string bytes;
   for (size_t i = 0; i < ids.size(); ++i) {
-    Result<std::string_view> piece = tokenizer.TokenBytes(ids[i], i + position_offset);
+    Result<std::string_view> piece =
+        tokenizer.TokenBytesAfter(i == 0 ? previous : std::optional<uint32_t>(ids[i - 1]), ids[i],
+                                  i + position_offset);
     if (!piece) return Fail(std::move(piece.error()));
     try {
       bytes += *piece;
@@ -267,34 +377,36 @@ Result<std::string> Tokenizer::DecodeContentUtf8(std::span<const uint32_t> ids) 
 }
 
 Result<std::string> Tokenizer::DecodeDocumentUtf8(std::span<const uint32_t> ids) const {
-  if (kind_ != TokenizerKind::kByteBpe) {
+  if (kind_ == TokenizerKind::kLiteral) {
     return Fail(ErrorCode::kInvalidArgument, {},
                 "the literal-u32 tokenizer has no BOS/EOS ids, so it has no document form");
   }
+  const uint32_t bos = *bos_id(), eos = *eos_id();
   if (ids.size() < 2) {
     return Fail(ErrorCode::kDocumentTooShort, {{"length", uint64_t{ids.size()}}},
                 "document token sequence of length " + std::to_string(ids.size()) +
                     " cannot contain BOS and EOS");
   }
-  if (ids.front() != kBosId) {
+  if (ids.front() != bos) {
     return Fail(ErrorCode::kExpectedBos, {{"found", uint64_t{ids.front()}}},
-                "expected BOS token 0, found " + std::to_string(ids.front()) + " at position 0");
+                "expected BOS token " + std::to_string(bos) + ", found " +
+                    std::to_string(ids.front()) + " at position 0");
   }
-  if (ids.back() != kEosId) {
-    return Fail(
-        ErrorCode::kExpectedEos, {{"found", uint64_t{ids.back()}}},
-        "expected EOS token 1, found " + std::to_string(ids.back()) + " at the final position");
+  if (ids.back() != eos) {
+    return Fail(ErrorCode::kExpectedEos, {{"found", uint64_t{ids.back()}}},
+                "expected EOS token " + std::to_string(eos) + ", found " +
+                    std::to_string(ids.back()) + " at the final position");
   }
   const std::span<const uint32_t> interior = ids.subspan(1, ids.size() - 2);
   for (size_t i = 0; i < interior.size(); ++i) {
-    if (interior[i] == kBosId || interior[i] == kEosId) {
+    if (interior[i] == bos || interior[i] == eos) {
       return Fail(ErrorCode::kInteriorControlToken,
                   {{"position", uint64_t{i + 1}}, {"token_id", uint64_t{interior[i]}}},
                   "document control token " + std::to_string(interior[i]) +
                       " is not allowed at position " + std::to_string(i + 1));
     }
   }
-  Result<std::string> bytes = ConcatenateTokenBytes(*this, interior, 1);
+  Result<std::string> bytes = ConcatenateTokenBytes(*this, interior, 1, bos);
   if (!bytes) return bytes;
   return RequireUtf8(std::move(*bytes));
 }

@@ -8,8 +8,9 @@ namespace {
 // Row-axpy order over each panel: output n receives x[0]·W[0][n], then x[1]·W[1][n],
 // ... which is exactly the ascending per-output sum of the reference.
 template <class T>
-void MatVecAscending(const PackedMatrixView<T>& w, const T* x, T* y) {
-  for (size_t p = 0; p < w.panels(); ++p) {
+void MatVecAscending(const PackedMatrixView<T>& w, const T* x, T* y, size_t panel_begin,
+                     size_t panel_end) {
+  for (size_t p = panel_begin; p < panel_end; ++p) {
     const T* panel = w.panel(p);
     const size_t first = p * w.panel_width;
     const size_t width = std::min(w.panel_width, w.cols - first);
@@ -26,10 +27,18 @@ void MatVecAscending(const PackedMatrixView<T>& w, const T* x, T* y) {
 }  // namespace
 
 void MatVecScalar(const PackedMatrixView<float>& w, const float* x, float* y) {
-  MatVecAscending(w, x, y);
+  MatVecAscending(w, x, y, 0, w.panels());
 }
 void MatVecScalar(const PackedMatrixView<double>& w, const double* x, double* y) {
-  MatVecAscending(w, x, y);
+  MatVecAscending(w, x, y, 0, w.panels());
+}
+void MatVecScalar(const PackedMatrixView<float>& w, const float* x, float* y, size_t panel_begin,
+                  size_t panel_end) {
+  MatVecAscending(w, x, y, panel_begin, panel_end);
+}
+void MatVecScalar(const PackedMatrixView<double>& w, const double* x, double* y,
+                  size_t panel_begin, size_t panel_end) {
+  MatVecAscending(w, x, y, panel_begin, panel_end);
 }
 
 }  // namespace kvrt::simd

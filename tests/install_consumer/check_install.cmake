@@ -1,5 +1,6 @@
 # ctest driver: install the build tree into a scratch prefix, then configure,
-# build and run tests/install_consumer against that prefix only.
+# build and run tests/install_consumer against that prefix only; then build the
+# C consumer a second time with nothing but pkg-config and cc.
 file(REMOVE_RECURSE "${WORK_DIR}")
 execute_process(COMMAND ${CMAKE_COMMAND} --install "${BUILD_DIR}" --prefix "${WORK_DIR}/prefix"
                 RESULT_VARIABLE rc)
@@ -23,3 +24,43 @@ endif()
 if(NOT EXISTS "${WORK_DIR}/prefix/bin/kvrt")
   message(FATAL_ERROR "the kvrt CLI was not installed")
 endif()
+
+# The C API through CMake: text from the llama2.c fixture.
+set(model "${SOURCE_DIR}/../../fixtures/llama2c/gqa_untied.bin")
+set(tokenizer "${SOURCE_DIR}/../../fixtures/llama2c/tokenizer.bin")
+execute_process(COMMAND "${WORK_DIR}/build/consumer_c" "${model}" "${tokenizer}" RESULT_VARIABLE rc
+                OUTPUT_VARIABLE cmake_text)
+if(rc)
+  message(FATAL_ERROR "the C consumer failed: ${rc}")
+endif()
+
+# The C API through pkg-config only: kvrt.pc must name every library.
+find_program(PKG_CONFIG pkg-config REQUIRED)
+find_program(C_COMPILER NAMES cc gcc REQUIRED)
+file(GLOB pc_file "${WORK_DIR}/prefix/lib*/pkgconfig/kvrt.pc" "${WORK_DIR}/prefix/lib/*/pkgconfig/kvrt.pc")
+if(NOT pc_file)
+  message(FATAL_ERROR "kvrt.pc was not installed")
+endif()
+get_filename_component(pc_dir "${pc_file}" DIRECTORY)
+set(ENV{PKG_CONFIG_PATH} "${pc_dir}")
+execute_process(COMMAND ${PKG_CONFIG} --cflags --libs kvrt RESULT_VARIABLE rc OUTPUT_VARIABLE flags
+                OUTPUT_STRIP_TRAILING_WHITESPACE)
+if(rc)
+  message(FATAL_ERROR "pkg-config kvrt failed: ${rc}")
+endif()
+separate_arguments(flags UNIX_COMMAND "${flags}")
+execute_process(COMMAND ${C_COMPILER} -std=c11 -O2 "${SOURCE_DIR}/consumer_c.c" ${flags}
+                        -o "${WORK_DIR}/consumer_c_pkgconfig"
+                RESULT_VARIABLE rc)
+if(rc)
+  message(FATAL_ERROR "building the C consumer with pkg-config flags (${flags}) failed: ${rc}")
+endif()
+execute_process(COMMAND "${WORK_DIR}/consumer_c_pkgconfig" "${model}" "${tokenizer}" RESULT_VARIABLE rc
+                OUTPUT_VARIABLE pkgconfig_text)
+if(rc)
+  message(FATAL_ERROR "the pkg-config C consumer failed: ${rc}")
+endif()
+if(NOT pkgconfig_text STREQUAL cmake_text)
+  message(FATAL_ERROR "the two C consumers disagree:\n${cmake_text}\n${pkgconfig_text}")
+endif()
+message(STATUS "C consumer: ${pkgconfig_text}")

@@ -28,7 +28,9 @@ TEST(DemoModelTest, EveryRecordedGenerationIsReproducedBitForBit) {
       Result<std::vector<uint32_t>> encoded =
           checkpoint->tokenizer.EncodeContent(sample.at("prompt_text").get<std::string>());
       ASSERT_TRUE(encoded);
-      if (prompt != std::vector<uint32_t>{0}) EXPECT_EQ(*encoded, prompt) << label;
+      if (prompt != std::vector<uint32_t>{0}) {
+        EXPECT_EQ(*encoded, prompt) << label;
+      }
     }
     GenerationConfig config;
     const Json& mode = sample.at("mode");

@@ -2,6 +2,7 @@
 // flags.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -10,6 +11,7 @@
 #include "kvrt/engine_options.h"
 #include "kvrt/error.h"
 #include "kvrt/model.h"
+#include "kvrt/threading/thread_pool.h"
 
 namespace kvrt::cli {
 
@@ -23,14 +25,24 @@ struct LoadedModel {
   DecoderModel model;
 };
 
-// Reads an LLMCP35 checkpoint and builds its model.
+// Reads a model file, LLMCP35 or llama2.c (decided by content), and builds its
+// model. A llama2.c file brings no tokenizer: `checkpoint` then holds only the
+// config and the file size.
 Result<LoadedModel> LoadModel(const std::string& path);
 
 // The engine flags of `logits` and `generate`.
 inline constexpr FlagSpec kEngineFlags[] = {
-    {"backend", true, "reference (scalar f64, bit-exact with the reference crate)"},
+    {"backend", true, "fast (default: Highway kernels, threads) or reference (scalar f64, bit-exact)"},
+    {"precision", true, "f32 (default) or f64, for the fast backend"},
+    {"threads", true, "worker threads of the fast backend (default: $KVRT_THREADS, else all cores)"},
 };
 
-Result<EngineOptions> EngineOptionsFromFlags(const Flags& flags);
+// The engine a command runs on, and the thread pool it borrows.
+struct EngineChoice {
+  EngineOptions options;
+  std::unique_ptr<threading::ThreadPool> pool;
+};
+
+Result<EngineChoice> EngineFromFlags(const Flags& flags);
 
 }  // namespace kvrt::cli

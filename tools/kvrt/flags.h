@@ -3,6 +3,8 @@
 // InvalidArgument errors instead of exiting.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -19,6 +21,15 @@ struct FlagSpec {
   bool takes_value;
   const char* help;
 };
+
+// The flags of `first` followed by those of `second`, as one constexpr array.
+template <size_t N, size_t M>
+constexpr std::array<FlagSpec, N + M> JoinFlags(const FlagSpec (&first)[N], const FlagSpec (&second)[M]) {
+  std::array<FlagSpec, N + M> joined{};
+  for (size_t i = 0; i < N; ++i) joined[i] = first[i];
+  for (size_t i = 0; i < M; ++i) joined[N + i] = second[i];
+  return joined;
+}
 
 class Flags {
  public:

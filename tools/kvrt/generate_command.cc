@@ -1,34 +1,41 @@
 // kvrt generate: sample a continuation with the cached loop (prefill once, then
-// decode) or, with --uncached, the complete-prefix replay loop.
+// decode) or, with --uncached, the complete-prefix replay loop. Text streams to
+// stdout as tokens arrive; load time, prefill and decode speed and the KV-cache
+// size go to stderr.
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "commands.h"
 #include "common.h"
+#include "generation_stats.h"
 #include "json_writer.h"
 #include "kvrt/generation.h"
+#include "kvrt/llama2c.h"
 #include "text_stream.h"
 
 namespace kvrt::cli {
 namespace {
 
-constexpr FlagSpec kFlags[] = {
-    {"model", true, "LLMCP35 checkpoint"},
+constexpr FlagSpec kCommandFlags[] = {
+    {"model", true, "LLMCP35 checkpoint or llama2.c model.bin"},
+    {"tokenizer", true, "llama2.c tokenizer.bin (replaces the checkpoint's tokenizer)"},
     {"tokens", true, "prompt as comma-separated token ids"},
-    {"prompt", true, "prompt text, encoded with the checkpoint's tokenizer (no BOS)"},
+    {"prompt", true,
+     "prompt text, encoded with the tokenizer (byte-BPE: no BOS; llama2.c: BOS first, as run.c)"},
     {"greedy", false, "pick the largest logit (the default)"},
     {"temperature", true, "sample with this temperature (needs --top-k)"},
     {"top-k", true, "keep the k best tokens when sampling"},
     {"rng-state", true, "SplitMix64 state, hex (default: the checkpoint's sampling state)"},
     {"seed", true, "SplitMix64 seed (the state itself)"},
-    {"eos", true, "stop after generating this token id"},
+    {"eos", true, "stop after generating this token id (llama2.c tokenizer default: BOS 1, as run.c)"},
     {"max-new-tokens", true, "token budget (default 64)"},
     {"uncached", false, "replay the complete prefix every step"},
-    {"backend", true, "reference (scalar f64, bit-exact with the reference crate)"},
     {"json", false, "print one JSON object with tokens, steps, stop, RNG state and work"},
     {"help", false, "show this help"},
 };
+constexpr auto kFlags = JoinFlags(kCommandFlags, kEngineFlags);
 
 Result<SamplingMode> ModeFromFlags(const Flags& flags) {
   const bool has_temperature = flags.Has("temperature"), has_top_k = flags.Has("top-k");
@@ -156,8 +163,9 @@ int RunGenerate(std::span<char* const> args) {
   if (!mode) return ReportError(mode.error());
   Result<uint64_t> max_new_tokens = flags->Unsigned("max-new-tokens", 64);
   if (!max_new_tokens) return ReportError(max_new_tokens.error());
-  Result<EngineOptions> engine = EngineOptionsFromFlags(*flags);
-  if (!engine) return ReportError(engine.error());
+  Result<EngineChoice> engine_choice = EngineFromFlags(*flags);
+  if (!engine_choice) return ReportError(engine_choice.error());
+  const EngineOptions* engine = &engine_choice->options;
   GenerationConfig config;
   config.mode = *mode;
   config.max_new_tokens = *max_new_tokens;
@@ -168,14 +176,27 @@ int RunGenerate(std::span<char* const> args) {
     config.eos_token = static_cast<uint32_t>(*eos);
   }
 
+  LoadTimer load_timer;
   Result<LoadedModel> loaded = LoadModel(*path);
   if (!loaded) return ReportError(loaded.error());
+  if (std::optional<std::string> tokenizer_path = flags->Value("tokenizer")) {
+    Result<Tokenizer> llama2c =
+        LoadLlama2cTokenizerFor(*tokenizer_path, loaded->model.config().vocabulary_size);
+    if (!llama2c) return ReportError(llama2c.error());
+    loaded->checkpoint.tokenizer = std::move(*llama2c);
+    // run.c ends a sequence at BOS, the delimiter between documents.
+    if (!config.eos_token) config.eos_token = loaded->checkpoint.tokenizer.bos_id();
+  }
+  const double load_seconds = load_timer.Seconds();
   const Tokenizer& tokenizer = loaded->checkpoint.tokenizer;
   Result<uint64_t> state = RngStateFromFlags(*flags, loaded->checkpoint.sampling_rng_state);
   if (!state) return ReportError(state.error());
   std::vector<uint32_t> prompt;
   if (flags->Has("prompt")) {
-    Result<std::vector<uint32_t>> encoded = tokenizer.EncodeContent(*flags->Value("prompt"));
+    if (tokenizer.vocabulary_size() == 0) {
+      return ReportError(InvalidArgument("this model file has no tokenizer: give --tokenizer to encode --prompt"));
+    }
+    Result<std::vector<uint32_t>> encoded = tokenizer.EncodePrompt(*flags->Value("prompt"));
     if (!encoded) return ReportError(encoded.error());
     prompt = std::move(*encoded);
   } else {
@@ -186,16 +207,24 @@ int RunGenerate(std::span<char* const> args) {
 
   const bool json = flags->Has("json");
   Utf8Stream stream(stdout);
-  TokenCallback on_token;
-  if (!json) {
-    if (flags->Has("prompt")) stream.Write(*flags->Value("prompt"));
-    on_token = [&](uint32_t token) {
-      if (config.eos_token && token == *config.eos_token) return;
-      if (Result<std::string_view> bytes = tokenizer.TokenBytes(token)) stream.Write(*bytes);
-    };
-  }
+  // The token each printed token follows (llama2.c drops a leading space after BOS).
+  std::optional<uint32_t> previous;
+  if (!prompt.empty()) previous = prompt.back();
+  GenerationClock clock;
+  const TokenCallback on_token = [&](uint32_t token) {
+    clock.TokenSampled();
+    if (json) return;
+    const std::optional<uint32_t> before = std::exchange(previous, token);
+    if (config.eos_token && token == *config.eos_token) return;
+    if (Result<std::string_view> bytes = tokenizer.TokenBytesAfter(before, token)) {
+      stream.Write(*bytes);
+      std::fflush(stdout);
+    }
+  };
+  if (!json && flags->Has("prompt")) stream.Write(*flags->Value("prompt"));
   SplitMix64 rng(*state);
   const bool cached = !flags->Has("uncached");
+  clock.Start();
   Result<GenerationResult> run =
       cached ? GenerateCached(loaded->model, prompt, config, rng, *engine, on_token)
              : GenerateUncached(loaded->model, prompt, config, rng, *engine, on_token);
@@ -205,6 +234,8 @@ int RunGenerate(std::span<char* const> args) {
   }
   if (!run) return ReportError(run.error());
   if (json) PrintJson(*run, GeneratedText(tokenizer, *run), rng.state(), cached);
+  std::fflush(stdout);
+  PrintGenerationStats(stderr, loaded->model.config(), *engine, load_seconds, *run, clock, cached);
   return 0;
 }
 

@@ -6,12 +6,13 @@
 #include "common.h"
 #include "json_writer.h"
 #include "kvrt/checkpoint.h"
+#include "kvrt/llama2c.h"
 
 namespace kvrt::cli {
 namespace {
 
 constexpr FlagSpec kFlags[] = {
-    {"json", false, "print one JSON object instead of text"},
+    {"json", false, "print one JSON object instead of text (LLMCP35)"},
     {"help", false, "show this help"},
 };
 
@@ -112,19 +113,57 @@ void PrintJson(const std::string& path, const Checkpoint& c) {
   std::printf("%s\n", json.text().c_str());
 }
 
+std::string_view LayoutName(ParameterLayout layout) {
+  switch (layout) {
+    case ParameterLayout::kDenseF64: return "f64";
+    case ParameterLayout::kPanelsF32: return "f32 panels";
+    case ParameterLayout::kTransposedPanelsF32: return "f32 panels (transposed)";
+  }
+  return "?";
+}
+
+// A llama2.c model.bin holds no tokenizer, step or RNG state: its config and
+// parameters are what there is to show.
+void PrintLlama2c(const std::string& path, const DecoderModel& model) {
+  const ModelConfig& m = model.config();
+  std::printf("file: %s\nformat: llama2c (f32 weights)\n", path.c_str());
+  std::printf(
+      "config: vocabulary_size=%zu model_width=%zu heads=%zu kv_heads=%zu feed_forward_width=%zu layers=%zu "
+      "max_positions=%zu rope_base=%s rms_epsilon=%s output_head=%s\n",
+      m.vocabulary_size, m.model_width, m.heads, m.kv_heads, m.feed_forward_width, m.layers, m.max_positions,
+      Float17(m.rope_base).c_str(), Float17(m.rms_epsilon).c_str(), m.tied_output ? "tied" : "untied");
+  size_t scalars = 0;
+  for (const ParameterPtr& parameter : model.parameters()) scalars += parameter->element_count();
+  std::printf("parameters: %zu tensors, %zu scalars\n", model.parameters().size(), scalars);
+  for (const ParameterPtr& parameter : model.parameters()) {
+    std::vector<uint64_t> shape(parameter->shape().begin(), parameter->shape().end());
+    std::printf("  %-40s %-14s %s\n", parameter->name().c_str(), ShapeText(shape).c_str(),
+                std::string(LayoutName(parameter->layout())).c_str());
+  }
+}
+
 }  // namespace
 
 int RunInspect(std::span<char* const> args) {
   Result<Flags> flags = Flags::Parse(args, kFlags);
   if (!flags) return ReportError(flags.error());
   if (flags->Has("help")) {
-    std::printf("%s", Usage("kvrt inspect PATH [--json]", kFlags).c_str());
+    std::printf("%s", Usage("kvrt inspect PATH [--json]   (LLMCP35 checkpoint or llama2.c model.bin)", kFlags).c_str());
     return 0;
   }
   if (flags->positional().size() != 1) {
     return ReportError(InvalidArgument("kvrt inspect takes exactly one checkpoint path"));
   }
   const std::string& path = flags->positional()[0];
+  Result<ModelFileFormat> format = DetectModelFileFormat(path);
+  if (!format) return ReportError(format.error());
+  if (*format == ModelFileFormat::kLlama2c) {
+    if (flags->Has("json")) return ReportError(InvalidArgument("--json describes LLMCP35 checkpoints only"));
+    Result<DecoderModel> model = LoadLlama2cModel(path);
+    if (!model) return ReportError(model.error());
+    PrintLlama2c(path, *model);
+    return 0;
+  }
   Result<Checkpoint> checkpoint = LoadCheckpoint(path);
   if (!checkpoint) return ReportError(checkpoint.error());
   if (flags->Has("json")) {

@@ -14,14 +14,14 @@
 namespace kvrt::cli {
 namespace {
 
-constexpr FlagSpec kFlags[] = {
+constexpr FlagSpec kCommandFlags[] = {
     {"model", true, "LLMCP35 checkpoint"},
     {"tokens", true, "comma-separated token ids, e.g. 0,1,2"},
     {"uncached", false, "complete-prefix forward instead of a cached prefill"},
-    {"backend", true, "reference (scalar f64, bit-exact with the reference crate)"},
     {"json", false, "print {\"tokens\":[...],\"logits\":[...]} with 17 significant digits"},
     {"help", false, "show this help"},
 };
+constexpr auto kFlags = JoinFlags(kCommandFlags, kEngineFlags);
 
 Result<std::vector<double>> CachedLogits(const DecoderModel& model, std::span<const uint32_t> tokens,
                                          const EngineOptions& engine) {
@@ -51,15 +51,24 @@ int RunLogits(std::span<char* const> args) {
   if (!path) return ReportError(path.error());
   Result<std::vector<uint32_t>> tokens = flags->TokenList("tokens");
   if (!tokens) return ReportError(tokens.error());
-  Result<EngineOptions> engine = EngineOptionsFromFlags(*flags);
-  if (!engine) return ReportError(engine.error());
+  Result<EngineChoice> engine_choice = EngineFromFlags(*flags);
+  if (!engine_choice) return ReportError(engine_choice.error());
+  const EngineOptions* engine = &engine_choice->options;
   Result<LoadedModel> loaded = LoadModel(*path);
   if (!loaded) return ReportError(loaded.error());
 
-  Result<std::vector<double>> logits =
-      flags->Has("uncached") && engine->backend == Backend::kReference
-          ? LastLogitsCompletePrefix(loaded->model, *tokens)
-          : CachedLogits(loaded->model, *tokens, *engine);
+  const bool uncached = flags->Has("uncached");
+  if (uncached) {
+    // A complete-prefix replay, whichever engine runs it, rejects bad input as the
+    // complete-prefix forward does.
+    const size_t shape[2] = {1, tokens->size()};
+    if (Result<void> valid = ValidateForwardInput(loaded->model.config(), *tokens, shape); !valid) {
+      return ReportError(valid.error());
+    }
+  }
+  Result<std::vector<double>> logits = uncached && engine->backend == Backend::kReference
+                                           ? LastLogitsCompletePrefix(loaded->model, *tokens)
+                                           : CachedLogits(loaded->model, *tokens, *engine);
   if (!logits) return ReportError(logits.error());
 
   if (flags->Has("json")) {

@@ -19,7 +19,9 @@ constexpr const char* kUsage =
     "  inspect PATH   what an LLMCP35 checkpoint holds\n"
     "  logits         last-position logits of a token sequence (cached or --uncached)\n"
     "  generate       sample a continuation (cached or --uncached loop)\n"
-    "  report         the ch38 cached-generation report\n";
+    "  report         the ch38 cached-generation report\n"
+    "  bench-compare  performance gate over Google Benchmark JSON (two runs, or in-run ratios)\n"
+    "  synth          write a random-weight model (llama2.c and/or LLMCP35) and a tokenizer.bin\n";
 
 }  // namespace
 
@@ -34,5 +36,7 @@ int main(int argc, char** argv) {
   if (command == "logits") return kvrt::cli::RunLogits(args);
   if (command == "generate") return kvrt::cli::RunGenerate(args);
   if (command == "report") return kvrt::cli::RunReport(args);
+  if (command == "bench-compare") return kvrt::cli::RunBenchCompare(args);
+  if (command == "synth") return kvrt::cli::RunSynth(args);
   return kvrt::cli::ReportError(kvrt::cli::InvalidArgument("unknown command '" + command + "' (see kvrt --help)"));
 }

@@ -186,6 +186,14 @@ enum class ErrorCode : uint16_t {
   kUnsupportedBackend,
   kInvalidArgument,
   kInvariantViolation,
+  kPerformanceRegression,
+  // llama2.c checkpoints and tokenizer files.
+  kInvalidHeaderValue,
+  kInconsistentHeader,
+  kTrailingBytes,
+  kInvalidTokenLength,
+  kNonFiniteScore,
+  kMissingByteTokens,
 
   kCount  // number of codes; not a variant
 };

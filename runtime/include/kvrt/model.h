@@ -24,6 +24,11 @@
 
 namespace kvrt {
 
+namespace detail {
+class EngineWeightsCache;
+struct ModelInternals;
+}  // namespace detail
+
 // Position of a parameter inside one block's group of nine.
 enum class BlockSlot : size_t {
   kAttentionNorm = 0,
@@ -124,12 +129,16 @@ class DecoderModel {
   Result<void> UpdateParameters(std::span<const ParameterUpdate> updates);
 
  private:
+  friend struct detail::ModelInternals;
   DecoderModel(ModelConfig config, std::vector<ParameterPtr> parameters,
                std::shared_ptr<const RopeTable> rope);
 
   ModelConfig config_;
   std::vector<ParameterPtr> parameters_;
   std::shared_ptr<const RopeTable> rope_;
+  // The weights packed for the fast engine, per precision; shared by copies of
+  // this handle (they share the parameter nodes too).
+  std::shared_ptr<detail::EngineWeightsCache> engine_weights_;
 };
 
 }  // namespace kvrt

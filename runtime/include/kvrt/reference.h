@@ -26,6 +26,13 @@ struct ForwardTrace {
   const Stage* Find(std::string_view name) const;
 };
 
+// The input checks of a complete-prefix forward, in the order of spec/model.md
+// §1.3 (TokenRank, EmptyBatch, EmptyTokens, ContextLengthExceeded,
+// TokenCountMismatch, Embedding(TokenIdOutOfBounds)); any engine replaying a
+// complete prefix reports its bad input with these.
+Result<void> ValidateForwardInput(const ModelConfig& config, std::span<const uint32_t> token_ids,
+                                  std::span<const size_t> shape);
+
 // Logits of every position, [B, T, V] row-major, for `token_ids` of shape `shape`
 // ([B, T]). Validation order of spec/model.md §1.3: TokenRank, EmptyBatch,
 // EmptyTokens, ContextLengthExceeded, TokenCountMismatch, then

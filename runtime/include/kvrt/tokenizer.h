@@ -1,6 +1,8 @@
 // Tokenizers stored in LLMCP35 checkpoints (spec/checkpoint.md §7.1, §11):
 // literal-u32 (ordered byte-string pieces, no encoder) and byte-BPE (ordered merge
-// pairs; BOS = 0, EOS = 1, byte b = b + 2, merge rank r = 258 + r).
+// pairs; BOS = 0, EOS = 1, byte b = b + 2, merge rank r = 258 + r); and the
+// llama2.c tokenizer.bin vocabulary (scored pieces; <unk> = 0, BOS = 1, EOS = 2,
+// byte b = b + 3 as the piece "<0xBB>"), which encodes exactly like run.c.
 //
 // Every text path is strict: decoding to text fails with InvalidUtf8 instead of
 // replacing bytes, like the reference.
@@ -21,6 +23,7 @@ namespace kvrt {
 enum class TokenizerKind : uint8_t {
   kLiteral = 1,  // "literal-u32"
   kByteBpe = 2,  // "byte-bpe"
+  kLlama2c = 3,  // "llama2c" (tokenizer.bin; never stored in an LLMCP35 checkpoint)
 };
 
 class Tokenizer {
@@ -35,33 +38,56 @@ class Tokenizer {
   // A byte-BPE tokenizer from training-space merge pairs in rank order; fails with
   // UnknownMergeOperand{rank, token_id} or DuplicateMergePair{rank, left, right}.
   static Result<Tokenizer> ByteBpe(std::vector<std::pair<uint32_t, uint32_t>> merges);
+  // A llama2.c vocabulary: piece i with merge score scores[i]. Needs the 3
+  // control and 256 byte tokens run.c's byte fallback assumes
+  // (MissingByteTokens{vocabulary_size}), equally many finite scores
+  // (NonFiniteScore{token_id}; InvalidArgument on a count mismatch) and pieces of
+  // at most max_token_length bytes (InvalidTokenLength{token_id, length}).
+  static Result<Tokenizer> Llama2c(std::vector<std::string> pieces, std::vector<float> scores,
+                                   uint32_t max_token_length);
 
   TokenizerKind kind() const { return kind_; }
-  std::string_view kind_name() const;  // "literal-u32" or "byte-bpe"
+  std::string_view kind_name() const;  // "literal-u32", "byte-bpe" or "llama2c"
   size_t vocabulary_size() const;
-  // Literal pieces (empty for byte-BPE) and training-space merges (empty for literal).
+  // Literal and llama2.c pieces (empty for byte-BPE) and training-space merges
+  // (byte-BPE only).
   const std::vector<std::string>& pieces() const { return pieces_; }
   const std::vector<std::pair<uint32_t, uint32_t>>& merges() const { return merges_; }
-  // BOS and EOS ids (byte-BPE: 0 and 1; literal: none).
+  // llama2.c merge scores (one per piece) and the longest piece the file declares.
+  const std::vector<float>& scores() const { return scores_; }
+  uint32_t max_token_length() const { return max_token_length_; }
+  // BOS and EOS ids (byte-BPE: 0 and 1; llama2.c: 1 and 2; literal: none).
   std::optional<uint32_t> bos_id() const;
   std::optional<uint32_t> eos_id() const;
 
-  // Byte-BPE content encoding of `text` (no BOS/EOS): bytes to ids, then one
-  // left-to-right pass per merge rank. A literal tokenizer has no encoder and
-  // returns InvalidArgument.
+  // Content encoding of `text` (no BOS/EOS). Byte-BPE: bytes to ids, then one
+  // left-to-right pass per merge rank. llama2.c: run.c's encode (a dummy leading
+  // space when the text is non-empty, code points looked up with byte fallback,
+  // then greedy merging of the best-scoring adjacent pair). A literal tokenizer
+  // has no encoder and returns InvalidArgument.
   Result<std::vector<uint32_t>> EncodeContent(std::string_view text) const;
-  // [BOS] + content + [EOS] (byte-BPE only).
+  // [BOS] + content + [EOS] (byte-BPE and llama2.c).
   Result<std::vector<uint32_t>> EncodeDocument(std::string_view text) const;
+  // The ids a generation prompt starts from: content for byte-BPE (the reference
+  // pipeline), [BOS] + content for llama2.c (run.c).
+  Result<std::vector<uint32_t>> EncodePrompt(std::string_view text) const;
 
   // Bytes of one id: a piece, a byte or a merge expansion. Control ids have no
   // bytes (ControlTokenInContent); ids past the vocabulary give UnknownToken.
+  // llama2.c: every id has bytes (controls their pieces, <0xBB> its byte).
   Result<std::string_view> TokenBytes(uint32_t id, size_t position = 0) const;
+  // The bytes a streaming decoder prints for `id` when it follows `previous`:
+  // TokenBytes, except that llama2.c drops a piece's leading space right after BOS
+  // (sentencepiece's rule, as in run.c's decode).
+  Result<std::string_view> TokenBytesAfter(std::optional<uint32_t> previous, uint32_t id,
+                                           size_t position = 0) const;
   // decode_content: concatenated bytes, no UTF-8 check. Byte-BPE first scans for
-  // control ids, then looks ids up (spec/checkpoint.md §11.2).
+  // control ids, then looks ids up (spec/checkpoint.md §11.2); llama2.c applies
+  // the after-BOS rule of TokenBytesAfter.
   Result<std::string> DecodeContent(std::span<const uint32_t> ids) const;
   // decode_content_utf8: DecodeContent + strict UTF-8 (InvalidUtf8{valid_up_to, error_len}).
   Result<std::string> DecodeContentUtf8(std::span<const uint32_t> ids) const;
-  // decode_document_utf8 (byte-BPE): DocumentTooShort, ExpectedBos, ExpectedEos,
+  // decode_document_utf8 (byte-BPE, llama2.c): DocumentTooShort, ExpectedBos, ExpectedEos,
   // InteriorControlToken, then the interior as content, positions in document terms.
   Result<std::string> DecodeDocumentUtf8(std::span<const uint32_t> ids) const;
 
@@ -70,6 +96,9 @@ class Tokenizer {
   std::vector<std::string> pieces_;
   std::vector<std::pair<uint32_t, uint32_t>> merges_;
   std::vector<std::string> expansions_;  // byte-BPE: bytes of training id 0..256+n
+  std::vector<float> scores_;            // llama2.c: merge score of every piece
+  uint32_t max_token_length_ = 0;        // llama2.c
+  std::vector<uint32_t> sorted_ids_;     // llama2.c: ids by piece bytes, for lookups
 };
 
 // Strict UTF-8 validation with Rust's String::from_utf8 rules: no overlong forms,

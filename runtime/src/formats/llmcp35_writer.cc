@@ -275,6 +275,16 @@ Result<EncodedCheckpoint> EncodeValidated(const Checkpoint& checkpoint) {
 }
 
 Result<EncodedCheckpoint> EncodeCanonical(const Checkpoint& checkpoint) {
+  // LLMCP35 v1 stores neither a key/value head count, an output matrix nor a
+  // llama2.c vocabulary: such a model or tokenizer would be written wrongly.
+  const TokenizerKind kind = checkpoint.tokenizer.kind();
+  if (kind != TokenizerKind::kLiteral && kind != TokenizerKind::kByteBpe) {
+    return Fail(Layout("LLMCP35 stores literal-u32 and byte-bpe tokenizers, not " +
+                       std::string(checkpoint.tokenizer.kind_name())));
+  }
+  if (checkpoint.config.kv_heads != checkpoint.config.heads || !checkpoint.config.tied_output) {
+    return Fail(Layout("LLMCP35 stores models with kv_heads == heads and a tied output head"));
+  }
   try {
     KVRT_RETURN_IF_ERROR(ValidateCheckpointState(checkpoint));
   } catch (const std::bad_alloc&) {

@@ -3,6 +3,21 @@
 // Scalar twin (spec/model.md §3): s = Σ x² ascending; ms = s / n; inv =
 // exp(log(ms + eps) · −0.5); y[j] = (x[j]·inv)·gain[j]. Returns inv; a non-finite
 // inv means the row had zero energy with eps = 0. `x` and `y` may alias.
+//
+// RmsNorm (Highway, dispatched at run time):
+//   Lanes:     float, double.
+//   Method:    s = Σ x² with four vector accumulators of fused multiply-adds;
+//              inv = 1 / sqrt(s / n + eps) (correctly rounded sqrt and division, more
+//              accurate than the twin's exp∘log); y[j] = (x[j]·inv)·gain[j] with the
+//              twin's two roundings.
+//   Max error: relative error of inv against the twin
+//                r = (n/2 + |ln(ms + eps)|/2 + 3)·ε
+//              (the two sums of squares are within γ_n and enter halved; the twin's
+//              log carries 1 ULP of |ln(ms + eps)| into its exp); each y[j] is within
+//              (r + 2ε)·|y[j]| plus denorm_min for subnormal results.
+//   Range:     n ≥ 1; Σ x² must not overflow (a row of ±1e30 floats returns inv = 0
+//              as the twin does).
+//   Aliasing:  x == y allowed; gain must not overlap y.
 #pragma once
 
 #include <cstddef>
@@ -11,5 +26,8 @@ namespace kvrt::simd {
 
 float RmsNormScalar(const float* x, const float* gain, float epsilon, float* y, size_t n);
 double RmsNormScalar(const double* x, const double* gain, double epsilon, double* y, size_t n);
+
+float RmsNorm(const float* x, const float* gain, float epsilon, float* y, size_t n);
+double RmsNorm(const double* x, const double* gain, double epsilon, double* y, size_t n);
 
 }  // namespace kvrt::simd

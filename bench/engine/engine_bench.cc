@@ -1,0 +1,177 @@
+// Engine benchmarks on the TinyStories-shaped synthetic models (f32, fast engine):
+//   DecodeScaling/<model>/t:<t>        one cached decode step vs a complete-prefix
+//                                      replay at context t (counters: both times and
+//                                      their ratio; the row's time is the cached step)
+//   Prefill/<model>/tokens:<T>/threads:<n>   prefill throughput
+//   EndToEnd/<model>/decode|prefill/threads:<n>   tokens/s with the fraction of the
+//                                      roofline measured in the same run: decode
+//                                      against read bandwidth / weight bytes per
+//                                      token, prefill against FMA peak / 2·params.
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "engine_benchmarks.h"
+#include "kvrt/kv_cache.h"
+#include "kvrt/session.h"
+#include "machine_limits.h"
+#include "synthetic_models.h"
+
+namespace kvrt::bench {
+namespace {
+
+double Seconds(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// A cache and a fast f32 session over it; the cache stays put while bound.
+struct BoundSession {
+  BoundSession(const DecoderModel& model, threading::ThreadPool* pool) {
+    CacheOptions cache_options;
+    cache_options.precision = Precision::kF32;
+    cache = std::make_unique<DecoderKvCache>(*DecoderKvCache::Create(model, cache_options));
+    EngineOptions engine;
+    engine.backend = Backend::kFast;
+    engine.precision = Precision::kF32;
+    engine.pool = pool;
+    Result<DecoderKvSession> bound = cache->Bind(model, engine);
+    if (!bound) throw std::runtime_error(bound.error().message());
+    session = std::make_unique<DecoderKvSession>(std::move(*bound));
+  }
+  void Prefill(std::span<const uint32_t> tokens) {
+    session->Reset();
+    if (!session->Prefill(tokens)) throw std::runtime_error("prefill failed");
+  }
+  std::unique_ptr<DecoderKvCache> cache;
+  std::unique_ptr<DecoderKvSession> session;
+};
+
+// Pages in (once) the buffer the read-bandwidth probe streams.
+const void* BandwidthBuffer() {
+  static void* buffer = [] {
+    void* memory = std::aligned_alloc(64, BandwidthProbeBytes());
+    std::memset(memory, 1, BandwidthProbeBytes());
+    return memory;
+  }();
+  return buffer;
+}
+
+void DecodeScaling(benchmark::State& state, const ModelShape* shape, size_t context,
+                   threading::ThreadPool* pool) {
+  const DecoderModel& model = SyntheticModel(*shape);
+  BoundSession bound(model, pool);
+  const std::vector<uint32_t> prompt = PromptTokens(context, shape->vocab);
+  const std::span<const uint32_t> all(prompt), cached_prefix = all.first(context - 1);
+  double cached = 0, replay = 0;
+  for (auto _ : state) {
+    // The complete-prefix replay: logits of all `context` tokens from scratch.
+    auto start = std::chrono::steady_clock::now();
+    bound.Prefill(all);
+    const double replay_step = Seconds(start);
+    // The cached step: `context − 1` rows in the cache, one decode.
+    bound.Prefill(cached_prefix);
+    start = std::chrono::steady_clock::now();
+    if (!bound.session->Decode(prompt.back())) state.SkipWithError("decode failed");
+    const double cached_step = Seconds(start);
+    state.SetIterationTime(cached_step);
+    cached += cached_step;
+    replay += replay_step;
+  }
+  const double n = static_cast<double>(state.iterations());
+  state.counters["cached_step_ms"] = 1e3 * cached / n;
+  state.counters["replay_step_ms"] = 1e3 * replay / n;
+  state.counters["replay_over_cached"] = replay / cached;
+  state.counters["context"] = static_cast<double>(context);
+}
+
+void Prefill(benchmark::State& state, const ModelShape* shape, size_t tokens, threading::ThreadPool* pool) {
+  const DecoderModel& model = SyntheticModel(*shape);
+  BoundSession bound(model, pool);
+  const std::vector<uint32_t> prompt = PromptTokens(tokens, shape->vocab);
+  for (auto _ : state) bound.Prefill(prompt);
+  state.SetItemsProcessed(static_cast<int64_t>(tokens * state.iterations()));
+  state.counters["tokens_per_second"] =
+      benchmark::Counter(static_cast<double>(tokens * state.iterations()), benchmark::Counter::kIsRate);
+}
+
+void EndToEndDecode(benchmark::State& state, const ModelShape* shape, threading::ThreadPool* pool) {
+  constexpr size_t kPrompt = 64, kDecodesPerPrompt = 256;
+  const DecoderModel& model = SyntheticModel(*shape);
+  BoundSession bound(model, pool);
+  const std::vector<uint32_t> prompt = PromptTokens(kPrompt + kDecodesPerPrompt, shape->vocab);
+  const double bandwidth = MeasureReadBytesPerSecond(*pool, BandwidthBuffer(), BandwidthProbeBytes());
+  bound.Prefill(std::span<const uint32_t>(prompt).first(kPrompt));
+  size_t decoded = 0;
+  const auto start = std::chrono::steady_clock::now();
+  double paused = 0;
+  for (auto _ : state) {
+    if (decoded == kDecodesPerPrompt) {  // keep the context short: weights dominate
+      const auto pause = std::chrono::steady_clock::now();
+      state.PauseTiming();
+      bound.Prefill(std::span<const uint32_t>(prompt).first(kPrompt));
+      decoded = 0;
+      state.ResumeTiming();
+      paused += Seconds(pause);
+    }
+    if (!bound.session->Decode(prompt[kPrompt + decoded++])) state.SkipWithError("decode failed");
+  }
+  const double seconds = Seconds(start) - paused;
+  const double tokens_per_second = static_cast<double>(state.iterations()) / seconds;
+  const double roofline = bandwidth / WeightBytesPerToken(model);
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));
+  state.counters["tokens_per_second"] = tokens_per_second;
+  state.counters["read_bw_GBps"] = bandwidth / 1e9;
+  state.counters["roofline_tokens_per_second"] = roofline;
+  state.counters["roofline_fraction"] = tokens_per_second / roofline;
+  state.counters["weight_MB"] = WeightBytesPerToken(model) / 1e6;
+}
+
+void EndToEndPrefill(benchmark::State& state, const ModelShape* shape, threading::ThreadPool* pool) {
+  constexpr size_t kTokens = 512;
+  const DecoderModel& model = SyntheticModel(*shape);
+  BoundSession bound(model, pool);
+  const std::vector<uint32_t> prompt = PromptTokens(kTokens, shape->vocab);
+  const double peak = MeasureFmaFlopsPerSecond(*pool);
+  const auto start = std::chrono::steady_clock::now();
+  for (auto _ : state) bound.Prefill(prompt);
+  const double tokens_per_second = static_cast<double>(kTokens * state.iterations()) / Seconds(start);
+  const double roofline = peak / (2.0 * ParameterCount(model));
+  state.SetItemsProcessed(static_cast<int64_t>(kTokens * state.iterations()));
+  state.counters["tokens_per_second"] = tokens_per_second;
+  state.counters["fma_peak_GFLOPs"] = peak / 1e9;
+  state.counters["roofline_tokens_per_second"] = roofline;
+  state.counters["roofline_fraction"] = tokens_per_second / roofline;
+}
+
+}  // namespace
+
+void RegisterEngineBenchmarks(threading::ThreadPool& one_thread, threading::ThreadPool& two_threads) {
+  const ModelShape& small = ShapeNamed("15M");
+  for (size_t context : {64, 128, 256, 512, 1024}) {
+    benchmark::RegisterBenchmark(("DecodeScaling/15M/t:" + std::to_string(context)).c_str(), DecodeScaling, &small,
+                                 context, &one_thread)
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond);
+  }
+  for (threading::ThreadPool* pool : {&one_thread, &two_threads}) {
+    const std::string threads = "/threads:" + std::to_string(pool->threads());
+    for (size_t tokens : {32, 64, 128, 256, 512, 1024}) {
+      benchmark::RegisterBenchmark(("Prefill/15M/tokens:" + std::to_string(tokens) + threads).c_str(), Prefill,
+                                   &small, tokens, pool)
+          ->Unit(benchmark::kMillisecond);
+    }
+    for (const ModelShape& shape : TinyStoriesShapes()) {
+      benchmark::RegisterBenchmark(("EndToEnd/" + std::string(shape.name) + "/decode" + threads).c_str(),
+                                   EndToEndDecode, &shape, pool)
+          ->Unit(benchmark::kMillisecond);
+      benchmark::RegisterBenchmark(("EndToEnd/" + std::string(shape.name) + "/prefill" + threads).c_str(),
+                                   EndToEndPrefill, &shape, pool)
+          ->Unit(benchmark::kMillisecond);
+    }
+  }
+}
+
+}  // namespace kvrt::bench

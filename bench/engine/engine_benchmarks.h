@@ -1,0 +1,10 @@
+// Registration of the engine benchmarks (engine_bench.cc).
+#pragma once
+
+#include "kvrt/threading/thread_pool.h"
+
+namespace kvrt::bench {
+
+void RegisterEngineBenchmarks(threading::ThreadPool& one_thread, threading::ThreadPool& two_threads);
+
+}  // namespace kvrt::bench

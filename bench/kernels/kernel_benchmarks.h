@@ -1,0 +1,30 @@
+// Registration of the kernel benchmark rows (bench_kernels), one function per family.
+#pragma once
+
+#include "kvrt/threading/thread_pool.h"
+
+namespace kvrt::bench {
+
+// MachineLimits/FmaPeak (FLOP/s) and MachineLimits/ReadBandwidth (bytes/s) rows for
+// 1 and 2 threads.
+void RegisterMachineLimitBenchmarks(threading::ThreadPool& one_thread,
+                                    threading::ThreadPool& two_threads);
+
+// Dot, Softmax, ScaledAccumulate, RmsNorm, RopeRotate, SiluMul: fast and twin.
+void RegisterVectorKernelBenchmarks();
+
+// AttentionScores and MixValues at head widths 64/128 and contexts up to 2048.
+void RegisterAttentionBenchmarks();
+
+// PackMatrix, and MatVec with weights cached and not in cache (1 and 2 threads); the
+// not-in-cache rows report read_bw_fraction against the read bandwidth measured
+// right before their timed loop (machine_limits.h).
+void RegisterMatVecBenchmarks(threading::ThreadPool& one_thread,
+                              threading::ThreadPool& two_threads);
+
+// MatMul for prefill (1 and 2 threads) with fma_peak_fraction against the FMA peak
+// measured right before the timed loop with the same threads, and the twin.
+void RegisterMatMulBenchmarks(threading::ThreadPool& one_thread,
+                              threading::ThreadPool& two_threads);
+
+}  // namespace kvrt::bench

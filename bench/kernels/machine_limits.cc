@@ -1,0 +1,149 @@
+// Probes of the FMA peak and the read bandwidth. The vector loops are Highway code
+// dispatched like the kernels, so they run on the same (best) target.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "machine_limits.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace kvrt::bench::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// 16 chains: two FMA ports × 4-cycle latency need 8 in flight; 16 leaves margin and
+// still fits the 32 AVX-512 registers with the two constants.
+constexpr size_t kFmaChains = 16;
+
+size_t FmaProbeF32(size_t iterations, float* sink) {
+  const hn::ScalableTag<float> d;
+  const auto multiplier = hn::Set(d, 0.999999f);  // acc → acc·m + a converges to a/(1−m)
+  const auto addend = hn::Set(d, 1e-6f);         // = 1: normal numbers, no overflow
+  hn::Vec<decltype(d)> acc[kFmaChains];
+  for (size_t c = 0; c < kFmaChains; ++c) acc[c] = hn::Set(d, 0.001f * static_cast<float>(c));
+  for (size_t i = 0; i < iterations; ++i) {
+    HWY_UNROLL(16)
+    for (size_t c = 0; c < kFmaChains; ++c) acc[c] = hn::MulAdd(acc[c], multiplier, addend);
+  }
+  auto total = hn::Zero(d);
+  for (size_t c = 0; c < kFmaChains; ++c) total = hn::Add(total, acc[c]);
+  *sink = hn::GetLane(hn::SumOfLanes(d, total));
+  return iterations * kFmaChains * hn::Lanes(d) * 2;
+}
+
+// Wrapping sum of n 32-bit words read as four interleaved sequential streams (the
+// quarters of the range); two accumulators per stream keep 8 adds in flight.
+uint32_t StreamSumU32(const uint32_t* data, size_t n) {
+  const hn::ScalableTag<uint32_t> d;
+  const size_t lanes = hn::Lanes(d);
+  constexpr size_t kStreams = 4;
+  const size_t quarter = n / kStreams / (2 * lanes) * (2 * lanes);
+  hn::Vec<decltype(d)> acc[2 * kStreams];
+  for (auto& a : acc) a = hn::Zero(d);
+  for (size_t i = 0; i < quarter; i += 2 * lanes) {
+    HWY_UNROLL(4)
+    for (size_t s = 0; s < kStreams; ++s) {
+      const uint32_t* stream = data + s * quarter + i;
+      acc[2 * s] = hn::Add(acc[2 * s], hn::LoadU(d, stream));
+      acc[2 * s + 1] = hn::Add(acc[2 * s + 1], hn::LoadU(d, stream + lanes));
+    }
+  }
+  for (size_t a = 1; a < 2 * kStreams; ++a) acc[0] = hn::Add(acc[0], acc[a]);
+  uint32_t sum = hn::GetLane(hn::SumOfLanes(d, acc[0]));
+  for (size_t i = kStreams * quarter; i < n; ++i) sum += data[i];
+  return sum;
+}
+
+}  // namespace kvrt::bench::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+#include "machine_limits.h"
+
+namespace kvrt::bench {
+
+HWY_EXPORT(FmaProbeF32);
+HWY_EXPORT(StreamSumU32);
+
+size_t RunFmaProbe(size_t iterations, float* sink) {
+  return HWY_DYNAMIC_DISPATCH(FmaProbeF32)(iterations, sink);
+}
+
+size_t ParallelFmaProbe(threading::ThreadPool& pool, size_t iterations, float* sink) {
+  constexpr size_t kTasks = 16;
+  std::vector<float> sinks(kTasks);
+  std::vector<size_t> flops(kTasks);
+  pool.ParallelFor(kTasks, [&](size_t task, size_t) {
+    flops[task] = RunFmaProbe(iterations / kTasks, &sinks[task]);
+  });
+  size_t total = 0;
+  for (size_t task = 0; task < kTasks; ++task) {
+    total += flops[task];
+    *sink += sinks[task];
+  }
+  return total;
+}
+
+uint32_t ParallelStreamRead(threading::ThreadPool& pool, const void* data, size_t bytes) {
+  constexpr size_t kTaskWords = (16u << 20) / sizeof(uint32_t);
+  const auto* words = static_cast<const uint32_t*>(data);
+  const size_t total_words = bytes / sizeof(uint32_t);
+  const size_t tasks = (total_words + kTaskWords - 1) / kTaskWords;
+  std::vector<uint32_t> sums(tasks);
+  pool.ParallelFor(tasks, [&](size_t task, size_t) {
+    const size_t begin = task * kTaskWords;
+    sums[task] = HWY_DYNAMIC_DISPATCH(StreamSumU32)(words + begin,
+                                                    std::min(kTaskWords, total_words - begin));
+  });
+  uint32_t checksum = 0;
+  for (uint32_t s : sums) checksum += s;
+  return checksum;
+}
+
+size_t LastLevelCacheBytes() {
+  const long reported = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  return reported > 0 ? static_cast<size_t>(reported) : size_t{260} << 20;
+}
+
+size_t BandwidthProbeBytes() { return std::max(size_t{1} << 30, 4 * LastLevelCacheBytes()); }
+
+namespace {
+
+template <class Fn>
+double Seconds(Fn&& fn) {
+  const auto start = std::chrono::steady_clock::now();
+  fn();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+double MeasureFmaFlopsPerSecond(threading::ThreadPool& pool) {
+  // 1M rounds per thread: 0.5 GFLOP, ~3 ms at the AVX-512 peak of this machine.
+  const size_t iterations = size_t{1'000'000} * pool.threads();
+  float sink = 0;
+  double best = 0;
+  for (int run = 0; run < 3; ++run) {
+    size_t flops = 0;
+    const double seconds = Seconds([&] { flops = ParallelFmaProbe(pool, iterations, &sink); });
+    best = std::max(best, static_cast<double>(flops) / seconds);
+  }
+  return best;  // the probe runs behind dispatch and pool calls: it cannot be elided
+}
+
+double MeasureReadBytesPerSecond(threading::ThreadPool& pool, const void* data, size_t bytes) {
+  double best = 0;
+  for (int pass = 0; pass < 2; ++pass) {
+    const double seconds = Seconds([&] { ParallelStreamRead(pool, data, bytes); });
+    best = std::max(best, static_cast<double>(bytes) / seconds);
+  }
+  return best;
+}
+
+}  // namespace kvrt::bench
+#endif  // HWY_ONCE

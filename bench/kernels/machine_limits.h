@@ -1,0 +1,46 @@
+// The two hardware limits the kernel benchmarks are judged against, measured by this
+// binary on this machine:
+//  - f32 FMA peak: a register-only probe (16 independent FMA chains, no memory
+//    traffic) on the best Highway target, in FLOP/s (one FMA = 2 FLOPs);
+//  - memory read bandwidth: streaming a buffer far larger than the last-level cache,
+//    in bytes/s.
+// The machine is shared, and its speed drifts by tens of percent over seconds as
+// neighbours come and go. So the rows that report a fraction of a limit measure that
+// limit themselves, with the same threads, right before their timed loop
+// (Measure* below); the MachineLimits/* rows show the limits on their own.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kvrt/threading/thread_pool.h"
+
+namespace kvrt::bench {
+
+// One run of the register-only probe: `iterations` rounds of 16 independent vector
+// FMAs. Returns the FLOPs executed; `sink` keeps the result alive.
+size_t RunFmaProbe(size_t iterations, float* sink);
+
+// The probe on every thread of `pool`: 16 tasks of iterations/16 rounds each, so the
+// pool balances them. Returns the FLOPs executed.
+size_t ParallelFmaProbe(threading::ThreadPool& pool, size_t iterations, float* sink);
+
+// Reads `bytes` (a multiple of 4) from `data` with `pool`, as 16 MiB tasks each read
+// as four sequential streams, the access pattern of MatVec streaming four panels at
+// once. Integer lanes, so any bit pattern reads at full speed. Returns a checksum.
+uint32_t ParallelStreamRead(threading::ThreadPool& pool, const void* data, size_t bytes);
+
+// Size of the last-level cache as the OS reports it (260 MiB on the target VM).
+size_t LastLevelCacheBytes();
+
+// Buffer size of the standalone bandwidth row: at least 1 GiB and 4× the LLC.
+size_t BandwidthProbeBytes();
+
+// f32 FLOP/s of `pool` right now: the best of three ~5 ms probe runs.
+double MeasureFmaFlopsPerSecond(threading::ThreadPool& pool);
+
+// Read bytes/s of `pool` right now over `data` (which must be far larger than the
+// LLC and already paged in): the best of two passes.
+double MeasureReadBytesPerSecond(threading::ThreadPool& pool, const void* data, size_t bytes);
+
+}  // namespace kvrt::bench

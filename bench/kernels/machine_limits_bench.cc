@@ -1,0 +1,66 @@
+// Rows that show the machine limits themselves, measured like every other row.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+
+#include "hwy/aligned_allocator.h"
+#include "kernel_bench_support.h"
+#include "kernel_benchmarks.h"
+#include "machine_limits.h"
+
+namespace kvrt::bench {
+namespace {
+
+using benchmark::State;
+
+void RegisterFmaPeak(threading::ThreadPool& pool) {
+  const std::string name = "MachineLimits/FmaPeak/f32/threads:" + std::to_string(pool.threads());
+  Timed(benchmark::RegisterBenchmark(name.c_str(), [&pool](State& state) {
+    float sink = 0;
+    size_t flops = 0;
+    for (auto _ : state) flops += ParallelFmaProbe(pool, 1'600'000, &sink);
+    benchmark::DoNotOptimize(sink);
+    state.counters["FLOP/s"] =
+        benchmark::Counter(static_cast<double>(flops), benchmark::Counter::kIsRate);
+  }));
+}
+
+// A buffer of BandwidthProbeBytes() shared by the bandwidth rows, filled on first use.
+class ProbeBuffer {
+ public:
+  const void* data() {
+    if (words_ == nullptr) {
+      words_ = hwy::AllocateAligned<uint32_t>(bytes() / sizeof(uint32_t));
+      std::fill(words_.get(), words_.get() + bytes() / sizeof(uint32_t), 1u);  // page in
+    }
+    return words_.get();
+  }
+  size_t bytes() const { return BandwidthProbeBytes(); }
+
+ private:
+  hwy::AlignedFreeUniquePtr<uint32_t[]> words_;
+};
+
+void RegisterReadBandwidth(threading::ThreadPool& pool, std::shared_ptr<ProbeBuffer> buffer) {
+  const std::string name = "MachineLimits/ReadBandwidth/threads:" + std::to_string(pool.threads());
+  Timed(benchmark::RegisterBenchmark(name.c_str(), [&pool, buffer](State& state) {
+    const void* data = buffer->data();
+    for (auto _ : state) benchmark::DoNotOptimize(ParallelStreamRead(pool, data, buffer->bytes()));
+    state.SetBytesProcessed(static_cast<int64_t>(buffer->bytes()) * state.iterations());
+  }));
+}
+
+}  // namespace
+
+void RegisterMachineLimitBenchmarks(threading::ThreadPool& one_thread,
+                                    threading::ThreadPool& two_threads) {
+  RegisterFmaPeak(one_thread);
+  RegisterFmaPeak(two_threads);
+  auto buffer = std::make_shared<ProbeBuffer>();
+  RegisterReadBandwidth(one_thread, buffer);
+  RegisterReadBandwidth(two_threads, buffer);
+}
+
+}  // namespace kvrt::bench

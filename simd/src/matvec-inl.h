@@ -1,0 +1,64 @@
+// Per-target body of MatVec (matvec.h).
+#if defined(KVRT_SIMD_MATVEC_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef KVRT_SIMD_MATVEC_INL_H_
+#undef KVRT_SIMD_MATVEC_INL_H_
+#else
+#define KVRT_SIMD_MATVEC_INL_H_
+#endif
+
+#include <algorithm>
+#include <cstddef>
+
+#include "hwy/highway.h"
+#include "kvrt/simd/packed_matrix.h"
+#include "panel_columns-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace kvrt::simd::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// y for the columns of kPanels consecutive panels starting at `first_panel`: every
+// panel row k is read once and contributes x[k]·W[k][n] to one FMA chain per column.
+// Streaming several panels together gives kPanels·kVecs independent chains.
+template <size_t kPanels, class D, typename T = hn::TFromD<D>>
+HWY_INLINE void MatVecPanelGroup(D d, const PackedMatrixView<T>& w, const T* x, T* y,
+                                 size_t first_panel) {
+  constexpr size_t kWidth = kPanelWidth<T>;
+  constexpr size_t kVecs = PanelVectors<D>();
+  const size_t lanes = hn::Lanes(d);
+  const T* panel[kPanels];
+  hn::Vec<D> acc[kPanels][kVecs];
+  for (size_t g = 0; g < kPanels; ++g) {
+    panel[g] = w.panel(first_panel + g);
+    for (size_t v = 0; v < kVecs; ++v) acc[g][v] = hn::Zero(d);
+  }
+  for (size_t k = 0; k < w.rows; ++k) {
+    const auto xk = hn::Set(d, x[k]);
+    for (size_t g = 0; g < kPanels; ++g) {
+      const T* row = panel[g] + k * kWidth;
+      for (size_t v = 0; v < kVecs; ++v) {
+        acc[g][v] = hn::MulAdd(xk, hn::LoadU(d, row + v * lanes), acc[g][v]);
+      }
+    }
+  }
+  for (size_t g = 0; g < kPanels; ++g) {
+    const size_t first_col = (first_panel + g) * kWidth;
+    StorePanelRow<kVecs>(d, acc[g], std::min(kWidth, w.cols - first_col), y + first_col);
+  }
+}
+
+// Groups sized for about eight accumulators (4 panels on AVX3, 2 on AVX2, 1 on the
+// scalar target), then single panels for the rest of the range.
+template <class D, typename T = hn::TFromD<D>>
+HWY_INLINE void MatVecPanels(D d, const PackedMatrixView<T>& w, const T* x, T* y,
+                             size_t panel_begin, size_t panel_end) {
+  constexpr size_t kGroup = std::max<size_t>(1, 8 / PanelVectors<D>());
+  size_t p = panel_begin;
+  for (; p + kGroup <= panel_end; p += kGroup) MatVecPanelGroup<kGroup>(d, w, x, y, p);
+  for (; p < panel_end; ++p) MatVecPanelGroup<1>(d, w, x, y, p);
+}
+
+}  // namespace kvrt::simd::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // KVRT_SIMD_MATVEC_INL_H_ toggle

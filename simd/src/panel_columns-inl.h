@@ -1,0 +1,61 @@
+// Per-target helpers shared by the matrix kernels (matvec-inl.h, matmul-inl.h):
+// the shape of a panel in vectors, and loads/stores of one panel-wide row of outputs
+// where only the first `valid` columns exist (the zero-padded last panel).
+#if defined(KVRT_SIMD_PANEL_COLUMNS_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef KVRT_SIMD_PANEL_COLUMNS_INL_H_
+#undef KVRT_SIMD_PANEL_COLUMNS_INL_H_
+#else
+#define KVRT_SIMD_PANEL_COLUMNS_INL_H_
+#endif
+
+#include <cstddef>
+
+#include "hwy/highway.h"
+#include "kvrt/simd/packed_matrix.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace kvrt::simd::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// Vectors per panel row on this target: 2 on AVX3, 4 on AVX2, NR on the scalar one.
+template <class D>
+constexpr size_t PanelVectors() {
+  using T = hn::TFromD<D>;
+  static_assert(kPanelWidth<T> % hn::MaxLanes(D()) == 0, "panel must be whole vectors");
+  return kPanelWidth<T> / hn::MaxLanes(D());
+}
+
+// Stores the first `valid` of the panel-wide row acc[0..kVecs) to out.
+template <size_t kVecs, class D, typename T = hn::TFromD<D>>
+HWY_INLINE void StorePanelRow(D d, const hn::Vec<D>* acc, size_t valid, T* out) {
+  const size_t lanes = hn::Lanes(d);
+  for (size_t v = 0; v < kVecs; ++v) {
+    const size_t first = v * lanes;
+    if (first + lanes <= valid) {
+      hn::StoreU(acc[v], d, out + first);
+    } else if (first < valid) {
+      hn::BlendedStore(acc[v], hn::FirstN(d, valid - first), d, out + first);
+    }
+  }
+}
+
+// Loads the first `valid` columns of a panel-wide row into acc (zeros beyond).
+template <size_t kVecs, class D, typename T = hn::TFromD<D>>
+HWY_INLINE void LoadPanelRow(D d, const T* in, size_t valid, hn::Vec<D>* acc) {
+  const size_t lanes = hn::Lanes(d);
+  for (size_t v = 0; v < kVecs; ++v) {
+    const size_t first = v * lanes;
+    if (first + lanes <= valid) {
+      acc[v] = hn::LoadU(d, in + first);
+    } else if (first < valid) {
+      acc[v] = hn::MaskedLoad(hn::FirstN(d, valid - first), d, in + first);
+    } else {
+      acc[v] = hn::Zero(d);
+    }
+  }
+}
+
+}  // namespace kvrt::simd::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // KVRT_SIMD_PANEL_COLUMNS_INL_H_ toggle

@@ -1,0 +1,37 @@
+/* Scenarios written in C11 against kvrt/kvrt.h (c_api_scenarios.c, compiled as
+ * C); c_api_test.cc runs them under GoogleTest. Each returns 0 on success or the
+ * number of the first failed check. */
+#ifndef KVRT_TESTS_C_API_SCENARIOS_H_
+#define KVRT_TESTS_C_API_SCENARIOS_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Loads a llama2.c model and tokenizer, encodes `prompt`, generates greedily
+ * with the engine given by backend/precision and streams the text into `text`
+ * (NUL-terminated, at most text_capacity bytes). Writes the full token sequence
+ * (prompt, then generated) to `tokens`. */
+int CApiGenerate(const char* model_path, const char* tokenizer_path, const char* prompt, int backend,
+                 int precision, size_t max_new_tokens, uint32_t* tokens, size_t token_capacity,
+                 size_t* token_count, char* text, size_t text_capacity);
+
+/* Prefill and decode through a session, one token per step, writing each step's
+ * logits (as float) to `logits` (steps × vocabulary); then checks reset, the
+ * cache length and that the session outlives a freed cache and model. */
+int CApiStepLogits(const char* model_path, const uint32_t* tokens, size_t count, int backend, int precision,
+                   float* logits, size_t vocabulary);
+
+/* Error reporting: a missing file, a truncated one, NULL arguments, an
+ * impossible engine and out-of-order session calls. The codes are written to
+ * `codes` (at most 8) so the C++ side can compare them with kvrt::ErrorCode. */
+int CApiErrors(const char* model_path, const char* scratch_path, int* codes, size_t* code_count);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

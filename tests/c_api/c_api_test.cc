@@ -1,0 +1,97 @@
+// The C API, driven from C (c_api_scenarios.c): generation on the llama2.c
+// fixture equals run.c's, session logits match run.c within 1e-4 on every
+// engine, and errors carry kvrt::ErrorCode values and names.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "c_api_scenarios.h"
+#include "kvrt/error.h"
+#include "kvrt/kvrt.h"
+#include "test_support.h"
+
+namespace kvrt {
+namespace {
+
+const std::string kModel = testing::FixturePath("llama2c/gqa_untied.bin");
+const std::string kTokenizer = testing::FixturePath("llama2c/tokenizer.bin");
+constexpr size_t kVocabulary = 512;
+
+std::vector<uint32_t> RunCTokens() {
+  std::vector<uint32_t> tokens;
+  std::istringstream in(testing::ReadText(testing::FixturePath("llama2c/runc_tokens.txt")));
+  for (std::string id; std::getline(in, id, ',');) tokens.push_back(static_cast<uint32_t>(std::stoul(id)));
+  return tokens;
+}
+
+struct Engine {
+  int backend;
+  int precision;
+};
+constexpr Engine kEngines[] = {{KVRT_BACKEND_REFERENCE, KVRT_PRECISION_F64},
+                               {KVRT_BACKEND_FAST, KVRT_PRECISION_F32},
+                               {KVRT_BACKEND_FAST, KVRT_PRECISION_F64}};
+
+TEST(CApiTest, GeneratesRunCsContinuation) {
+  const std::vector<uint32_t> expected = RunCTokens();
+  for (const Engine& engine : kEngines) {
+    std::vector<uint32_t> tokens(128);
+    size_t count = 0;
+    char text[1024];
+    ASSERT_EQ(CApiGenerate(kModel.c_str(), kTokenizer.c_str(), "Once upon a time, na\xC3\xAFve", engine.backend, engine.precision,
+                           40, tokens.data(), tokens.size(), &count, text, sizeof text),
+              0)
+        << engine.backend << "/" << engine.precision;
+    tokens.resize(count);
+    EXPECT_EQ(tokens, expected);
+    // What run.c printed after the prompt: the same bytes less the control bytes it skips.
+    std::string printable;
+    for (const char c : std::string(text)) {
+      if (std::isprint(static_cast<unsigned char>(c)) || std::isspace(static_cast<unsigned char>(c))) printable += c;
+    }
+    EXPECT_EQ("Once upon a time, nave" + printable + "\n",
+              testing::ReadText(testing::FixturePath("llama2c/runc_stdout.txt")));
+  }
+}
+
+TEST(CApiTest, SessionLogitsMatchRunC) {
+  const std::vector<uint32_t> tokens = RunCTokens();
+  const std::vector<uint8_t> bytes = testing::ReadBytes(testing::FixturePath("llama2c/runc_logits.f32"));
+  std::vector<float> runc(bytes.size() / sizeof(float));
+  std::memcpy(runc.data(), bytes.data(), bytes.size());
+  const size_t steps = tokens.size() - 1;
+  for (const Engine& engine : kEngines) {
+    std::vector<float> logits(steps * kVocabulary);
+    ASSERT_EQ(CApiStepLogits(kModel.c_str(), tokens.data(), steps, engine.backend, engine.precision, logits.data(),
+                             kVocabulary),
+              0);
+    for (size_t i = 0; i < logits.size(); ++i) ASSERT_NEAR(logits[i], runc[i], 1e-4) << i;
+  }
+}
+
+TEST(CApiTest, ErrorsCarryTheRuntimesCodesAndNames) {
+  const std::string scratch =
+      (std::filesystem::temp_directory_path() / ("kvrt_c_api_" + std::to_string(::getpid()))).string();
+  int codes[8];
+  size_t count = 0;
+  ASSERT_EQ(CApiErrors(kModel.c_str(), scratch.c_str(), codes, &count), 0);
+  std::filesystem::remove(scratch);
+  const std::vector<ErrorCode> expected = {
+      ErrorCode::kIo,           ErrorCode::kTruncated,         ErrorCode::kInvalidArgument,
+      ErrorCode::kUnsupportedBackend, ErrorCode::kCacheAlreadyBound, ErrorCode::kDecodeRequiresPrefill,
+      ErrorCode::kPromptTokenOutOfBounds, ErrorCode::kInvalidArgument};
+  ASSERT_EQ(count, expected.size());
+  for (size_t i = 0; i < count; ++i) EXPECT_EQ(codes[i], static_cast<int>(expected[i])) << i;
+  for (int code = 0; code < static_cast<int>(ErrorCode::kCount); ++code) {
+    EXPECT_EQ(std::string(kvrt_error_code_name(code)), ErrorName(static_cast<ErrorCode>(code)));
+  }
+}
+
+}  // namespace
+}  // namespace kvrt

@@ -1,0 +1,163 @@
+// Writes the seed corpora of the fuzz targets from fixtures/ (run at build time
+// by the kvrt_fuzz_seeds target): usage `fuzz_make_seeds <fixtures> <out>`.
+//
+//   <out>/checkpoint/  every small .ckpt of fixtures/checkpoints and fixtures/corrupt
+//   <out>/tokenizer/   the example texts and id lists of checkpoints/ch39_trained.txt,
+//                      in the tokenizer fuzzer's input format
+//   <out>/session/     hand-written operation sequences in the session fuzzer's format
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+using Bytes = std::vector<uint8_t>;
+
+void Write(const fs::path& path, const Bytes& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+}
+
+void CopyCheckpoints(const fs::path& fixtures, const fs::path& out) {
+  for (const char* folder : {"checkpoints", "corrupt"}) {
+    for (const fs::directory_entry& entry : fs::directory_iterator(fixtures / folder)) {
+      if (entry.path().extension() == ".ckpt") {
+        fs::copy_file(entry.path(), out / entry.path().filename(),
+                      fs::copy_options::overwrite_existing);
+      }
+    }
+  }
+}
+
+Bytes FromHex(const std::string& hex) {
+  Bytes bytes;
+  for (size_t i = 0; i + 1 < hex.size(); i += 2) {
+    bytes.push_back(static_cast<uint8_t>(std::stoul(hex.substr(i, 2), nullptr, 16)));
+  }
+  return bytes;
+}
+
+// The value after `key` up to the next space (or the end of the line).
+std::string Field(const std::string& line, const std::string& key) {
+  const size_t at = line.find(key);
+  if (at == std::string::npos) return {};
+  const size_t start = at + key.size();
+  const size_t end = line.find(' ', start);
+  return line.substr(start, end == std::string::npos ? std::string::npos : end - start);
+}
+
+std::vector<uint32_t> IdList(const std::string& line, const std::string& key) {
+  std::vector<uint32_t> ids;
+  const size_t at = line.find(key + "[");
+  if (at == std::string::npos) return ids;
+  std::istringstream list(line.substr(at + key.size() + 1, line.find(']', at) - at - key.size() - 1));
+  for (std::string item; std::getline(list, item, ',');) ids.push_back(std::stoul(item));
+  return ids;
+}
+
+// Tokenizer fuzzer format: a selector byte (fixture index, +0x80 to decode ids),
+// then text bytes, or ids as (high byte, low byte) pairs.
+void WriteTokenizerSeeds(const fs::path& fixtures, const fs::path& out) {
+  std::ifstream examples(fixtures / "checkpoints" / "ch39_trained.txt");
+  int count = 0;
+  for (std::string line; std::getline(examples, line);) {
+    if (line.find("utf8_hex=") == std::string::npos) continue;
+    const Bytes text = FromHex(Field(line, "utf8_hex="));
+    for (uint8_t fixture : {0, 2}) {  // ch39 and the demo's tokenizer
+      Bytes seed{fixture};
+      seed.insert(seed.end(), text.begin(), text.end());
+      Write(out / ("text_" + std::to_string(count++)), seed);
+    }
+    for (const char* key : {"content_ids=", "document_ids="}) {
+      Bytes seed{0x80};
+      for (uint32_t id : IdList(line, key)) {
+        seed.push_back(static_cast<uint8_t>(id >> 8));
+        seed.push_back(static_cast<uint8_t>(id));
+      }
+      Write(out / ("ids_" + std::to_string(count++)), seed);
+    }
+  }
+}
+
+// Session fuzzer operations (session_world.cc, session_ops.cc), one byte per
+// argument; the comments name the argument bytes.
+namespace op {
+Bytes NewCache(uint8_t slot, uint8_t model, uint8_t batch, uint8_t capacity, uint8_t f32) {
+  return {0, slot, model, batch, capacity, f32};
+}
+Bytes Bind(uint8_t cache, uint8_t model, uint8_t session, uint8_t engine, uint8_t pool = 0) {
+  // engine: 0 reference f64, 1 fast f64, 2 fast f32, 3 reference f32 (rejected)
+  Bytes bytes{2, cache, model, session, engine};
+  if (engine == 1 || engine == 2) bytes.push_back(pool);
+  return bytes;
+}
+Bytes Prefill(uint8_t session, const Bytes& tokens, uint8_t batch = 1) {
+  Bytes bytes{3, session, static_cast<uint8_t>(tokens.size() / batch), 1};
+  bytes.insert(bytes.end(), tokens.begin(), tokens.end());
+  if (batch == 1) bytes.push_back(1);
+  return bytes;
+}
+Bytes Decode(uint8_t session, const Bytes& tokens) {
+  Bytes bytes{4, session, 1};
+  bytes.insert(bytes.end(), tokens.begin(), tokens.end());
+  if (tokens.size() == 1) bytes.push_back(1);
+  return bytes;
+}
+Bytes Reset(uint8_t session) { return {6, session}; }
+Bytes Drop(uint8_t session) { return {7, session}; }
+// One ordinary update (kind 0) of parameter `index`.
+Bytes Update(uint8_t model, uint8_t index) { return {8, model, 1, 0, index}; }
+}  // namespace op
+
+Bytes Sequence(uint8_t variant, std::initializer_list<Bytes> operations) {
+  Bytes bytes{variant, 0};
+  for (const Bytes& operation : operations) bytes.insert(bytes.end(), operation.begin(), operation.end());
+  return bytes;
+}
+
+void WriteSessionSeeds(const fs::path& out) {
+  std::vector<Bytes> seeds;
+  for (uint8_t variant = 0; variant < 4; ++variant) {
+    for (uint8_t engine = 0; engine < 3; ++engine) {
+      const uint8_t f32 = engine == 2 ? 1 : 0;
+      // Prefill, decode to full, reset, replay; then an update refused while the
+      // session lives, accepted after, and the stale cache refused at bind.
+      seeds.push_back(Sequence(
+          variant, {op::NewCache(0, 0, 1, 0, f32), op::Bind(0, 0, 0, engine, 1),
+                    op::Prefill(0, {1, 2}), op::Decode(0, {3}), op::Decode(0, {4}),
+                    op::Decode(0, {0}), op::Decode(0, {1}), op::Reset(0), op::Prefill(0, {2}),
+                    op::Update(0, 3), op::Drop(0), op::Update(0, 3), op::Bind(0, 0, 0, engine),
+                    op::NewCache(1, 0, 1, 0, f32), op::Bind(1, 0, 1, engine),
+                    op::Prefill(1, {0, 1, 2})}));
+      // Two sequences per cache, two sessions, a rebind that continues decoding.
+      seeds.push_back(Sequence(
+          variant, {op::NewCache(0, 0, 2, 0, f32), op::NewCache(1, 2, 1, 3, f32),
+                    op::Bind(0, 0, 0, engine), op::Bind(1, 2, 1, engine),
+                    op::Prefill(0, {1, 2, 3, 4}, 2), op::Decode(0, {1, 2}), op::Prefill(1, {5}),
+                    op::Drop(0), op::Bind(0, 0, 0, engine == 0 ? 1 : 0), op::Decode(0, {3, 4}),
+                    op::Bind(0, 1, 1, 0), op::Update(1, 0)}));
+    }
+  }
+  for (size_t i = 0; i < seeds.size(); ++i) Write(out / ("ops_" + std::to_string(i)), seeds[i]);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    std::cerr << "usage: fuzz_make_seeds <fixtures> <out>\n";
+    return 2;
+  }
+  const fs::path fixtures = argv[1], out = argv[2];
+  for (const char* target : {"checkpoint", "tokenizer", "session"}) fs::create_directories(out / target);
+  CopyCheckpoints(fixtures, out / "checkpoint");
+  WriteTokenizerSeeds(fixtures, out / "tokenizer");
+  WriteSessionSeeds(out / "session");
+  return 0;
+}
