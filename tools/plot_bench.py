@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""Charts from one bench_engine JSON run, drawn by gnuplot (Debian: gnuplot-nox).
+
+    build/release/bench/bench_engine --benchmark_format=json > engine.json
+    tools/plot_bench.py engine.json docs/
+
+writes
+    decode_scaling.svg  cached decode step vs complete-prefix replay, over the context
+    throughput.svg      decode and prefill tokens/s per model size, 1 vs 2 threads
+Medians of the repetitions are plotted when the run has them.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+
+def medians(path):
+    """name -> benchmark row, preferring the median aggregate of repetitions."""
+    with open(path) as f:
+        rows = {}
+        for row in json.load(f)["benchmarks"]:
+            name = row.get("run_name", row["name"])
+            kind = row.get("aggregate_name")
+            if kind == "median" or (kind is None and name not in rows):
+                rows[name] = row
+        return rows
+
+
+def decode_scaling(rows, directory):
+    points = []
+    for name, row in rows.items():
+        match = re.match(r"DecodeScaling/(\w+)/t:(\d+)", name)
+        if match:
+            points.append((int(match.group(2)), row["cached_step_ms"], row["replay_step_ms"], match.group(1)))
+    if not points:
+        return None
+    points.sort()
+    data = os.path.join(directory, "decode_scaling.dat")
+    with open(data, "w") as f:
+        for context, cached, replay, _ in points:
+            f.write(f"{context} {cached} {replay}\n")
+    model = points[0][3]
+    return f"""
+set output '{{out}}/decode_scaling.svg'
+set title 'Decode step vs context ({model}, f32, 1 thread)'
+set xlabel 'context length t (tokens)'
+set ylabel 'time per new token (ms)'
+set logscale xy 2
+set key top left
+plot '{data}' using 1:3 with linespoints title 'complete-prefix replay (~t^2)', \\
+     '{data}' using 1:2 with linespoints title 'KV-cached decode (~t)'
+unset logscale
+"""
+
+
+def throughput(rows, directory):
+    table = {}
+    for name, row in rows.items():
+        match = re.match(r"EndToEnd/(\w+)/(decode|prefill)/threads:(\d)", name)
+        if match:
+            table.setdefault(match.group(1), {})[(match.group(2), match.group(3))] = row["tokens_per_second"]
+    if not table:
+        return None
+    order = sorted(table, key=lambda model: int(model.rstrip("M")))
+    data = os.path.join(directory, "throughput.dat")
+    with open(data, "w") as f:
+        for model in order:
+            values = [table[model].get((phase, threads), 0) for phase in ("decode", "prefill") for threads in "12"]
+            f.write(model + " " + " ".join(str(v) for v in values) + "\n")
+    return f"""
+set output '{{out}}/throughput.svg'
+set title 'End-to-end tokens/s (f32)'
+set ylabel 'tokens/s'
+set logscale y
+set style data histograms
+set style fill solid 0.8
+set key top right
+plot '{data}' using 2:xtic(1) title 'decode, 1 thread', '' using 3 title 'decode, 2 threads', \\
+     '' using 4 title 'prefill 512, 1 thread', '' using 5 title 'prefill 512, 2 threads'
+"""
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    rows = medians(sys.argv[1])
+    out = sys.argv[2]
+    os.makedirs(out, exist_ok=True)
+    with tempfile.TemporaryDirectory() as scratch:
+        parts = [p for p in (decode_scaling(rows, scratch), throughput(rows, scratch)) if p]
+        if not parts:
+            sys.exit("no DecodeScaling or EndToEnd rows in " + sys.argv[1])
+        script = "set terminal svg size 800,480 dynamic enhanced font 'sans,12'\n" + "".join(parts)
+        subprocess.run(["gnuplot"], input=script.replace("{out}", out), text=True, check=True)
+    print("wrote", ", ".join(f for f in ("decode_scaling.svg", "throughput.svg") if os.path.exists(os.path.join(out, f))))
+
+
+if __name__ == "__main__":
+    main()
