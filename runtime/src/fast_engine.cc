@@ -26,25 +26,10 @@
 #include "kvrt/threading/thread_pool.h"
 #include "matrix_product.h"
 #include "model_internals.h"
-#include "rust_format.h"
+#include "step_errors.h"
 
 namespace kvrt::detail {
 namespace {
-
-template <class T>
-std::optional<size_t> FirstNonFinite(const T* values, size_t n) {
-  for (size_t i = 0; i < n; ++i) {
-    if (!std::isfinite(values[i])) return i;
-  }
-  return std::nullopt;
-}
-
-Error NonFinite(const char* stage, size_t index, double value) {
-  return Error(ErrorCode::kNonFiniteActivation,
-               {{"stage", Identifier{stage}}, {"index", uint64_t{index}}, {"value", value}},
-               std::string(stage) + " produced a non-finite value " + RustDisplay(value) +
-                   " at flat index " + std::to_string(index));
-}
 
 template <class T>
 class FastEngine final : public Engine {
@@ -58,7 +43,8 @@ class FastEngine final : public Engine {
         weights_(std::move(weights)),
         pool_(pool) {
     for (const BlockWeights<T>& block : weights_->blocks) {
-      qkv_.emplace_back(std::vector<const PackedWeight<T>*>{&block.query, &block.key, &block.value});
+      qkv_.emplace_back(
+          std::vector<const PackedWeight<T>*>{&block.query, &block.key, &block.value});
       output_.emplace_back(std::vector<const PackedWeight<T>*>{&block.output});
       gate_up_.emplace_back(std::vector<const PackedWeight<T>*>{&block.gate, &block.up});
       down_.emplace_back(std::vector<const PackedWeight<T>*>{&block.down});
@@ -91,7 +77,8 @@ class FastEngine final : public Engine {
     allocate(staged_keys_, config_.layers * lanes * hw);
     allocate(staged_values_, config_.layers * lanes * hw);
     if (!ok) {
-      return Fail(ErrorCode::kAllocationFailed, {{"elements", uint64_t{rows * (2 * d + qkv_width + 2 * f)}}},
+      return Fail(ErrorCode::kAllocationFailed,
+                  {{"elements", uint64_t{rows * (2 * d + qkv_width + 2 * f)}}},
                   "could not allocate the fast engine's workspace");
     }
     return {};
@@ -105,7 +92,9 @@ class FastEngine final : public Engine {
     Embed(step);
     for (size_t layer = 0; layer < config_.layers; ++layer) {
       const BlockWeights<T>& block = weights_->blocks[layer];
-      ForRows(n, [&](size_t i) { Norm(hidden_.data() + i * d, block.attention_norm.data(), normed_.data() + i * d); });
+      ForRows(n, [&](size_t i) {
+        Norm(hidden_.data() + i * d, block.attention_norm.data(), normed_.data() + i * d);
+      });
       const size_t qkv_width = qkv_[layer].width();
       qkv_[layer].Run(pool_, normed_.data(), d, n, qkv_rows_.data(), qkv_width);
       Rotate(step);
@@ -115,7 +104,9 @@ class FastEngine final : public Engine {
       ForRows(n, [&](size_t i) { AddInto(hidden_.data() + i * d, qkv_rows_.data() + i * d); });
       if (Result<void> finite = CheckNewRows(step, layer, layers[layer]); !finite) return finite;
 
-      ForRows(n, [&](size_t i) { Norm(hidden_.data() + i * d, block.ffn_norm.data(), normed_.data() + i * d); });
+      ForRows(n, [&](size_t i) {
+        Norm(hidden_.data() + i * d, block.ffn_norm.data(), normed_.data() + i * d);
+      });
       const size_t f = config_.feed_forward_width;
       gate_up_[layer].Run(pool_, normed_.data(), d, n, gate_up_rows_.data(), 2 * f);
       ForRows(n, [&](size_t i) {
@@ -127,13 +118,13 @@ class FastEngine final : public Engine {
     }
     // Only the last row of every sequence reaches the vocabulary.
     for (size_t b = 0; b < step.batch; ++b) {
-      Norm(hidden_.data() + (b * rows + rows - 1) * d, weights_->final_norm.data(), normed_.data() + b * d);
+      Norm(hidden_.data() + (b * rows + rows - 1) * d, weights_->final_norm.data(),
+           normed_.data() + b * d);
     }
     const size_t v = config_.vocabulary_size;
     head_.Run(pool_, normed_.data(), d, step.batch, logits_.data(), v);
     if (auto bad = FirstNonFinite(logits_.data(), step.batch * v)) {
-      return Fail(NonFinite("vocabulary projection", *bad, logits_[*bad])
-                      .Wrap(ErrorCode::kAutodiff, {{"stage", Identifier{"TiedVocabularyProjection"}}}));
+      return Fail(NonFiniteLogits(*bad, static_cast<double>(logits_[*bad])));
     }
     for (size_t i = 0; i < step.batch * v; ++i) logits[i] = static_cast<double>(logits_[i]);
     return {};
@@ -204,28 +195,33 @@ class FastEngine final : public Engine {
     return staged_keys_.data() + (layer * batch_ * config_.kv_heads + lane) * config_.head_width();
   }
   T* StagedValue(size_t layer, size_t lane) {
-    return staged_values_.data() + (layer * batch_ * config_.kv_heads + lane) * config_.head_width();
+    return staged_values_.data() +
+           (layer * batch_ * config_.kv_heads + lane) * config_.head_width();
   }
 
   // Where row r of `lane` goes: staging for a one-row step, else the cache slot.
   T* NewKey(const EngineStep& step, size_t layer, LayerKvCache& cache, size_t lane, size_t r) {
     if (step.rows == 1) return StagedKey(layer, lane);
-    return KvStorageAccess::keys<T>(cache) + (lane * capacity_ + step.start + r) * config_.head_width();
+    return KvStorageAccess::keys<T>(cache) +
+           (lane * capacity_ + step.start + r) * config_.head_width();
   }
   T* NewValue(const EngineStep& step, size_t layer, LayerKvCache& cache, size_t lane, size_t r) {
     if (step.rows == 1) return StagedValue(layer, lane);
-    return KvStorageAccess::values<T>(cache) + (lane * capacity_ + step.start + r) * config_.head_width();
+    return KvStorageAccess::values<T>(cache) +
+           (lane * capacity_ + step.start + r) * config_.head_width();
   }
 
   void StoreKeyValueRows(const EngineStep& step, size_t layer, LayerKvCache& cache) {
-    const size_t hw = config_.head_width(), kv_heads = config_.kv_heads, width = qkv_.front().width();
+    const size_t hw = config_.head_width(), kv_heads = config_.kv_heads,
+                 width = qkv_.front().width();
     const size_t d = config_.model_width, kv_width = config_.kv_width();
     for (size_t b = 0; b < step.batch; ++b) {
       for (size_t r = 0; r < step.rows; ++r) {
         const T* row = qkv_rows_.data() + (b * step.rows + r) * width;
         for (size_t h = 0; h < kv_heads; ++h) {
           std::copy_n(row + d + h * hw, hw, NewKey(step, layer, cache, b * kv_heads + h, r));
-          std::copy_n(row + d + kv_width + h * hw, hw, NewValue(step, layer, cache, b * kv_heads + h, r));
+          std::copy_n(row + d + kv_width + h * hw, hw,
+                      NewValue(step, layer, cache, b * kv_heads + h, r));
         }
       }
     }
@@ -234,7 +230,8 @@ class FastEngine final : public Engine {
   // Causal attention of every new row; head outputs go to normed_ ([n, D]).
   void Attend(const EngineStep& step, size_t layer, LayerKvCache& cache) {
     constexpr size_t kQueryTile = 32;
-    const size_t hw = config_.head_width(), heads = config_.heads, group = config_.query_heads_per_kv_head();
+    const size_t hw = config_.head_width(), heads = config_.heads,
+                 group = config_.query_heads_per_kv_head();
     const size_t width = qkv_.front().width(), d = config_.model_width;
     const size_t query_tiles = (step.rows + kQueryTile - 1) / kQueryTile;
     const size_t lanes = step.batch * heads;
@@ -255,7 +252,8 @@ class FastEngine final : public Engine {
         if (step.rows == 1) {
           // Committed rows from the cache, the new row from staging.
           simd::AttentionScores(q, lane_keys, hw, step.start, hw, scale, scores);
-          simd::AttentionScores(q, StagedKey(layer, kv_lane), hw, 1, hw, scale, scores + step.start);
+          simd::AttentionScores(q, StagedKey(layer, kv_lane), hw, 1, hw, scale,
+                                scores + step.start);
           simd::Softmax(scores, scores, visible);
           simd::MixValues(scores, lane_values, hw, step.start, hw, out);
           simd::ScaledAccumulate(scores[step.start], StagedValue(layer, kv_lane), out, hw);
@@ -282,16 +280,11 @@ class FastEngine final : public Engine {
         for (const bool is_key : {true, false}) {
           for (size_t h = 0; h < kv_heads; ++h) {
             const size_t lane = b * kv_heads + h;
-            const T* row = is_key ? NewKey(step, layer, cache, lane, r) : NewValue(step, layer, cache, lane, r);
+            const T* row = is_key ? NewKey(step, layer, cache, lane, r)
+                                  : NewValue(step, layer, cache, lane, r);
             if (auto bad = FirstNonFinite(row, hw)) {
-              const size_t index = lane * hw + *bad;
-              Error inner(is_key ? ErrorCode::kNonFiniteKey : ErrorCode::kNonFiniteValue,
-                          {{"index", uint64_t{index}}, {"value", static_cast<double>(row[*bad])}},
-                          std::string("candidate ") + (is_key ? "key" : "value") + " element " +
-                              std::to_string(index) + " is not finite");
-              return Fail(std::move(inner)
-                              .Wrap(ErrorCode::kCache)
-                              .Wrap(ErrorCode::kIncrementalAttention, {{"layer", uint64_t{layer}}}));
+              return Fail(NonFiniteCandidateRow(is_key, lane * hw + *bad,
+                                                static_cast<double>(row[*bad]), layer));
             }
           }
         }
@@ -333,7 +326,8 @@ Result<std::unique_ptr<Engine>> Create(const DecoderModel& model, const DecoderK
 
 }  // namespace
 
-Result<std::unique_ptr<Engine>> CreateFastEngine(const DecoderModel& model, const DecoderKvCache& cache,
+Result<std::unique_ptr<Engine>> CreateFastEngine(const DecoderModel& model,
+                                                 const DecoderKvCache& cache,
                                                  const EngineOptions& options) {
   return options.precision == Precision::kF32 ? Create<float>(model, cache, options)
                                               : Create<double>(model, cache, options);

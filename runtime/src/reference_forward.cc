@@ -15,6 +15,7 @@
 #include "kvrt/simd/silu_mul.h"
 #include "kvrt/simd/softmax.h"
 #include "rust_format.h"
+#include "step_errors.h"
 
 namespace kvrt::detail {
 namespace {
@@ -23,27 +24,6 @@ using simd::PackedMatrixView;
 
 PackedMatrixView<double> DenseView(const double* values, const Parameter& weight) {
   return PackedMatrixView<double>::Dense(values, weight.shape()[0], weight.shape()[1]);
-}
-
-std::optional<size_t> FirstNonFinite(const double* values, size_t n) {
-  for (size_t i = 0; i < n; ++i) {
-    if (!std::isfinite(values[i])) return i;
-  }
-  return std::nullopt;
-}
-
-Error NonFinite(const char* stage, size_t index, double value) {
-  return Error(ErrorCode::kNonFiniteActivation,
-               {{"stage", Identifier{stage}}, {"index", uint64_t{index}}, {"value", value}},
-               std::string(stage) + " produced a non-finite value " + RustDisplay(value) +
-                   " at flat index " + std::to_string(index));
-}
-
-// Wraps a stage failure of block `layer` the way spec/kv-cache.md §3.7 names it,
-// e.g. IncrementalAttention { layer: 0, source: Cache(NonFiniteKey { .. }) }.
-Error InLayer(Error inner, ErrorCode stage, size_t layer) {
-  std::string message = "decoder block " + std::to_string(layer) + ": " + inner.message();
-  return std::move(inner).Wrap(stage, {{"layer", uint64_t{layer}}}, std::move(message));
 }
 
 // Records a stage in the trace. `values` is only evaluated when tracing, so an
@@ -178,12 +158,11 @@ Result<void> ReferenceRowForward::Run(const RowStep& step,
     Record(trace, prefix, "attention_norm.output", {batch, rows, d},
            [&] { return row_vector(normed_, d); });
 
-    simd::MatMulScalar(normed_.data(), d, n, BlockView(layer, BlockSlot::kQuery),
-                       query_.data(), d);
-    simd::MatMulScalar(normed_.data(), d, n, BlockView(layer, BlockSlot::kKey),
-                       key_.data(), kv_width);
-    simd::MatMulScalar(normed_.data(), d, n, BlockView(layer, BlockSlot::kValue),
-                       value_.data(), kv_width);
+    simd::MatMulScalar(normed_.data(), d, n, BlockView(layer, BlockSlot::kQuery), query_.data(), d);
+    simd::MatMulScalar(normed_.data(), d, n, BlockView(layer, BlockSlot::kKey), key_.data(),
+                       kv_width);
+    simd::MatMulScalar(normed_.data(), d, n, BlockView(layer, BlockSlot::kValue), value_.data(),
+                       kv_width);
     for (const auto& [buffer, width] :
          {std::pair{&query_, d}, {&key_, kv_width}, {&value_, kv_width}}) {
       if (auto bad = FirstNonFinite(buffer->data(), n * width)) {
@@ -266,8 +245,8 @@ Result<void> ReferenceRowForward::Run(const RowStep& step,
     Record(trace, prefix, "attention.merged", {batch, rows, d},
            [&] { return row_vector(mixed_, d); });
 
-    simd::MatMulScalar(mixed_.data(), d, n, BlockView(layer, BlockSlot::kOutput),
-                       branch_.data(), d);
+    simd::MatMulScalar(mixed_.data(), d, n, BlockView(layer, BlockSlot::kOutput), branch_.data(),
+                       d);
     if (auto bad = FirstNonFinite(branch_.data(), n * d)) {
       return Fail(InLayer(NonFinite("attention output projection", *bad, branch_[*bad])
                               .Wrap(ErrorCode::kOutputProjection),
@@ -278,19 +257,12 @@ Result<void> ReferenceRowForward::Run(const RowStep& step,
     // The candidate rows pass the cache's append validation (spec/kv-cache.md §1.4).
     for (size_t b = 0; b < batch; ++b) {
       for (size_t r = 0; r < rows; ++r) {
-        for (const auto& [is_key, code, what] :
-             {std::tuple{true, ErrorCode::kNonFiniteKey, "key"},
-              std::tuple{false, ErrorCode::kNonFiniteValue, "value"}}) {
+        for (const bool is_key : {true, false}) {
           for (size_t h = 0; h < kv_heads; ++h) {
             const size_t lane = b * kv_heads + h;
             const double* row = is_key ? kv.new_key(lane, r) : kv.new_value(lane, r);
             if (auto bad = FirstNonFinite(row, hw)) {
-              const size_t index = lane * hw + *bad;
-              return Fail(InLayer(Error(code, {{"index", uint64_t{index}}, {"value", row[*bad]}},
-                                        std::string("candidate ") + what + " element " +
-                                            std::to_string(index) + " is not finite")
-                                      .Wrap(ErrorCode::kCache),
-                                  ErrorCode::kIncrementalAttention, layer));
+              return Fail(NonFiniteCandidateRow(is_key, lane * hw + *bad, row[*bad], layer));
             }
           }
         }
@@ -317,10 +289,8 @@ Result<void> ReferenceRowForward::Run(const RowStep& step,
     }
     Record(trace, prefix, "ffn_norm.output", {batch, rows, d},
            [&] { return row_vector(normed_, d); });
-    simd::MatMulScalar(normed_.data(), d, n, BlockView(layer, BlockSlot::kGate),
-                       gate_.data(), f);
-    simd::MatMulScalar(normed_.data(), d, n, BlockView(layer, BlockSlot::kUp),
-                       up_.data(), f);
+    simd::MatMulScalar(normed_.data(), d, n, BlockView(layer, BlockSlot::kGate), gate_.data(), f);
+    simd::MatMulScalar(normed_.data(), d, n, BlockView(layer, BlockSlot::kUp), up_.data(), f);
     if (tracing) {
       Record(trace, prefix, "ffn.gate_linear", {batch, rows, f},
              [&] { return row_vector(gate_, f); });
@@ -330,8 +300,7 @@ Result<void> ReferenceRowForward::Run(const RowStep& step,
       Record(trace, prefix, "ffn.gate_silu", {batch, rows, f}, [&] { return std::move(silu); });
     }
     simd::SiluMulScalar(gate_.data(), up_.data(), gate_.data(), n * f);
-    simd::MatMulScalar(gate_.data(), f, n, BlockView(layer, BlockSlot::kDown),
-                       branch_.data(), d);
+    simd::MatMulScalar(gate_.data(), f, n, BlockView(layer, BlockSlot::kDown), branch_.data(), d);
     if (auto bad = FirstNonFinite(branch_.data(), n * d)) {
       return Fail(
           InLayer(NonFinite("feed-forward", *bad, branch_[*bad]), ErrorCode::kFeedForward, layer));
@@ -368,7 +337,8 @@ Result<void> ReferenceRowForward::Run(const RowStep& step,
            [&] { return std::vector<double>(normed_.data(), normed_.data() + logit_rows * d); });
   }
   const Parameter& head = model.output_head();
-  const double* head_weights = model.output_head_is_embedding() ? Weights(0) : Weights(final_norm_index + 1);
+  const double* head_weights =
+      model.output_head_is_embedding() ? Weights(0) : Weights(final_norm_index + 1);
   for (size_t j = 0; j < logit_rows; ++j) {
     const double* z = normed_.data() + j * d;
     double* out = logits.data() + j * v;

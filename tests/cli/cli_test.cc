@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <sstream>
 
+#include "cli_runner.h"
 #include "golden_case.h"
 
 namespace kvrt {
@@ -20,43 +21,11 @@ using testing::FixturePath;
 using testing::Ids;
 using testing::Json;
 
-struct CliRun {
-  int status = -1;
-  std::string out;
-  std::string err;
-};
+using testing::CliRun;
 
-std::string Quote(const std::string& arg) {
-  std::string quoted = "'";
-  for (char c : arg) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return quoted + "'";
-}
+CliRun Kvrt(const std::vector<std::string>& args) { return testing::RunKvrt(args); }
 
-CliRun Kvrt(const std::vector<std::string>& args) {
-  static int counter = 0;
-  const std::string err_path =
-      (std::filesystem::temp_directory_path() /
-       ("kvrt_cli_test_" + std::to_string(getpid()) + "_" + std::to_string(counter++)))
-          .string();
-  std::string command = Quote(KVRT_CLI_PATH);
-  for (const std::string& arg : args) command += " " + Quote(arg);
-  command += " 2>" + Quote(err_path);
-  CliRun run;
-  FILE* pipe = popen(command.c_str(), "r");
-  char buffer[4096];
-  for (size_t n; (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;) run.out.append(buffer, n);
-  const int status = pclose(pipe);
-  run.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  run.err = testing::ReadText(err_path);
-  std::filesystem::remove(err_path);
-  return run;
-}
-
-std::string Join(const std::vector<uint32_t>& ids) {
-  std::string text;
-  for (size_t i = 0; i < ids.size(); ++i) text += (i ? "," : "") + std::to_string(ids[i]);
-  return text;
-}
+std::string Join(const std::vector<uint32_t>& ids) { return testing::JoinIds(ids); }
 
 TEST(CliTest, ReportIsByteIdenticalToTheChapter) {
   const CliRun run = Kvrt({"report"});

@@ -13,6 +13,7 @@
 
 #include "kvrt/checkpoint.h"
 #include "kvrt/llama2c.h"
+#include "cli_runner.h"
 #include "llama2c_test_support.h"
 
 namespace kvrt {
@@ -22,38 +23,11 @@ using Json = nlohmann::json;
 using testing::RunCRecord;
 using testing::ScratchDir;
 
-struct CliRun {
-  int status = -1;
-  std::string out;
-  std::string err;
-};
+using testing::CliRun;
+using testing::JoinIds;
 
-std::string Quote(const std::string& arg) {
-  std::string quoted = "'";
-  for (char c : arg) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return quoted + "'";
-}
-
-CliRun Kvrt(const ScratchDir& dir, const std::vector<std::string>& args) {
-  const std::string err_path = dir.File("stderr.txt");
-  std::string command = Quote(KVRT_CLI_PATH);
-  for (const std::string& arg : args) command += " " + Quote(arg);
-  command += " 2>" + Quote(err_path);
-  CliRun run;
-  FILE* pipe = popen(command.c_str(), "r");
-  char buffer[4096];
-  for (size_t n; (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;) run.out.append(buffer, n);
-  const int status = pclose(pipe);
-  run.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  run.err = testing::ReadText(err_path);
-  return run;
-}
-
-std::string Join(const std::vector<uint32_t>& ids) {
-  std::string text;
-  for (size_t i = 0; i < ids.size(); ++i) text += (i ? "," : "") + std::to_string(ids[i]);
-  return text;
-}
+// The CLI with the scratch directory only used for the files the test writes.
+CliRun Kvrt(const ScratchDir&, const std::vector<std::string>& args) { return testing::RunKvrt(args); }
 
 TEST(Llama2cCliTest, SynthReproducesTheFixtureByteForByte) {
   ScratchDir dir;
@@ -150,7 +124,7 @@ TEST(Llama2cCliTest, LogitsReadsLlama2cModels) {
   ScratchDir dir;
   const RunCRecord runc = RunCRecord::Load();
   const std::vector<uint32_t> prefix(runc.tokens.begin(), runc.tokens.begin() + 5);
-  const CliRun run = Kvrt(dir, {"logits", "--model", runc.model_path, "--tokens", Join(prefix), "--json"});
+  const CliRun run = Kvrt(dir, {"logits", "--model", runc.model_path, "--tokens", JoinIds(prefix), "--json"});
   ASSERT_EQ(run.status, 0) << run.err;
   const std::vector<double> logits = Json::parse(run.out).at("logits").get<std::vector<double>>();
   ASSERT_EQ(logits.size(), RunCRecord::kVocabulary);

@@ -4,8 +4,8 @@
 //     Per benchmark: the ratio of CURRENT's median time to BASELINE's. A slowdown
 //     fails when it exceeds max(F, 3 × the combined coefficient of variation of
 //     the two runs' repetitions) — a noise-aware threshold.
-//   kvrt bench-compare --gate GATE.json CURRENT.json
-//     Ratios measured within CURRENT alone (fast vs scalar twin, replay vs cached,
+//   kvrt bench-compare --gate GATE.json CURRENT.json...
+//     Ratios measured within CURRENT alone (one run, possibly several binaries) (fast vs scalar twin, replay vs cached,
 //     one thread vs two), each checked against its committed minimum and against
 //     the baseline value recorded in GATE.json with the same noise-aware rule.
 //     Those survive a noisy, shared machine; absolute times are only reported.
@@ -137,14 +137,19 @@ Result<double> GateRatio(const Json& spec, const std::map<std::string, Row>& row
   return (*numerator)->time / (*denominator)->time;
 }
 
-int CheckGate(const std::string& gate_path, const std::string& current_path, double threshold) {
+int CheckGate(const std::string& gate_path, const std::vector<std::string>& current_paths, double threshold) {
   std::ifstream in(gate_path);
   const Json gate = Json::parse(in, nullptr, false);
   if (!in || gate.is_discarded() || !gate.contains("ratios")) {
     return ReportError(InvalidArgument(gate_path + " is not a ratio gate file"));
   }
-  Result<std::map<std::string, Row>> current = ReadRun(current_path);
-  if (!current) return ReportError(current.error());
+  // One run may be split over several binaries' JSON files.
+  Result<std::map<std::string, Row>> current = std::map<std::string, Row>{};
+  for (const std::string& path : current_paths) {
+    Result<std::map<std::string, Row>> part = ReadRun(path);
+    if (!part) return ReportError(part.error());
+    current->merge(*part);
+  }
   int failed = 0;
   std::printf("%-48s %9s %9s %9s %9s\n", "ratio", "measured", "minimum", "baseline", "floor");
   for (const Json& spec : gate.at("ratios")) {
@@ -173,15 +178,15 @@ int RunBenchCompare(std::span<char* const> args) {
   Result<Flags> flags = Flags::Parse(args, kFlags);
   if (!flags) return ReportError(flags.error());
   if (flags->Has("help")) {
-    std::printf("%s", Usage("kvrt bench-compare (BASELINE.json | --gate GATE.json) CURRENT.json", kFlags).c_str());
+    std::printf("%s", Usage("kvrt bench-compare (BASELINE.json CURRENT.json | --gate GATE.json CURRENT.json...)", kFlags).c_str());
     return 0;
   }
   Result<double> threshold = flags->Double("threshold", 0.10);
   if (!threshold) return ReportError(threshold.error());
   const std::vector<std::string>& files = flags->positional();
   if (flags->Has("gate")) {
-    if (files.size() != 1) return ReportError(InvalidArgument("--gate takes one CURRENT.json"));
-    return CheckGate(*flags->Value("gate"), files[0], *threshold);
+    if (files.empty()) return ReportError(InvalidArgument("--gate needs the CURRENT.json file(s) of one run"));
+    return CheckGate(*flags->Value("gate"), files, *threshold);
   }
   if (files.size() != 2) return ReportError(InvalidArgument("give BASELINE.json and CURRENT.json"));
   return CompareRuns(files[0], files[1], *threshold);

@@ -1,0 +1,57 @@
+// Runs the kvrt CLI binary (KVRT_CLI_PATH) as a user would: arguments quoted for
+// the shell, stdout captured, stderr captured through a file, exit status decoded.
+#pragma once
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "test_support.h"
+
+namespace kvrt::testing {
+
+struct CliRun {
+  int status = -1;
+  std::string out;
+  std::string err;
+};
+
+inline std::string ShellQuote(const std::string& arg) {
+  std::string quoted = "'";
+  for (char c : arg) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+inline CliRun RunKvrt(const std::vector<std::string>& args) {
+  static int counter = 0;
+  const std::string err_path =
+      (std::filesystem::temp_directory_path() /
+       ("kvrt_cli_" + std::to_string(getpid()) + "_" + std::to_string(counter++)))
+          .string();
+  std::string command = ShellQuote(KVRT_CLI_PATH);
+  for (const std::string& arg : args) command += " " + ShellQuote(arg);
+  command += " 2>" + ShellQuote(err_path);
+  CliRun run;
+  FILE* pipe = popen(command.c_str(), "r");
+  char buffer[4096];
+  for (size_t n; (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;) run.out.append(buffer, n);
+  const int status = pclose(pipe);
+  run.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  run.err = ReadText(err_path);
+  std::filesystem::remove(err_path);
+  return run;
+}
+
+// "1,2,3" for --tokens.
+inline std::string JoinIds(const std::vector<uint32_t>& ids) {
+  std::string text;
+  for (size_t i = 0; i < ids.size(); ++i) text += (i ? "," : "") + std::to_string(ids[i]);
+  return text;
+}
+
+}  // namespace kvrt::testing
