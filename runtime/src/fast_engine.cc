@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "block_attention.h"
 #include "engine_weights.h"
 #include "kvrt/simd/attention_scores.h"
 #include "kvrt/simd/mix_values.h"
@@ -76,6 +77,9 @@ class FastEngine final : public Engine {
     allocate(logits_, batch_ * config_.vocabulary_size);
     allocate(staged_keys_, config_.layers * lanes * hw);
     allocate(staged_values_, config_.layers * lanes * hw);
+    if (ok)
+      ok = static_cast<bool>(
+          block_attention_.Allocate(batch_ * config_.kv_heads, capacity_, hw, workers));
     if (!ok) {
       return Fail(ErrorCode::kAllocationFailed,
                   {{"elements", uint64_t{rows * (2 * d + qkv_width + 2 * f)}}},
@@ -229,46 +233,47 @@ class FastEngine final : public Engine {
 
   // Causal attention of every new row; head outputs go to normed_ ([n, D]).
   void Attend(const EngineStep& step, size_t layer, LayerKvCache& cache) {
-    constexpr size_t kQueryTile = 32;
+    if (step.rows > 1) {  // a prefill: matrix products over query tiles
+      typename BlockAttention<T>::Step block;
+      block.batch = step.batch;
+      block.heads = config_.heads;
+      block.kv_heads = config_.kv_heads;
+      block.head_width = config_.head_width();
+      block.start = step.start;
+      block.rows = step.rows;
+      block.queries = qkv_rows_.data();
+      block.query_stride = qkv_.front().width();
+      block.keys = KvStorageAccess::keys<T>(cache);
+      block.values = KvStorageAccess::values<T>(cache);
+      block.outputs = normed_.data();
+      block.output_stride = config_.model_width;
+      block_attention_.Run(pool_, block);
+      return;
+    }
+    // A decode: one new row per sequence, its key and value still in staging.
     const size_t hw = config_.head_width(), heads = config_.heads,
                  group = config_.query_heads_per_kv_head();
     const size_t width = qkv_.front().width(), d = config_.model_width;
-    const size_t query_tiles = (step.rows + kQueryTile - 1) / kQueryTile;
-    const size_t lanes = step.batch * heads;
+    const size_t lanes = step.batch * heads, visible = step.start + 1;
     const T scale = static_cast<T>(1.0 / std::sqrt(static_cast<double>(hw)));
     const T* keys = KvStorageAccess::keys<T>(cache);
     const T* values = KvStorageAccess::values<T>(cache);
-    auto task = [&](size_t index, size_t worker) {
-      const size_t lane = index % lanes, tile = index / lanes;
+    auto task = [&](size_t lane, size_t worker) {
       const size_t b = lane / heads, h = lane % heads, kv_lane = b * config_.kv_heads + h / group;
-      const T* lane_keys = keys + kv_lane * capacity_ * hw;
-      const T* lane_values = values + kv_lane * capacity_ * hw;
+      const T* q = qkv_rows_.data() + b * width + h * hw;
+      T* out = normed_.data() + b * d + h * hw;
       T* scores = scores_.data() + worker * capacity_;
-      for (size_t r = tile * kQueryTile; r < std::min(step.rows, (tile + 1) * kQueryTile); ++r) {
-        const size_t i = b * step.rows + r;
-        const T* q = qkv_rows_.data() + i * width + h * hw;
-        T* out = normed_.data() + i * d + h * hw;
-        const size_t visible = step.start + r + 1;
-        if (step.rows == 1) {
-          // Committed rows from the cache, the new row from staging.
-          simd::AttentionScores(q, lane_keys, hw, step.start, hw, scale, scores);
-          simd::AttentionScores(q, StagedKey(layer, kv_lane), hw, 1, hw, scale,
-                                scores + step.start);
-          simd::Softmax(scores, scores, visible);
-          simd::MixValues(scores, lane_values, hw, step.start, hw, out);
-          simd::ScaledAccumulate(scores[step.start], StagedValue(layer, kv_lane), out, hw);
-        } else {
-          simd::AttentionScores(q, lane_keys, hw, visible, hw, scale, scores);
-          simd::Softmax(scores, scores, visible);
-          simd::MixValues(scores, lane_values, hw, visible, hw, out);
-        }
-      }
+      // Committed rows from the cache, the new row from staging.
+      simd::AttentionScores(q, keys + kv_lane * capacity_ * hw, hw, step.start, hw, scale, scores);
+      simd::AttentionScores(q, StagedKey(layer, kv_lane), hw, 1, hw, scale, scores + step.start);
+      simd::Softmax(scores, scores, visible);
+      simd::MixValues(scores, values + kv_lane * capacity_ * hw, hw, step.start, hw, out);
+      simd::ScaledAccumulate(scores[step.start], StagedValue(layer, kv_lane), out, hw);
     };
-    const size_t tasks = lanes * query_tiles;
     if (pool_ == nullptr) {
-      for (size_t i = 0; i < tasks; ++i) task(i, 0);
+      for (size_t lane = 0; lane < lanes; ++lane) task(lane, 0);
     } else {
-      pool_->ParallelFor(tasks, task);
+      pool_->ParallelFor(lanes, task);
     }
   }
 
@@ -307,7 +312,8 @@ class FastEngine final : public Engine {
   Buffer<T> gate_up_rows_;  // [rows, 2F]
   Buffer<T> scores_;        // [workers, capacity]
   Buffer<T> logits_;        // [batch, V]
-  Buffer<T> staged_keys_;   // [layers, batch·kv_heads, hw]
+  BlockAttention<T> block_attention_;
+  Buffer<T> staged_keys_;  // [layers, batch·kv_heads, hw]
   Buffer<T> staged_values_;
 };
 

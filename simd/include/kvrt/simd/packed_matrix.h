@@ -26,6 +26,10 @@ struct PackedMatrixView {
   size_t rows = 0;         // K
   size_t cols = 0;         // N
   size_t panel_width = 0;  // NR (columns per panel)
+  // Elements from one panel to the next; 0 means rows · panel_width. A larger
+  // stride views the first `rows` rows of a packed matrix that has more (the
+  // visible keys of an attention block, say).
+  size_t panel_stride = 0;
 
   static PackedMatrixView Dense(const T* data, size_t rows, size_t cols) {
     return {data, rows, cols, cols};
@@ -34,8 +38,16 @@ struct PackedMatrixView {
   static PackedMatrixView Panels(const T* data, size_t rows, size_t cols) {
     return {data, rows, cols, kPanelWidth<T>};
   }
+  // The first `first_rows` rows of this matrix, without repacking.
+  PackedMatrixView TopRows(size_t first_rows) const {
+    PackedMatrixView top = *this;
+    top.rows = first_rows;
+    top.panel_stride = stride();
+    return top;
+  }
   size_t panels() const { return panel_width == 0 ? 0 : (cols + panel_width - 1) / panel_width; }
-  const T* panel(size_t p) const { return data + p * rows * panel_width; }
+  size_t stride() const { return panel_stride != 0 ? panel_stride : rows * panel_width; }
+  const T* panel(size_t p) const { return data + p * stride(); }
   T at(size_t k, size_t n) const {
     return panel(n / panel_width)[k * panel_width + n % panel_width];
   }
