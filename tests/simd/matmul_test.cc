@@ -1,11 +1,12 @@
 // MatMul against MatMulScalar on every compiled target (matmul.h): any M, K, N,
 // strided A and C, bit-identical results for any panel split, and rows equal to
 // MatVec.
+#include "kvrt/simd/matmul.h"
+
 #include <cstdint>
 #include <vector>
 
 #include "hwy/tests/hwy_gtest.h"
-#include "kvrt/simd/matmul.h"
 #include "kvrt/simd/matvec.h"
 #include "packed_case.h"
 #include "simd_test_support.h"
@@ -42,8 +43,8 @@ void ExpectProductMatchesTwin(int64_t target, size_t m, size_t rows, size_t cols
       const long double bound =
           simd_test::SumOfProductsBound<T>(rows, w.AbsColumnSum(a.data() + r * lda, n));
       ASSERT_TRUE(simd_test::WithinBound(c[r * ldc + n], twin[r * ldc + n], bound))
-          << simd_test::TypeName<T>() << " M=" << m << " K=" << rows << " N=" << cols
-          << " at (" << r << ", " << n << ")";
+          << simd_test::TypeName<T>() << " M=" << m << " K=" << rows << " N=" << cols << " at ("
+          << r << ", " << n << ")";
     }
     for (size_t n = cols; n < ldc; ++n) ASSERT_EQ(c[r * ldc + n], T(kUntouched));
   }
@@ -105,6 +106,31 @@ void ExpectDenseViewUsesTwin() {
   ASSERT_TRUE(simd_test::SameBits(fast.data(), twin.data(), fast.size()));
 }
 
+// The top `top` rows of a packed matrix (PackedMatrixView::TopRows, the visible keys
+// of an attention block) multiply exactly like those rows packed on their own.
+template <class T>
+void ExpectTopRowsEqualRepacked() {
+  for (size_t rows : {size_t{40}, size_t{100}}) {
+    for (size_t top : {size_t{1}, size_t{9}, size_t{33}, rows}) {
+      Inputs inputs(simd_test::CaseSeed(rows, top));
+      PackedCase<T> w(rows, 70, 0, inputs);
+      std::vector<T> head(w.dense.begin(), w.dense.begin() + top * 70);
+      std::vector<T> repacked(PackedElementCount<T>(top, 70));
+      const auto repacked_view = PackMatrix(head.data(), top, 70, false, repacked.data());
+      const auto a = inputs.Uniform<T>(5 * top, -1, 1);
+      std::vector<T> from_top(5 * 70), from_repacked(5 * 70);
+      const PackedMatrixView<T> top_view = w.view.TopRows(top);
+      MatMul(a.data(), top, 5, top_view, from_top.data(), 70, 0, top_view.panels());
+      MatMul(a.data(), top, 5, repacked_view, from_repacked.data(), 70, 0, repacked_view.panels());
+      ASSERT_TRUE(simd_test::SameBits(from_top.data(), from_repacked.data(), from_top.size()))
+          << rows << " " << top;
+      for (size_t k = 0; k < top; ++k) ASSERT_EQ(top_view.at(k, 69), w.dense[k * 70 + 69]);
+    }
+  }
+}
+
+TEST_P(MatMulTest, F32TopRowsEqualRepacked) { ExpectTopRowsEqualRepacked<float>(); }
+TEST_P(MatMulTest, F64TopRowsEqualRepacked) { ExpectTopRowsEqualRepacked<double>(); }
 TEST_P(MatMulTest, F32MatchesTwin) { ExpectMatMulMatchesTwin<float>(GetParam()); }
 TEST_P(MatMulTest, F64MatchesTwin) { ExpectMatMulMatchesTwin<double>(GetParam()); }
 TEST_P(MatMulTest, F32SplitInvariantAndEqualToMatVec) {
