@@ -7,6 +7,9 @@
 
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
+#include <optional>
+#include <string>
 #include <vector>
 
 namespace kvrt::threading {
@@ -29,10 +32,47 @@ TEST(ThreadPoolTest, EveryTaskRunsExactlyOnce) {
   }
 }
 
+// Restores $KVRT_THREADS when a test that changes it ends.
+class ScopedThreadsVariable {
+ public:
+  explicit ScopedThreadsVariable(const char* value) {
+    if (const char* old = std::getenv("KVRT_THREADS"); old != nullptr) saved_ = old;
+    if (value == nullptr) {
+      unsetenv("KVRT_THREADS");
+    } else {
+      setenv("KVRT_THREADS", value, 1);
+    }
+  }
+  ~ScopedThreadsVariable() {
+    if (saved_) {
+      setenv("KVRT_THREADS", saved_->c_str(), 1);
+    } else {
+      unsetenv("KVRT_THREADS");
+    }
+  }
+
+ private:
+  std::optional<std::string> saved_;
+};
+
 TEST(ThreadPoolTest, ZeroMeansTheMachinesConcurrency) {
+  ScopedThreadsVariable unset(nullptr);
   ThreadPool pool(0);
   EXPECT_EQ(pool.threads(), HardwareThreads());
   EXPECT_GE(HardwareThreads(), 1u);
+}
+
+TEST(ThreadPoolTest, ZeroTakesAPositiveCountFromTheEnvironment) {
+  {
+    ScopedThreadsVariable three("3");
+    EXPECT_EQ(DefaultThreads(), 3u);
+    EXPECT_EQ(ThreadPool(0).threads(), 3u);
+    EXPECT_EQ(ThreadPool(2).threads(), 2u) << "an explicit count wins over the environment";
+  }
+  for (const char* ignored : {"", "0", "-2", "two", "3x", "100000"}) {
+    ScopedThreadsVariable bad(ignored);
+    EXPECT_EQ(DefaultThreads(), HardwareThreads()) << "KVRT_THREADS='" << ignored << "'";
+  }
 }
 
 // Tiles from the problem size, one owner per output: the same bits for any pool.

@@ -5,6 +5,7 @@
 #include <tbb/partitioner.h>
 #include <tbb/task_arena.h>
 
+#include <cstdlib>
 #include <thread>
 
 namespace kvrt::threading {
@@ -19,7 +20,16 @@ size_t HardwareThreads() {
   return n == 0 ? 1 : n;
 }
 
-ThreadPool::ThreadPool(size_t threads) : threads_(threads == 0 ? HardwareThreads() : threads) {
+size_t DefaultThreads() {
+  if (const char* env = std::getenv("KVRT_THREADS"); env != nullptr) {
+    char* end = nullptr;
+    const unsigned long long count = std::strtoull(env, &end, 10);
+    if (end != env && *end == '\0' && count > 0 && count <= 1024) return static_cast<size_t>(count);
+  }
+  return HardwareThreads();
+}
+
+ThreadPool::ThreadPool(size_t threads) : threads_(threads == 0 ? DefaultThreads() : threads) {
   if (threads_ > 1) arena_ = std::make_unique<Arena>(static_cast<int>(threads_));
 }
 

@@ -57,13 +57,8 @@ Result<EngineChoice> EngineFromFlags(const Flags& flags) {
   } else {
     return std::unexpected(InvalidArgument("--precision must be f32 or f64, got '" + precision + "'"));
   }
-  uint64_t threads = 0;  // 0: all cores
-  if (const char* env = std::getenv("KVRT_THREADS"); env != nullptr && *env != '\0') {
-    char* end = nullptr;
-    threads = std::strtoull(env, &end, 10);
-    if (*end != '\0') return std::unexpected(InvalidArgument(std::string("KVRT_THREADS must be a count, got '") + env + "'"));
-  }
-  Result<uint64_t> flag = flags.Unsigned("threads", threads);
+  // 0: the pool's default, $KVRT_THREADS or every core.
+  Result<uint64_t> flag = flags.Unsigned("threads", 0);
   if (!flag) return std::unexpected(flag.error());
   if (*flag > 1024) return std::unexpected(InvalidArgument("--threads must be at most 1024"));
   choice.pool = std::make_unique<threading::ThreadPool>(*flag);

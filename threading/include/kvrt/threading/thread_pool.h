@@ -30,7 +30,7 @@ class TaskRef {
 
 class ThreadPool {
  public:
-  // `threads` = 0 means the machine's hardware concurrency.
+  // `threads` = 0 means DefaultThreads().
   explicit ThreadPool(size_t threads = 0);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
@@ -55,5 +55,9 @@ class ThreadPool {
 
 // Hardware concurrency as the pool sees it (at least 1).
 size_t HardwareThreads();
+
+// The thread count a pool gets when none is given: $KVRT_THREADS when it holds a
+// positive count, else HardwareThreads().
+size_t DefaultThreads();
 
 }  // namespace kvrt::threading
