@@ -2,9 +2,12 @@
 // parsing. Tests read fixtures only from this project's fixtures/ folder.
 #pragma once
 
+#include <unistd.h>
+
 #include <bit>
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -33,6 +36,22 @@ inline std::vector<std::string> Lines(const std::string& text) {
   for (std::string line; std::getline(in, line);) lines.push_back(line);
   return lines;
 }
+
+// A file in a per-process scratch directory, removed with the directory.
+class ScratchDir {
+ public:
+  ScratchDir() {
+    static int counter = 0;
+    path_ = std::filesystem::temp_directory_path() /
+            ("kvrt_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+    std::filesystem::create_directories(path_);
+  }
+  ~ScratchDir() { std::filesystem::remove_all(path_); }
+  std::string File(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  std::filesystem::path path_;
+};
 
 inline double DoubleFromBits(uint64_t bits) { return std::bit_cast<double>(bits); }
 inline uint64_t BitsOf(double x) { return std::bit_cast<uint64_t>(x); }

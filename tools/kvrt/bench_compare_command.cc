@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "commands.h"
@@ -40,7 +41,7 @@ struct Row {
 };
 
 double ToSeconds(double value, const std::string& unit) {
-  if (unit == "ns") return value * 1e-9;
+  if (unit == "ns" || unit.empty()) return value * 1e-9;  // Google Benchmark's default unit
   if (unit == "us") return value * 1e-6;
   if (unit == "ms") return value * 1e-3;
   return value;
@@ -56,21 +57,31 @@ Result<std::map<std::string, Row>> ReadRun(const std::string& path) {
   if (run.is_discarded() || !run.contains("benchmarks")) {
     return std::unexpected(InvalidArgument(path + " is not Google Benchmark JSON output"));
   }
+  const Json& entries = run.at("benchmarks");
+  if (!entries.is_array()) return std::unexpected(InvalidArgument(path + ": \"benchmarks\" is not a list"));
+  auto text = [](const Json& entry, const char* key) {
+    const auto it = entry.find(key);
+    return it != entry.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
   std::map<std::string, Row> rows;
   std::map<std::string, bool> has_median;
-  for (const Json& entry : run.at("benchmarks")) {
-    const std::string name = entry.value("run_name", entry.value("name", std::string()));
-    const std::string aggregate = entry.value("aggregate_name", std::string());
-    const double seconds = ToSeconds(entry.value("real_time", 0.0), entry.value("time_unit", std::string("ns")));
+  for (const Json& entry : entries) {
+    if (!entry.is_object()) continue;
+    const auto real_time = entry.find("real_time");
+    if (real_time == entry.end() || !real_time->is_number()) continue;
+    std::string name = text(entry, "run_name");
+    if (name.empty()) name = text(entry, "name");
+    const std::string aggregate = text(entry, "aggregate_name");
     Row& row = rows[name];
     if (aggregate == "cv") {
-      row.cv = entry.value("real_time", 0.0);
+      row.cv = real_time->get<double>();
       continue;
     }
     // The median of the repetitions when there are some, else the single run.
     if (aggregate != "median" && (has_median[name] || !aggregate.empty())) continue;
     if (aggregate == "median") has_median[name] = true;
-    row.time = seconds;
+    row.time = ToSeconds(real_time->get<double>(), text(entry, "time_unit"));
+    row.counters.clear();
     for (const auto& [key, value] : entry.items()) {
       if (value.is_number() && key != "real_time" && key != "cpu_time" && key != "iterations" &&
           key != "repetitions" && key != "repetition_index" && key != "threads" && key != "family_index" &&
@@ -111,27 +122,72 @@ int CompareRuns(const std::string& baseline_path, const std::string& current_pat
   return 0;
 }
 
-// A ratio of GATE.json: either numerator/denominator of two rows' times (a
-// speed-up when the numerator is the slower variant), or one row's counter.
-Result<double> GateRatio(const Json& spec, const std::map<std::string, Row>& rows, double& cv) {
+// One entry of GATE.json's "ratios": either numerator/denominator of two rows'
+// times (a speed-up when the numerator is the slower variant) or one row's counter.
+// `minimum` is the committed floor; `baseline` the value a quiet machine measured,
+// allowed to drop by the noise tolerance (`tolerance` overrides --threshold for
+// ratios that a shared machine moves more, like thread scaling).
+struct GateRatioSpec {
+  std::string name;
+  std::string numerator, denominator;  // time ratio
+  std::string benchmark, counter;      // or a counter
+  double minimum = 0, baseline = 0;
+  std::optional<double> tolerance;
+};
+
+Result<GateRatioSpec> ParseGateRatio(const Json& entry) {
+  if (!entry.is_object()) return std::unexpected(InvalidArgument("a gate ratio must be a JSON object"));
+  GateRatioSpec spec;
+  auto text = [&](const char* key, std::string& out) {
+    const auto it = entry.find(key);
+    if (it != entry.end() && it->is_string()) out = it->get<std::string>();
+  };
+  auto number = [&](const char* key) -> std::optional<double> {
+    const auto it = entry.find(key);
+    if (it == entry.end() || !it->is_number()) return std::nullopt;
+    return it->get<double>();
+  };
+  text("name", spec.name);
+  text("numerator", spec.numerator);
+  text("denominator", spec.denominator);
+  text("benchmark", spec.benchmark);
+  text("counter", spec.counter);
+  spec.minimum = number("minimum").value_or(0.0);
+  spec.baseline = number("baseline").value_or(0.0);
+  spec.tolerance = number("tolerance");
+  const bool is_time_ratio = !spec.numerator.empty() && !spec.denominator.empty();
+  const bool is_counter = !spec.benchmark.empty() && !spec.counter.empty();
+  if (spec.name.empty() || is_time_ratio == is_counter) {
+    return std::unexpected(InvalidArgument(
+        "a gate ratio needs a name and either numerator+denominator or benchmark+counter: " + entry.dump()));
+  }
+  if (spec.minimum <= 0 && spec.baseline <= 0) {
+    return std::unexpected(InvalidArgument("gate ratio '" + spec.name + "' needs a minimum or a baseline"));
+  }
+  return spec;
+}
+
+Result<double> MeasureRatio(const GateRatioSpec& spec, const std::map<std::string, Row>& rows, double& cv) {
   auto find = [&](const std::string& name) -> Result<const Row*> {
     const auto it = rows.find(name);
-    if (it == rows.end()) return std::unexpected(InvalidArgument("benchmark '" + name + "' is not in the run"));
+    if (it == rows.end() || it->second.time <= 0) {
+      return std::unexpected(InvalidArgument("benchmark '" + name + "' is not in the run"));
+    }
     return &it->second;
   };
-  if (spec.contains("counter")) {
-    Result<const Row*> row = find(spec.at("benchmark"));
+  if (!spec.counter.empty()) {
+    Result<const Row*> row = find(spec.benchmark);
     if (!row) return std::unexpected(row.error());
-    const auto counter = (*row)->counters.find(spec.at("counter"));
+    const auto counter = (*row)->counters.find(spec.counter);
     if (counter == (*row)->counters.end()) {
-      return std::unexpected(InvalidArgument("counter '" + spec.at("counter").get<std::string>() + "' missing"));
+      return std::unexpected(InvalidArgument("counter '" + spec.counter + "' missing from " + spec.benchmark));
     }
     cv = (*row)->cv;
     return counter->second;
   }
-  Result<const Row*> numerator = find(spec.at("numerator"));
-  Result<const Row*> denominator = find(spec.at("denominator"));
+  Result<const Row*> numerator = find(spec.numerator);
   if (!numerator) return std::unexpected(numerator.error());
+  Result<const Row*> denominator = find(spec.denominator);
   if (!denominator) return std::unexpected(denominator.error());
   cv = std::sqrt((*numerator)->cv * (*numerator)->cv + (*denominator)->cv * (*denominator)->cv);
   return (*numerator)->time / (*denominator)->time;
@@ -150,18 +206,22 @@ int CheckGate(const std::string& gate_path, const std::vector<std::string>& curr
     if (!part) return ReportError(part.error());
     current->merge(*part);
   }
+  const Json& entries = gate.at("ratios");
+  if (!entries.is_array() || entries.empty()) return ReportError(InvalidArgument(gate_path + " lists no ratios"));
   int failed = 0;
   std::printf("%-48s %9s %9s %9s %9s\n", "ratio", "measured", "minimum", "baseline", "floor");
-  for (const Json& spec : gate.at("ratios")) {
+  for (const Json& entry : entries) {
+    Result<GateRatioSpec> spec = ParseGateRatio(entry);
+    if (!spec) return ReportError(spec.error());
     double cv = 0;
-    Result<double> ratio = GateRatio(spec, *current, cv);
+    Result<double> ratio = MeasureRatio(*spec, *current, cv);
     if (!ratio) return ReportError(ratio.error());
-    const double minimum = spec.value("minimum", 0.0), recorded = spec.value("baseline", 0.0);
-    const double floor = std::max(minimum, recorded * (1.0 - NoiseTolerance(threshold, cv, 0.0)));
-    const bool bad = *ratio < floor;
+    const double tolerance = NoiseTolerance(spec->tolerance.value_or(threshold), cv, 0.0);
+    const double floor = std::max(spec->minimum, spec->baseline * (1.0 - tolerance));
+    const bool bad = !(*ratio >= floor);
     failed += bad;
-    std::printf("%-48s %9.3f %9.3f %9.3f %9.3f%s\n", spec.at("name").get<std::string>().c_str(), *ratio, minimum,
-                recorded, floor, bad ? "  FAIL" : "");
+    std::printf("%-48s %9.3f %9.3f %9.3f %9.3f%s\n", spec->name.c_str(), *ratio, spec->minimum, spec->baseline,
+                floor, bad ? "  FAIL" : "");
   }
   std::printf("absolute medians (reported only):\n");
   for (const auto& [name, row] : *current) std::printf("  %-60s %12.4g s\n", name.c_str(), row.time);
@@ -183,6 +243,7 @@ int RunBenchCompare(std::span<char* const> args) {
   }
   Result<double> threshold = flags->Double("threshold", 0.10);
   if (!threshold) return ReportError(threshold.error());
+  if (!(*threshold >= 0 && *threshold < 1)) return ReportError(InvalidArgument("--threshold must be in [0, 1)"));
   const std::vector<std::string>& files = flags->positional();
   if (flags->Has("gate")) {
     if (files.empty()) return ReportError(InvalidArgument("--gate needs the CURRENT.json file(s) of one run"));

@@ -1,0 +1,177 @@
+// kvrt bench-compare, the performance gate CI runs: it must fail on a real
+// regression, tolerate the noise the run itself reports, and turn malformed input
+// into a one-line error rather than a crash.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "cli_runner.h"
+
+namespace kvrt {
+namespace {
+
+using Json = nlohmann::json;
+using testing::CliRun;
+using testing::RunKvrt;
+
+// One benchmark as Google Benchmark writes it with repetitions: per-repetition
+// rows, then the median and cv aggregates (times in ns, cv as a fraction).
+struct Bench {
+  std::string name;
+  double median_ns;
+  double cv = 0.01;
+  std::map<std::string, double> counters = {};
+};
+
+Json RunJson(const std::vector<Bench>& benches) {
+  Json rows = Json::array();
+  for (const Bench& bench : benches) {
+    for (int repetition = 0; repetition < 3; ++repetition) {
+      // Repetitions straddle the median so that only the aggregate row gives it.
+      rows.push_back({{"name", bench.name}, {"run_name", bench.name}, {"run_type", "iteration"},
+                      {"repetition_index", repetition}, {"real_time", bench.median_ns * (0.5 + repetition * 0.5)},
+                      {"time_unit", "ns"}});
+    }
+    Json median = {{"name", bench.name + "_median"}, {"run_name", bench.name}, {"run_type", "aggregate"},
+                   {"aggregate_name", "median"}, {"real_time", bench.median_ns}, {"time_unit", "ns"}};
+    for (const auto& [key, value] : bench.counters) median[key] = value;
+    rows.push_back(median);
+    rows.push_back({{"name", bench.name + "_cv"}, {"run_name", bench.name}, {"run_type", "aggregate"},
+                    {"aggregate_name", "cv"}, {"real_time", bench.cv}, {"time_unit", "ns"}});
+  }
+  return {{"context", {{"num_cpus", 2}}}, {"benchmarks", rows}};
+}
+
+class BenchCompareTest : public ::testing::Test {
+ protected:
+  std::string Write(const std::string& name, const Json& json) {
+    const std::string path = scratch_.File(name);
+    std::ofstream(path) << json.dump(1);
+    return path;
+  }
+  std::string WriteText(const std::string& name, const std::string& text) {
+    const std::string path = scratch_.File(name);
+    std::ofstream(path) << text;
+    return path;
+  }
+
+  testing::ScratchDir scratch_;
+};
+
+TEST_F(BenchCompareTest, TwoRunsPassWithinTheThresholdAndFailBeyondIt) {
+  const std::string baseline = Write("base.json", RunJson({{"Decode", 1000}, {"Prefill", 5000}}));
+  const std::string close = Write("close.json", RunJson({{"Decode", 1080}, {"Prefill", 4000}}));
+  const std::string slow = Write("slow.json", RunJson({{"Decode", 1300}, {"Prefill", 5000}}));
+
+  const CliRun pass = RunKvrt({"bench-compare", baseline, close});
+  EXPECT_EQ(pass.status, 0) << pass.err;
+  EXPECT_EQ(pass.out.find("SLOWER"), std::string::npos) << pass.out;
+
+  const CliRun fail = RunKvrt({"bench-compare", baseline, slow});
+  EXPECT_EQ(fail.status, 2);
+  EXPECT_NE(fail.out.find("Decode"), std::string::npos);
+  EXPECT_NE(fail.out.find("SLOWER"), std::string::npos) << fail.out;
+  EXPECT_NE(fail.err.find("PerformanceRegression"), std::string::npos) << fail.err;
+
+  // A stricter or looser threshold moves the line.
+  EXPECT_EQ(RunKvrt({"bench-compare", baseline, close, "--threshold", "0.05"}).status, 2);
+  EXPECT_EQ(RunKvrt({"bench-compare", baseline, slow, "--threshold", "0.5"}).status, 0);
+}
+
+TEST_F(BenchCompareTest, ANoisyRunWidensTheAllowedSlowdown) {
+  // 30% slower, but both runs report a 10% coefficient of variation: within
+  // 3 × sqrt(0.1² + 0.1²) ≈ 42%, so this is not evidence of a regression.
+  const std::string baseline = Write("base.json", RunJson({{"Decode", 1000, 0.10}}));
+  const std::string noisy = Write("noisy.json", RunJson({{"Decode", 1300, 0.10}}));
+  EXPECT_EQ(RunKvrt({"bench-compare", baseline, noisy}).status, 0);
+  const std::string quiet_base = Write("quiet_base.json", RunJson({{"Decode", 1000, 0.001}}));
+  const std::string quiet = Write("quiet.json", RunJson({{"Decode", 1300, 0.001}}));
+  EXPECT_EQ(RunKvrt({"bench-compare", quiet_base, quiet}).status, 2);
+}
+
+Json Gate(const Json& ratios) { return {{"ratios", ratios}}; }
+
+TEST_F(BenchCompareTest, GateChecksInRunRatiosAgainstMinimumAndBaseline) {
+  const Json ratios = Json::array({
+      {{"name", "dot speed-up"}, {"numerator", "Dot/twin"}, {"denominator", "Dot/fast"}, {"minimum", 8},
+       {"baseline", 12}},
+      {{"name", "roofline"}, {"benchmark", "Decode"}, {"counter", "roofline_fraction"}, {"minimum", 0.5}},
+  });
+  const std::string gate = Write("gate.json", Gate(ratios));
+  // One run split over two files, like bench_kernels + bench_engine.
+  const std::string kernels = Write("kernels.json", RunJson({{"Dot/twin", 1200}, {"Dot/fast", 100}}));
+  const std::string engine =
+      Write("engine.json", RunJson({{"Decode", 1000, 0.01, {{"roofline_fraction", 0.9}}}}));
+  const CliRun pass = RunKvrt({"bench-compare", "--gate", gate, kernels, engine});
+  EXPECT_EQ(pass.status, 0) << pass.out << pass.err;
+  EXPECT_NE(pass.out.find("dot speed-up"), std::string::npos);
+  EXPECT_NE(pass.out.find("12.000"), std::string::npos) << pass.out;
+
+  // Above the committed minimum (9 > 8) but well below the baseline (12 × 0.9).
+  const std::string slower = Write("slower.json", RunJson({{"Dot/twin", 900}, {"Dot/fast", 100}}));
+  const CliRun below_baseline = RunKvrt({"bench-compare", "--gate", gate, slower, engine});
+  EXPECT_EQ(below_baseline.status, 2);
+  EXPECT_NE(below_baseline.out.find("FAIL"), std::string::npos);
+
+  // A counter below its minimum fails too.
+  const std::string starved =
+      Write("starved.json", RunJson({{"Decode", 1000, 0.01, {{"roofline_fraction", 0.3}}}}));
+  EXPECT_EQ(RunKvrt({"bench-compare", "--gate", gate, kernels, starved}).status, 2);
+
+  // A per-ratio tolerance loosens only that ratio (thread scaling on a shared machine).
+  Json tolerant = ratios;
+  tolerant[0]["tolerance"] = 0.3;
+  const std::string tolerant_gate = Write("tolerant.json", Gate(tolerant));
+  EXPECT_EQ(RunKvrt({"bench-compare", "--gate", tolerant_gate, slower, engine}).status, 0);
+}
+
+TEST_F(BenchCompareTest, MissingBenchmarksAndMalformedFilesAreErrors) {
+  const std::string run = Write("run.json", RunJson({{"Dot/twin", 1200}, {"Dot/fast", 100}}));
+  const std::string gate = Write(
+      "gate.json", Gate(Json::array({{{"name", "absent"}, {"numerator", "Nope"}, {"denominator", "Dot/fast"},
+                                      {"minimum", 1}}})));
+  const CliRun missing = RunKvrt({"bench-compare", "--gate", gate, run});
+  EXPECT_EQ(missing.status, 2);
+  EXPECT_NE(missing.err.find("'Nope' is not in the run"), std::string::npos) << missing.err;
+
+  const std::vector<Json> bad_gates = {
+      Json::object(),
+      Gate(Json::array()),
+      Gate(Json::array({42})),
+      Gate(Json::array({{{"numerator", "Dot/twin"}, {"denominator", "Dot/fast"}, {"minimum", 1}}})),  // no name
+      Gate(Json::array({{{"name", "both"}, {"numerator", "Dot/twin"}, {"denominator", "Dot/fast"},
+                         {"benchmark", "Dot/fast"}, {"counter", "x"}, {"minimum", 1}}})),
+      Gate(Json::array({{{"name", "no floor"}, {"numerator", "Dot/twin"}, {"denominator", "Dot/fast"}}})),
+      Gate(Json::array({{{"name", 7}, {"numerator", 1}, {"denominator", 2}, {"minimum", "x"}}})),
+  };
+  for (size_t i = 0; i < bad_gates.size(); ++i) {
+    const std::string path = Write("bad_gate_" + std::to_string(i) + ".json", bad_gates[i]);
+    const CliRun result = RunKvrt({"bench-compare", "--gate", path, run});
+    EXPECT_EQ(result.status, 2) << bad_gates[i].dump();
+    EXPECT_NE(result.err.find("InvalidArgument"), std::string::npos) << result.err;
+  }
+
+  const std::vector<std::string> bad_runs = {"not json", "{}", "{\"benchmarks\": 3}",
+                                             "{\"benchmarks\": [1, {\"name\": 2, \"real_time\": \"x\"}]}"};
+  for (size_t i = 0; i < bad_runs.size(); ++i) {
+    const std::string path = WriteText("bad_run_" + std::to_string(i) + ".json", bad_runs[i]);
+    const CliRun result = RunKvrt({"bench-compare", run, path});
+    // Either rejected, or (for a list with no usable rows) nothing to compare.
+    if (i < 3) {
+      EXPECT_EQ(result.status, 2) << bad_runs[i];
+    } else {
+      EXPECT_EQ(result.status, 0) << bad_runs[i] << result.err;
+    }
+    EXPECT_EQ(result.err.find("terminate"), std::string::npos) << result.err;
+  }
+  EXPECT_EQ(RunKvrt({"bench-compare", run, scratch_.File("absent.json")}).status, 2);
+  EXPECT_EQ(RunKvrt({"bench-compare", run}).status, 2);
+  EXPECT_EQ(RunKvrt({"bench-compare", run, run, "--threshold", "-1"}).status, 2);
+}
+
+}  // namespace
+}  // namespace kvrt
