@@ -1,6 +1,22 @@
 #include <mimalloc.h>
 
+#include <cstdlib>
+
 #include "kvrt/buffer.h"
+
+// Under a sanitizer the buffers come from the sanitizer's allocator instead of
+// mimalloc. mimalloc is an uninstrumented library with its own heap: ASan would
+// see neither a buffer's bounds (an engine writing one row past its workspace
+// would go unnoticed) nor use after free, and TSan neither the allocation nor
+// the cross-thread free that separates two users of the same memory.
+// g++ announces sanitizers with __SANITIZE_*__, clang through __has_feature.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define KVRT_SANITIZER_HEAP 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define KVRT_SANITIZER_HEAP 1
+#endif
+#endif
 
 namespace kvrt::memory {
 namespace {
@@ -21,12 +37,26 @@ void* AllocateAligned(size_t bytes) {
     if (state.successes_left == 0) return nullptr;
     --state.successes_left;
   }
-  // mimalloc serves zero-byte requests with a unique pointer; keep that so that
-  // an empty buffer is still distinguishable from a failed allocation.
-  return mi_malloc_aligned(bytes == 0 ? 1 : bytes, kBufferAlignment);
+  // A zero-byte request still gets a unique pointer, so that an empty buffer
+  // stays distinguishable from a failed allocation.
+  const size_t size = bytes == 0 ? 1 : bytes;
+#if defined(KVRT_SANITIZER_HEAP)
+  // posix_memalign keeps the exact size, so a read one byte past a buffer is
+  // reported (aligned_alloc would round the size up to the alignment).
+  void* pointer = nullptr;
+  return posix_memalign(&pointer, kBufferAlignment, size) == 0 ? pointer : nullptr;
+#else
+  return mi_malloc_aligned(size, kBufferAlignment);
+#endif
 }
 
-void FreeAligned(void* pointer) { mi_free(pointer); }
+void FreeAligned(void* pointer) {
+#if defined(KVRT_SANITIZER_HEAP)
+  std::free(pointer);
+#else
+  mi_free(pointer);
+#endif
+}
 
 void FailAllocationsAfter(uint64_t successes) {
   fault_injection.armed = true;
