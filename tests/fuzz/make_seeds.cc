@@ -5,14 +5,21 @@
 //   <out>/tokenizer/   the example texts and id lists of checkpoints/ch39_trained.txt,
 //                      in the tokenizer fuzzer's input format
 //   <out>/session/     hand-written operation sequences in the session fuzzer's format
+//   <out>/llama2c/     small model.bin and tokenizer.bin files written by the runtime,
+//                      and a few texts, in the llama2c fuzzer's format
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "kvrt/llama2c.h"
+#include "kvrt/model.h"
+#include "kvrt/rng.h"
 
 namespace {
 
@@ -147,6 +154,49 @@ void WriteSessionSeeds(const fs::path& out) {
   for (size_t i = 0; i < seeds.size(); ++i) Write(out / ("ops_" + std::to_string(i)), seeds[i]);
 }
 
+Bytes ReadFile(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return Bytes(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+Bytes Prefixed(uint8_t selector, const Bytes& payload) {
+  Bytes seed{selector};
+  seed.insert(seed.end(), payload.begin(), payload.end());
+  return seed;
+}
+
+// llama2c fuzzer format: a selector byte (0 tokenizer.bin, 1 synthetic text,
+// 2 model.bin), then the payload.
+bool WriteLlama2cSeeds(const fs::path& out) {
+  int count = 0;
+  for (const auto& [size, seed] : {std::pair<size_t, uint64_t>{259, 1}, {300, 2}}) {
+    kvrt::Result<kvrt::Tokenizer> tokenizer = kvrt::SyntheticLlama2cTokenizer(size, seed);
+    if (!tokenizer) return false;
+    kvrt::Result<std::vector<uint8_t>> bytes = kvrt::EncodeLlama2cTokenizer(*tokenizer);
+    if (!bytes) return false;
+    Write(out / ("tokenizer_" + std::to_string(count++)), Prefixed(0, *bytes));
+  }
+  for (const char* text : {"Once upon a time", "h\xC3\xA9llo", "\n\t\xFF"}) {
+    Bytes seed{1, 1};
+    seed.insert(seed.end(), text, text + std::strlen(text));
+    Write(out / ("text_" + std::to_string(count++)), seed);
+  }
+  for (const auto& [kv_heads, tied] : {std::pair<size_t, bool>{2, true}, {1, false}}) {
+    kvrt::ModelConfig config = kvrt::ModelConfig::Create(12, 8, 2, 12, 1, 6, 10000.0, 1e-5);
+    config.kv_heads = kv_heads;
+    config.tied_output = tied;
+    kvrt::SplitMix64 rng(5);
+    kvrt::Result<kvrt::DecoderModel> model =
+        kvrt::DecoderModel::FromSeed(config, rng, kvrt::ModelStorage::kPanelsF32);
+    if (!model) return false;
+    const fs::path path = out / "model.tmp";
+    if (!kvrt::SaveLlama2cModel(*model, path.string())) return false;
+    Write(out / ("model_" + std::to_string(count++)), Prefixed(2, ReadFile(path)));
+    fs::remove(path);
+  }
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -155,9 +205,15 @@ int main(int argc, char** argv) {
     return 2;
   }
   const fs::path fixtures = argv[1], out = argv[2];
-  for (const char* target : {"checkpoint", "tokenizer", "session"}) fs::create_directories(out / target);
+  for (const char* target : {"checkpoint", "tokenizer", "session", "llama2c"}) {
+    fs::create_directories(out / target);
+  }
   CopyCheckpoints(fixtures, out / "checkpoint");
   WriteTokenizerSeeds(fixtures, out / "tokenizer");
   WriteSessionSeeds(out / "session");
+  if (!WriteLlama2cSeeds(out / "llama2c")) {
+    std::cerr << "fuzz_make_seeds: could not write the llama2c seeds\n";
+    return 1;
+  }
   return 0;
 }

@@ -5,9 +5,16 @@
 #include <cstdlib>
 #include <new>
 
+// Sanitizers own malloc; g++ announces them with __SANITIZE_*__, clang only
+// through __has_feature.
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define KVRT_HOOK_MALLOC 0
-#else
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define KVRT_HOOK_MALLOC 0
+#endif
+#endif
+#ifndef KVRT_HOOK_MALLOC
 #define KVRT_HOOK_MALLOC 1
 #endif
 
