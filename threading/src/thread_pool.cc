@@ -8,7 +8,44 @@
 #include <cstdlib>
 #include <thread>
 
+// g++ announces ThreadSanitizer with __SANITIZE_THREAD__, clang through __has_feature.
+#if defined(__SANITIZE_THREAD__)
+#define KVRT_THREAD_SANITIZER 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define KVRT_THREAD_SANITIZER 1
+#endif
+#endif
+#if defined(KVRT_THREAD_SANITIZER)
+#include <sanitizer/tsan_interface.h>
+#endif
+
 namespace kvrt::threading {
+namespace {
+
+// Debian's libtbb is not built with ThreadSanitizer, so TSan cannot see the
+// synchronisation by which the scheduler hands a task to a worker and reports
+// its completion; without help every kernel output a worker writes looks like
+// a race with the caller that reads it. These two hand-offs are the only
+// ordering ParallelFor promises, so they are the only ones we announce: the
+// caller's writes happen before every task, and every task happens before
+// ParallelFor returns. Tasks stay unordered among themselves, so two tasks
+// touching one element are still reported.
+class HandOff {
+ public:
+#if defined(KVRT_THREAD_SANITIZER)
+  void Publish() { __tsan_release(&token_); }
+  void Receive() { __tsan_acquire(&token_); }
+#else
+  void Publish() {}
+  void Receive() {}
+#endif
+
+ private:
+  [[maybe_unused]] char token_ = 0;
+};
+
+}  // namespace
 
 struct ThreadPool::Arena {
   explicit Arena(int threads) : arena(threads) {}
@@ -40,18 +77,23 @@ void ThreadPool::ParallelFor(size_t num_tasks, TaskRef task) {
     for (size_t i = 0; i < num_tasks; ++i) task(i, 0);
     return;
   }
-  arena_->arena.execute([&] {
-    // simple_partitioner with grain 1: every task index is its own unit of work,
-    // so which thread runs it can never change what it computes.
-    tbb::parallel_for(
-        tbb::blocked_range<size_t>(0, num_tasks, 1),
-        [&](const tbb::blocked_range<size_t>& range) {
-          const int index = tbb::this_task_arena::current_thread_index();
-          const size_t worker = index < 0 ? 0 : static_cast<size_t>(index);
-          for (size_t i = range.begin(); i != range.end(); ++i) task(i, worker);
-        },
-        tbb::simple_partitioner());
-  });
+  HandOff start, finish;
+  // simple_partitioner with grain 1: every task index is its own unit of work,
+  // so which thread runs it can never change what it computes.
+  const auto run_range = [&](const tbb::blocked_range<size_t>& range) {
+    start.Receive();
+    const int index = tbb::this_task_arena::current_thread_index();
+    const size_t worker = index < 0 ? 0 : static_cast<size_t>(index);
+    for (size_t i = range.begin(); i != range.end(); ++i) task(i, worker);
+    finish.Publish();
+  };
+  const auto run_all = [&] {
+    tbb::parallel_for(tbb::blocked_range<size_t>(0, num_tasks, 1), run_range, tbb::simple_partitioner());
+  };
+  // Published after the closures are built: workers read them.
+  start.Publish();
+  arena_->arena.execute(run_all);
+  finish.Receive();
 }
 
 }  // namespace kvrt::threading

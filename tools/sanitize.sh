@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Sanitizer builds of the test suite, each in its own build directory.
+#
+#   tools/sanitize.sh address [ctest args...]   ASan + UBSan, every suite but `install`
+#   tools/sanitize.sh thread  [ctest args...]   TSan, the suites that run threads
+#                                               (runtime, reliability, threading)
+#
+# The configuration, the suites and the sanitizer options are the `asan` and
+# `tsan` presets of CMakePresets.json, built in build/asan and build/tsan (the
+# reasons are in tools/sanitizers/README.md); this script installs what is
+# missing, adds ccache when available (CCACHE_DISABLE=1 measures a cold build),
+# builds, and runs ctest. Exits non-zero on any sanitizer report or failure.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+JOBS="$(nproc 2>/dev/null || echo 2)"
+PACKAGES=(g++ cmake make ccache pkg-config libhwy-dev libtbb-dev libmimalloc-dev libgtest-dev
+          nlohmann-json3-dev)
+
+usage() { sed -n '2,12p' "$0"; exit 2; }
+
+install_missing() {
+  local missing=()
+  for p in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "== installing: ${missing[*]}"
+  local sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+main() {
+  local preset
+  case "${1:-}" in
+    address) preset=asan ;;
+    thread) preset=tsan ;;
+    *) usage ;;
+  esac
+  shift
+  local launcher=()
+  if [ -z "${CCACHE_DISABLE:-}" ] && command -v ccache >/dev/null; then
+    launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+  fi
+  install_missing
+  cd "$ROOT"
+  echo "== configure ($preset) in build/$preset"
+  cmake --preset "$preset" "${launcher[@]}" >/dev/null
+  echo "== build"
+  cmake --build --preset "$preset" -j "$JOBS"
+  echo "== test"
+  ctest --preset "$preset" "$@"
+}
+
+main "$@"
