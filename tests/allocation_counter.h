@@ -1,9 +1,10 @@
 // Counts heap allocations so tests can prove that hot paths allocate nothing.
 //
-// allocation_counter.cc (linked into the test binary) interposes malloc and its
-// relatives (and therefore operator new) on every thread, including the thread
-// pool's workers; the runtime's own aligned allocations (mimalloc) are counted by
-// the runtime. Under sanitizers, which own malloc, only operator new is counted.
+// allocation_counter.cc is the heap_hooks.h policy of the runtime tests: malloc
+// and its relatives and operator new are counted on every thread, including the
+// thread pool's workers; the runtime's own aligned allocations (mimalloc) are
+// counted by the runtime. Under sanitizers, which own malloc, only operator new
+// is counted.
 #pragma once
 
 #include <cstdint>

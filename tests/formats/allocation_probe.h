@@ -1,6 +1,7 @@
-// Records the largest single operator-new request made on the calling thread
-// while a probe is active, so tests can prove that hostile length fields never
-// turn into large reservations. (Replaces global operator new in formats_tests.)
+// Records the largest single heap request made on the calling thread while a
+// probe is active, so tests can prove that hostile length fields never turn
+// into large reservations. (allocation_probe.cc is the heap_hooks.h policy of
+// formats_tests.)
 #pragma once
 
 #include <cstddef>

@@ -1,10 +1,10 @@
 // A test-binary heap hook for fault injection: makes exactly one heap
 // allocation of the calling thread fail, the n-th one after arming.
 //
-// failing_allocator.cc (linked into the fault-test binary only) replaces global
-// operator new, whose failure throws std::bad_alloc, and, outside sanitizer
-// builds (sanitizers own malloc), malloc and its relatives, whose failure
-// returns null. The state is per thread, so the gtest runner, the thread pool's
+// failing_allocator.cc is the heap_hooks.h policy of the fault-test binary:
+// global operator new, whose failure throws std::bad_alloc, and, outside
+// sanitizer builds (sanitizers own malloc), malloc and its relatives, whose
+// failure returns null. The state is per thread, so the gtest runner, the thread pool's
 // workers and concurrent tests are not disturbed. The runtime's own aligned
 // buffers are injected separately, through memory::FailAllocationsAfter.
 #pragma once
