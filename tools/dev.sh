@@ -10,33 +10,23 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=lib/common.sh
+source "$ROOT/tools/lib/common.sh"
 BUILD="${KVRT_BUILD_DIR:-$ROOT/build/release}"
 JOBS="$(nproc 2>/dev/null || echo 2)"
 PACKAGES=(g++ cmake make ccache pkg-config libhwy-dev libtbb-dev libmimalloc-dev
           libbenchmark-dev libgtest-dev nlohmann-json3-dev)
 
-install_missing() {
-  local missing=()
-  for p in "${PACKAGES[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-  done
-  [ ${#missing[@]} -eq 0 ] && return 0
-  echo "== installing: ${missing[*]}"
-  local sudo=""
-  [ "$(id -u)" -ne 0 ] && sudo="sudo"
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
-}
 
 configure_and_build() {
-  local launcher=()
-  command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+  local launcher
+  ccache_launcher launcher
   cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" "$@" >/dev/null
   cmake --build "$BUILD" -j "$JOBS"
 }
 
 demo() {
-  install_missing
+  install_missing "${PACKAGES[@]}"
   configure_and_build -DKVRT_BUILD_TESTS=OFF -DKVRT_BUILD_BENCH=OFF
   local kvrt="$BUILD/tools/kvrt" model="$ROOT/fixtures/demo/demo.ckpt"
   echo "== kvrt inspect (first lines)"
@@ -50,7 +40,7 @@ demo() {
 }
 
 test() {
-  install_missing
+  install_missing "${PACKAGES[@]}"
   configure_and_build -DKVRT_BUILD_TESTS=ON -DKVRT_BUILD_BENCH=ON
   (cd "$BUILD" && ctest --output-on-failure -j "$JOBS")
 }

@@ -16,6 +16,8 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=lib/common.sh
+source "$ROOT/tools/lib/common.sh"
 BUILD="${KVRT_FUZZ_BUILD_DIR:-$ROOT/build/fuzz}"
 SECONDS_PER_TARGET="${KVRT_FUZZ_SECONDS:-60}"
 NICE="${KVRT_FUZZ_NICE:-19}"
@@ -27,24 +29,10 @@ ALL_TARGETS=(checkpoint tokenizer session llama2c)
 
 usage() { sed -n '2,16p' "$0"; exit 2; }
 
-install_missing() {
-  local missing=()
-  for p in "${PACKAGES[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-  done
-  [ ${#missing[@]} -eq 0 ] && return 0
-  echo "== installing: ${missing[*]}"
-  local sudo=""
-  [ "$(id -u)" -ne 0 ] && sudo="sudo"
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
-}
 
 build() {
-  local launcher=()
-  if [ -z "${CCACHE_DISABLE:-}" ] && command -v ccache >/dev/null; then
-    launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
-  fi
+  local launcher
+  ccache_launcher launcher
   # clang < 19 hides libstdc++'s <expected> behind __cpp_concepts (see
   # cmake/KvrtFuzzers.cmake); the GCC-only warning flags are not errors.
   cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
@@ -103,7 +91,7 @@ main() {
     esac
   done
   [ ${#targets[@]} -eq 0 ] && targets=("${ALL_TARGETS[@]}")
-  install_missing
+  install_missing "${PACKAGES[@]}"
   build
   [ "$build_only" -eq 1 ] && return 0
   local failed=0

@@ -13,24 +13,14 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=lib/common.sh
+source "$ROOT/tools/lib/common.sh"
 JOBS="$(nproc 2>/dev/null || echo 2)"
 PACKAGES=(g++ cmake make ccache pkg-config libhwy-dev libtbb-dev libmimalloc-dev libgtest-dev
           nlohmann-json3-dev)
 
 usage() { sed -n '2,12p' "$0"; exit 2; }
 
-install_missing() {
-  local missing=()
-  for p in "${PACKAGES[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-  done
-  [ ${#missing[@]} -eq 0 ] && return 0
-  echo "== installing: ${missing[*]}"
-  local sudo=""
-  [ "$(id -u)" -ne 0 ] && sudo="sudo"
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
-}
 
 main() {
   local preset
@@ -40,11 +30,9 @@ main() {
     *) usage ;;
   esac
   shift
-  local launcher=()
-  if [ -z "${CCACHE_DISABLE:-}" ] && command -v ccache >/dev/null; then
-    launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
-  fi
-  install_missing
+  local launcher
+  ccache_launcher launcher
+  install_missing "${PACKAGES[@]}"
   cd "$ROOT"
   echo "== configure ($preset) in build/$preset"
   cmake --preset "$preset" "${launcher[@]}" >/dev/null
