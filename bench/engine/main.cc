@@ -4,26 +4,14 @@
 //
 // Unless the command line says otherwise, every row runs 3 repetitions and shows
 // only the aggregates: read the medians.
-#include <benchmark/benchmark.h>
-
-#include <string>
-#include <vector>
-
+#include "bench_main.h"
 #include "engine_benchmarks.h"
 #include "kvrt/threading/thread_pool.h"
 
 int main(int argc, char** argv) {
-  std::string repetitions = "--benchmark_repetitions=3";
-  std::string aggregates = "--benchmark_display_aggregates_only=true";
-  std::vector<char*> args = {argv[0], repetitions.data(), aggregates.data()};
-  for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
-  int count = static_cast<int>(args.size());
-  benchmark::Initialize(&count, args.data());
-  if (benchmark::ReportUnrecognizedArguments(count, args.data())) return 1;
   kvrt::threading::ThreadPool one_thread(1);
   kvrt::threading::ThreadPool two_threads(2);
-  kvrt::bench::RegisterEngineBenchmarks(one_thread, two_threads);
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return kvrt::bench::RunBenchmarkMain(
+      argc, argv, {"--benchmark_repetitions=3", "--benchmark_display_aggregates_only=true"},
+      [&] { kvrt::bench::RegisterEngineBenchmarks(one_thread, two_threads); });
 }

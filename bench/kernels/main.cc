@@ -8,36 +8,26 @@
 // so read the medians. --benchmark_format=json works as usual;
 // bench/kernels/summarize.py turns one JSON run into the fast/twin and 2-thread
 // ratios.
-#include <benchmark/benchmark.h>
-
-#include <string>
-#include <vector>
-
+#include "bench_main.h"
 #include "kernel_benchmarks.h"
 #include "kvrt/threading/thread_pool.h"
 
 int main(int argc, char** argv) {
-  // Defaults first: flags given on the command line come later and take precedence.
-  std::string repetitions = "--benchmark_repetitions=5";
-  std::string aggregates = "--benchmark_display_aggregates_only=true";
-  std::string min_time = "--benchmark_min_time=0.1";
-  std::vector<char*> args = {argv[0], repetitions.data(), aggregates.data(), min_time.data()};
-  for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
-  int count = static_cast<int>(args.size());
-  benchmark::Initialize(&count, args.data());
-  if (benchmark::ReportUnrecognizedArguments(count, args.data())) return 1;
-
   kvrt::threading::ThreadPool one_thread(1);
   kvrt::threading::ThreadPool two_threads(2);
-  // Rows run in registration order. The limits and the rows judged against them come
-  // first and close together (on a shared machine, the time a second core stays free
-  // is short); the fast-vs-twin rows, which compare single threads, follow.
-  kvrt::bench::RegisterMachineLimitBenchmarks(one_thread, two_threads);
-  kvrt::bench::RegisterMatMulBenchmarks(one_thread, two_threads);
-  kvrt::bench::RegisterMatVecBenchmarks(one_thread, two_threads);
-  kvrt::bench::RegisterVectorKernelBenchmarks();
-  kvrt::bench::RegisterAttentionBenchmarks();
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  const auto register_all = [&] {
+    // Rows run in registration order. The limits and the rows judged against them
+    // come first and close together (on a shared machine, the time a second core
+    // stays free is short); the fast-vs-twin rows, which compare single threads,
+    // follow.
+    kvrt::bench::RegisterMachineLimitBenchmarks(one_thread, two_threads);
+    kvrt::bench::RegisterMatMulBenchmarks(one_thread, two_threads);
+    kvrt::bench::RegisterMatVecBenchmarks(one_thread, two_threads);
+    kvrt::bench::RegisterVectorKernelBenchmarks();
+    kvrt::bench::RegisterAttentionBenchmarks();
+  };
+  return kvrt::bench::RunBenchmarkMain(
+      argc, argv,
+      {"--benchmark_repetitions=5", "--benchmark_display_aggregates_only=true", "--benchmark_min_time=0.1"},
+      register_all);
 }
