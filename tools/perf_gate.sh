@@ -3,6 +3,8 @@
 # (fast kernel vs its scalar twin, complete-prefix replay vs cached decode, two
 # threads vs one) are checked against bench/perf_gate.json. Ratios measured within
 # one run survive a noisy, shared machine; absolute times are only reported.
+# Repetitions are randomly interleaved, so that a burst of noise (another tenant on
+# the host, a stolen core) lands on both sides of a ratio instead of on one row.
 #
 #   tools/perf_gate.sh [BUILD_DIR]     (default build/release)
 set -euo pipefail
@@ -13,10 +15,10 @@ mkdir -p "$OUT"
 
 "$BUILD/bench/bench_kernels" \
   --benchmark_filter='^(Dot|Softmax|ScaledAccumulate)/f32/(fast|twin)/n:256/|^MatMul/f32/fast/M:512/K:768/N:768/threads:[12]/' \
-  --benchmark_repetitions=5 --benchmark_min_time=0.05 \
+  --benchmark_repetitions=7 --benchmark_min_time=0.05 --benchmark_enable_random_interleaving=true \
   --benchmark_out="$OUT/kernels.json" --benchmark_out_format=json > /dev/null
 "$BUILD/bench/bench_engine" \
-  --benchmark_filter='^DecodeScaling/15M/t:(64|512)$|^Prefill/15M/tokens:256/threads:[12]$' \
-  --benchmark_repetitions=3 \
+  --benchmark_filter='^DecodeScaling/15M/t:(64|512)/|^Prefill/15M/tokens:256/threads:[12]$' \
+  --benchmark_repetitions=3 --benchmark_enable_random_interleaving=true \
   --benchmark_out="$OUT/engine.json" --benchmark_out_format=json > /dev/null
 "$BUILD/tools/kvrt" bench-compare --gate "$ROOT/bench/perf_gate.json" "$OUT/kernels.json" "$OUT/engine.json"
