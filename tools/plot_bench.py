@@ -45,13 +45,13 @@ def decode_scaling(rows, directory):
     model = points[0][3]
     return f"""
 set output '{{out}}/decode_scaling.svg'
-set title 'Decode step vs context ({model}, f32, 1 thread)'
+set title 'Time per new token at context t ({model}, f32, 1 thread)'
 set xlabel 'context length t (tokens)'
 set ylabel 'time per new token (ms)'
 set logscale xy 2
 set key top left
-plot '{data}' using 1:3 with linespoints title 'complete-prefix replay (~t^2)', \\
-     '{data}' using 1:2 with linespoints title 'KV-cached decode (~t)'
+plot '{data}' using 1:3 with linespoints title 'complete-prefix replay', \\
+     '{data}' using 1:2 with linespoints title 'KV-cached decode'
 unset logscale
 """
 
@@ -73,6 +73,7 @@ def throughput(rows, directory):
     return f"""
 set output '{{out}}/throughput.svg'
 set title 'End-to-end tokens/s (f32)'
+set xlabel 'model shape (TinyStories family, synthetic weights)'
 set ylabel 'tokens/s'
 set logscale y
 set style data histograms
@@ -93,7 +94,7 @@ def main():
         parts = [p for p in (decode_scaling(rows, scratch), throughput(rows, scratch)) if p]
         if not parts:
             sys.exit("no DecodeScaling or EndToEnd rows in " + sys.argv[1])
-        script = "set terminal svg size 800,480 dynamic enhanced font 'sans,12'\n" + "".join(parts)
+        script = "set terminal svg size 800,480 dynamic noenhanced font 'sans,12'\n" + "".join(parts)
         subprocess.run(["gnuplot"], input=script.replace("{out}", out), text=True, check=True)
     print("wrote", ", ".join(f for f in ("decode_scaling.svg", "throughput.svg") if os.path.exists(os.path.join(out, f))))
 
