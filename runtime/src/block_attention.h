@@ -67,7 +67,7 @@ class BlockAttention {
       simd::PackMatrix(lane_keys, hw, keys, /*source_is_transposed=*/true, PackedKeys(lane));
       simd::PackMatrix(lane_values, keys, hw, /*source_is_transposed=*/false, PackedValues(lane));
     };
-    Parallel(pool, kv_lanes, pack);
+    threading::ParallelFor(pool, kv_lanes, pack);
 
     const size_t tiles = (step.rows + kQueryTile - 1) / kQueryTile;
     const size_t query_lanes = step.batch * step.heads, group = step.heads / step.kv_heads;
@@ -96,21 +96,12 @@ class BlockAttention {
       simd::MatMul(scores, capacity_, count, value_view, out, step.output_stride, 0,
                    value_view.panels());
     };
-    Parallel(pool, query_lanes * tiles, attend);
+    threading::ParallelFor(pool, query_lanes * tiles, attend);
   }
 
  private:
   T* PackedKeys(size_t lane) { return packed_keys_.data() + lane * lane_elements_; }
   T* PackedValues(size_t lane) { return packed_values_.data() + lane * lane_elements_; }
-
-  template <class Body>
-  static void Parallel(threading::ThreadPool* pool, size_t tasks, Body& body) {
-    if (pool == nullptr) {
-      for (size_t i = 0; i < tasks; ++i) body(i, 0);
-    } else {
-      pool->ParallelFor(tasks, body);
-    }
-  }
 
   size_t capacity_ = 0;
   size_t lane_elements_ = 0;

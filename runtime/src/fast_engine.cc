@@ -270,11 +270,7 @@ class FastEngine final : public Engine {
       simd::MixValues(scores, values + kv_lane * capacity_ * hw, hw, step.start, hw, out);
       simd::ScaledAccumulate(scores[step.start], StagedValue(layer, kv_lane), out, hw);
     };
-    if (pool_ == nullptr) {
-      for (size_t lane = 0; lane < lanes; ++lane) task(lane, 0);
-    } else {
-      pool_->ParallelFor(lanes, task);
-    }
+    threading::ParallelFor(pool_, lanes, task);
   }
 
   // The new K/V rows pass the cache's append validation (spec/kv-cache.md §1.4).

@@ -63,7 +63,7 @@ class MatrixProduct {
         const Part& part = parts_[task.part];
         simd::MatVec(*part.view, a, c + part.offset, task.panel_begin, task.panel_end);
       };
-      Parallel(pool, vector_tasks_.size(), body);
+      threading::ParallelFor(pool, vector_tasks_.size(), body);
       return;
     }
     const size_t row_tiles = (m + kRowTile - 1) / kRowTile;
@@ -75,7 +75,7 @@ class MatrixProduct {
       simd::MatMul(a + row * lda, lda, rows, *part.view, c + row * ldc + part.offset, ldc,
                    task.panel_begin, task.panel_end);
     };
-    Parallel(pool, row_tiles * matrix_tasks_.size(), body);
+    threading::ParallelFor(pool, row_tiles * matrix_tasks_.size(), body);
   }
 
  private:
@@ -90,15 +90,6 @@ class MatrixProduct {
     uint32_t panel_begin;
     uint32_t panel_end;
   };
-
-  template <class Body>
-  static void Parallel(threading::ThreadPool* pool, size_t tasks, Body& body) {
-    if (pool == nullptr) {
-      for (size_t i = 0; i < tasks; ++i) body(i, 0);
-    } else {
-      pool->ParallelFor(tasks, body);
-    }
-  }
 
   std::vector<Part> parts_;
   std::vector<Task> vector_tasks_;

@@ -53,6 +53,17 @@ class ThreadPool {
   std::unique_ptr<Arena> arena_;
 };
 
+// Runs fn(i, 0) for every i on the calling thread when no pool is given, else
+// pool->ParallelFor: engines take an optional pool and call this one door.
+template <class Fn>
+void ParallelFor(ThreadPool* pool, size_t num_tasks, Fn&& fn) {
+  if (pool == nullptr) {
+    for (size_t i = 0; i < num_tasks; ++i) fn(i, size_t{0});
+  } else {
+    pool->ParallelFor(num_tasks, fn);
+  }
+}
+
 // Hardware concurrency as the pool sees it (at least 1).
 size_t HardwareThreads();
 
