@@ -10,6 +10,7 @@
 #include <cstddef>
 
 #include "hwy/highway.h"
+#include "kvrt/simd/rope.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace kvrt::simd::HWY_NAMESPACE {
@@ -17,19 +18,11 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 #if HWY_TARGET == HWY_SCALAR
 
-// One lane cannot hold a pair: rotate with the twin's own arithmetic.
+// One lane cannot hold a pair: the scalar twin is this target's implementation.
 template <class D, typename T = hn::TFromD<D>>
 HWY_INLINE void RotateHeads(D /*d*/, T* v, const T* cos, const T* sin, size_t pairs,
                             size_t heads) {
-  for (size_t h = 0; h < heads; ++h) {
-    T* head = v + h * 2 * pairs;
-    for (size_t i = 0; i < pairs; ++i) {
-      const T x0 = head[2 * i];
-      const T x1 = head[2 * i + 1];
-      head[2 * i] = x0 * cos[i] - x1 * sin[i];
-      head[2 * i + 1] = x0 * sin[i] + x1 * cos[i];
-    }
-  }
+  RopeRotateScalar(v, cos, sin, pairs, heads);
 }
 
 #else
