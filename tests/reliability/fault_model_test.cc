@@ -21,8 +21,6 @@ using testing::AllocationHook;
 using testing::FaultCase;
 using testing::Sweep;
 
-constexpr AllocationHook kHooks[] = {AllocationHook::kRuntimeBuffers, AllocationHook::kHeap};
-
 TEST(ModelFaultTest, FromSeedRebuildAndUpdate) {
   for (bool grouped : {false, true}) {
     const ModelConfig config = testing::FaultConfig(grouped);
@@ -37,7 +35,7 @@ TEST(ModelFaultTest, FromSeedRebuildAndUpdate) {
       return std::nullopt;
     };
     seed.expect_unchanged = [&] { EXPECT_EQ(rng.state(), 38u) << "a failed build consumed draws"; };
-    for (AllocationHook hook : kHooks) Sweep(seed, hook);
+    for (AllocationHook hook : testing::kAllocationHooks) Sweep(seed, hook);
 
     std::optional<DecoderModel> model;
     testing::ParameterState state;
@@ -54,7 +52,7 @@ TEST(ModelFaultTest, FromSeedRebuildAndUpdate) {
       return std::nullopt;
     };
     rebuild.expect_unchanged = [&] { EXPECT_EQ(testing::StateOf(*model), state); };
-    for (AllocationHook hook : kHooks) Sweep(rebuild, hook);
+    for (AllocationHook hook : testing::kAllocationHooks) Sweep(rebuild, hook);
 
     FaultCase update;
     update.name = "DecoderModel::UpdateParameters" + suffix;
@@ -81,7 +79,7 @@ TEST(ModelFaultTest, FromSeedRebuildAndUpdate) {
       EXPECT_EQ(model->parameter(1).revision(), 1u);
       EXPECT_EQ(model->parameter(3).revision(), 1u);
     };
-    for (AllocationHook hook : kHooks) Sweep(update, hook);
+    for (AllocationHook hook : testing::kAllocationHooks) Sweep(update, hook);
   }
 }
 
@@ -98,7 +96,7 @@ TEST(ModelFaultTest, LoadAndBuildCheckpoint) {
     return std::nullopt;
   };
   load.expect_unchanged = [] {};
-  for (AllocationHook hook : kHooks) Sweep(load, hook);
+  for (AllocationHook hook : testing::kAllocationHooks) Sweep(load, hook);
 }
 
 // spec/kv-cache.md §1.1 step 4: ((B·H)·cap)·hw, and the bytes of that many

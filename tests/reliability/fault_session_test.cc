@@ -20,8 +20,6 @@ using testing::AllocationHook;
 using testing::FaultCase;
 using testing::Sweep;
 
-constexpr AllocationHook kHooks[] = {AllocationHook::kRuntimeBuffers, AllocationHook::kHeap};
-
 // One model and, per attempt, a fresh cache (optionally bound and prefilled)
 // with a clone to compare against.
 class SessionFaultTest : public ::testing::TestWithParam<bool> {
@@ -57,7 +55,7 @@ class SessionFaultTest : public ::testing::TestWithParam<bool> {
   }
 
   void SweepBoth(const FaultCase& fault_case) {
-    for (AllocationHook hook : kHooks) Sweep(fault_case, hook);
+    for (AllocationHook hook : testing::kAllocationHooks) Sweep(fault_case, hook);
   }
 
   std::string Name(const testing::EngineCase& engine, const std::string& operation) const {

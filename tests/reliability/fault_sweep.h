@@ -23,6 +23,8 @@
 namespace kvrt::testing {
 
 enum class AllocationHook { kRuntimeBuffers, kHeap };
+// Every hook, for sweeps that run under each.
+inline constexpr AllocationHook kAllocationHooks[] = {AllocationHook::kRuntimeBuffers, AllocationHook::kHeap};
 const char* HookName(AllocationHook hook);
 
 struct FaultCase {
