@@ -45,6 +45,15 @@ class HandOff {
   [[maybe_unused]] char token_ = 0;
 };
 
+// The caller → task hand-off uses one process-wide token: a task must acquire
+// before it reads anything of its caller's, including the closure that tells it
+// where a per-call token would be. Callers only release it and tasks only
+// acquire it, so tasks of a call stay unordered with each other.
+HandOff& CallerToTasks() {
+  static HandOff token;
+  return token;
+}
+
 }  // namespace
 
 struct ThreadPool::Arena {
@@ -77,21 +86,24 @@ void ThreadPool::ParallelFor(size_t num_tasks, TaskRef task) {
     for (size_t i = 0; i < num_tasks; ++i) task(i, 0);
     return;
   }
-  HandOff start, finish;
+  HandOff finish;
   // simple_partitioner with grain 1: every task index is its own unit of work,
   // so which thread runs it can never change what it computes.
   const auto run_range = [&](const tbb::blocked_range<size_t>& range) {
-    start.Receive();
+    CallerToTasks().Receive();
     const int index = tbb::this_task_arena::current_thread_index();
     const size_t worker = index < 0 ? 0 : static_cast<size_t>(index);
     for (size_t i = range.begin(); i != range.end(); ++i) task(i, worker);
     finish.Publish();
   };
+  // execute() may hand run_all to a worker when every arena slot is taken (several
+  // callers sharing one pool), so it receives the hand-off too.
   const auto run_all = [&] {
+    CallerToTasks().Receive();
     tbb::parallel_for(tbb::blocked_range<size_t>(0, num_tasks, 1), run_range, tbb::simple_partitioner());
   };
   // Published after the closures are built: workers read them.
-  start.Publish();
+  CallerToTasks().Publish();
   arena_->arena.execute(run_all);
   finish.Receive();
 }
