@@ -46,7 +46,7 @@ add_custom_target(kvrt_fuzzers)
 # kvrt_fuzzers target. Fixtures are read from the source tree, like the tests.
 function(kvrt_add_fuzzer name)
   add_executable(${name} ${ARGN})
-  target_link_libraries(${name} PRIVATE kvrt::kvrt)
+  target_link_libraries(${name} PRIVATE kvrt::internal)
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests/fuzz
                                              ${PROJECT_SOURCE_DIR}/runtime/src)
   target_compile_definitions(${name} PRIVATE

@@ -12,11 +12,12 @@ install(TARGETS kvrt kvrt_simd kvrt_threading
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(TARGETS kvrt_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-install(DIRECTORY
-    ${PROJECT_SOURCE_DIR}/runtime/include/
-    ${PROJECT_SOURCE_DIR}/simd/include/
-    ${PROJECT_SOURCE_DIR}/threading/include/
-  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# Only what an embedder calls: runtime/include/kvrt (models, tokenizers, caches,
+# sessions, sampling, generation, errors, engine options, the C API) and the
+# thread pool. Kernels (simd/) and everything under runtime/src stay internal.
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/runtime/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(FILES ${PROJECT_SOURCE_DIR}/threading/include/kvrt/threading/thread_pool.h
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kvrt/threading)
 
 set(KVRT_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/kvrt)
 install(EXPORT kvrtTargets NAMESPACE kvrt:: DESTINATION ${KVRT_CMAKE_DIR})

@@ -1,4 +1,5 @@
 // Heap policy of the runtime tests (see heap_hooks.h): count every request.
+#include "core/allocation_faults.h"
 #include "allocation_counter.h"
 
 #include <atomic>

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 
+#include "core/allocation_faults.h"
 #include "kvrt/buffer.h"
 
 namespace kvrt::testing {

@@ -72,13 +72,13 @@ TEST_F(BenchCompareTest, TwoRunsPassWithinTheThresholdAndFailBeyondIt) {
   EXPECT_EQ(pass.out.find("SLOWER"), std::string::npos) << pass.out;
 
   const CliRun fail = RunKvrt({"bench-compare", baseline, slow});
-  EXPECT_EQ(fail.status, 2);
+  EXPECT_EQ(fail.status, 1);
   EXPECT_NE(fail.out.find("Decode"), std::string::npos);
   EXPECT_NE(fail.out.find("SLOWER"), std::string::npos) << fail.out;
   EXPECT_NE(fail.err.find("PerformanceRegression"), std::string::npos) << fail.err;
 
   // A stricter or looser threshold moves the line.
-  EXPECT_EQ(RunKvrt({"bench-compare", baseline, close, "--threshold", "0.05"}).status, 2);
+  EXPECT_EQ(RunKvrt({"bench-compare", baseline, close, "--threshold", "0.05"}).status, 1);
   EXPECT_EQ(RunKvrt({"bench-compare", baseline, slow, "--threshold", "0.5"}).status, 0);
 }
 
@@ -90,7 +90,7 @@ TEST_F(BenchCompareTest, ANoisyRunWidensTheAllowedSlowdown) {
   EXPECT_EQ(RunKvrt({"bench-compare", baseline, noisy}).status, 0);
   const std::string quiet_base = Write("quiet_base.json", RunJson({{"Decode", 1000, 0.001}}));
   const std::string quiet = Write("quiet.json", RunJson({{"Decode", 1300, 0.001}}));
-  EXPECT_EQ(RunKvrt({"bench-compare", quiet_base, quiet}).status, 2);
+  EXPECT_EQ(RunKvrt({"bench-compare", quiet_base, quiet}).status, 1);
 }
 
 Json Gate(const Json& ratios) { return {{"ratios", ratios}}; }
@@ -114,13 +114,13 @@ TEST_F(BenchCompareTest, GateChecksInRunRatiosAgainstMinimumAndBaseline) {
   // Above the committed minimum (9 > 8) but well below the baseline (12 × 0.9).
   const std::string slower = Write("slower.json", RunJson({{"Dot/twin", 900}, {"Dot/fast", 100}}));
   const CliRun below_baseline = RunKvrt({"bench-compare", "--gate", gate, slower, engine});
-  EXPECT_EQ(below_baseline.status, 2);
+  EXPECT_EQ(below_baseline.status, 1);
   EXPECT_NE(below_baseline.out.find("FAIL"), std::string::npos);
 
   // A counter below its minimum fails too.
   const std::string starved =
       Write("starved.json", RunJson({{"Decode", 1000, 0.01, {{"roofline_fraction", 0.3}}}}));
-  EXPECT_EQ(RunKvrt({"bench-compare", "--gate", gate, kernels, starved}).status, 2);
+  EXPECT_EQ(RunKvrt({"bench-compare", "--gate", gate, kernels, starved}).status, 1);
 
   // A per-ratio tolerance loosens only that ratio (thread scaling on a shared machine).
   Json tolerant = ratios;

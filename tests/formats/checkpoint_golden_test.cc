@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "formats_test_support.h"
-#include "kvrt/checkpoint.h"
+#include "formats/llmcp35/checkpoint.h"
 
 namespace kvrt {
 namespace {

@@ -12,7 +12,7 @@
 
 #include "allocation_probe.h"
 #include "formats_test_support.h"
-#include "kvrt/checkpoint.h"
+#include "formats/llmcp35/checkpoint.h"
 #include "kvrt/rng.h"
 
 namespace kvrt {

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "formats/llmcp35_writer.h"
+#include "formats/llmcp35/writer.h"
 #include "formats_test_support.h"
-#include "kvrt/checkpoint.h"
+#include "formats/llmcp35/checkpoint.h"
 
 namespace kvrt {
 namespace {

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "formats_test_support.h"
-#include "kvrt/checkpoint.h"
-#include "rust_format.h"
+#include "formats/llmcp35/checkpoint.h"
+#include "core/rust_format.h"
 
 namespace kvrt {
 namespace {

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "kvrt/checkpoint.h"
+#include "formats/llmcp35/checkpoint.h"
 #include "kvrt/tokenizer.h"
 #include "test_support.h"
 

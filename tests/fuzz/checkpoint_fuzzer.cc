@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "fuzz_check.h"
-#include "kvrt/checkpoint.h"
+#include "formats/llmcp35/checkpoint.h"
 #include "kvrt/kv_cache.h"
-#include "kvrt/rope.h"
+#include "model/rope.h"
 #include "kvrt/session.h"
 
 namespace kvrt::fuzz {
@@ -63,7 +63,7 @@ void CheckAccepted(std::span<const uint8_t> bytes, const Checkpoint& checkpoint)
   Result<DecoderModel> model = checkpoint.BuildModel();
   KVRT_FUZZ_CHECK(model, Describe(model));
   KVRT_FUZZ_CHECK(model->config().SameAs(config), "model config");
-  PrefillOnce(*model, EngineOptions{});
+  PrefillOnce(*model, ReferenceEngine());
   PrefillOnce(*model, EngineOptions{Backend::kFast, Precision::kF64, nullptr});
   PrefillOnce(*model, EngineOptions{Backend::kFast, Precision::kF32, nullptr});
 }

@@ -22,7 +22,7 @@
 #include "fuzz_check.h"
 #include "fuzz_input.h"
 #include "kvrt/kv_cache.h"
-#include "kvrt/llama2c.h"
+#include "formats/llama2c/llama2c.h"
 #include "kvrt/session.h"
 #include "kvrt/tokenizer.h"
 #include "text_oracles.h"

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "kvrt/llama2c.h"
+#include "formats/llama2c/llama2c.h"
 #include "kvrt/model.h"
 #include "kvrt/rng.h"
 

@@ -19,7 +19,7 @@
 
 #include "fuzz_check.h"
 #include "fuzz_input.h"
-#include "kvrt/checkpoint.h"
+#include "formats/llmcp35/checkpoint.h"
 #include "kvrt/tokenizer.h"
 #include "text_oracles.h"
 

@@ -1,10 +1,14 @@
-// Builds the seed-38 fixture model through the installed package, generates
-// greedily with a KV-cached session, and checks the bit-exact first logit.
+// Uses the installed package the way an embedder does: a seeded model, the
+// bit-exact reference engine on an explicit cache (the first logit must carry
+// the reference crate's bits), then a session that owns its cache on the
+// default fast f32 engine, then the generation loop.
 #include <kvrt/generation.h>
+#include <kvrt/kv_cache.h>
 #include <kvrt/model.h>
-#include <kvrt/reference.h>
+#include <kvrt/session.h>
 
 #include <bit>
+#include <cmath>
 #include <cstdio>
 #include <vector>
 
@@ -13,13 +17,24 @@ int main() {
   auto model = kvrt::DecoderModel::FromSeed(kvrt::ModelConfig::Create(5, 4, 2, 4, 2, 4, 10000.0, 1e-6), rng);
   if (!model) return 1;
   const std::vector<uint32_t> prompt = {0, 1};
-  auto logits = kvrt::LastLogitsCompletePrefix(*model, prompt);
-  if (!logits || std::bit_cast<uint64_t>((*logits)[0]) != 0x3ffc4b42fea302b1ull) return 2;
+
+  auto cache = kvrt::DecoderKvCache::Create(*model, kvrt::CacheOptions{.precision = kvrt::Precision::kF64});
+  if (!cache) return 2;
+  auto exact = cache->Bind(*model, kvrt::ReferenceEngine());
+  if (!exact) return 2;
+  auto logits = exact->Prefill(prompt);
+  if (!logits || std::bit_cast<uint64_t>(logits->logits[0]) != 0x3ffc4b42fea302b1ull) return 2;
+
+  auto fast = kvrt::Session::Open(*model);  // fast f32, the cache follows its precision
+  if (!fast) return 3;
+  auto fast_logits = fast->Prefill(prompt);
+  if (!fast_logits || std::fabs(fast_logits->logits[0] - logits->logits[0]) > 1e-4) return 3;
+
   kvrt::GenerationConfig config;
   config.max_new_tokens = 2;
   kvrt::SplitMix64 sampling(7);
   auto run = kvrt::GenerateCached(*model, prompt, config, sampling);
-  if (!run) return 3;
+  if (!run) return 4;
   std::printf("generated %zu tokens, stop %s\n", run->generated.size(),
               std::string(kvrt::GenerationStopName(run->stop)).c_str());
   return 0;

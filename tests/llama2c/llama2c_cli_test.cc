@@ -11,8 +11,8 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "kvrt/checkpoint.h"
-#include "kvrt/llama2c.h"
+#include "formats/llmcp35/checkpoint.h"
+#include "formats/llama2c/llama2c.h"
 #include "cli_runner.h"
 #include "llama2c_test_support.h"
 

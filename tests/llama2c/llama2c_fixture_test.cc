@@ -9,7 +9,7 @@
 
 #include "kvrt/generation.h"
 #include "kvrt/kv_cache.h"
-#include "kvrt/llama2c.h"
+#include "formats/llama2c/llama2c.h"
 #include "kvrt/session.h"
 #include "kvrt/threading/thread_pool.h"
 #include "llama2c_test_support.h"
@@ -27,7 +27,7 @@ struct Engine {
 };
 
 std::vector<Engine> Engines(threading::ThreadPool& pool) {
-  return {{"reference f64", EngineOptions{}},
+  return {{"reference f64", ReferenceEngine()},
           {"fast f32", EngineOptions{Backend::kFast, Precision::kF32, &pool}},
           {"fast f64", EngineOptions{Backend::kFast, Precision::kF64, &pool}}};
 }

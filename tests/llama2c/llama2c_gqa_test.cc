@@ -9,7 +9,7 @@
 
 #include "kvrt/generation.h"
 #include "kvrt/kv_cache.h"
-#include "kvrt/llama2c.h"
+#include "formats/llama2c/llama2c.h"
 #include "kvrt/session.h"
 #include "kvrt/threading/thread_pool.h"
 #include "llama2c_test_support.h"
@@ -59,7 +59,7 @@ TEST(Llama2cGqaTest, ReferenceAndFastEnginesAgreeAfterARoundTrip) {
     EXPECT_EQ(model->block(0, BlockSlot::kKey).shape(), (std::vector<size_t>{64, 16 * kv_heads}));
 
     const std::vector<uint32_t> tokens = {1, 259, 300, 17, 42, 5, 319, 1, 2, 250};
-    const auto reference = StepLogits(*model, tokens, EngineOptions{});
+    const auto reference = StepLogits(*model, tokens, ReferenceEngine());
     const auto fast32 = StepLogits(*model, tokens, EngineOptions{Backend::kFast, Precision::kF32, &pool});
     const auto fast64 = StepLogits(*model, tokens, EngineOptions{Backend::kFast, Precision::kF64, &pool});
     for (size_t step = 0; step < reference.size(); ++step) {
@@ -67,7 +67,7 @@ TEST(Llama2cGqaTest, ReferenceAndFastEnginesAgreeAfterARoundTrip) {
       EXPECT_LE(MaxAbsDiff(fast64[step], reference[step]), 1e-10) << step;
     }
     // The cache holds kv_heads lanes: GQA shrinks it by heads / kv_heads.
-    DecoderKvCache cache = *DecoderKvCache::Create(*model);
+    DecoderKvCache cache = *DecoderKvCache::Create(*model, CacheOptions{.precision = Precision::kF64});
     EXPECT_EQ(cache.layer(0)->heads(), kv_heads);
     EXPECT_EQ(cache.storage_bytes(), 2 * 3 * 32 * 16 * kv_heads * sizeof(double));
 
@@ -75,7 +75,7 @@ TEST(Llama2cGqaTest, ReferenceAndFastEnginesAgreeAfterARoundTrip) {
     generation.max_new_tokens = 20;
     const std::vector<uint32_t> prompt = {1, 259};
     SplitMix64 a(1), b(1);
-    Result<GenerationResult> slow = GenerateCached(*model, prompt, generation, a);
+    Result<GenerationResult> slow = GenerateCached(*model, prompt, generation, a, ReferenceEngine());
     Result<GenerationResult> fast =
         GenerateCached(*model, prompt, generation, b, EngineOptions{Backend::kFast, Precision::kF32, &pool});
     ASSERT_TRUE(slow && fast);

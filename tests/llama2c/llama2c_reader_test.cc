@@ -10,8 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "core/allocation_faults.h"
+#include "kvrt/load_model.h"
 #include "kvrt/buffer.h"
-#include "kvrt/llama2c.h"
+#include "formats/llama2c/llama2c.h"
 #include "kvrt/model.h"
 #include "llama2c_test_support.h"
 
@@ -232,23 +234,23 @@ TEST(Llama2cReaderTest, MissingFilesAndForeignConfigsAreTyped) {
 }
 
 TEST(Llama2cReaderTest, FormatIsDetectedByContent) {
-  EXPECT_EQ(*DetectModelFileFormat(testing::FixturePath("checkpoints/ch38_loaded.ckpt")), ModelFileFormat::kLlmcp35);
-  EXPECT_EQ(*DetectModelFileFormat(testing::FixturePath("llama2c/gqa_untied.bin")), ModelFileFormat::kLlama2c);
+  EXPECT_EQ(*DetectModelFormat(testing::FixturePath("checkpoints/ch38_loaded.ckpt")), ModelFormat::kLlmcp35);
+  EXPECT_EQ(*DetectModelFormat(testing::FixturePath("llama2c/gqa_untied.bin")), ModelFormat::kLlama2c);
   ScratchDir dir;
   // Neither format: the name decides whose reader explains the damage.
   WriteBytes(dir.File("tiny.bin"), {1, 2, 3});
-  EXPECT_EQ(*DetectModelFileFormat(dir.File("tiny.bin")), ModelFileFormat::kLlama2c);
+  EXPECT_EQ(*DetectModelFormat(dir.File("tiny.bin")), ModelFormat::kLlama2c);
   WriteBytes(dir.File("tiny.ckpt"), {1, 2, 3});
-  EXPECT_EQ(*DetectModelFileFormat(dir.File("tiny.ckpt")), ModelFileFormat::kLlmcp35);
-  EXPECT_EQ(DetectModelFileFormat(dir.File("absent.bin")).error().code(), ErrorCode::kIo);
+  EXPECT_EQ(*DetectModelFormat(dir.File("tiny.ckpt")), ModelFormat::kLlmcp35);
+  EXPECT_EQ(DetectModelFormat(dir.File("absent.bin")).error().code(), ErrorCode::kIo);
   // A damaged checkpoint stays a checkpoint, so its error is the reference's.
   for (const char* corrupt : {"corrupt/01_truncated_fixed_header.ckpt", "corrupt/02_bad_magic.ckpt"}) {
-    EXPECT_EQ(*DetectModelFileFormat(testing::FixturePath(corrupt)), ModelFileFormat::kLlmcp35) << corrupt;
+    EXPECT_EQ(*DetectModelFormat(testing::FixturePath(corrupt)), ModelFormat::kLlmcp35) << corrupt;
   }
   // A llama2.c model cut short keeps its valid header: the llama2.c reader reports it.
   const std::vector<uint8_t> model = testing::ReadBytes(testing::FixturePath("llama2c/gqa_untied.bin"));
   WriteBytes(dir.File("cut.bin"), std::vector<uint8_t>(model.begin(), model.begin() + 100));
-  EXPECT_EQ(*DetectModelFileFormat(dir.File("cut.bin")), ModelFileFormat::kLlama2c);
+  EXPECT_EQ(*DetectModelFormat(dir.File("cut.bin")), ModelFormat::kLlama2c);
 }
 
 }  // namespace

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "kvrt/config.h"
-#include "kvrt/llama2c.h"
+#include "formats/llama2c/llama2c.h"
 #include "test_support.h"
 
 namespace kvrt::testing {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "kvrt/llama2c.h"
+#include "formats/llama2c/llama2c.h"
 #include "kvrt/tokenizer.h"
 #include "llama2c_test_support.h"
 

@@ -244,12 +244,12 @@ TEST(ConcurrentUpdateTest, BindsAndUpdatesRacingKeepRevisionsExact) {
 
 TEST(CacheOwnershipTest, ASecondSessionIsRefusedOnEveryThread) {
   const DecoderModel model = SharedModel();
-  DecoderKvCache cache = *DecoderKvCache::Create(model);
+  DecoderKvCache cache = *DecoderKvCache::Create(model, CacheOptions{.precision = Precision::kF64});
   std::optional<DecoderKvSession> owner;
   std::latch owned(1);
   std::atomic<bool> stop{false};
   std::thread owner_thread([&] {
-    owner.emplace(*cache.Bind(model));
+    owner.emplace(*cache.Bind(model, ReferenceEngine()));
     owned.count_down();
     const uint32_t prompt[] = {1};
     while (!stop.load()) {
@@ -263,7 +263,7 @@ TEST(CacheOwnershipTest, ASecondSessionIsRefusedOnEveryThread) {
   for (size_t t = 0; t < kThreads; ++t) {
     intruders.emplace_back([&] {
       for (int attempt = 0; attempt < 100; ++attempt) {
-        Result<DecoderKvSession> second = cache.Bind(model);
+        Result<DecoderKvSession> second = cache.Bind(model, ReferenceEngine());
         ASSERT_FALSE(second);
         EXPECT_EQ(second.error().code(), ErrorCode::kCacheAlreadyBound);
         refusals.fetch_add(1);
@@ -276,13 +276,13 @@ TEST(CacheOwnershipTest, ASecondSessionIsRefusedOnEveryThread) {
   EXPECT_EQ(refusals.load(), static_cast<int>(100 * kThreads));
   owner.reset();
   EXPECT_FALSE(cache.is_bound());
-  EXPECT_TRUE(cache.Bind(model));
+  EXPECT_TRUE(cache.Bind(model, ReferenceEngine()));
 }
 
 TEST(CacheOwnershipTest, ASessionMayEndOnAnotherThread) {
   DecoderModel model = SharedModel();
-  DecoderKvCache cache = *DecoderKvCache::Create(model);
-  DecoderKvSession session = *cache.Bind(model);
+  DecoderKvCache cache = *DecoderKvCache::Create(model, CacheOptions{.precision = Precision::kF64});
+  DecoderKvSession session = *cache.Bind(model, ReferenceEngine());
   const uint32_t prompt[] = {3};
   ASSERT_TRUE(session.Prefill(prompt));
   std::thread([moved = std::move(session)]() mutable {

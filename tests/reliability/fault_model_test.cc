@@ -8,10 +8,11 @@
 #include <limits>
 #include <string>
 
+#include "core/allocation_faults.h"
 #include "failing_allocator.h"
 #include "fault_state.h"
 #include "fault_sweep.h"
-#include "kvrt/checkpoint.h"
+#include "formats/llmcp35/checkpoint.h"
 #include "test_support.h"
 
 namespace kvrt {
@@ -129,6 +130,7 @@ TEST(SizeLimitTest, ACacheTooLargeForMemoryIsATypedError) {
   const DecoderModel model = testing::FaultModel(false);
   CacheOptions options;
   options.batch_size = size_t{1} << 40;  // 2^40·2·4·2 f64 = 128 TiB: fits size_t, not memory
+  options.precision = Precision::kF64;
   Result<DecoderKvCache> cache = DecoderKvCache::Create(model, options);
   ASSERT_FALSE(cache);
   EXPECT_EQ(cache.error().Debug(),

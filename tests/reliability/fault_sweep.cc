@@ -1,3 +1,4 @@
+#include "core/allocation_faults.h"
 #include "fault_sweep.h"
 
 #include <gtest/gtest.h>

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "golden_case.h"
-#include "kvrt/checkpoint.h"
+#include "formats/llmcp35/checkpoint.h"
 #include "kvrt/generation.h"
 
 namespace kvrt {
@@ -44,8 +44,8 @@ TEST(DemoModelTest, EveryRecordedGenerationIsReproducedBitForBit) {
     const uint64_t start = std::stoull(sample.at("initial_rng_state").get<std::string>(), nullptr, 16);
     for (const bool cached : {true, false}) {
       SplitMix64 rng(start);
-      Result<GenerationResult> run = cached ? GenerateCached(*model, prompt, config, rng)
-                                            : GenerateUncached(*model, prompt, config, rng);
+      Result<GenerationResult> run = cached ? GenerateCached(*model, prompt, config, rng, ReferenceEngine())
+                                            : GenerateUncached(*model, prompt, config, rng, ReferenceEngine());
       ASSERT_TRUE(run) << label << ": " << run.error().message();
       EXPECT_EQ(run->generated, testing::Ids(sample.at("generated_ids"))) << label;
       EXPECT_EQ(rng.state(), std::stoull(sample.at("final_rng_state").get<std::string>(), nullptr, 16)) << label;

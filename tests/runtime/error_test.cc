@@ -6,7 +6,7 @@
 #include <set>
 #include <string>
 
-#include "rust_format.h"
+#include "core/rust_format.h"
 
 namespace kvrt {
 namespace {

@@ -13,7 +13,7 @@
 #include "golden_case.h"
 #include "kvrt/kv_cache.h"
 #include "kvrt/model.h"
-#include "kvrt/reference.h"
+#include "engine/reference/complete_prefix.h"
 #include "kvrt/session.h"
 #include "kvrt/threading/thread_pool.h"
 
@@ -190,7 +190,7 @@ TEST(FastEngineTest, CountersMatchTheReferenceEngine) {
   const DecoderModel model = WideModel();
   const std::vector<uint32_t> prompt = Tokens(30, 3);
   KvWork expected;
-  for (const EngineOptions& engine : {EngineOptions{}, Fast(Precision::kF32)}) {
+  for (const EngineOptions& engine : {ReferenceEngine(), Fast(Precision::kF32)}) {
     DecoderKvCache cache = *DecoderKvCache::Create(model, CacheFor(engine.precision));
     DecoderKvSession session = *cache.Bind(model, engine);
     Result<StepOutput> prefill = session.Prefill(prompt);
@@ -321,7 +321,7 @@ TEST(GroupedQueryAttentionTest, ReferenceAndEngineAgreeForEveryGrouping) {
     const std::vector<uint32_t> prompt = {3, 1, 4, 1, 5, 9, 2, 6}, next = {5, 3, 5};
     std::vector<uint32_t> full = prompt;
     full.insert(full.end(), next.begin(), next.end());
-    const std::vector<std::vector<double>> reference = SessionLogits(*model, prompt, next, EngineOptions{});
+    const std::vector<std::vector<double>> reference = SessionLogits(*model, prompt, next, ReferenceEngine());
     for (size_t k = 0; k <= next.size(); ++k) {
       const std::vector<uint32_t> prefix(full.begin(), full.begin() + prompt.size() + k);
       EXPECT_EQ(reference[k], *LastLogitsCompletePrefix(*model, prefix)) << kv_heads << " kv heads, step " << k;
@@ -334,8 +334,8 @@ TEST(GroupedQueryAttentionTest, ReferenceAndEngineAgreeForEveryGrouping) {
       }
     }
     // The cache holds kv_heads lanes per sequence; scores count query heads.
-    DecoderKvCache cache = *DecoderKvCache::Create(*model);
-    DecoderKvSession session = *cache.Bind(*model);
+    DecoderKvCache cache = *DecoderKvCache::Create(*model, CacheOptions{.precision = Precision::kF64});
+    DecoderKvSession session = *cache.Bind(*model, ReferenceEngine());
     ASSERT_TRUE(session.Prefill(prompt));
     EXPECT_EQ(cache.layer(0)->heads(), kv_heads);
     EXPECT_EQ(cache.work().attention_score_values, 2u * 4u * (8u * 9u / 2u));

@@ -8,7 +8,7 @@
 #include <deque>
 
 #include "allocation_counter.h"
-#include "generation_loop.h"
+#include "generate/generation_loop.h"
 #include "sampling_check.h"
 
 namespace kvrt {
@@ -127,7 +127,7 @@ TEST(GenerationScenarioTest, BothLoopsOnTheSeededDecodersMatchTheReference) {
     std::map<std::string, std::string> r = s.result;
 
     SplitMix64 uncached_rng(s.rng_seed);
-    Result<GenerationResult> uncached = GenerateUncached(*model, s.prompt, s.request, uncached_rng);
+    Result<GenerationResult> uncached = GenerateUncached(*model, s.prompt, s.request, uncached_rng, ReferenceEngine());
     ASSERT_TRUE(uncached) << s.name << ": " << uncached.error().message();
     EXPECT_EQ(uncached->generated, IdList(r["generated"])) << s.name;
     EXPECT_EQ(GenerationStopName(uncached->stop), r["stop"]) << s.name;
@@ -136,7 +136,7 @@ TEST(GenerationScenarioTest, BothLoopsOnTheSeededDecodersMatchTheReference) {
     ExpectSteps(s, uncached->steps);
 
     SplitMix64 cached_rng(s.rng_seed);
-    Result<GenerationResult> cached = GenerateCached(*model, s.prompt, s.request, cached_rng);
+    Result<GenerationResult> cached = GenerateCached(*model, s.prompt, s.request, cached_rng, ReferenceEngine());
     ASSERT_TRUE(cached) << s.name << ": " << cached.error().message();
     EXPECT_EQ(cached->generated, IdList(r["cached_generated"])) << s.name;
     EXPECT_EQ(GenerationStopName(cached->stop), r["cached_stop"]) << s.name;
@@ -158,7 +158,7 @@ TEST(GenerationScenarioTest, TheDecodeLoopAllocatesNothingPerToken) {
     request.max_new_tokens = tokens;
     SplitMix64 rng(9);
     const uint64_t before = testing::HeapAllocationsOnThisThread();
-    EXPECT_TRUE(GenerateCached(model, std::vector<uint32_t>{1}, request, rng));
+    EXPECT_TRUE(GenerateCached(model, std::vector<uint32_t>{1}, request, rng, ReferenceEngine()));
     return testing::HeapAllocationsOnThisThread() - before;
   };
   EXPECT_EQ(allocations_for(8), allocations_for(40));

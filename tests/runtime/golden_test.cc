@@ -10,7 +10,7 @@
 #include "kvrt/generation.h"
 #include "kvrt/kv_cache.h"
 #include "kvrt/model.h"
-#include "kvrt/reference.h"
+#include "engine/reference/complete_prefix.h"
 #include "kvrt/session.h"
 
 namespace kvrt {
@@ -80,9 +80,9 @@ TEST_P(GoldenCaseTest, CompletePrefixAndCachedLogitsAreBitExact) {
     }
 
     const Json& cached = prompt_case.at("cached");
-    Result<DecoderKvCache> cache = DecoderKvCache::Create(*model_);
+    Result<DecoderKvCache> cache = DecoderKvCache::Create(*model_, CacheOptions{.precision = Precision::kF64});
     ASSERT_TRUE(cache);
-    Result<DecoderKvSession> session = cache->Bind(*model_);
+    Result<DecoderKvSession> session = cache->Bind(*model_, ReferenceEngine());
     ASSERT_TRUE(session) << session.error().message();
     Result<StepOutput> prefill = session->Prefill(prompt);
     ASSERT_TRUE(prefill) << prefill.error().message();
@@ -146,7 +146,7 @@ TEST_P(GoldenCaseTest, BothGenerationLoopsMatchEveryStep) {
     const GenerationConfig config = testing::GoldenRequest(request);
 
     SplitMix64 cached_rng(State(request.at("rng_state")));
-    Result<GenerationResult> cached = GenerateCached(*model_, prompt, config, cached_rng);
+    Result<GenerationResult> cached = GenerateCached(*model_, prompt, config, cached_rng, ReferenceEngine());
     ASSERT_TRUE(cached) << name << ": " << cached.error().message();
     ExpectRun(*cached, request.at("cached"), name + " cached");
     EXPECT_EQ(cached_rng.state(), State(request.at("cached").at("final_rng_state"))) << name;
@@ -167,7 +167,7 @@ TEST_P(GoldenCaseTest, BothGenerationLoopsMatchEveryStep) {
         << name;
 
     SplitMix64 uncached_rng(State(request.at("rng_state")));
-    Result<GenerationResult> uncached = GenerateUncached(*model_, prompt, config, uncached_rng);
+    Result<GenerationResult> uncached = GenerateUncached(*model_, prompt, config, uncached_rng, ReferenceEngine());
     ASSERT_TRUE(uncached) << name << ": " << uncached.error().message();
     ExpectRun(*uncached, request.at("uncached"), name + " uncached");
     EXPECT_EQ(uncached_rng.state(), State(request.at("uncached").at("final_rng_state"))) << name;
@@ -184,8 +184,8 @@ TEST_P(GoldenCaseTest, GenerationRequestErrorsMatchAndNeverDraw) {
     for (const bool cached : {true, false}) {
       const uint64_t start = State(request.at("rng_state"));
       SplitMix64 rng(start);
-      Result<GenerationResult> result = cached ? GenerateCached(*model_, prompt, config, rng)
-                                               : GenerateUncached(*model_, prompt, config, rng);
+      Result<GenerationResult> result = cached ? GenerateCached(*model_, prompt, config, rng, ReferenceEngine())
+                                               : GenerateUncached(*model_, prompt, config, rng, ReferenceEngine());
       const Json& expected = request.at(cached ? "cached" : "uncached");
       ASSERT_FALSE(result) << name;
       EXPECT_EQ(result.error().Debug(), expected.at("debug").get<std::string>()) << name;
@@ -209,9 +209,9 @@ TEST_P(GoldenCaseTest, ModelAndCacheErrorsMatchAndChangeNothing) {
       ASSERT_FALSE(logits) << name;
       error = logits.error();
     } else {
-      Result<DecoderKvCache> cache = DecoderKvCache::Create(*model_);
+      Result<DecoderKvCache> cache = DecoderKvCache::Create(*model_, CacheOptions{.precision = Precision::kF64});
       ASSERT_TRUE(cache);
-      Result<DecoderKvSession> session = cache->Bind(*model_);
+      Result<DecoderKvSession> session = cache->Bind(*model_, ReferenceEngine());
       ASSERT_TRUE(session);
       if (!entry.at("prefilled").is_null()) {
         ASSERT_TRUE(session->Prefill(Ids(entry.at("prefilled"))));

@@ -7,7 +7,8 @@
 #include <string>
 
 #include "kvrt/model.h"
-#include "kvrt/reference.h"
+#include "model/rope.h"
+#include "engine/reference/complete_prefix.h"
 #include "test_support.h"
 
 namespace kvrt {

@@ -116,8 +116,7 @@ int CompareRuns(const std::string& baseline_path, const std::string& current_pat
                 allowed, regression ? "  SLOWER" : "");
   }
   if (slower > 0) {
-    return ReportError(Error(ErrorCode::kPerformanceRegression, {{"benchmarks", uint64_t(slower)}},
-                             std::to_string(slower) + " benchmark(s) slower beyond noise"));
+    return ReportRegression(std::to_string(slower) + " benchmark(s) slower beyond noise");
   }
   return 0;
 }
@@ -226,8 +225,7 @@ int CheckGate(const std::string& gate_path, const std::vector<std::string>& curr
   std::printf("absolute medians (reported only):\n");
   for (const auto& [name, row] : *current) std::printf("  %-60s %12.4g s\n", name.c_str(), row.time);
   if (failed > 0) {
-    return ReportError(Error(ErrorCode::kPerformanceRegression, {{"ratios", uint64_t(failed)}},
-                             std::to_string(failed) + " in-run ratio(s) below their floor"));
+    return ReportRegression(std::to_string(failed) + " in-run ratio(s) below their floor");
   }
   return 0;
 }

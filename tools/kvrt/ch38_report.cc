@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "kvrt/checkpoint.h"
+#include "formats/llmcp35/checkpoint.h"
 #include "kvrt/generation.h"
 #include "kvrt/kv_cache.h"
-#include "kvrt/reference.h"
+#include "engine/reference/complete_prefix.h"
 #include "kvrt/session.h"
 
 namespace kvrt::cli {
@@ -106,9 +106,9 @@ struct LoadedRun {
 Result<LoadedRun> RunBothLoops(const DecoderModel& model, uint64_t rng_state, const GenerationConfig& config) {
   const std::vector<uint32_t> prompt = {0};
   SplitMix64 cached_rng(rng_state), uncached_rng(rng_state);
-  Result<GenerationResult> cached = GenerateCached(model, prompt, config, cached_rng);
+  Result<GenerationResult> cached = GenerateCached(model, prompt, config, cached_rng, ReferenceEngine());
   if (!cached) return std::unexpected(cached.error());
-  Result<GenerationResult> uncached = GenerateUncached(model, prompt, config, uncached_rng);
+  Result<GenerationResult> uncached = GenerateUncached(model, prompt, config, uncached_rng, ReferenceEngine());
   if (!uncached) return std::unexpected(uncached.error());
   return LoadedRun{std::move(*cached), std::move(*uncached), cached_rng.state() == uncached_rng.state()};
 }
@@ -138,9 +138,9 @@ Result<std::string> BuildCh38Report(std::span<const uint8_t> ch35_checkpoint) {
             " model_width:" + std::to_string(config.model_width) +
             " context:" + std::to_string(config.max_positions) + " tolerance:" + Decimals(kTolerance, 12) + "\n";
 
-  Result<DecoderKvCache> cache = DecoderKvCache::Create(model);
+  Result<DecoderKvCache> cache = DecoderKvCache::Create(model, CacheOptions{.precision = Precision::kF64});
   if (!cache) return std::unexpected(cache.error());
-  Result<DecoderKvSession> session = cache->Bind(model);
+  Result<DecoderKvSession> session = cache->Bind(model, ReferenceEngine());
   if (!session) return std::unexpected(session.error());
 
   // prefill=
@@ -274,23 +274,23 @@ Result<std::string> BuildCh38Report(std::span<const uint8_t> ch35_checkpoint) {
   }
 
   // errors=: a fresh cache for the same model while the first session lives.
-  Result<DecoderKvCache> fresh = DecoderKvCache::Create(model);
+  Result<DecoderKvCache> fresh = DecoderKvCache::Create(model, CacheOptions{.precision = Precision::kF64});
   if (!fresh) return std::unexpected(fresh.error());
   Result<DecoderKvCache> fresh_clone = fresh->Clone();
   if (!fresh_clone) return std::unexpected(fresh_clone.error());
   Result<DecoderModel> rebuilt = model.RebuildFromValues();
   if (!rebuilt) return std::unexpected(rebuilt.error());
-  Result<DecoderKvSession> rebuilt_bind = fresh->Bind(*rebuilt);
+  Result<DecoderKvSession> rebuilt_bind = fresh->Bind(*rebuilt, ReferenceEngine());
   const bool rebuilt_model = !rebuilt_bind && rebuilt_bind.error().Debug() == "ModelParameterMismatch { index: 0 }" &&
                              *fresh == *fresh_clone;
   ModelConfig changed = config;
   changed.rms_epsilon = 2e-6;
   Result<DecoderModel> changed_model = DecoderModel::FromParameters(changed, model.parameters());
   if (!changed_model) return std::unexpected(changed_model.error());
-  Result<DecoderKvSession> changed_bind = fresh->Bind(*changed_model);
+  Result<DecoderKvSession> changed_bind = fresh->Bind(*changed_model, ReferenceEngine());
   const bool changed_config = !changed_bind && changed_bind.error().Debug() == "ModelConfigMismatch" &&
                               *fresh == *fresh_clone;
-  Result<DecoderKvSession> checked = fresh->Bind(model);
+  Result<DecoderKvSession> checked = fresh->Bind(model, ReferenceEngine());
   if (!checked) return std::unexpected(checked.error());
   Result<bool> decode_before_prefill = RejectedUnchanged(
       *checked, [](DecoderKvSession& s) { return s.Decode(0); }, "DecodeRequiresPrefill");

@@ -3,7 +3,6 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "kvrt/llama2c.h"
 
 namespace kvrt::cli {
 
@@ -12,24 +11,9 @@ int ReportError(const Error& error) {
   return kErrorStatus;
 }
 
-Result<LoadedModel> LoadModel(const std::string& path) {
-  Result<ModelFileFormat> format = DetectModelFileFormat(path);
-  if (!format) return std::unexpected(format.error());
-  if (*format == ModelFileFormat::kLlama2c) {
-    // A llama2.c file holds only the model: no tokenizer (see --tokenizer), no
-    // optimizer, sampling state 0.
-    Result<DecoderModel> model = LoadLlama2cModel(path);
-    if (!model) return std::unexpected(model.error());
-    Checkpoint facts;
-    facts.config = model->config();
-    facts.file_bytes = *Llama2cFileBytes(model->config());
-    return LoadedModel{std::move(facts), std::move(*model)};
-  }
-  Result<Checkpoint> checkpoint = LoadCheckpoint(path);
-  if (!checkpoint) return std::unexpected(checkpoint.error());
-  Result<DecoderModel> model = checkpoint->BuildModel();
-  if (!model) return std::unexpected(model.error());
-  return LoadedModel{std::move(*checkpoint), std::move(*model)};
+int ReportRegression(const std::string& what) {
+  std::fprintf(stderr, "error: PerformanceRegression: %s\n", what.c_str());
+  return kRegressionStatus;
 }
 
 Result<EngineChoice> EngineFromFlags(const Flags& flags) {

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "flags.h"
-#include "kvrt/checkpoint.h"
+#include "kvrt/load_model.h"
 #include "kvrt/engine_options.h"
 #include "kvrt/error.h"
 #include "kvrt/model.h"
@@ -16,19 +16,14 @@
 namespace kvrt::cli {
 
 inline constexpr int kErrorStatus = 2;
+// bench-compare's verdict "slower than allowed", distinct from a usage or input
+// error so that CI can tell a regression from a broken invocation.
+inline constexpr int kRegressionStatus = 1;
 
 // Prints `error: <VariantName>: <message>` on stderr and returns kErrorStatus.
 int ReportError(const Error& error);
-
-struct LoadedModel {
-  Checkpoint checkpoint;
-  DecoderModel model;
-};
-
-// Reads a model file, LLMCP35 or llama2.c (decided by content), and builds its
-// model. A llama2.c file brings no tokenizer: `checkpoint` then holds only the
-// config and the file size.
-Result<LoadedModel> LoadModel(const std::string& path);
+// Prints `error: PerformanceRegression: <what>` on stderr and returns kRegressionStatus.
+int ReportRegression(const std::string& what);
 
 // The engine flags of `logits` and `generate`.
 inline constexpr FlagSpec kEngineFlags[] = {

@@ -12,7 +12,7 @@
 #include "generation_stats.h"
 #include "json_writer.h"
 #include "kvrt/generation.h"
-#include "kvrt/llama2c.h"
+#include "formats/llama2c/llama2c.h"
 #include "text_stream.h"
 
 namespace kvrt::cli {
@@ -183,13 +183,14 @@ int RunGenerate(std::span<char* const> args) {
     Result<Tokenizer> llama2c =
         LoadLlama2cTokenizerFor(*tokenizer_path, loaded->model.config().vocabulary_size);
     if (!llama2c) return ReportError(llama2c.error());
-    loaded->checkpoint.tokenizer = std::move(*llama2c);
+    loaded->tokenizer = std::move(*llama2c);
     // run.c ends a sequence at BOS, the delimiter between documents.
-    if (!config.eos_token) config.eos_token = loaded->checkpoint.tokenizer.bos_id();
+    if (!config.eos_token) config.eos_token = loaded->tokenizer->bos_id();
   }
   const double load_seconds = load_timer.Seconds();
-  const Tokenizer& tokenizer = loaded->checkpoint.tokenizer;
-  Result<uint64_t> state = RngStateFromFlags(*flags, loaded->checkpoint.sampling_rng_state);
+  const Tokenizer no_tokenizer;  // vocabulary 0: --prompt is refused below
+  const Tokenizer& tokenizer = loaded->tokenizer ? *loaded->tokenizer : no_tokenizer;
+  Result<uint64_t> state = RngStateFromFlags(*flags, loaded->sampling_rng_state.value_or(0));
   if (!state) return ReportError(state.error());
   std::vector<uint32_t> prompt;
   if (flags->Has("prompt")) {

@@ -5,8 +5,8 @@
 #include "commands.h"
 #include "common.h"
 #include "json_writer.h"
-#include "kvrt/checkpoint.h"
-#include "kvrt/llama2c.h"
+#include "formats/llmcp35/checkpoint.h"
+#include "formats/llama2c/llama2c.h"
 
 namespace kvrt::cli {
 namespace {
@@ -155,13 +155,13 @@ int RunInspect(std::span<char* const> args) {
     return ReportError(InvalidArgument("kvrt inspect takes exactly one checkpoint path"));
   }
   const std::string& path = flags->positional()[0];
-  Result<ModelFileFormat> format = DetectModelFileFormat(path);
+  Result<ModelFormat> format = DetectModelFormat(path);
   if (!format) return ReportError(format.error());
-  if (*format == ModelFileFormat::kLlama2c) {
+  if (*format == ModelFormat::kLlama2c) {
     if (flags->Has("json")) return ReportError(InvalidArgument("--json describes LLMCP35 checkpoints only"));
-    Result<DecoderModel> model = LoadLlama2cModel(path);
-    if (!model) return ReportError(model.error());
-    PrintLlama2c(path, *model);
+    Result<LoadedModel> loaded = LoadModel(path);
+    if (!loaded) return ReportError(loaded.error());
+    PrintLlama2c(path, loaded->model);
     return 0;
   }
   Result<Checkpoint> checkpoint = LoadCheckpoint(path);

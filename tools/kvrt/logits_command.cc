@@ -8,7 +8,7 @@
 #include "common.h"
 #include "json_writer.h"
 #include "kvrt/kv_cache.h"
-#include "kvrt/reference.h"
+#include "engine/reference/complete_prefix.h"
 #include "kvrt/session.h"
 
 namespace kvrt::cli {

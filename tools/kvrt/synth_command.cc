@@ -9,8 +9,8 @@
 
 #include "commands.h"
 #include "common.h"
-#include "kvrt/checkpoint.h"
-#include "kvrt/llama2c.h"
+#include "formats/llmcp35/checkpoint.h"
+#include "formats/llama2c/llama2c.h"
 #include "kvrt/model.h"
 
 namespace kvrt::cli {

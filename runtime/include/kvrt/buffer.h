@@ -22,15 +22,6 @@ namespace memory {
 void* AllocateAligned(size_t bytes);
 void FreeAligned(void* pointer);
 
-// Test hook for fault injection: after `successes` more successful allocations on
-// the calling thread, every AllocateAligned on that thread fails until the hook
-// is cleared. Process-wide state would make concurrent tests interfere, so the
-// counter is per thread.
-void FailAllocationsAfter(uint64_t successes);
-void ClearAllocationFailures();
-// Number of AllocateAligned calls made on this thread (successful or not).
-uint64_t AllocationCallsOnThisThread();
-
 }  // namespace memory
 
 template <class T>

@@ -4,6 +4,8 @@
 #include <cstddef>
 #include <string_view>
 
+#include "kvrt/error.h"
+
 namespace kvrt {
 
 namespace threading {
@@ -27,12 +29,21 @@ enum class Backend {
 std::string_view PrecisionName(Precision precision);  // "f64", "f32"
 std::string_view BackendName(Backend backend);        // "reference", "fast"
 
+// The default is the fast f32 engine on the calling thread; the bit-exact
+// reference engine is an explicit choice (ReferenceEngine()).
 struct EngineOptions {
-  Backend backend = Backend::kReference;
-  Precision precision = Precision::kF64;  // the reference backend is always f64
+  Backend backend = Backend::kFast;
+  Precision precision = Precision::kF32;  // the reference backend is always f64
   // Threads for the fast engine; nullptr runs it on the calling thread. The pool
   // must outlive every session that uses it.
   threading::ThreadPool* pool = nullptr;
+
+  // UnsupportedBackend for a backend or precision outside the enums, or a
+  // reference engine asked for anything but f64.
+  Result<void> Validate() const;
 };
+
+// The scalar f64 engine of the specification (bit-exact with the reference).
+inline EngineOptions ReferenceEngine() { return {Backend::kReference, Precision::kF64, nullptr}; }
 
 }  // namespace kvrt

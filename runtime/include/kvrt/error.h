@@ -186,7 +186,6 @@ enum class ErrorCode : uint16_t {
   kUnsupportedBackend,
   kInvalidArgument,
   kInvariantViolation,
-  kPerformanceRegression,
   // llama2.c checkpoints and tokenizer files.
   kInvalidHeaderValue,
   kInconsistentHeader,
@@ -194,6 +193,8 @@ enum class ErrorCode : uint16_t {
   kInvalidTokenLength,
   kNonFiniteScore,
   kMissingByteTokens,
+  // Model files of any format (kvrt/load_model.h).
+  kUnknownModelFormat,
 
   kCount  // number of codes; not a variant
 };

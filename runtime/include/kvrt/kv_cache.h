@@ -12,6 +12,7 @@
 // through a DecoderKvSession obtained from Bind (session.h).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -132,7 +133,9 @@ struct KvWork {
 struct CacheOptions {
   size_t batch_size = 1;
   size_t capacity = 0;  // 0: the model's max_positions (the reference's choice)
-  Precision precision = Precision::kF64;
+  // Element type of the stored rows; it must match the engine the cache binds to
+  // (f32 for the default fast engine, f64 for ReferenceEngine()).
+  Precision precision = Precision::kF32;
 };
 
 class DecoderKvCache {
@@ -166,7 +169,7 @@ class DecoderKvCache {
   bool is_empty() const { return len_ == 0; }
   bool is_full() const { return len_ == capacity_; }
   bool prefill_complete() const { return prefill_complete_; }
-  bool is_bound() const { return bound_; }
+  bool is_bound() const { return bound_.load(std::memory_order_acquire); }
   const KvWork& work() const { return work_; }
   size_t layer_count() const { return layers_.size(); }
   const LayerKvCache* layer(size_t index) const {
@@ -185,6 +188,8 @@ class DecoderKvCache {
   friend class DecoderKvSession;
   friend struct detail::KvCacheTestAccess;
   DecoderKvCache() = default;
+  // The binding checks of spec/kv-cache.md §3.3 (cache/bind_checks.cc).
+  Result<void> CheckBinding(const DecoderModel& model) const;
 
   ModelConfig config_;
   size_t batch_size_ = 1;
@@ -195,7 +200,7 @@ class DecoderKvCache {
   size_t len_ = 0;
   bool prefill_complete_ = false;
   KvWork work_;
-  bool bound_ = false;
+  std::atomic<bool> bound_{false};  // claimed atomically by Bind
 };
 
 }  // namespace kvrt

@@ -20,9 +20,10 @@
 #include "kvrt/error.h"
 #include "kvrt/parameter.h"
 #include "kvrt/rng.h"
-#include "kvrt/rope.h"
 
 namespace kvrt {
+
+class RopeTable;  // model/rope.h (internal): the precomputed RoPE tables
 
 namespace detail {
 class EngineWeightsCache;
@@ -114,6 +115,7 @@ class DecoderModel {
     return config_.tied_output ? embedding() : *parameters_.back();
   }
   bool output_head_is_embedding() const { return config_.tied_output; }
+  // The RoPE tables (internal type; engines and tests include model/rope.h).
   const RopeTable& rope() const { return *rope_; }
 
   // The same values in new nodes (a model "rebuilt from equal values"): binds to no

@@ -73,15 +73,18 @@ class Parameter {
   // Process-unique, never reused: handy for logging and hashing identities.
   uint64_t id() const { return id_; }
 
-  // Shared borrows (sessions, uncached forwards). Waits only while an update is
-  // writing, which never blocks on anything else.
-  void AcquireShared() const;
-  void ReleaseShared() const;
-  // Number of shared borrows currently held.
+  // Number of shared borrows currently held (sessions and uncached forwards
+  // reading this node).
   int64_t shared_borrows() const;
 
  private:
+  // The borrow machinery (model/parameter_access.h): readers take shared
+  // borrows, DecoderModel::UpdateParameters an exclusive one.
+  friend class SharedBorrows;
   friend class ParameterWriter;
+  // Waits only while an update is writing, which never blocks on anything else.
+  void AcquireShared() const;
+  void ReleaseShared() const;
   Parameter(std::string name, std::vector<size_t> shape, ParameterLayout layout,
             Buffer<double> values, Buffer<float> panels);
 
@@ -98,32 +101,5 @@ class Parameter {
 };
 
 using ParameterPtr = std::shared_ptr<Parameter>;
-
-// Holds a shared borrow of every parameter in a list for its lifetime (RAII).
-class SharedBorrows {
- public:
-  SharedBorrows() = default;
-  explicit SharedBorrows(std::vector<ParameterPtr> parameters);
-  SharedBorrows(SharedBorrows&& other) noexcept = default;
-  SharedBorrows& operator=(SharedBorrows&& other) noexcept;
-  SharedBorrows(const SharedBorrows&) = delete;
-  SharedBorrows& operator=(const SharedBorrows&) = delete;
-  ~SharedBorrows();
-
- private:
-  void Release();
-  std::vector<ParameterPtr> parameters_;
-};
-
-// The write side, used only by DecoderModel::UpdateParameters: exclusive borrows in
-// list order, value writes and revision advances.
-class ParameterWriter {
- public:
-  static bool TryAcquireExclusive(Parameter& parameter);
-  static void ReleaseExclusive(Parameter& parameter);
-  // Replaces the values (row-major f64) in the parameter's own layout.
-  static void WriteValues(Parameter& parameter, std::span<const double> values);
-  static void AdvanceRevision(Parameter& parameter);
-};
 
 }  // namespace kvrt

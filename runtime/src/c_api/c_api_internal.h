@@ -1,0 +1,73 @@
+// The objects behind the C API's opaque handles, and the guard that turns every
+// C++ failure (an Error, an exception) into a kvrt_error.
+#pragma once
+
+#include <exception>
+#include <memory>
+#include <new>
+#include <optional>
+#include <string>
+
+#include "kvrt/error.h"
+#include "kvrt/kv_cache.h"
+#include "kvrt/kvrt.h"
+#include "kvrt/load_model.h"
+#include "formats/llama2c/llama2c.h"
+#include "kvrt/model.h"
+#include "kvrt/session.h"
+#include "kvrt/threading/thread_pool.h"
+#include "kvrt/tokenizer.h"
+
+struct kvrt_error {
+  int code = 0;
+  std::string name;
+  std::string message;
+};
+
+struct kvrt_model {
+  kvrt::DecoderModel model;
+  std::optional<kvrt::Tokenizer> tokenizer;
+  kvrt::ModelFormat format = kvrt::ModelFormat::kLlmcp35;
+};
+
+struct kvrt_cache {
+  // Shared with the sessions bound to it, which must not outlive the cache.
+  std::shared_ptr<kvrt::DecoderKvCache> cache;
+};
+
+struct kvrt_session {
+  // Destroyed in reverse order: the session, then its pool, its model handle
+  // and its cache. The engines keep the address of the model handle given to
+  // Bind, so the session binds this copy, which lives exactly as long.
+  std::shared_ptr<kvrt::DecoderKvCache> cache;
+  std::optional<kvrt::DecoderModel> model;
+  std::unique_ptr<kvrt::threading::ThreadPool> pool;
+  std::optional<kvrt::DecoderKvSession> session;
+};
+
+namespace kvrt::c_api {
+
+kvrt_error* MakeError(const Error& error);
+kvrt_error* InvalidArgument(const std::string& message);
+
+// Runs `body` (returning kvrt_error*), mapping exceptions to errors: an
+// allocation failure to AllocationFailed, anything else to InvariantViolation.
+template <class Body>
+kvrt_error* Guard(Body&& body) noexcept {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    return MakeError(Error(ErrorCode::kAllocationFailed, {}, "out of memory"));
+  } catch (const std::exception& exception) {
+    return MakeError(Error(ErrorCode::kInvariantViolation, {}, exception.what()));
+  } catch (...) {
+    return MakeError(Error(ErrorCode::kInvariantViolation, {}, "unknown exception"));
+  }
+}
+
+// The EngineOptions of `engine` (NULL: the defaults), with a pool in `pool`
+// when the fast backend runs on more than the calling thread.
+Result<EngineOptions> EngineFromC(const kvrt_engine_options* engine,
+                                  std::unique_ptr<threading::ThreadPool>& pool);
+
+}  // namespace kvrt::c_api

@@ -1,0 +1,120 @@
+// The C API's engines, caches and sessions (kvrt/kvrt.h).
+#include <string>
+
+#include "c_api/c_api_internal.h"
+
+using kvrt::c_api::Guard;
+using kvrt::c_api::InvalidArgument;
+using kvrt::c_api::MakeError;
+
+namespace kvrt::c_api {
+
+Result<EngineOptions> EngineFromC(const kvrt_engine_options* engine,
+                                  std::unique_ptr<threading::ThreadPool>& pool) {
+  const kvrt_engine_options chosen = engine ? *engine : kvrt_engine_options_default();
+  EngineOptions options;
+  switch (chosen.backend) {
+    case KVRT_BACKEND_REFERENCE: options.backend = Backend::kReference; break;
+    case KVRT_BACKEND_FAST: options.backend = Backend::kFast; break;
+    default:
+      return Fail(ErrorCode::kUnsupportedBackend, {{"", std::to_string(static_cast<int>(chosen.backend))}},
+                  "unknown backend " + std::to_string(static_cast<int>(chosen.backend)));
+  }
+  switch (chosen.precision) {
+    case KVRT_PRECISION_F64: options.precision = Precision::kF64; break;
+    case KVRT_PRECISION_F32: options.precision = Precision::kF32; break;
+    default:
+      return Fail(ErrorCode::kInvalidArgument, {},
+                  "unknown precision " + std::to_string(static_cast<int>(chosen.precision)));
+  }
+  if (options.backend == Backend::kReference && options.precision != Precision::kF64) {
+    return Fail(ErrorCode::kUnsupportedBackend, {{"", std::string("f32")}},
+                "the reference backend computes in f64 only");
+  }
+  if (options.backend == Backend::kFast && chosen.threads != 1) {
+    if (chosen.threads > 1024) return Fail(ErrorCode::kInvalidArgument, {}, "at most 1024 threads");
+    pool = std::make_unique<threading::ThreadPool>(chosen.threads);
+    options.pool = pool.get();
+  }
+  return options;
+}
+
+}  // namespace kvrt::c_api
+
+extern "C" {
+
+kvrt_engine_options kvrt_engine_options_default(void) {
+  return kvrt_engine_options{KVRT_BACKEND_FAST, KVRT_PRECISION_F32, 0};
+}
+
+kvrt_error* kvrt_cache_create(const kvrt_model* model, size_t capacity, kvrt_precision precision,
+                              kvrt_cache** out) {
+  return Guard([&]() -> kvrt_error* {
+    if (model == nullptr || out == nullptr) return InvalidArgument("kvrt_cache_create needs a model and an output");
+    if (precision != KVRT_PRECISION_F32 && precision != KVRT_PRECISION_F64) {
+      return InvalidArgument("unknown precision " + std::to_string(static_cast<int>(precision)));
+    }
+    kvrt::CacheOptions options;
+    options.capacity = capacity;
+    options.precision = precision == KVRT_PRECISION_F32 ? kvrt::Precision::kF32 : kvrt::Precision::kF64;
+    kvrt::Result<kvrt::DecoderKvCache> cache = kvrt::DecoderKvCache::Create(model->model, options);
+    if (!cache) return MakeError(cache.error());
+    *out = new kvrt_cache{std::make_shared<kvrt::DecoderKvCache>(std::move(*cache))};
+    return nullptr;
+  });
+}
+
+void kvrt_cache_free(kvrt_cache* cache) { delete cache; }
+size_t kvrt_cache_len(const kvrt_cache* cache) { return cache ? cache->cache->len() : 0; }
+size_t kvrt_cache_capacity(const kvrt_cache* cache) { return cache ? cache->cache->capacity() : 0; }
+size_t kvrt_cache_bytes(const kvrt_cache* cache) { return cache ? cache->cache->storage_bytes() : 0; }
+
+kvrt_error* kvrt_session_bind(kvrt_cache* cache, const kvrt_model* model, const kvrt_engine_options* engine,
+                              kvrt_session** out) {
+  return Guard([&]() -> kvrt_error* {
+    if (cache == nullptr || model == nullptr || out == nullptr) {
+      return InvalidArgument("kvrt_session_bind needs a cache, a model and an output");
+    }
+    auto session = std::make_unique<kvrt_session>();
+    session->cache = cache->cache;
+    kvrt::Result<kvrt::EngineOptions> options = kvrt::c_api::EngineFromC(engine, session->pool);
+    if (!options) return MakeError(options.error());
+    session->model.emplace(model->model);
+    kvrt::Result<kvrt::DecoderKvSession> bound = session->cache->Bind(*session->model, *options);
+    if (!bound) return MakeError(bound.error());
+    session->session.emplace(std::move(*bound));
+    *out = session.release();
+    return nullptr;
+  });
+}
+
+kvrt_error* kvrt_session_prefill(kvrt_session* session, const uint32_t* tokens, size_t count,
+                                 const double** logits) {
+  return Guard([&]() -> kvrt_error* {
+    if (session == nullptr || (tokens == nullptr && count > 0)) {
+      return InvalidArgument("kvrt_session_prefill needs a session and tokens");
+    }
+    kvrt::Result<kvrt::StepOutput> step = session->session->Prefill(std::span<const uint32_t>(tokens, count));
+    if (!step) return MakeError(step.error());
+    if (logits != nullptr) *logits = step->logits.data();
+    return nullptr;
+  });
+}
+
+kvrt_error* kvrt_session_decode(kvrt_session* session, uint32_t token, const double** logits) {
+  return Guard([&]() -> kvrt_error* {
+    if (session == nullptr) return InvalidArgument("kvrt_session_decode needs a session");
+    kvrt::Result<kvrt::StepOutput> step = session->session->Decode(token);
+    if (!step) return MakeError(step.error());
+    if (logits != nullptr) *logits = step->logits.data();
+    return nullptr;
+  });
+}
+
+void kvrt_session_reset(kvrt_session* session) {
+  if (session != nullptr) session->session->Reset();
+}
+
+void kvrt_session_free(kvrt_session* session) { delete session; }
+
+}  // extern "C"

@@ -1,0 +1,102 @@
+// One parallel pass of the engine over one or more packed matrices that read the
+// same input rows: Q|K|V, gate|up, or a single matrix. Each part writes its own
+// columns of a shared output row, so the matrices act as one fused matrix without
+// being copied into one.
+//
+// Work is cut into tasks from the problem size alone (panel tiles, and row tiles
+// for several rows), never from the thread count. Every output element is computed
+// by one kernel call over all of K in a fixed order, so the result is the same
+// bit for bit for any number of threads.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "model/packed_weights.h"
+#include "kvrt/simd/matmul.h"
+#include "kvrt/simd/matvec.h"
+#include "kvrt/threading/thread_pool.h"
+
+namespace kvrt::detail {
+
+template <class T>
+class MatrixProduct {
+ public:
+  MatrixProduct() = default;
+  // `parts` in output-column order; part i writes columns [offset_i, offset_i + N_i).
+  explicit MatrixProduct(std::vector<const PackedWeight<T>*> parts) {
+    size_t offset = 0, total_panels = 0;
+    for (const PackedWeight<T>* part : parts) {
+      parts_.push_back({&part->view, offset});
+      offset += part->view.cols;
+      total_panels += part->view.panels();
+    }
+    width_ = offset;
+    // About 32 tasks per pass for one row (enough to balance a few threads), at
+    // most 8 panels (256 f32 columns) each; wider tiles for several rows, where a
+    // task also spans kRowTile rows.
+    vector_tile_ = std::clamp<size_t>(total_panels / 32, 1, 8);
+    matrix_tile_ = std::clamp<size_t>(total_panels / 8, 1, 16);
+    for (const bool several_rows : {false, true}) {
+      std::vector<Task>& tasks = several_rows ? matrix_tasks_ : vector_tasks_;
+      const size_t tile = several_rows ? matrix_tile_ : vector_tile_;
+      for (uint32_t p = 0; p < parts_.size(); ++p) {
+        const size_t panels = parts_[p].view->panels();
+        for (size_t begin = 0; begin < panels; begin += tile) {
+          tasks.push_back({p, static_cast<uint32_t>(begin),
+                           static_cast<uint32_t>(std::min(panels, begin + tile))});
+        }
+      }
+    }
+  }
+
+  // Output columns of all parts together.
+  size_t width() const { return width_; }
+
+  // c[r][offset + n] = Σ_k a[r][k]·W_part[k][n] for rows r < m; ldc ≥ width().
+  void Run(threading::ThreadPool* pool, const T* a, size_t lda, size_t m, T* c, size_t ldc) const {
+    if (m == 1) {
+      auto body = [&](size_t index, size_t) {
+        const Task& task = vector_tasks_[index];
+        const Part& part = parts_[task.part];
+        simd::MatVec(*part.view, a, c + part.offset, task.panel_begin, task.panel_end);
+      };
+      threading::ParallelFor(pool, vector_tasks_.size(), body);
+      return;
+    }
+    const size_t row_tiles = (m + kRowTile - 1) / kRowTile;
+    auto body = [&](size_t index, size_t) {
+      const Task& task = matrix_tasks_[index % matrix_tasks_.size()];
+      const size_t row = (index / matrix_tasks_.size()) * kRowTile;
+      const size_t rows = std::min(kRowTile, m - row);
+      const Part& part = parts_[task.part];
+      simd::MatMul(a + row * lda, lda, rows, *part.view, c + row * ldc + part.offset, ldc,
+                   task.panel_begin, task.panel_end);
+    };
+    threading::ParallelFor(pool, row_tiles * matrix_tasks_.size(), body);
+  }
+
+ private:
+  static constexpr size_t kRowTile = 128;
+
+  struct Part {
+    const simd::PackedMatrixView<T>* view;
+    size_t offset;
+  };
+  struct Task {
+    uint32_t part;
+    uint32_t panel_begin;
+    uint32_t panel_end;
+  };
+
+  std::vector<Part> parts_;
+  std::vector<Task> vector_tasks_;
+  std::vector<Task> matrix_tasks_;
+  size_t width_ = 0;
+  size_t vector_tile_ = 1;
+  size_t matrix_tile_ = 1;
+};
+
+}  // namespace kvrt::detail

@@ -1,0 +1,69 @@
+// The scalar f64 forward of new token rows on top of committed K/V rows.
+//
+// One body serves both reference paths: the complete-prefix pass is a step of T
+// rows from position 0 into scratch K/V, and a cached token forward is a step of
+// one row on top of the cache. All arithmetic is the simd scalar twins in the
+// order of spec/model.md, so both paths are bit-exact with the reference crate.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "cache/kv_rows.h"
+#include "kvrt/buffer.h"
+#include "kvrt/error.h"
+#include "kvrt/model.h"
+#include "engine/reference/complete_prefix.h"
+
+namespace kvrt::detail {
+
+struct RowStep {
+  std::span<const uint32_t> tokens;  // [batch, rows], ids already validated (< V)
+  size_t batch = 1;
+  size_t rows = 1;
+  size_t start = 0;         // position of the first new row
+  bool all_logits = false;  // logits for every row; otherwise the last row per sequence
+};
+
+class ReferenceRowForward {
+ public:
+  // Workspace for up to `max_rows` new rows of `batch` sequences, allocated once.
+  static Result<ReferenceRowForward> Create(const DecoderModel& model, size_t batch,
+                                            size_t max_rows);
+
+  // Runs one step. `layers[l]` says where layer l reads committed rows and writes
+  // the new ones. Writes [batch, rows, V] logits (all_logits) or [batch, V].
+  // Errors name the failing stage in the terms of spec/kv-cache.md §3.7.
+  // The caller holds shared borrows of the model's parameters.
+  Result<void> Run(const RowStep& step, std::span<const LayerKvRows<double>> layers,
+                   std::span<double> logits, ForwardTrace* trace);
+
+ private:
+  explicit ReferenceRowForward(const DecoderModel& model) : model_(model) {}
+
+  // Row-major f64 values of parameter `index`: the parameter's own storage, or a
+  // copy made at Create for parameters kept in f32 panels.
+  const double* Weights(size_t index) const { return weights_[index]; }
+
+  // Its own handle on the model (sharing the parameter nodes): a session's engine
+  // must not depend on the lifetime of the caller's handle.
+  DecoderModel model_;
+  std::vector<const double*> weights_;
+  std::vector<Buffer<double>> converted_;  // dense copies of panel-layout parameters
+  size_t batch_ = 0;
+  size_t max_rows_ = 0;
+  Buffer<double> hidden_;  // [batch·rows, D] residual stream
+  Buffer<double> normed_;  // [batch·rows, D]
+  Buffer<double> query_;   // [batch·rows, D]
+  Buffer<double> key_;     // [batch·rows, kv_width]
+  Buffer<double> value_;   // [batch·rows, kv_width]
+  Buffer<double> mixed_;   // [batch·rows, D] merged head outputs
+  Buffer<double> branch_;  // [batch·rows, D] attention or FFN branch output
+  Buffer<double> gate_;    // [batch·rows, F]
+  Buffer<double> up_;      // [batch·rows, F]
+  Buffer<double> scores_;  // [max_positions] one query's scores, then weights
+};
+
+}  // namespace kvrt::detail

@@ -1,0 +1,54 @@
+// The errors a token step reports when its arithmetic leaves the finite numbers,
+// named the way spec/kv-cache.md §3.7 names the failing stage. Shared by the
+// reference and the fast engine, which detect the same conditions.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <optional>
+#include <string>
+
+#include "kvrt/error.h"
+#include "core/rust_format.h"
+
+namespace kvrt::detail {
+
+template <class T>
+std::optional<size_t> FirstNonFinite(const T* values, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    if (!std::isfinite(values[i])) return i;
+  }
+  return std::nullopt;
+}
+
+// NonFiniteActivation{stage, index, value}.
+inline Error NonFinite(const char* stage, size_t index, double value) {
+  return Error(ErrorCode::kNonFiniteActivation,
+               {{"stage", Identifier{stage}}, {"index", uint64_t{index}}, {"value", value}},
+               std::string(stage) + " produced a non-finite value " + RustDisplay(value) +
+                   " at flat index " + std::to_string(index));
+}
+
+// A stage failure of block `layer`, e.g. AttentionNorm { layer: 1, source: ... }.
+inline Error InLayer(Error inner, ErrorCode stage, size_t layer) {
+  std::string message = "decoder block " + std::to_string(layer) + ": " + inner.message();
+  return std::move(inner).Wrap(stage, {{"layer", uint64_t{layer}}}, std::move(message));
+}
+
+// A new K or V row that fails the cache's append validation (spec/kv-cache.md
+// §1.4): IncrementalAttention { layer, source: Cache(NonFiniteKey { index, value }) }.
+inline Error NonFiniteCandidateRow(bool is_key, size_t index, double value, size_t layer) {
+  Error inner(is_key ? ErrorCode::kNonFiniteKey : ErrorCode::kNonFiniteValue,
+              {{"index", uint64_t{index}}, {"value", value}},
+              std::string("candidate ") + (is_key ? "key" : "value") + " element " +
+                  std::to_string(index) + " is not finite");
+  return InLayer(std::move(inner).Wrap(ErrorCode::kCache), ErrorCode::kIncrementalAttention, layer);
+}
+
+// Non-finite logits: Autodiff { stage: TiedVocabularyProjection, source: ... }.
+inline Error NonFiniteLogits(size_t index, double value) {
+  return NonFinite("vocabulary projection", index, value)
+      .Wrap(ErrorCode::kAutodiff, {{"stage", Identifier{"TiedVocabularyProjection"}}});
+}
+
+}  // namespace kvrt::detail

@@ -1,0 +1,85 @@
+// The one model-file dispatch: recognise the format by content, then hand the
+// file to that format's reader (formats/llmcp35, formats/llama2c).
+#include <array>
+#include <string>
+
+#include "formats/llama2c/file_io.h"
+#include "formats/llama2c/header.h"
+#include "formats/llama2c/llama2c.h"
+#include "formats/llmcp35/checkpoint.h"
+#include "formats/llmcp35/layout.h"
+#include "kvrt/load_model.h"
+
+namespace kvrt {
+namespace {
+
+// What the file itself says, without a name-based guess.
+enum class Evidence { kLlmcp35, kLlama2c, kNone };
+
+Result<Evidence> ReadEvidence(const std::string& path) {
+  Result<llama2c::InputFile> file = llama2c::InputFile::Open(path);
+  if (!file) return Fail(std::move(file.error()));
+  std::array<uint8_t, kLlama2cHeaderBytes> prefix{};
+  static_assert(kLlama2cHeaderBytes >= llmcp35::kMagic.size());
+  const size_t available = file->size() < prefix.size() ? file->size() : prefix.size();
+  if (!file->Read(std::span<uint8_t>(prefix.data(), available), "format detection")) {
+    return Evidence::kNone;
+  }
+  if (available >= llmcp35::kMagic.size() &&
+      std::equal(llmcp35::kMagic.begin(), llmcp35::kMagic.end(), prefix.begin())) {
+    return Evidence::kLlmcp35;
+  }
+  if (available == prefix.size() && Llama2cConfig(llama2c::DecodeHeader(prefix))) {
+    return Evidence::kLlama2c;
+  }
+  return Evidence::kNone;
+}
+
+}  // namespace
+
+std::string_view ModelFormatName(ModelFormat format) {
+  switch (format) {
+    case ModelFormat::kLlmcp35: return "llmcp35";
+    case ModelFormat::kLlama2c: return "llama2c";
+  }
+  return "unknown";
+}
+
+Result<ModelFormat> DetectModelFormat(const std::string& path) {
+  Result<Evidence> evidence = ReadEvidence(path);
+  if (!evidence) return Fail(std::move(evidence.error()));
+  if (*evidence == Evidence::kLlmcp35) return ModelFormat::kLlmcp35;
+  if (*evidence == Evidence::kLlama2c) return ModelFormat::kLlama2c;
+  // No format's signature: a damaged file of the format its extension names
+  // gets that reader's precise diagnosis (InvalidMagic, Truncated, ...).
+  if (path.ends_with(".ckpt")) return ModelFormat::kLlmcp35;
+  if (path.ends_with(".bin")) return ModelFormat::kLlama2c;
+  return Fail(ErrorCode::kUnknownModelFormat, {{"path", path}},
+              "'" + path +
+                  "' is not a model file kvrt reads; tried LLMCP35 (no \"LLMCP35\\0\" magic) and "
+                  "llama2.c (the first 28 bytes are not a valid llama2.c header)");
+}
+
+Result<LoadedModel> LoadModel(const std::string& path) {
+  Result<ModelFormat> format = DetectModelFormat(path);
+  if (!format) return Fail(std::move(format.error()));
+  switch (*format) {
+    case ModelFormat::kLlama2c: {
+      Result<DecoderModel> model = LoadLlama2cModel(path);
+      if (!model) return Fail(std::move(model.error()));
+      Result<uint64_t> bytes = Llama2cFileBytes(model->config());
+      return LoadedModel{*format, std::move(*model), std::nullopt, std::nullopt, bytes.value_or(0)};
+    }
+    case ModelFormat::kLlmcp35: {
+      Result<Checkpoint> checkpoint = LoadCheckpoint(path);
+      if (!checkpoint) return Fail(std::move(checkpoint.error()));
+      Result<DecoderModel> model = checkpoint->BuildModel();
+      if (!model) return Fail(std::move(model.error()));
+      return LoadedModel{*format, std::move(*model), std::move(checkpoint->tokenizer),
+                         checkpoint->sampling_rng_state, checkpoint->file_bytes};
+    }
+  }
+  return Fail(ErrorCode::kInvariantViolation, {}, "unhandled model format");
+}
+
+}  // namespace kvrt

@@ -1,0 +1,71 @@
+#include "model/rope.h"
+
+#include <cmath>
+#include <string>
+
+namespace kvrt {
+
+namespace {
+
+// inv_f[i] = pow(base, (−2·i)/hw): multiply first (exact), then one rounded
+// division; libm pow, not exp(e·log b).
+double InverseFrequency(size_t i, size_t head_width, double base) {
+  const double exponent = (-2.0 * static_cast<double>(i)) / static_cast<double>(head_width);
+  return std::pow(base, exponent);
+}
+
+}  // namespace
+
+Result<void> RopeTable::Validate(size_t head_width, size_t positions, double base) {
+  const size_t pairs = head_width / 2;
+  if (pairs != 0 && positions > kMaxEntries / pairs) {
+    return Fail(ErrorCode::kSizeOverflow, {{"context", std::string("rope table")}},
+                "RoPE table of " + std::to_string(positions) + " positions x " +
+                    std::to_string(pairs) + " pairs exceeds the supported maximum of " +
+                    std::to_string(kMaxEntries) + " entries");
+  }
+  for (size_t i = 0; i < pairs; ++i) {
+    const double inverse = InverseFrequency(i, head_width, base);
+    // Angles grow with the position, so the last one is the largest.
+    const double last_angle = positions == 0 ? 0.0 : static_cast<double>(positions - 1) * inverse;
+    if (!std::isfinite(inverse) || !std::isfinite(last_angle)) {
+      return Fail(ErrorCode::kNonFiniteTableValue, {{"pair", uint64_t{i}}},
+                  "RoPE angles of pair " + std::to_string(i) + " are not finite");
+    }
+  }
+  return {};
+}
+
+Result<RopeTable> RopeTable::Create(size_t head_width, size_t positions, double base) {
+  if (Result<void> valid = Validate(head_width, positions, base); !valid) {
+    return Fail(std::move(valid.error()));
+  }
+  const size_t pairs = head_width / 2;
+  RopeTable table;
+  table.pairs_ = pairs;
+  table.positions_ = positions;
+  table.base_ = base;
+  auto inverse = Buffer<double>::Allocate(pairs);
+  auto cos = Buffer<double>::Allocate(positions * pairs);
+  auto sin = Buffer<double>::Allocate(positions * pairs);
+  if (!inverse || !cos || !sin) {
+    return Fail(ErrorCode::kAllocationFailed, {{"elements", uint64_t{2 * positions * pairs}}},
+                "could not allocate the RoPE tables");
+  }
+  for (size_t i = 0; i < pairs; ++i) (*inverse)[i] = InverseFrequency(i, head_width, base);
+  for (size_t p = 0; p < positions; ++p) {
+    for (size_t i = 0; i < pairs; ++i) {
+      const double angle = static_cast<double>(p) * (*inverse)[i];
+      const double c = std::cos(angle);  // separate libm calls, as the reference
+      const double s = std::sin(angle);
+      (*cos)[p * pairs + i] = c == 0.0 ? 0.0 : c;  // store ±0 as +0
+      (*sin)[p * pairs + i] = s == 0.0 ? 0.0 : s;
+    }
+  }
+  table.inverse_frequency_ = std::move(*inverse);
+  table.cos_ = std::move(*cos);
+  table.sin_ = std::move(*sin);
+  return table;
+}
+
+}  // namespace kvrt
