@@ -194,6 +194,13 @@ enum class ErrorCode : uint16_t {
   kInvalidTokenLength,
   kNonFiniteScore,
   kMissingByteTokens,
+  // GGUF tokenizers.
+  kUnsupportedTokenizerModel,
+  kUnsupportedPreTokenizer,
+  kInvalidTokenType,
+  kSpecialTokenOutOfRange,
+  kMalformedMerge,
+  kInvalidByteToken,
 
   kCount  // number of codes; not a variant
 };
