@@ -2,6 +2,17 @@
 // decoded bytes of every token, and the encoder the vocabulary's model names.
 // Tokenizer (kvrt/tokenizer.h) holds one of these, immutable and shared, for its
 // kSentencePiece and kGpt2Bpe kinds.
+//
+// Differences from llama.cpp's tokenize (add_special = false, parse_special =
+// false) and detokenize, all deliberate or not yet needed:
+//   * user-defined tokens (type 4) are not cut out of the input text before
+//     encoding, as llama.cpp does even without parse_special; they are ordinary
+//     vocabulary entries here. Neither fixture vocabulary has any;
+//   * an absent bos/eos/unk id stays absent (llama.cpp substitutes per-model
+//     defaults when the key is missing, which a GGUF reader may do itself);
+//   * GPT-2 decoding is byte-exact: no clean_up_tokenization_spaces pass (" ," ->
+//     ",", which llama.cpp's detokenize can apply to BPE vocabularies), so
+//     decode(encode(s)) == s for valid UTF-8.
 #pragma once
 
 #include <cstdint>
