@@ -195,6 +195,13 @@ enum class ErrorCode : uint16_t {
   kMissingByteTokens,
   // Model files of any format (kvrt/load_model.h).
   kUnknownModelFormat,
+  // GGUF tokenizers.
+  kUnsupportedTokenizerModel,
+  kUnsupportedPreTokenizer,
+  kInvalidTokenType,
+  kSpecialTokenOutOfRange,
+  kMalformedMerge,
+  kInvalidByteToken,
 
   kCount  // number of codes; not a variant
 };

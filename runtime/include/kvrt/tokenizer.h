@@ -2,13 +2,16 @@
 // literal-u32 (ordered byte-string pieces, no encoder) and byte-BPE (ordered merge
 // pairs; BOS = 0, EOS = 1, byte b = b + 2, merge rank r = 258 + r); and the
 // llama2.c tokenizer.bin vocabulary (scored pieces; <unk> = 0, BOS = 1, EOS = 2,
-// byte b = b + 3 as the piece "<0xBB>"), which encodes exactly like run.c.
+// byte b = b + 3 as the piece "<0xBB>"), which encodes exactly like run.c; and
+// the two tokenizers GGUF files carry (SentencePiece and GPT-2 byte-level BPE,
+// built from a VocabularyData by FromVocabulary, encoding like llama.cpp).
 //
 // Every text path is strict: decoding to text fails with InvalidUtf8 instead of
 // replacing bytes, like the reference.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -20,10 +23,18 @@
 
 namespace kvrt {
 
+// A GGUF file's tokenizer.ggml.* metadata (runtime/src/text/vocabulary.h).
+struct VocabularyData;
+namespace text {
+class VocabularyTokenizer;
+}
+
 enum class TokenizerKind : uint8_t {
-  kLiteral = 1,  // "literal-u32"
-  kByteBpe = 2,  // "byte-bpe"
-  kLlama2c = 3,  // "llama2c" (tokenizer.bin; never stored in an LLMCP35 checkpoint)
+  kLiteral = 1,        // "literal-u32"
+  kByteBpe = 2,        // "byte-bpe"
+  kLlama2c = 3,        // "llama2c" (tokenizer.bin; never stored in an LLMCP35 checkpoint)
+  kSentencePiece = 4,  // "sentencepiece" (GGUF tokenizer.ggml.model "llama")
+  kGpt2Bpe = 5,        // "gpt2-bpe" (GGUF tokenizer.ggml.model "gpt2")
 };
 
 class Tokenizer {
@@ -45,9 +56,14 @@ class Tokenizer {
   // at most max_token_length bytes (InvalidTokenLength{token_id, length}).
   static Result<Tokenizer> Llama2c(std::vector<std::string> pieces, std::vector<float> scores,
                                    uint32_t max_token_length);
+  // A GGUF vocabulary: "llama" gives kSentencePiece, "gpt2" kGpt2Bpe
+  // (UnsupportedTokenizerModel otherwise). The checks and defaults are those of
+  // text::VocabularyTokenizer::Build (runtime/src/text/vocabulary_tokenizer.h).
+  static Result<Tokenizer> FromVocabulary(VocabularyData vocabulary);
 
   TokenizerKind kind() const { return kind_; }
-  std::string_view kind_name() const;  // "literal-u32", "byte-bpe" or "llama2c"
+  // "literal-u32", "byte-bpe", "llama2c", "sentencepiece" or "gpt2-bpe"
+  std::string_view kind_name() const;
   size_t vocabulary_size() const;
   // Literal and llama2.c pieces (empty for byte-BPE) and training-space merges
   // (byte-BPE only).
@@ -56,9 +72,15 @@ class Tokenizer {
   // llama2.c merge scores (one per piece) and the longest piece the file declares.
   const std::vector<float>& scores() const { return scores_; }
   uint32_t max_token_length() const { return max_token_length_; }
-  // BOS and EOS ids (byte-BPE: 0 and 1; llama2.c: 1 and 2; literal: none).
+  // BOS and EOS ids (byte-BPE: 0 and 1; llama2.c: 1 and 2; literal: none; GGUF:
+  // the file's, when it names them).
   std::optional<uint32_t> bos_id() const;
   std::optional<uint32_t> eos_id() const;
+  // Whether a prompt starts with BOS (llama2.c yes; GGUF: the file's add_bos_token,
+  // else yes for SentencePiece and no for GPT-2 BPE) and whether a sequence
+  // should end with EOS (GGUF add_eos_token, else no; never for the others).
+  bool add_bos() const;
+  bool add_eos() const;
 
   // Content encoding of `text` (no BOS/EOS). Byte-BPE: bytes to ids, then one
   // left-to-right pass per merge rank. llama2.c: run.c's encode (a dummy leading
@@ -69,16 +91,19 @@ class Tokenizer {
   // [BOS] + content + [EOS] (byte-BPE and llama2.c).
   Result<std::vector<uint32_t>> EncodeDocument(std::string_view text) const;
   // The ids a generation prompt starts from: content for byte-BPE (the reference
-  // pipeline), [BOS] + content for llama2.c (run.c).
+  // pipeline), [BOS] + content for llama2.c (run.c), [BOS if add_bos()] + content
+  // for GGUF tokenizers.
   Result<std::vector<uint32_t>> EncodePrompt(std::string_view text) const;
 
   // Bytes of one id: a piece, a byte or a merge expansion. Control ids have no
   // bytes (ControlTokenInContent); ids past the vocabulary give UnknownToken.
   // llama2.c: every id has bytes (controls their pieces, <0xBB> its byte).
+  // GGUF: control, unknown and unused ids have no bytes (an empty view, no error).
   Result<std::string_view> TokenBytes(uint32_t id, size_t position = 0) const;
   // The bytes a streaming decoder prints for `id` when it follows `previous`:
   // TokenBytes, except that llama2.c drops a piece's leading space right after BOS
-  // (sentencepiece's rule, as in run.c's decode).
+  // (sentencepiece's rule, as in run.c's decode); GGUF SentencePiece drops it after
+  // BOS and also with no previous id (the space its encoder prefixed).
   Result<std::string_view> TokenBytesAfter(std::optional<uint32_t> previous, uint32_t id,
                                            size_t position = 0) const;
   // decode_content: concatenated bytes, no UTF-8 check. Byte-BPE first scans for
@@ -99,6 +124,7 @@ class Tokenizer {
   std::vector<float> scores_;            // llama2.c: merge score of every piece
   uint32_t max_token_length_ = 0;        // llama2.c
   std::vector<uint32_t> sorted_ids_;     // llama2.c: ids by piece bytes, for lookups
+  std::shared_ptr<const text::VocabularyTokenizer> vocabulary_;  // GGUF kinds only
 };
 
 // Strict UTF-8 validation with Rust's String::from_utf8 rules: no overlong forms,

@@ -169,6 +169,12 @@ constexpr std::array<std::string_view, static_cast<size_t>(ErrorCode::kCount)> k
     "NonFiniteScore",
     "MissingByteTokens",
     "UnknownModelFormat",
+    "UnsupportedTokenizerModel",
+    "UnsupportedPreTokenizer",
+    "InvalidTokenType",
+    "SpecialTokenOutOfRange",
+    "MalformedMerge",
+    "InvalidByteToken",
 };
 
 void AppendValue(std::string& out, const FieldValue& value) {

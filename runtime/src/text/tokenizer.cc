@@ -2,7 +2,8 @@
 // (spec/checkpoint.md §7.1, §11), and the llama2.c vocabulary (its text
 // algorithms live in formats/llama2c_encoding.cc). Error variants, payload names
 // and messages of the first two are those of the reference's BpeTokenizerError
-// and CheckpointError::Tokenizer.
+// and CheckpointError::Tokenizer. The GGUF kinds forward to
+// text::VocabularyTokenizer (text/vocabulary_tokenizer.h).
 #include "kvrt/tokenizer.h"
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include <utility>
 
 #include "text/llama2c_encoding.h"
+#include "text/vocabulary_tokenizer.h"
 
 namespace kvrt {
 namespace {
@@ -209,32 +211,56 @@ Result<Tokenizer> Tokenizer::Llama2c(std::vector<std::string> pieces, std::vecto
   return tokenizer;
 }
 
+Result<Tokenizer> Tokenizer::FromVocabulary(VocabularyData vocabulary) {
+  Result<std::shared_ptr<const text::VocabularyTokenizer>> built =
+      text::VocabularyTokenizer::Build(std::move(vocabulary));
+  if (!built) return Fail(std::move(built.error()));
+  Tokenizer tokenizer;
+  tokenizer.kind_ =
+      (*built)->is_sentencepiece() ? TokenizerKind::kSentencePiece : TokenizerKind::kGpt2Bpe;
+  tokenizer.vocabulary_ = std::move(*built);
+  return tokenizer;
+}
+
 std::string_view Tokenizer::kind_name() const {
   switch (kind_) {
     case TokenizerKind::kLiteral: return "literal-u32";
     case TokenizerKind::kByteBpe: return "byte-bpe";
     case TokenizerKind::kLlama2c: return "llama2c";
+    case TokenizerKind::kSentencePiece: return "sentencepiece";
+    case TokenizerKind::kGpt2Bpe: return "gpt2-bpe";
   }
   return "unknown";
 }
 
 size_t Tokenizer::vocabulary_size() const {
+  if (vocabulary_) return vocabulary_->size();
   return kind_ == TokenizerKind::kByteBpe ? kFirstMergeContentId + merges_.size() : pieces_.size();
 }
 
 std::optional<uint32_t> Tokenizer::bos_id() const {
+  if (vocabulary_) return vocabulary_->bos();
   if (kind_ == TokenizerKind::kByteBpe) return kBosId;
   if (kind_ == TokenizerKind::kLlama2c) return llama2c::kBosId;
   return std::nullopt;
 }
 
 std::optional<uint32_t> Tokenizer::eos_id() const {
+  if (vocabulary_) return vocabulary_->eos();
   if (kind_ == TokenizerKind::kByteBpe) return kEosId;
   if (kind_ == TokenizerKind::kLlama2c) return llama2c::kEosId;
   return std::nullopt;
 }
 
+bool Tokenizer::add_bos() const {
+  if (vocabulary_) return vocabulary_->add_bos();
+  return kind_ == TokenizerKind::kLlama2c;
+}
+
+bool Tokenizer::add_eos() const { return vocabulary_ && vocabulary_->add_eos(); }
+
 Result<std::vector<uint32_t>> Tokenizer::EncodeContent(std::string_view text) const {
+  if (vocabulary_) return vocabulary_->Encode(text);
   if (kind_ == TokenizerKind::kLlama2c) {
     try {
       return llama2c::Encode(pieces_, scores_, sorted_ids_, text);
@@ -292,6 +318,10 @@ Result<std::vector<uint32_t>> Tokenizer::EncodeContent(std::string_view text) co
 Result<std::vector<uint32_t>> Tokenizer::EncodeDocument(std::string_view text) const {
   Result<std::vector<uint32_t>> content = EncodeContent(text);
   if (!content) return content;
+  if (!bos_id() || !eos_id()) {
+    return Fail(ErrorCode::kInvalidArgument, {},
+                "this tokenizer has no BOS/EOS ids, so it has no document form");
+  }
   std::vector<uint32_t> document;
   document.reserve(content->size() + 2);
   document.push_back(*bos_id());
@@ -302,12 +332,13 @@ Result<std::vector<uint32_t>> Tokenizer::EncodeDocument(std::string_view text) c
 
 Result<std::vector<uint32_t>> Tokenizer::EncodePrompt(std::string_view text) const {
   Result<std::vector<uint32_t>> content = EncodeContent(text);
-  if (!content || kind_ != TokenizerKind::kLlama2c) return content;
-  content->insert(content->begin(), llama2c::kBosId);
+  if (!content || !add_bos() || !bos_id()) return content;
+  content->insert(content->begin(), *bos_id());
   return content;
 }
 
 Result<std::string_view> Tokenizer::TokenBytes(uint32_t id, size_t position) const {
+  if (vocabulary_) return vocabulary_->TokenBytes(id, position);
   if (kind_ != TokenizerKind::kByteBpe) {
     if (id >= pieces_.size()) return Fail(UnknownToken(position, id));
     const std::string_view piece = pieces_[id];
@@ -326,6 +357,7 @@ Result<std::string_view> Tokenizer::TokenBytes(uint32_t id, size_t position) con
 
 Result<std::string_view> Tokenizer::TokenBytesAfter(std::optional<uint32_t> previous, uint32_t id,
                                                     size_t position) const {
+  if (vocabulary_) return vocabulary_->TokenBytesAfter(previous, id, position);
   Result<std::string_view> bytes = TokenBytes(id, position);
   if (bytes && kind_ == TokenizerKind::kLlama2c && previous == llama2c::kBosId &&
       !bytes->empty() && bytes->front() == ' ' && !llama2c::RawByte(pieces_[id])) {
@@ -377,9 +409,10 @@ Result<std::string> Tokenizer::DecodeContentUtf8(std::span<const uint32_t> ids) 
 }
 
 Result<std::string> Tokenizer::DecodeDocumentUtf8(std::span<const uint32_t> ids) const {
-  if (kind_ == TokenizerKind::kLiteral) {
+  if (!bos_id() || !eos_id()) {
     return Fail(ErrorCode::kInvalidArgument, {},
-                "the literal-u32 tokenizer has no BOS/EOS ids, so it has no document form");
+                "the " + std::string(kind_name()) +
+                    " tokenizer has no BOS/EOS ids, so it has no document form");
   }
   const uint32_t bos = *bos_id(), eos = *eos_id();
   if (ids.size() < 2) {

@@ -1,0 +1,36 @@
+// Test access to the vocabularies of the GGUF fixtures, and the llama.cpp test
+// cases that come with them (.inp / .out, tiny.tokenize.json).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "text/vocabulary.h"
+
+namespace kvrt::testing {
+
+// The tokenizer.ggml.* metadata of the GGUF file at `gguf_path`. Until kvrt reads
+// GGUF itself, this reads the JSON tools/gguf_vocab_dump.py wrote for that file
+// (ctest runs the script first, into $KVRT_VOCAB_JSON_DIR or the build tree's
+// vocab-json/); nullopt when that JSON is missing. Replace the body with the
+// GGUF reader once it exists: every test loads vocabularies through here.
+std::optional<VocabularyData> LoadVocabularyForTest(const std::string& gguf_path);
+
+// Where LoadVocabularyForTest looks for the JSON of `gguf_path`.
+std::string VocabularyJsonPath(const std::string& gguf_path);
+
+// One llama.cpp tokenizer test: the text and the ids the Hugging Face tokenizer
+// gave it (no BOS/EOS).
+struct TokenizationCase {
+  std::string text;
+  std::vector<uint32_t> ids;
+};
+
+// The cases of `<gguf_path>.inp` / `.out` (fixture README §5): texts separated by
+// "\n__ggml_vocab_test__\n" (after every text, the last included), one line of
+// " id id ..." per text.
+std::vector<TokenizationCase> ReadTokenizationCases(const std::string& gguf_path);
+
+}  // namespace kvrt::testing
