@@ -183,3 +183,25 @@ TEST(GgufLookups, TypedErrorsNameTheKey) {
 
 }  // namespace
 }  // namespace kvrt::gguf::testing
+
+namespace kvrt::gguf::testing {
+namespace {
+
+TEST(GgufMapping, TensorBytesOutliveTheFileObject) {
+  std::shared_ptr<const FileMapping> mapping;
+  std::span<const uint8_t> norm;
+  {
+    Result<GgufFile> file = GgufFile::Open(FixturePath("tiny-f32.gguf"));
+    ASSERT_TRUE(file);
+    mapping = file->mapping();
+    norm = file->FindTensor("output_norm.weight")->data;
+  }
+  // The mapping is shared: the bytes stay mapped while anyone holds it.
+  std::vector<float> values(64);
+  Dequantize(GgmlType::kF32, norm, values);
+  for (float v : values) EXPECT_EQ(v, 1.0f);
+  EXPECT_EQ(mapping.use_count(), 1);
+}
+
+}  // namespace
+}  // namespace kvrt::gguf::testing

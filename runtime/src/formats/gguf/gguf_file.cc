@@ -23,6 +23,13 @@ constexpr uint64_t kMinString = 8;
 constexpr uint64_t kMinEntry = kMinString + 4 + 1;
 constexpr uint64_t kMinTensorInfo = kMinString + 4 + 8 + 4 + 8;
 constexpr uint64_t kMinNestedArray = 4 + 8;
+// Tables are reserved up to this many entries; past it they grow with the
+// entries actually parsed. A count is already bounded by the bytes left, but a
+// table entry is several times larger than its smallest encoding, so reserving
+// the whole count up front would let a short, lying file claim that multiple.
+constexpr uint64_t kMaxReserve = 1 << 16;
+
+size_t ReserveFor(uint64_t count) { return static_cast<size_t>(std::min(count, kMaxReserve)); }
 
 std::optional<size_t> ScalarSize(ValueType type) {
   switch (type) {
@@ -138,7 +145,7 @@ Result<void> ParseArray(Cursor& cursor, std::string_view key, size_t depth, Valu
   }
   if (*element == ValueType::kString) {
     if (auto fits = cursor.RequireFits(*count, kMinString, context); !fits) return fits;
-    if (depth == 0) out.strings.reserve(*count);  // bounded by the file size / 8
+    if (depth == 0) out.strings.reserve(ReserveFor(*count));
     for (uint64_t i = 0; i < *count; ++i) {
       Result<std::string_view> text = cursor.ReadString("a string of " + context);
       if (!text) return Fail(std::move(text.error()));
@@ -230,8 +237,8 @@ class GgufParser {
 
   Result<void> Metadata() {
     if (auto fits = cursor_.RequireFits(entry_count_, kMinEntry, "the metadata table"); !fits) return fits;
-    file_.metadata_.reserve(entry_count_);
-    file_.key_index_.reserve(entry_count_);
+    file_.metadata_.reserve(ReserveFor(entry_count_));
+    file_.key_index_.reserve(ReserveFor(entry_count_));
     for (uint64_t i = 0; i < entry_count_; ++i) {
       Result<std::string_view> key = cursor_.ReadString("metadata key " + std::to_string(i));
       if (!key) return Fail(std::move(key.error()));
@@ -262,8 +269,8 @@ class GgufParser {
 
   Result<void> TensorInfos() {
     if (auto fits = cursor_.RequireFits(tensor_count_, kMinTensorInfo, "the tensor table"); !fits) return fits;
-    file_.tensors_.reserve(tensor_count_);
-    file_.tensor_index_.reserve(tensor_count_);
+    file_.tensors_.reserve(ReserveFor(tensor_count_));
+    file_.tensor_index_.reserve(ReserveFor(tensor_count_));
     for (uint64_t i = 0; i < tensor_count_; ++i) {
       TensorInfo info;
       if (auto read = TensorInfoAt(i, info); !read) return read;
