@@ -126,3 +126,57 @@ TEST(GgufRoundTrip, TokenizerMetadataIsWritten) {
 
 }  // namespace
 }  // namespace kvrt::gguf::testing
+
+namespace kvrt::gguf::testing {
+namespace {
+
+TEST(GgufWriterLayout, AlignmentAndEveryMetadataType) {
+  GgufWriter writer;
+  writer.SetAlignment(64);
+  writer.AddU32("u32", 7);
+  writer.AddI32("i32", -7);
+  writer.AddU64("u64", uint64_t{1} << 40);
+  writer.AddF32("f32", 0.25f);
+  writer.AddBool("bool", true);
+  writer.AddString("string", "text");
+  const std::vector<std::string> strings = {"a", "", "ccc"};
+  writer.AddStringArray("strings", strings);
+  const int32_t ints[] = {-1, 2};
+  writer.AddI32Array("ints", ints);
+  const std::vector<float> a(32, 1.5f), b(64, -2.0f);
+  const uint64_t a_ne[] = {32}, b_ne[] = {32, 2};
+  ASSERT_TRUE(writer.AddTensor("a", a_ne, GgmlType::kQ8_0, a));
+  ASSERT_TRUE(writer.AddTensor("b", b_ne, GgmlType::kBF16, b));
+  EXPECT_FALSE(writer.AddTensor("c", a_ne, GgmlType::kQ8_0, b));  // 64 values for 32
+  Result<std::vector<uint8_t>> bytes = writer.Serialize();
+  ASSERT_TRUE(bytes);
+  Result<GgufFile> file = GgufFile::Parse(*FileMapping::FromBytes(*bytes));
+  ASSERT_TRUE(file) << file.error().Debug();
+  EXPECT_EQ(file->alignment(), 64u);
+  EXPECT_EQ(file->data_offset() % 64, 0u);
+  EXPECT_EQ(*file->Get<int32_t>("i32"), -7);
+  EXPECT_EQ(*file->Get<uint64_t>("u64"), uint64_t{1} << 40);
+  EXPECT_EQ(*file->Get<float>("f32"), 0.25f);
+  EXPECT_TRUE(*file->Get<bool>("bool"));
+  EXPECT_EQ(*file->Get<std::string_view>("string"), "text");
+  EXPECT_EQ(std::vector<std::string_view>(file->GetStringArray("strings")->begin(), file->GetStringArray("strings")->end()),
+            (std::vector<std::string_view>{"a", "", "ccc"}));
+  EXPECT_EQ((*file->GetArray<int32_t>("ints"))[0], -1);
+  const TensorInfo& tb = *file->FindTensor("b");
+  EXPECT_EQ(tb.offset % 64, 0u);
+  std::vector<float> values(64);
+  Dequantize(tb.type, tb.data, values);
+  for (float v : values) EXPECT_EQ(v, -2.0f);
+  Result<uint32_t> negative = file->Get<uint32_t>("i32");
+  ASSERT_FALSE(negative);
+  EXPECT_EQ(negative.error().code(), ErrorCode::kKeyValueOutOfRange);
+
+  GgufWriter odd;
+  odd.SetAlignment(48);
+  Result<std::vector<uint8_t>> refused = odd.Serialize();
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code(), ErrorCode::kInvalidAlignment);
+}
+
+}  // namespace
+}  // namespace kvrt::gguf::testing

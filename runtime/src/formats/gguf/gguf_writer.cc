@@ -89,7 +89,11 @@ void GgufWriter::AddI32Array(std::string_view key, std::span<const int32_t> valu
 }
 void GgufWriter::SetAlignment(uint32_t alignment) {
   AddU32("general.alignment", alignment);
-  alignment_ = alignment;
+  if (std::has_single_bit(alignment)) {
+    alignment_ = alignment;
+  } else {
+    invalid_alignment_ = alignment;  // reported by Serialize
+  }
 }
 
 Result<void> GgufWriter::AddTensor(std::string_view name, std::span<const uint64_t> ne, GgmlType type,
@@ -120,6 +124,10 @@ Result<void> GgufWriter::AddTensor(std::string_view name, std::span<const uint64
 
 Result<std::vector<uint8_t>> GgufWriter::Serialize() const try {
   if (allocation_failed_) return Fail(ErrorCode::kAllocationFailed, {}, "a GGUF metadata value could not be stored");
+  if (invalid_alignment_ != 0) {
+    return Fail(ErrorCode::kInvalidAlignment, {{"alignment", uint64_t{invalid_alignment_}}},
+                "general.alignment must be a power of two, not " + std::to_string(invalid_alignment_));
+  }
   std::vector<uint8_t> out;
   out.insert(out.end(), {'G', 'G', 'U', 'F'});
   AppendLe<uint32_t>(out, 3);

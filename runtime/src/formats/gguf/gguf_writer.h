@@ -30,7 +30,8 @@ class GgufWriter {
   void AddStringArray(std::string_view key, std::span<const std::string> values);
   void AddF32Array(std::string_view key, std::span<const float> values);
   void AddI32Array(std::string_view key, std::span<const int32_t> values);
-  // Sets general.alignment (a power of two) and uses it for the data layout.
+  // Sets general.alignment and uses it for the data layout; anything but a power
+  // of two makes Serialize fail with InvalidAlignment.
   void SetAlignment(uint32_t alignment);
 
   // A tensor of GGUF shape `ne` (ne[0] contiguous) from `values` in storage order
@@ -61,6 +62,7 @@ class GgufWriter {
   std::vector<PendingTensor> tensors_;
   uint32_t alignment_ = 32;
   bool allocation_failed_ = false;
+  uint32_t invalid_alignment_ = 0;
 };
 
 // The tokenizer keys of a llama GGUF file (tokenizer.ggml.*), all optional but
