@@ -7,6 +7,8 @@
 //   <out>/session/     hand-written operation sequences in the session fuzzer's format
 //   <out>/llama2c/     small model.bin and tokenizer.bin files written by the runtime,
 //                      and a few texts, in the llama2c fuzzer's format
+//   <out>/gguf/        small llama GGUF files of every supported type, written by the
+//                      runtime's GGUF writer
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -17,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "formats/gguf/gguf_writer.h"
 #include "formats/llama2c/llama2c.h"
 #include "kvrt/model.h"
 #include "kvrt/rng.h"
@@ -197,6 +200,32 @@ bool WriteLlama2cSeeds(const fs::path& out) {
   return true;
 }
 
+// GGUF fuzzer format: the file bytes. Tied and untied heads, GQA, a tokenizer,
+// and every supported tensor type (D = 32: whole quantization blocks; F = 48:
+// ffn_down falls back to F16).
+bool WriteGgufSeeds(const fs::path& out) {
+  using kvrt::gguf::GgmlType;
+  int count = 0;
+  for (const auto& [kv_heads, tied] : {std::pair<size_t, bool>{2, false}, {4, true}}) {
+    kvrt::ModelConfig config = kvrt::ModelConfig::Create(24, 32, 4, 48, 1, 8, 10000.0, 1.0 / 65536);
+    config.kv_heads = kv_heads;
+    config.tied_output = tied;
+    kvrt::SplitMix64 rng(9);
+    kvrt::Result<kvrt::DecoderModel> model = kvrt::DecoderModel::FromSeed(config, rng);
+    if (!model) return false;
+    kvrt::gguf::GgufTokenizerMetadata tokenizer;
+    for (int i = 0; i < 24; ++i) tokenizer.tokens.push_back("t" + std::to_string(i));
+    tokenizer.scores.assign(24, 0.0f);
+    tokenizer.token_types.assign(24, 1);
+    tokenizer.bos_token_id = 1;
+    for (GgmlType type : {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16, GgmlType::kQ8_0, GgmlType::kQ4_0}) {
+      const fs::path path = out / ("model_" + std::to_string(count++) + ".gguf");
+      if (!kvrt::gguf::SaveGgufModel(*model, type, path.string(), tokenizer)) return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -205,7 +234,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const fs::path fixtures = argv[1], out = argv[2];
-  for (const char* target : {"checkpoint", "tokenizer", "session", "llama2c"}) {
+  for (const char* target : {"checkpoint", "tokenizer", "session", "llama2c", "gguf"}) {
     fs::create_directories(out / target);
   }
   CopyCheckpoints(fixtures, out / "checkpoint");
@@ -213,6 +242,10 @@ int main(int argc, char** argv) {
   WriteSessionSeeds(out / "session");
   if (!WriteLlama2cSeeds(out / "llama2c")) {
     std::cerr << "fuzz_make_seeds: could not write the llama2c seeds\n";
+    return 1;
+  }
+  if (!WriteGgufSeeds(out / "gguf")) {
+    std::cerr << "fuzz_make_seeds: could not write the gguf seeds\n";
     return 1;
   }
   return 0;

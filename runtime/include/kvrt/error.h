@@ -202,6 +202,30 @@ enum class ErrorCode : uint16_t {
   kSpecialTokenOutOfRange,
   kMalformedMerge,
   kInvalidByteToken,
+  // GGUF files (formats/gguf): the container, its metadata and the llama model in it.
+  kNotRegularFile,  // the path names something other than a regular file
+  kCountExceedsFile,  // a declared count or length needs more bytes than remain
+  kUnknownValueType,  // a metadata value type id outside the GGUF table
+  kNestingTooDeep,  // arrays of arrays nested deeper than the reader allows
+  kInvalidBool,  // a bool byte other than 0 or 1
+  kDuplicateKey,
+  kInvalidAlignment,  // general.alignment zero, not a power of two, or not u32
+  kTooManyDimensions,  // tensor n_dims of 0 or above 4
+  kInvalidTensorShape,  // a dimension that is zero, negative or not whole blocks
+  kDuplicateTensor,
+  kMisalignedTensor,
+  kOverlappingTensors,
+  kUnsupportedTensorType,  // a ggml type kvrt knows by name but cannot dequantize
+  kMissingKey,
+  kKeyTypeMismatch,
+  kKeyValueOutOfRange,  // an integer value that does not fit the requested type
+  kUnsupportedArchitecture,
+  kUnsupportedRopeScaling,
+  kUnsupportedSlidingWindow,
+  kPartialRotaryDimension,
+  kMissingTensor,
+  kUnexpectedTensor,
+  kTensorShapeMismatch,
 
   kCount  // number of codes; not a variant
 };

@@ -1,0 +1,122 @@
+// BuildLlamaModel: every tensor dequantized one GGUF row (ne0 values) at a time
+// and scattered into its kvrt parameter, dense f64 or f32 panels, like
+// LoadLlama2cModel does for llama2.c files.
+#include "formats/gguf/gguf_llama.h"
+
+#include <cmath>
+#include <new>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "formats/gguf/gguf_llama_names.h"
+#include "kvrt/buffer.h"
+#include "kvrt/parameter.h"
+#include "kvrt/simd/packed_matrix.h"
+#include "model/panel_layout.h"
+
+namespace kvrt::gguf {
+namespace {
+
+Error NonFinite(const std::string& name, size_t index, float value) {
+  return Error(ErrorCode::kNonFiniteParameter,
+               {{"name", name}, {"index", uint64_t{index}}, {"value", double{value}}},
+               "GGUF weight " + name + " has a non-finite value at flat index " + std::to_string(index));
+}
+
+// Where a dequantized value of stored (row, column) goes. A stored matrix is ne1
+// rows of ne0: for every kvrt [in, out] matrix (and the [D, V] head) that is
+// element (k = column, n = row); the [V, D] token table is the stored matrix
+// itself, kept densely as rows and in panels as its [D, V] transpose, which is
+// again (k = column, n = row).
+struct Destination {
+  bool gain = false;
+  bool token_table = false;
+  std::vector<double>* dense = nullptr;  // kDenseF64 (and every gain)
+  float* panels = nullptr;               // kPanelsF32 matrices
+};
+
+void Store(const Destination& to, size_t row, size_t column, size_t ne0, size_t ne1, float value) {
+  if (to.panels != nullptr) {
+    to.panels[detail::PanelOffset<float>(column, row, ne0)] = value;
+  } else if (to.gain || to.token_table) {
+    (*to.dense)[row * ne0 + column] = value;
+  } else {
+    (*to.dense)[column * ne1 + row] = value;  // [in, out] = transpose of the stored rows
+  }
+}
+
+// Dequantizes `tensor` row by row into `to`; the flat index of a bad value is
+// the one of kvrt's row-major parameter.
+Result<void> ReadTensor(const TensorInfo& tensor, const std::string& name, const Destination& to,
+                        std::vector<float>& row_values) {
+  const size_t ne0 = tensor.ne[0], ne1 = tensor.elements / tensor.ne[0];
+  const size_t row_bytes = *RowBytes(tensor.type, ne0);  // checked when the file was parsed
+  row_values.resize(ne0);
+  for (size_t row = 0; row < ne1; ++row) {
+    Dequantize(tensor.type, tensor.data.subspan(row * row_bytes, row_bytes), row_values);
+    for (size_t column = 0; column < ne0; ++column) {
+      const float value = row_values[column];
+      if (!std::isfinite(value)) {
+        const bool row_major = to.gain || to.token_table;
+        return Fail(NonFinite(name, row_major ? row * ne0 + column : column * ne1 + row, value));
+      }
+      Store(to, row, column, ne0, ne1, value);
+    }
+  }
+  return {};
+}
+
+Result<ParameterPtr> BuildParameter(const TensorInfo& tensor, std::string name, std::vector<size_t> shape,
+                                    bool token_table, ModelStorage storage, std::vector<float>& row_values) {
+  const bool gain = shape.size() == 1;
+  if (gain || storage == ModelStorage::kDenseF64) {
+    std::vector<double> values(tensor.elements);
+    Destination to{gain, token_table, &values, nullptr};
+    if (auto read = ReadTensor(tensor, name, to, row_values); !read) return Fail(std::move(read.error()));
+    return Parameter::Create(std::move(name), std::move(shape), values);
+  }
+  const size_t k = tensor.ne[0], n = tensor.ne[1];  // the [K, N] matrix in panels
+  std::optional<Buffer<float>> panels = Buffer<float>::Allocate(simd::PackedElementCount<float>(k, n));
+  if (!panels) {
+    return Fail(ErrorCode::kAllocationFailed, {{"elements", uint64_t{k * n}}},
+                "could not allocate the panels of GGUF tensor " + name);
+  }
+  Destination to{false, token_table, nullptr, panels->data()};
+  if (auto read = ReadTensor(tensor, name, to, row_values); !read) return Fail(std::move(read.error()));
+  return Parameter::CreatePanels(std::move(name), std::move(shape),
+                                 token_table ? ParameterLayout::kTransposedPanelsF32 : ParameterLayout::kPanelsF32,
+                                 std::move(*panels));
+}
+
+}  // namespace
+
+Result<DecoderModel> BuildLlamaModel(const GgufFile& file, ModelStorage storage) try {
+  Result<ModelConfig> config = LlamaConfig(file);
+  if (!config) return Fail(std::move(config.error()));
+  if (auto tensors = ValidateLlamaTensors(file, *config); !tensors) return Fail(std::move(tensors.error()));
+  // Every tensor exists with its expected shape, so these lists are sized by
+  // the file's own tensor table.
+  const std::vector<std::string> names = ParameterNames(*config);
+  const std::vector<std::vector<size_t>> shapes = ParameterShapes(*config);
+  std::vector<ParameterPtr> nodes;
+  nodes.reserve(names.size());
+  std::vector<float> row_values;
+  for (size_t i = 0; i < names.size(); ++i) {
+    const TensorInfo& tensor = *file.FindTensor(GgufTensorName(*config, i));
+    Result<ParameterPtr> node = BuildParameter(tensor, names[i], shapes[i], i == 0, storage, row_values);
+    if (!node) return Fail(std::move(node.error()));
+    nodes.push_back(std::move(*node));
+  }
+  return DecoderModel::FromParameters(*config, std::move(nodes));
+} catch (const std::bad_alloc&) {
+  return Fail(ErrorCode::kAllocationFailed, {}, "could not allocate the weights of " + file.path());
+}
+
+Result<DecoderModel> LoadGgufModel(const std::string& path, ModelStorage storage) {
+  Result<GgufFile> file = GgufFile::Open(path);
+  if (!file) return Fail(std::move(file.error()));
+  return BuildLlamaModel(*file, storage);
+}
+
+}  // namespace kvrt::gguf

@@ -1,0 +1,76 @@
+// Llama-architecture models in GGUF files (general.architecture = "llama"):
+// hyperparameters from the llama.* keys, weights from the token_embd / blk.N.* /
+// output_norm / output tensors, dequantized at load into a kvrt DecoderModel.
+//
+// Tensor names and shapes (ne0 is the contiguous input dimension, so a matrix is
+// ne1 rows of ne0, i.e. [out, in] — the transpose of kvrt's [in, out] x·W):
+//   token_embd.weight  [D, V]     → token_embedding.weight [V, D] (the same bytes)
+//   blk.N.attn_norm / ffn_norm.weight [D], output_norm.weight [D] (gains)
+//   blk.N.attn_q [D, D], attn_k / attn_v [D, kv_width], attn_output [D, D],
+//   ffn_gate / ffn_up [D, F], ffn_down [F, D]
+//   output.weight [D, V] (optional: absent means a tied head)
+// RoPE: kvrt rotates interleaved pairs (2i, 2i+1), which is what llama.cpp's
+// LLAMA architecture does on GGUF weights as stored, so Q and K are used as
+// stored (the HF → GGUF converter already permuted them).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "formats/gguf/gguf_file.h"
+#include "kvrt/config.h"
+#include "kvrt/error.h"
+#include "kvrt/model.h"
+
+namespace kvrt::gguf {
+
+// The ModelConfig of a llama GGUF file, checked against its metadata (not yet
+// against the tensors): UnsupportedArchitecture{architecture},
+// UnsupportedRopeScaling{type}, UnsupportedSlidingWindow, PartialRotaryDimension
+// {rotated, head_width}, MissingKey / KeyTypeMismatch / KeyValueOutOfRange, and
+// InvalidArgument for a zero or non-dividing head count. vocabulary_size comes
+// from llama.vocab_size, else the token_embd rows; tied_output from the presence
+// of output.weight.
+Result<ModelConfig> LlamaConfig(const GgufFile& file);
+
+// Every tensor present with the expected type support and shape, none other:
+// MissingTensor{tensor}, UnexpectedTensor{tensor}, TensorShapeMismatch{tensor,
+// expected, actual}, UnsupportedTensorType{tensor, type}, VocabularyMismatch
+// (tokenizer.ggml.tokens count against the vocabulary).
+Result<void> ValidateLlamaTensors(const GgufFile& file, const ModelConfig& config);
+
+// The model: LlamaConfig, ValidateLlamaTensors, then every tensor dequantized
+// into its parameter. kDenseF64 keeps exact f64 values (the reference engine);
+// kPanelsF32 writes f32 straight into the fast engine's panels (gains stay f64),
+// one tensor at a time, so the weights exist once plus at most one dequantized
+// row. NonFiniteParameter{name, index, value} for a NaN or infinite weight.
+Result<DecoderModel> BuildLlamaModel(const GgufFile& file, ModelStorage storage);
+// GgufFile::Open, then BuildLlamaModel.
+Result<DecoderModel> LoadGgufModel(const std::string& path, ModelStorage storage = ModelStorage::kPanelsF32);
+
+// What `kvrt inspect` shows about a GGUF file.
+struct GgufTensorSummary {
+  std::string name;
+  std::string type;            // "Q8_0"
+  std::vector<uint64_t> shape;  // ne, contiguous dimension first
+};
+struct GgufSummary {
+  uint32_t version = 0;
+  std::string architecture;  // empty when general.architecture is absent
+  std::string name;          // general.name
+  uint64_t tensor_count = 0;
+  uint64_t metadata_count = 0;
+  uint64_t data_offset = 0;
+  uint32_t alignment = 0;
+  std::optional<uint64_t> context_length;  // <architecture>.context_length
+  std::string tokenizer_model;  // tokenizer.ggml.model
+  std::string tokenizer_pre;    // tokenizer.ggml.pre
+  std::map<std::string, uint64_t> tensors_per_type;
+  std::vector<GgufTensorSummary> tensors;  // in file order
+};
+Result<GgufSummary> SummarizeGguf(const GgufFile& file);
+
+}  // namespace kvrt::gguf

@@ -1,0 +1,145 @@
+// LlamaConfig and ValidateLlamaTensors: everything about a llama GGUF file that
+// can be checked before a single weight is read.
+#include <string>
+
+#include "formats/gguf/gguf_llama.h"
+#include "formats/gguf/gguf_llama_names.h"
+
+namespace kvrt::gguf {
+namespace {
+
+std::string ShapeText(const std::array<uint64_t, kMaxDimensions>& ne, size_t n_dims) {
+  std::string text = "[";
+  for (size_t d = 0; d < n_dims; ++d) text += (d ? ", " : "") + std::to_string(ne[d]);
+  return text + "]";
+}
+
+Result<void> Unsupported(ErrorCode code, std::vector<ErrorField> fields, std::string message) {
+  return Fail(code, std::move(fields), std::move(message));
+}
+
+// Refuses llama variants whose arithmetic kvrt does not implement.
+Result<void> RejectVariants(const GgufFile& file) {
+  Result<std::optional<std::string_view>> scaling = file.GetOptional<std::string_view>("llama.rope.scaling.type");
+  if (!scaling) return Fail(std::move(scaling.error()));
+  if (*scaling && **scaling != "none") {
+    return Unsupported(ErrorCode::kUnsupportedRopeScaling,
+                       {{"key", std::string("llama.rope.scaling.type")}, {"type", std::string(**scaling)}},
+                       "llama.rope.scaling.type = " + std::string(**scaling) +
+                           ": kvrt implements plain RoPE only (no rope scaling)");
+  }
+  if (file.Find("llama.attention.sliding_window") != nullptr) {
+    return Unsupported(ErrorCode::kUnsupportedSlidingWindow,
+                       {{"key", std::string("llama.attention.sliding_window")}},
+                       "llama.attention.sliding_window is set: kvrt implements full causal attention only");
+  }
+  return {};
+}
+
+template <class T>
+Result<T> Required(const GgufFile& file, std::string_view key) {
+  return file.Get<T>(key);
+}
+
+}  // namespace
+
+Result<ModelConfig> LlamaConfig(const GgufFile& file) {
+  Result<std::string_view> architecture = file.Get<std::string_view>("general.architecture");
+  if (!architecture) return Fail(std::move(architecture.error()));
+  if (*architecture != "llama") {
+    return Fail(ErrorCode::kUnsupportedArchitecture, {{"architecture", std::string(*architecture)}},
+                "general.architecture = " + std::string(*architecture) +
+                    ": kvrt reads llama-architecture GGUF models only");
+  }
+  if (auto variants = RejectVariants(file); !variants) return Fail(std::move(variants.error()));
+
+  Result<uint32_t> width = Required<uint32_t>(file, "llama.embedding_length");
+  Result<uint32_t> layers = Required<uint32_t>(file, "llama.block_count");
+  Result<uint32_t> ffn = Required<uint32_t>(file, "llama.feed_forward_length");
+  Result<uint32_t> heads = Required<uint32_t>(file, "llama.attention.head_count");
+  Result<uint32_t> context = Required<uint32_t>(file, "llama.context_length");
+  Result<float> epsilon = Required<float>(file, "llama.attention.layer_norm_rms_epsilon");
+  for (const Error* error : {width ? nullptr : &width.error(), layers ? nullptr : &layers.error(),
+                             ffn ? nullptr : &ffn.error(), heads ? nullptr : &heads.error(),
+                             context ? nullptr : &context.error(), epsilon ? nullptr : &epsilon.error()}) {
+    if (error != nullptr) return Fail(*error);
+  }
+  Result<std::optional<uint32_t>> kv_heads = file.GetOptional<uint32_t>("llama.attention.head_count_kv");
+  if (!kv_heads) return Fail(std::move(kv_heads.error()));
+  Result<std::optional<float>> base = file.GetOptional<float>("llama.rope.freq_base");
+  if (!base) return Fail(std::move(base.error()));
+  Result<std::optional<uint32_t>> rotated = file.GetOptional<uint32_t>("llama.rope.dimension_count");
+  if (!rotated) return Fail(std::move(rotated.error()));
+  Result<std::optional<uint32_t>> vocabulary = file.GetOptional<uint32_t>("llama.vocab_size");
+  if (!vocabulary) return Fail(std::move(vocabulary.error()));
+
+  size_t vocabulary_size = 0;
+  if (*vocabulary) {
+    vocabulary_size = **vocabulary;
+  } else if (const TensorInfo* embedding = file.FindTensor(kTokenEmbedding)) {
+    vocabulary_size = embedding->n_dims == 2 ? embedding->ne[1] : 0;
+  } else {
+    return Fail(ErrorCode::kMissingTensor, {{"tensor", std::string(kTokenEmbedding)}},
+                "tensor token_embd.weight is missing from " + file.path());
+  }
+  // llama.cpp keeps epsilon as a float32; its exact value, widened, is kvrt's.
+  ModelConfig config = ModelConfig::Create(vocabulary_size, *width, *heads, *ffn, *layers, *context,
+                                           base->value_or(10000.0f), *epsilon);
+  config.kv_heads = kv_heads->value_or(*heads);
+  config.tied_output = file.FindTensor(kOutput) == nullptr;
+  if (auto valid = config.Validate(); !valid) return Fail(std::move(valid.error()));
+  const size_t head_width = config.head_width();
+  if (*rotated && **rotated != head_width) {
+    return Fail(ErrorCode::kPartialRotaryDimension,
+                {{"key", std::string("llama.rope.dimension_count")},
+                 {"rotated", uint64_t{**rotated}},
+                 {"head_width", uint64_t{head_width}}},
+                "llama.rope.dimension_count = " + std::to_string(**rotated) +
+                    " rotates part of each head of width " + std::to_string(head_width) +
+                    " (partial rotary dimension): kvrt rotates whole heads");
+  }
+  return config;
+}
+
+Result<void> ValidateLlamaTensors(const GgufFile& file, const ModelConfig& config) {
+  // 9·L + 2 or 3 tensors, looked up one at a time: the first missing one ends the
+  // loop, so a hostile block count costs at most tensor_count + 1 lookups.
+  const size_t count = ParameterCount(config);
+  for (size_t i = 0; i < count; ++i) {
+    const std::string name = GgufTensorName(config, i);
+    const TensorInfo* tensor = file.FindTensor(name);
+    if (tensor == nullptr) {
+      return Fail(ErrorCode::kMissingTensor, {{"tensor", name}}, "tensor " + name + " is missing from " + file.path());
+    }
+    const ExpectedShape expected = ExpectedGgufShape(config, i);
+    if (tensor->ne != expected.ne) {
+      return Fail(ErrorCode::kTensorShapeMismatch,
+                  {{"tensor", name},
+                   {"expected", ShapeText(expected.ne, expected.n_dims)},
+                   {"actual", ShapeText(tensor->ne, tensor->n_dims)}},
+                  "tensor " + name + " has shape " + ShapeText(tensor->ne, tensor->n_dims) + ", expected " +
+                      ShapeText(expected.ne, expected.n_dims));
+    }
+    if (auto supported = RequireSupported(tensor->type, name); !supported) return supported;
+  }
+  for (const TensorInfo& tensor : file.tensors()) {
+    if (!IsLlamaTensorName(tensor.name, config)) {
+      const std::string name(tensor.name);
+      return Fail(ErrorCode::kUnexpectedTensor, {{"tensor", name}},
+                  "tensor " + name + " is not part of a llama model kvrt can run (biases, rope_freqs and "
+                  "other extra tensors are not supported)");
+    }
+  }
+  if (const Value* tokens = file.Find("tokenizer.ggml.tokens");
+      tokens != nullptr && tokens->type == ValueType::kArray && tokens->count != config.vocabulary_size) {
+    return Fail(ErrorCode::kVocabularyMismatch,
+                {{"key", std::string("tokenizer.ggml.tokens")},
+                 {"tokenizer", tokens->count},
+                 {"decoder", uint64_t{config.vocabulary_size}}},
+                "tokenizer.ggml.tokens has " + std::to_string(tokens->count) + " tokens, but the model's vocabulary has " +
+                    std::to_string(config.vocabulary_size));
+  }
+  return {};
+}
+
+}  // namespace kvrt::gguf

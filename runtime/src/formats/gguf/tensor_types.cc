@@ -1,0 +1,228 @@
+#include "formats/gguf/tensor_types.h"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstring>
+
+#include "core/checked_math.h"
+
+namespace kvrt::gguf {
+namespace {
+
+using T = GgmlType;
+
+// Block geometry of every type GGUF files may name (ggml's type traits table).
+constexpr std::array<GgmlTypeInfo, 31> kTypes = {{
+    {T::kF32, "F32", 1, 4, true},         {T::kF16, "F16", 1, 2, true},
+    {T::kQ4_0, "Q4_0", 32, 18, true},     {T::kQ4_1, "Q4_1", 32, 20, false},
+    {T::kQ5_0, "Q5_0", 32, 22, false},    {T::kQ5_1, "Q5_1", 32, 24, false},
+    {T::kQ8_0, "Q8_0", 32, 34, true},     {T::kQ8_1, "Q8_1", 32, 36, false},
+    {T::kQ2_K, "Q2_K", 256, 84, false},   {T::kQ3_K, "Q3_K", 256, 110, false},
+    {T::kQ4_K, "Q4_K", 256, 144, false},  {T::kQ5_K, "Q5_K", 256, 176, false},
+    {T::kQ6_K, "Q6_K", 256, 210, false},  {T::kQ8_K, "Q8_K", 256, 292, false},
+    {T::kIQ2_XXS, "IQ2_XXS", 256, 66, false}, {T::kIQ2_XS, "IQ2_XS", 256, 74, false},
+    {T::kIQ3_XXS, "IQ3_XXS", 256, 98, false}, {T::kIQ1_S, "IQ1_S", 256, 50, false},
+    {T::kIQ4_NL, "IQ4_NL", 32, 18, false},  {T::kIQ3_S, "IQ3_S", 256, 110, false},
+    {T::kIQ2_S, "IQ2_S", 256, 82, false},   {T::kIQ4_XS, "IQ4_XS", 256, 136, false},
+    {T::kI8, "I8", 1, 1, false},          {T::kI16, "I16", 1, 2, false},
+    {T::kI32, "I32", 1, 4, false},        {T::kI64, "I64", 1, 8, false},
+    {T::kF64, "F64", 1, 8, false},        {T::kIQ1_M, "IQ1_M", 256, 56, false},
+    {T::kBF16, "BF16", 1, 2, true},       {T::kTQ1_0, "TQ1_0", 256, 54, false},
+    {T::kTQ2_0, "TQ2_0", 256, 66, false},
+}};
+
+constexpr size_t kQ8Bytes = 34, kQ4Bytes = 18, kBlock = 32;
+
+uint16_t Load16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
+void Store16(uint8_t* p, uint16_t v) {
+  p[0] = static_cast<uint8_t>(v);
+  p[1] = static_cast<uint8_t>(v >> 8);
+}
+
+void DequantizeQ8_0(std::span<const uint8_t> bytes, std::span<float> out) {
+  for (size_t block = 0; block < out.size() / kBlock; ++block) {
+    const uint8_t* in = bytes.data() + block * kQ8Bytes;
+    const float d = HalfToFloat(Load16(in));
+    for (size_t j = 0; j < kBlock; ++j) {
+      out[block * kBlock + j] = d * static_cast<float>(static_cast<int8_t>(in[2 + j]));
+    }
+  }
+}
+
+void DequantizeQ4_0(std::span<const uint8_t> bytes, std::span<float> out) {
+  for (size_t block = 0; block < out.size() / kBlock; ++block) {
+    const uint8_t* in = bytes.data() + block * kQ4Bytes;
+    const float d = HalfToFloat(Load16(in));
+    float* o = out.data() + block * kBlock;
+    for (size_t j = 0; j < kBlock / 2; ++j) {
+      o[j] = d * static_cast<float>((in[2 + j] & 0x0F) - 8);
+      o[j + kBlock / 2] = d * static_cast<float>((in[2 + j] >> 4) - 8);
+    }
+  }
+}
+
+// ggml's quantize_row_q8_0_ref: d = amax/127 (as f16), q = round(x·(1/d)).
+void QuantizeQ8_0(std::span<const float> values, std::span<uint8_t> out) {
+  for (size_t block = 0; block < values.size() / kBlock; ++block) {
+    const float* x = values.data() + block * kBlock;
+    uint8_t* o = out.data() + block * kQ8Bytes;
+    float amax = 0.0f;
+    for (size_t j = 0; j < kBlock; ++j) amax = std::max(amax, std::fabs(x[j]));
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    Store16(o, FloatToHalf(d));
+    for (size_t j = 0; j < kBlock; ++j) {
+      o[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(std::roundf(x[j] * id)));
+    }
+  }
+}
+
+// ggml's quantize_row_q4_0_ref: the value of largest magnitude (sign kept) maps
+// to −8, d = max/−8, q = min(15, trunc(x·(1/d) + 8.5)).
+void QuantizeQ4_0(std::span<const float> values, std::span<uint8_t> out) {
+  for (size_t block = 0; block < values.size() / kBlock; ++block) {
+    const float* x = values.data() + block * kBlock;
+    uint8_t* o = out.data() + block * kQ4Bytes;
+    float amax = 0.0f, max = 0.0f;
+    for (size_t j = 0; j < kBlock; ++j) {
+      if (amax < std::fabs(x[j])) {
+        amax = std::fabs(x[j]);
+        max = x[j];
+      }
+    }
+    const float d = max / -8.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    Store16(o, FloatToHalf(d));
+    auto level = [&](float v) {
+      // x·id + 8.5 lies in [0.5, 16.5] for finite input; clamp for anything else.
+      const float shifted = v * id + 8.5f;
+      if (!(shifted >= 0.0f)) return uint8_t{0};
+      return static_cast<uint8_t>(shifted >= 15.0f ? 15 : static_cast<int>(shifted));
+    };
+    for (size_t j = 0; j < kBlock / 2; ++j) {
+      o[2 + j] = static_cast<uint8_t>(level(x[j]) | (level(x[j + kBlock / 2]) << 4));
+    }
+  }
+}
+
+}  // namespace
+
+std::optional<GgmlTypeInfo> FindGgmlType(uint32_t number) {
+  for (const GgmlTypeInfo& info : kTypes) {
+    if (static_cast<uint32_t>(info.type) == number) return info;
+  }
+  return std::nullopt;
+}
+
+const GgmlTypeInfo& TypeInfo(GgmlType type) {
+  for (const GgmlTypeInfo& info : kTypes) {
+    if (info.type == type) return info;
+  }
+  return kTypes[0];  // unreachable for enumerators
+}
+
+std::string_view GgmlTypeName(GgmlType type) { return TypeInfo(type).name; }
+
+std::optional<size_t> RowBytes(GgmlType type, uint64_t elements) {
+  const GgmlTypeInfo& info = TypeInfo(type);
+  if (elements % info.block_elements != 0) return std::nullopt;
+  return CheckedMul(static_cast<size_t>(elements / info.block_elements), info.block_bytes);
+}
+
+Result<void> RequireSupported(GgmlType type, std::string_view tensor) {
+  if (TypeInfo(type).supported) return {};
+  const std::string name(GgmlTypeName(type));
+  return Fail(ErrorCode::kUnsupportedTensorType, {{"tensor", std::string(tensor)}, {"type", name}},
+              "tensor " + std::string(tensor) + " has type " + name +
+                  ", which kvrt does not support (supported: F32, F16, BF16, Q8_0, Q4_0)");
+}
+
+void Dequantize(GgmlType type, std::span<const uint8_t> bytes, std::span<float> out) {
+  switch (type) {
+    case T::kF32:
+      for (size_t i = 0; i < out.size(); ++i) {
+        uint32_t bits;
+        std::memcpy(&bits, bytes.data() + 4 * i, 4);  // little-endian hosts only
+        out[i] = std::bit_cast<float>(bits);
+      }
+      return;
+    case T::kF16:
+      for (size_t i = 0; i < out.size(); ++i) out[i] = HalfToFloat(Load16(bytes.data() + 2 * i));
+      return;
+    case T::kBF16:
+      for (size_t i = 0; i < out.size(); ++i) out[i] = Bf16ToFloat(Load16(bytes.data() + 2 * i));
+      return;
+    case T::kQ8_0:
+      return DequantizeQ8_0(bytes, out);
+    case T::kQ4_0:
+      return DequantizeQ4_0(bytes, out);
+    default:
+      return;  // callers check RequireSupported first
+  }
+}
+
+void Quantize(GgmlType type, std::span<const float> values, std::span<uint8_t> out) {
+  switch (type) {
+    case T::kF32:
+      for (size_t i = 0; i < values.size(); ++i) {
+        const uint32_t bits = std::bit_cast<uint32_t>(values[i]);
+        std::memcpy(out.data() + 4 * i, &bits, 4);
+      }
+      return;
+    case T::kF16:
+      for (size_t i = 0; i < values.size(); ++i) Store16(out.data() + 2 * i, FloatToHalf(values[i]));
+      return;
+    case T::kBF16:
+      for (size_t i = 0; i < values.size(); ++i) Store16(out.data() + 2 * i, FloatToBf16(values[i]));
+      return;
+    case T::kQ8_0:
+      return QuantizeQ8_0(values, out);
+    case T::kQ4_0:
+      return QuantizeQ4_0(values, out);
+    default:
+      return;
+  }
+}
+
+float HalfToFloat(uint16_t half) {
+  const uint32_t sign = static_cast<uint32_t>(half & 0x8000) << 16;
+  const uint32_t exponent = (half >> 10) & 0x1F, mantissa = half & 0x3FF;
+  if (exponent == 0) {  // zero or subnormal: mantissa · 2^−24, exact in f32
+    const float magnitude = std::ldexp(static_cast<float>(mantissa), -24);
+    return sign ? -magnitude : magnitude;
+  }
+  if (exponent == 31) return std::bit_cast<float>(sign | 0x7F800000u | (mantissa << 13));
+  return std::bit_cast<float>(sign | ((exponent + 112) << 23) | (mantissa << 13));
+}
+
+uint16_t FloatToHalf(float value) {
+  const uint32_t bits = std::bit_cast<uint32_t>(value);
+  const uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000);
+  const uint32_t magnitude = bits & 0x7FFFFFFF;
+  if (magnitude > 0x7F800000) {  // NaN: keep it quiet and keep the top payload bits
+    return static_cast<uint16_t>(sign | 0x7E00 | ((magnitude >> 13) & 0x3FF));
+  }
+  if (magnitude >= 0x477FF000) return static_cast<uint16_t>(sign | 0x7C00);  // ≥ 65520 → inf
+  if (magnitude < 0x38800000) {
+    // Below 2^−14: a subnormal half, mantissa = round(|x|·2^24). Scaling by a power
+    // of two is exact, nearbyint rounds ties to even; 1024 is the smallest normal.
+    const float scaled = std::bit_cast<float>(magnitude) * 16777216.0f;
+    return static_cast<uint16_t>(sign | static_cast<uint16_t>(std::nearbyint(scaled)));
+  }
+  // Normal: round the 23-bit mantissa to 10 bits (ties to even), rebias 127 → 15;
+  // a mantissa carry correctly bumps the exponent.
+  const uint32_t rounded = magnitude + 0xFFF + ((magnitude >> 13) & 1);
+  return static_cast<uint16_t>(sign | ((rounded - (112u << 23)) >> 13));
+}
+
+float Bf16ToFloat(uint16_t bits) { return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16); }
+
+uint16_t FloatToBf16(float value) {
+  const uint32_t bits = std::bit_cast<uint32_t>(value);
+  if ((bits & 0x7FFFFFFF) > 0x7F800000) return static_cast<uint16_t>((bits >> 16) | 0x40);
+  return static_cast<uint16_t>((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16);
+}
+
+}  // namespace kvrt::gguf

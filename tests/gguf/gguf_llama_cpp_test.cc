@@ -1,0 +1,128 @@
+// The five fixture models against llama.cpp's logits (fixtures/gguf/README.md
+// §3) and against a plain f64 forward pass, on the fast f32 and reference f64
+// engines; greedy continuations compared where llama.cpp's margin is clear.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include "gguf_test_support.h"
+
+namespace kvrt::gguf::testing {
+namespace {
+
+struct Models {
+  GgufFile file;
+  DecoderModel dense;   // kDenseF64, for the reference engine
+  DecoderModel panels;  // kPanelsF32, for the fast engine
+};
+
+const Models& LoadModels(const FixtureType& t) {
+  static std::map<std::string, std::unique_ptr<Models>> cache;
+  std::unique_ptr<Models>& slot = cache[t.type];
+  if (!slot) {
+    Result<GgufFile> file = GgufFile::Open(ModelPath(t));
+    EXPECT_TRUE(file) << file.error().Debug();
+    Result<DecoderModel> dense = BuildLlamaModel(*file, ModelStorage::kDenseF64);
+    EXPECT_TRUE(dense) << dense.error().Debug();
+    Result<DecoderModel> panels = BuildLlamaModel(*file, ModelStorage::kPanelsF32);
+    EXPECT_TRUE(panels) << panels.error().Debug();
+    slot = std::make_unique<Models>(Models{std::move(*file), std::move(*dense), std::move(*panels)});
+  }
+  return *slot;
+}
+
+constexpr EngineOptions kFastF32{Backend::kFast, Precision::kF32, nullptr};
+constexpr EngineOptions kReferenceF64{Backend::kReference, Precision::kF64, nullptr};
+
+std::vector<uint32_t> Ids(const nlohmann::json& list) { return list.get<std::vector<uint32_t>>(); }
+
+class LlamaCppFixture : public ::testing::TestWithParam<FixtureType> {};
+
+// Max |kvrt − llama.cpp| over the ids llama.cpp recorded for one sequence: the
+// top-8 and the 500 sampled columns at every position, and the whole last row
+// when recorded.
+double CompareWithLlamaCpp(const Rows& ours, const nlohmann::json& sequence, const nlohmann::json& cols) {
+  double worst = 0.0;
+  auto check = [&](size_t position, uint32_t id, double theirs) {
+    worst = std::max(worst, std::fabs(ours[position][id] - theirs));
+  };
+  for (size_t p = 0; p < ours.size(); ++p) {
+    const auto& ids = sequence["topk_ids"][p];
+    for (size_t j = 0; j < ids.size(); ++j) check(p, ids[j].get<uint32_t>(), sequence["topk_logits"][p][j].get<double>());
+    for (size_t i = 0; i < cols.size(); ++i) check(p, cols[i].get<uint32_t>(), sequence["logits_cols"][p][i].get<double>());
+  }
+  if (sequence.contains("logits_last")) {
+    const auto& last = sequence["logits_last"];
+    for (size_t id = 0; id < last.size(); ++id) check(ours.size() - 1, static_cast<uint32_t>(id), last[id].get<double>());
+  }
+  return worst;
+}
+
+TEST_P(LlamaCppFixture, LogitsMatchLlamaCppAndAPlainForwardPass) {
+  const FixtureType t = GetParam();
+  const Models& models = LoadModels(t);
+  const nlohmann::json& json = LlamaCppLogits(t);
+  const PlainLlama plain(models.file);
+  for (const nlohmann::json& sequence : json["sequences"]) {
+    const std::vector<uint32_t> tokens = Ids(sequence["tokens"]);
+    const Rows fast = SessionLogits(models.panels, tokens, kFastF32);
+    const Rows reference = SessionLogits(models.dense, tokens, kReferenceF64);
+    ASSERT_EQ(fast.size(), tokens.size());
+    ASSERT_EQ(reference.size(), tokens.size());
+    const double fast_llama = CompareWithLlamaCpp(fast, sequence, json["cols"]);
+    const double reference_llama = CompareWithLlamaCpp(reference, sequence, json["cols"]);
+    const Rows expected = plain.Forward(tokens);
+    const double fast_plain = MaxDifference(fast, expected), reference_plain = MaxDifference(reference, expected);
+    std::printf("[ gguf ] %-5s %s: |fast f32 - llama.cpp| %.3g, |reference f64 - llama.cpp| %.3g, "
+                "|fast f32 - plain f64| %.3g, |reference f64 - plain f64| %.3g\n",
+                t.type, sequence["name"].get<std::string>().c_str(), fast_llama, reference_llama, fast_plain,
+                reference_plain);
+    EXPECT_LE(fast_llama, t.bound) << sequence["name"];
+    EXPECT_LE(reference_llama, t.bound) << sequence["name"];
+    EXPECT_LE(fast_plain, 1e-4) << sequence["name"];
+    EXPECT_LE(reference_plain, 1e-9) << sequence["name"];
+  }
+}
+
+// Greedy decoding: f32 must reproduce all 24 of llama.cpp's tokens on its own;
+// the other types are fed llama.cpp's tokens and must pick the same one wherever
+// llama.cpp's winning margin exceeds twice the logit bound.
+TEST_P(LlamaCppFixture, GreedyContinuationsAgreeWithLlamaCpp) {
+  const FixtureType t = GetParam();
+  const Models& models = LoadModels(t);
+  const nlohmann::json& json = LlamaCppLogits(t);
+  const bool free_running = std::string(t.type) == "f32";
+  for (const nlohmann::json& sequence : json["sequences"]) {
+    const std::vector<uint32_t> greedy = Ids(sequence["greedy"]);
+    const std::vector<double> margins = sequence["greedy_margin"].get<std::vector<double>>();
+    for (const auto& [model, engine] : {std::pair{&models.panels, kFastF32}, std::pair{&models.dense, kReferenceF64}}) {
+      std::vector<uint32_t> tokens = Ids(sequence["tokens"]);
+      CacheOptions options;
+      options.precision = engine.precision;
+      DecoderKvCache cache = *DecoderKvCache::Create(*model, options);
+      DecoderKvSession session = *cache.Bind(*model, engine);
+      Result<StepOutput> step = session.Prefill(tokens);
+      ASSERT_TRUE(step) << step.error().Debug();
+      size_t compared = 0;
+      for (size_t i = 0; i < greedy.size(); ++i) {
+        const uint32_t ours = Argmax(std::vector<double>(step->logits.begin(), step->logits.end()));
+        if (free_running || margins[i] > 2 * t.bound) {
+          EXPECT_EQ(ours, greedy[i]) << t.type << " " << sequence["name"] << " step " << i << " engine "
+                                     << BackendName(engine.backend);
+          ++compared;
+        }
+        step = session.Decode(free_running ? ours : greedy[i]);
+        ASSERT_TRUE(step) << step.error().Debug();
+      }
+      std::printf("[ gguf ] %-5s %s %s: %zu of 24 greedy tokens compared\n", t.type,
+                  sequence["name"].get<std::string>().c_str(), std::string(BackendName(engine.backend)).c_str(),
+                  compared);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, LlamaCppFixture, ::testing::ValuesIn(kFixtureTypes),
+                         [](const auto& test_param) { return std::string(test_param.param.type); });
+
+}  // namespace
+}  // namespace kvrt::gguf::testing

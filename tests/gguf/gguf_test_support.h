@@ -1,0 +1,206 @@
+// Shared helpers of the GGUF tests: fixture paths, the llama.cpp logit files,
+// per-position logits through a kvrt session, and a plain f64 forward pass.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "formats/gguf/gguf_file.h"
+#include "formats/gguf/gguf_llama.h"
+#include "kvrt/kv_cache.h"
+#include "kvrt/model.h"
+#include "kvrt/session.h"
+
+namespace kvrt::gguf::testing {
+
+inline std::string FixturePath(const std::string& name) {
+  return std::string(KVRT_FIXTURES_DIR) + "/gguf/" + name;
+}
+
+// One fixture file with its tolerance against llama.cpp (fixtures README §3).
+struct FixtureType {
+  const char* type;  // "f32", ...
+  double bound;
+};
+inline constexpr FixtureType kFixtureTypes[] = {
+    {"f32", 1e-5}, {"f16", 3e-3}, {"bf16", 2e-2}, {"q8_0", 6e-2}, {"q4_0", 6e-2}};
+
+inline std::string ModelPath(const FixtureType& t) { return FixturePath(std::string("tiny-") + t.type + ".gguf"); }
+
+inline const nlohmann::json& LlamaCppLogits(const FixtureType& t) {
+  static std::map<std::string, nlohmann::json> cache;
+  auto [it, inserted] = cache.try_emplace(t.type);
+  if (inserted) {
+    std::ifstream in(FixturePath(std::string("tiny-") + t.type + ".logits.json"));
+    it->second = nlohmann::json::parse(in);
+  }
+  return it->second;
+}
+
+using Rows = std::vector<std::vector<double>>;  // [position][vocabulary id]
+
+// The logits at every position of `tokens`: a prefill of the first token, then
+// one decode per further token, through a session of `engine`.
+inline Rows SessionLogits(const DecoderModel& model, const std::vector<uint32_t>& tokens, EngineOptions engine) {
+  CacheOptions options;
+  options.precision = engine.precision;
+  Result<DecoderKvCache> cache = DecoderKvCache::Create(model, options);
+  EXPECT_TRUE(cache) << cache.error().Debug();
+  Result<DecoderKvSession> session = cache->Bind(model, engine);
+  EXPECT_TRUE(session) << session.error().Debug();
+  Rows rows;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    Result<StepOutput> step = i == 0 ? session->Prefill(std::span(tokens).first(1)) : session->Decode(tokens[i]);
+    EXPECT_TRUE(step) << step.error().Debug();
+    if (!step) return rows;
+    rows.emplace_back(step->logits.begin(), step->logits.end());
+  }
+  return rows;
+}
+
+// argmax, ties to the lowest id (llama.cpp's greedy rule in the fixtures).
+inline uint32_t Argmax(const std::vector<double>& row) {
+  size_t best = 0;
+  for (size_t i = 1; i < row.size(); ++i) {
+    if (row[i] > row[best]) best = i;
+  }
+  return static_cast<uint32_t>(best);
+}
+
+// A deliberately plain f64 llama forward pass over the dequantized tensors of a
+// GGUF file, independent of kvrt's model and engines: RMSNorm, interleaved-pair
+// RoPE, grouped-query causal attention, SwiGLU, output head.
+class PlainLlama {
+ public:
+  explicit PlainLlama(const GgufFile& file) : file_(file) {
+    d_ = *file.Get<uint32_t>("llama.embedding_length");
+    layers_ = *file.Get<uint32_t>("llama.block_count");
+    f_ = *file.Get<uint32_t>("llama.feed_forward_length");
+    heads_ = *file.Get<uint32_t>("llama.attention.head_count");
+    kv_heads_ = file.Find("llama.attention.head_count_kv") ? *file.Get<uint32_t>("llama.attention.head_count_kv")
+                                                           : heads_;
+    eps_ = *file.Get<float>("llama.attention.layer_norm_rms_epsilon");
+    base_ = file.Find("llama.rope.freq_base") ? *file.Get<float>("llama.rope.freq_base") : 10000.0;
+    hw_ = d_ / heads_;
+    embedding_ = Tensor("token_embd.weight");
+    output_ = file.FindTensor("output.weight") ? Tensor("output.weight") : embedding_;
+    vocabulary_ = embedding_.size() / d_;
+  }
+
+  // Every tensor as f64 in storage order (ne1 rows of ne0).
+  std::vector<double> Tensor(const std::string& name) const {
+    const TensorInfo& t = *file_.FindTensor(name);
+    std::vector<float> values(t.elements);
+    Dequantize(t.type, t.data, values);
+    return std::vector<double>(values.begin(), values.end());
+  }
+
+  Rows Forward(const std::vector<uint32_t>& tokens) const {
+    const size_t n = tokens.size(), kvw = kv_heads_ * hw_;
+    std::vector<std::vector<double>> x(n);
+    for (size_t p = 0; p < n; ++p) x[p].assign(embedding_.begin() + tokens[p] * d_, embedding_.begin() + (tokens[p] + 1) * d_);
+    for (size_t l = 0; l < layers_; ++l) {
+      const std::string b = "blk." + std::to_string(l) + ".";
+      const auto wq = Tensor(b + "attn_q.weight"), wk = Tensor(b + "attn_k.weight"), wv = Tensor(b + "attn_v.weight");
+      const auto wo = Tensor(b + "attn_output.weight"), an = Tensor(b + "attn_norm.weight");
+      const auto fn = Tensor(b + "ffn_norm.weight"), wg = Tensor(b + "ffn_gate.weight");
+      const auto wu = Tensor(b + "ffn_up.weight"), wd = Tensor(b + "ffn_down.weight");
+      std::vector<std::vector<double>> q(n), k(n), v(n);
+      for (size_t p = 0; p < n; ++p) {
+        const auto h = Norm(x[p], an);
+        q[p] = MatVec(wq, h, d_);
+        k[p] = MatVec(wk, h, kvw);
+        v[p] = MatVec(wv, h, kvw);
+        Rope(q[p], p);
+        Rope(k[p], p);
+      }
+      for (size_t p = 0; p < n; ++p) {
+        std::vector<double> attended(d_, 0.0);
+        for (size_t head = 0; head < heads_; ++head) {
+          const size_t kvh = head / (heads_ / kv_heads_);
+          std::vector<double> scores(p + 1);
+          double max = -INFINITY;
+          for (size_t s = 0; s <= p; ++s) {
+            double dot = 0.0;
+            for (size_t i = 0; i < hw_; ++i) dot += q[p][head * hw_ + i] * k[s][kvh * hw_ + i];
+            scores[s] = dot / std::sqrt(static_cast<double>(hw_));
+            max = std::max(max, scores[s]);
+          }
+          double sum = 0.0;
+          for (double& s : scores) sum += (s = std::exp(s - max));
+          for (size_t s = 0; s <= p; ++s) {
+            for (size_t i = 0; i < hw_; ++i) attended[head * hw_ + i] += scores[s] / sum * v[s][kvh * hw_ + i];
+          }
+        }
+        const auto o = MatVec(wo, attended, d_);
+        for (size_t i = 0; i < d_; ++i) x[p][i] += o[i];
+        const auto h = Norm(x[p], fn);
+        const auto g = MatVec(wg, h, f_), u = MatVec(wu, h, f_);
+        std::vector<double> a(f_);
+        for (size_t i = 0; i < f_; ++i) a[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
+        const auto down = MatVec(wd, a, d_);
+        for (size_t i = 0; i < d_; ++i) x[p][i] += down[i];
+      }
+    }
+    const auto final_norm = Tensor("output_norm.weight");
+    Rows logits(n);
+    for (size_t p = 0; p < n; ++p) logits[p] = MatVec(output_, Norm(x[p], final_norm), vocabulary_);
+    return logits;
+  }
+
+  size_t vocabulary() const { return vocabulary_; }
+
+ private:
+  // y = W·x for W stored as `rows` rows of x.size() values.
+  static std::vector<double> MatVec(const std::vector<double>& w, const std::vector<double>& x, size_t rows) {
+    std::vector<double> y(rows, 0.0);
+    for (size_t r = 0; r < rows; ++r) {
+      for (size_t c = 0; c < x.size(); ++c) y[r] += w[r * x.size() + c] * x[c];
+    }
+    return y;
+  }
+  std::vector<double> Norm(const std::vector<double>& x, const std::vector<double>& w) const {
+    double sum = 0.0;
+    for (double v : x) sum += v * v;
+    const double scale = 1.0 / std::sqrt(sum / static_cast<double>(x.size()) + eps_);
+    std::vector<double> y(x.size());
+    for (size_t i = 0; i < x.size(); ++i) y[i] = x[i] * scale * w[i];
+    return y;
+  }
+  // Rotates the pairs (2i, 2i+1) of every head by p·base^(−2i/hw).
+  void Rope(std::vector<double>& x, size_t p) const {
+    for (size_t head = 0; head < x.size() / hw_; ++head) {
+      for (size_t i = 0; i < hw_ / 2; ++i) {
+        const double angle = static_cast<double>(p) * std::pow(base_, -2.0 * static_cast<double>(i) / static_cast<double>(hw_));
+        double& a = x[head * hw_ + 2 * i];
+        double& b = x[head * hw_ + 2 * i + 1];
+        const double a0 = a, b0 = b;
+        a = a0 * std::cos(angle) - b0 * std::sin(angle);
+        b = a0 * std::sin(angle) + b0 * std::cos(angle);
+      }
+    }
+  }
+
+  const GgufFile& file_;
+  size_t d_ = 0, layers_ = 0, f_ = 0, heads_ = 0, kv_heads_ = 0, hw_ = 0, vocabulary_ = 0;
+  double eps_ = 0.0, base_ = 10000.0;
+  std::vector<double> embedding_, output_;
+};
+
+inline double MaxDifference(const Rows& a, const Rows& b) {
+  double worst = 0.0;
+  for (size_t p = 0; p < a.size() && p < b.size(); ++p) {
+    for (size_t i = 0; i < a[p].size() && i < b[p].size(); ++i) worst = std::max(worst, std::fabs(a[p][i] - b[p][i]));
+  }
+  return worst;
+}
+
+}  // namespace kvrt::gguf::testing
