@@ -13,5 +13,6 @@ int RunGenerate(std::span<char* const> args);
 int RunReport(std::span<char* const> args);
 int RunBenchCompare(std::span<char* const> args);
 int RunSynth(std::span<char* const> args);
+int RunTokenize(std::span<char* const> args);
 
 }  // namespace kvrt::cli

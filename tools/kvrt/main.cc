@@ -16,12 +16,13 @@ constexpr const char* kUsage =
     "Usage: kvrt <command> [flags]   (kvrt <command> --help for its flags)\n"
     "\n"
     "Commands:\n"
-    "  inspect PATH   what an LLMCP35 checkpoint holds\n"
+    "  inspect PATH   what a model file (LLMCP35, GGUF, llama2.c) holds\n"
+    "  tokenize       the token ids of a text, with the model file's own tokenizer\n"
     "  logits         last-position logits of a token sequence (cached or --uncached)\n"
     "  generate       sample a continuation (cached or --uncached loop)\n"
     "  report         the ch38 cached-generation report\n"
     "  bench-compare  performance gate over Google Benchmark JSON (two runs, or in-run ratios)\n"
-    "  synth          write a random-weight model (llama2.c and/or LLMCP35) and a tokenizer.bin\n";
+    "  synth          write a random-weight model (llama2.c, LLMCP35 and/or GGUF) and a tokenizer.bin\n";
 
 }  // namespace
 
@@ -38,5 +39,6 @@ int main(int argc, char** argv) {
   if (command == "report") return kvrt::cli::RunReport(args);
   if (command == "bench-compare") return kvrt::cli::RunBenchCompare(args);
   if (command == "synth") return kvrt::cli::RunSynth(args);
+  if (command == "tokenize") return kvrt::cli::RunTokenize(args);
   return kvrt::cli::ReportError(kvrt::cli::InvalidArgument("unknown command '" + command + "' (see kvrt --help)"));
 }

@@ -25,14 +25,16 @@ namespace kvrt {
 enum class ModelFormat : uint8_t {
   kLlmcp35,  // the course's checkpoint: model, tokenizer, optimizer and sampler state
   kLlama2c,  // llama2.c's model.bin: f32 weights only (tokenizer.bin comes separately)
+  kGguf,     // llama.cpp's GGUF (architecture llama), with the tokenizer in its metadata
 };
 
-std::string_view ModelFormatName(ModelFormat format);  // "llmcp35", "llama2c"
+std::string_view ModelFormatName(ModelFormat format);  // "llmcp35", "llama2c", "gguf"
 
 struct LoadedModel {
   ModelFormat format;
   DecoderModel model;
-  // The tokenizer the file carries (none for a llama2.c model.bin).
+  // The tokenizer the file carries (none for a llama2.c model.bin, nor for a
+  // GGUF without tokenizer.ggml.* keys).
   std::optional<Tokenizer> tokenizer;
   // LLMCP35: the sampler state the checkpoint recorded (a generation that
   // continues the checkpoint's run starts from it).
@@ -47,5 +49,10 @@ Result<ModelFormat> DetectModelFormat(const std::string& path);
 // Reads the model (and its tokenizer) with the reader of DetectModelFormat's
 // answer; every reader validates the whole file before it builds anything.
 Result<LoadedModel> LoadModel(const std::string& path);
+
+// The tokenizer of a model file without building its model: also reads
+// vocabulary-only GGUF files (no tensors). InvalidArgument when the file carries
+// no tokenizer (llama2.c: give its tokenizer.bin instead).
+Result<Tokenizer> LoadTokenizer(const std::string& path);
 
 }  // namespace kvrt

@@ -1,0 +1,104 @@
+#include "formats/gguf/gguf_tokenizer.h"
+
+#include <new>
+#include <string>
+#include <utility>
+
+namespace kvrt::gguf {
+namespace {
+
+constexpr uint32_t kNoToken = 0xFFFFFFFFu;  // llama.cpp writes u32 −1 for "none"
+
+// An optional special-token id: absent key or −1 → `fallback`.
+Result<std::optional<uint32_t>> SpecialId(const GgufFile& file, std::string_view key,
+                                          std::optional<uint32_t> fallback) {
+  Result<std::optional<uint32_t>> id = file.GetOptional<uint32_t>(key);
+  if (!id) return Fail(std::move(id.error()));
+  if (!*id) return fallback;
+  if (**id == kNoToken) return std::optional<uint32_t>();
+  return *id;
+}
+
+Result<std::optional<bool>> OptionalFlag(const GgufFile& file, std::string_view key) {
+  return file.GetOptional<bool>(key);
+}
+
+}  // namespace
+
+Result<std::optional<VocabularyData>> ReadVocabulary(const GgufFile& file) try {
+  Result<std::optional<std::string_view>> model = file.GetOptional<std::string_view>("tokenizer.ggml.model");
+  if (!model) return Fail(std::move(model.error()));
+  if (!*model) return std::optional<VocabularyData>();
+  VocabularyData data;
+  data.model = std::string(**model);
+  Result<std::optional<std::string_view>> pre = file.GetOptional<std::string_view>("tokenizer.ggml.pre");
+  if (!pre) return Fail(std::move(pre.error()));
+  if (*pre) data.pre = std::string(**pre);
+
+  Result<std::span<const std::string_view>> tokens = file.GetStringArray("tokenizer.ggml.tokens");
+  if (!tokens) return Fail(std::move(tokens.error()));
+  data.tokens.assign(tokens->begin(), tokens->end());
+  if (file.Find("tokenizer.ggml.scores") != nullptr) {
+    Result<ScalarArrayView<float>> scores = file.GetArray<float>("tokenizer.ggml.scores");
+    if (!scores) return Fail(std::move(scores.error()));
+    data.scores.resize(scores->size());
+    for (size_t i = 0; i < scores->size(); ++i) data.scores[i] = (*scores)[i];
+  }
+  if (file.Find("tokenizer.ggml.token_type") != nullptr) {
+    Result<ScalarArrayView<int32_t>> types = file.GetArray<int32_t>("tokenizer.ggml.token_type");
+    if (!types) return Fail(std::move(types.error()));
+    data.token_types.resize(types->size());
+    for (size_t i = 0; i < types->size(); ++i) data.token_types[i] = (*types)[i];
+  }
+  if (file.Find("tokenizer.ggml.merges") != nullptr) {
+    Result<std::span<const std::string_view>> merges = file.GetStringArray("tokenizer.ggml.merges");
+    if (!merges) return Fail(std::move(merges.error()));
+    data.merges.assign(merges->begin(), merges->end());
+  }
+
+  // llama.cpp's defaults for a SentencePiece vocabulary that names no ids.
+  const bool spm = data.model == "llama";
+  struct Special {
+    const char* key;
+    std::optional<uint32_t>* out;
+    std::optional<uint32_t> spm_default;
+  };
+  const Special specials[] = {
+      {"tokenizer.ggml.bos_token_id", &data.bos, 1},
+      {"tokenizer.ggml.eos_token_id", &data.eos, 2},
+      {"tokenizer.ggml.unknown_token_id", &data.unk, 0},
+      {"tokenizer.ggml.padding_token_id", &data.pad, std::nullopt},
+  };
+  for (const Special& special : specials) {
+    Result<std::optional<uint32_t>> id =
+        SpecialId(file, special.key, spm ? special.spm_default : std::nullopt);
+    if (!id) return Fail(std::move(id.error()));
+    *special.out = *id;
+  }
+  struct Flag {
+    const char* key;
+    std::optional<bool>* out;
+  };
+  const Flag flags[] = {{"tokenizer.ggml.add_bos_token", &data.add_bos},
+                        {"tokenizer.ggml.add_eos_token", &data.add_eos},
+                        {"tokenizer.ggml.add_space_prefix", &data.add_space_prefix}};
+  for (const Flag& flag : flags) {
+    Result<std::optional<bool>> value = OptionalFlag(file, flag.key);
+    if (!value) return Fail(std::move(value.error()));
+    *flag.out = *value;
+  }
+  return std::optional<VocabularyData>(std::move(data));
+} catch (const std::bad_alloc&) {
+  return Fail(ErrorCode::kAllocationFailed, {}, "could not allocate the vocabulary of " + file.path());
+}
+
+Result<std::optional<Tokenizer>> ReadTokenizer(const GgufFile& file) {
+  Result<std::optional<VocabularyData>> data = ReadVocabulary(file);
+  if (!data) return Fail(std::move(data.error()));
+  if (!*data) return std::optional<Tokenizer>();
+  Result<Tokenizer> tokenizer = Tokenizer::FromVocabulary(std::move(**data));
+  if (!tokenizer) return Fail(std::move(tokenizer.error()));
+  return std::optional<Tokenizer>(std::move(*tokenizer));
+}
+
+}  // namespace kvrt::gguf

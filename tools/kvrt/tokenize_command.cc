@@ -1,0 +1,82 @@
+// kvrt tokenize: the token ids a model file's tokenizer gives a text, as the
+// model would see them (BOS per the file's add-BOS flag, special-token text such
+// as "</s>" encoded as plain text).
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "common.h"
+#include "formats/llama2c/file_io.h"
+#include "formats/llama2c/llama2c.h"
+#include "kvrt/load_model.h"
+#include "kvrt/tokenizer.h"
+
+namespace kvrt::cli {
+namespace {
+
+constexpr FlagSpec kFlags[] = {
+    {"model", true, "model file whose tokenizer encodes (LLMCP35, GGUF incl. vocabulary-only files)"},
+    {"tokenizer", true, "llama2.c tokenizer.bin (for a llama2.c model.bin, which has none)"},
+    {"prompt", true, "the text to encode"},
+    {"file", true, "read the text from this file instead (its bytes, unchanged)"},
+    {"no-bos", false, "do not add BOS even where the tokenizer adds it"},
+    {"json", false, "print {\"tokens\":[...]}"},
+    {"help", false, "show this help"},
+};
+
+// Texts larger than this are refused before they are read.
+constexpr uint64_t kMaxTextBytes = uint64_t{256} << 20;
+
+Result<Tokenizer> TokenizerFromFlags(const Flags& flags) {
+  if (std::optional<std::string> path = flags.Value("tokenizer")) return LoadLlama2cTokenizer(*path);
+  Result<std::string> model = flags.Required("model");
+  if (!model) return std::unexpected(model.error());
+  return LoadTokenizer(*model);
+}
+
+Result<std::string> TextFromFlags(const Flags& flags) {
+  if (flags.Has("prompt") == flags.Has("file")) {
+    return std::unexpected(InvalidArgument("kvrt tokenize takes exactly one of --prompt and --file"));
+  }
+  if (std::optional<std::string> prompt = flags.Value("prompt")) return *prompt;
+  Result<std::vector<uint8_t>> bytes = llama2c::ReadSmallFile(*flags.Value("file"), kMaxTextBytes);
+  if (!bytes) return std::unexpected(bytes.error());
+  return std::string(bytes->begin(), bytes->end());
+}
+
+}  // namespace
+
+int RunTokenize(std::span<char* const> args) {
+  Result<Flags> flags = Flags::Parse(args, kFlags);
+  if (!flags) return ReportError(flags.error());
+  if (flags->Has("help")) {
+    std::printf("%s", Usage("kvrt tokenize --model PATH (--prompt TEXT | --file F) [--no-bos] [--json]", kFlags).c_str());
+    return 0;
+  }
+  if (!flags->positional().empty()) {
+    return ReportError(InvalidArgument("kvrt tokenize takes no positional arguments, got '" +
+                                       flags->positional()[0] + "'"));
+  }
+  Result<std::string> text = TextFromFlags(*flags);
+  if (!text) return ReportError(text.error());
+  Result<Tokenizer> tokenizer = TokenizerFromFlags(*flags);
+  if (!tokenizer) return ReportError(tokenizer.error());
+  Result<std::vector<uint32_t>> content = tokenizer->EncodeContent(*text);
+  if (!content) return ReportError(content.error());
+  std::vector<uint32_t> ids;
+  if (tokenizer->add_bos() && tokenizer->bos_id() && !flags->Has("no-bos")) ids.push_back(*tokenizer->bos_id());
+  ids.insert(ids.end(), content->begin(), content->end());
+  if (tokenizer->add_eos() && tokenizer->eos_id()) ids.push_back(*tokenizer->eos_id());
+
+  std::string out = flags->Has("json") ? "{\"tokens\":[" : "";
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i > 0) out += flags->Has("json") ? "," : " ";
+    out += std::to_string(ids[i]);
+  }
+  if (flags->Has("json")) out += "]}";
+  std::printf("%s\n", out.c_str());
+  return 0;
+}
+
+}  // namespace kvrt::cli
