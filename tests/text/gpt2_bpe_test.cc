@@ -30,8 +30,7 @@ class Gpt2BpeTest : public ::testing::Test {
   }
   void SetUp() override {
     if (tokenizer_ == nullptr) {
-      GTEST_SKIP() << "no vocabulary JSON at " << testing::VocabularyJsonPath(kGpt2Vocabulary)
-                   << " (run tools/gguf_vocab_dump.py, or ctest, first)";
+      FAIL() << "could not read the vocabulary of " << kGpt2Vocabulary;
     }
   }
   const Tokenizer& tokenizer() const { return *tokenizer_; }

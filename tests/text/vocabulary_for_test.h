@@ -11,15 +11,9 @@
 
 namespace kvrt::testing {
 
-// The tokenizer.ggml.* metadata of the GGUF file at `gguf_path`. Until kvrt reads
-// GGUF itself, this reads the JSON tools/gguf_vocab_dump.py wrote for that file
-// (ctest runs the script first, into $KVRT_VOCAB_JSON_DIR or the build tree's
-// vocab-json/); nullopt when that JSON is missing. Replace the body with the
-// GGUF reader once it exists: every test loads vocabularies through here.
+// The tokenizer.ggml.* metadata of the GGUF file at `gguf_path`, read by the
+// runtime's GGUF reader; nullopt when the file cannot be read.
 std::optional<VocabularyData> LoadVocabularyForTest(const std::string& gguf_path);
-
-// Where LoadVocabularyForTest looks for the JSON of `gguf_path`.
-std::string VocabularyJsonPath(const std::string& gguf_path);
 
 // One llama.cpp tokenizer test: the text and the ids the Hugging Face tokenizer
 // gave it (no BOS/EOS).
