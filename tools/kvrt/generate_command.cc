@@ -187,6 +187,10 @@ int RunGenerate(std::span<char* const> args) {
     // run.c ends a sequence at BOS, the delimiter between documents.
     if (!config.eos_token) config.eos_token = loaded->tokenizer->bos_id();
   }
+  // A GGUF generation ends at the model's own EOS unless --eos names another.
+  if (loaded->format == ModelFormat::kGguf && !flags->Has("eos") && loaded->tokenizer) {
+    config.eos_token = loaded->tokenizer->eos_id();
+  }
   const double load_seconds = load_timer.Seconds();
   const Tokenizer no_tokenizer;  // vocabulary 0: --prompt is refused below
   const Tokenizer& tokenizer = loaded->tokenizer ? *loaded->tokenizer : no_tokenizer;

@@ -5,6 +5,8 @@
 #include "commands.h"
 #include "common.h"
 #include "json_writer.h"
+#include "formats/gguf/gguf_file.h"
+#include "formats/gguf/gguf_llama.h"
 #include "formats/llmcp35/checkpoint.h"
 #include "formats/llama2c/llama2c.h"
 
@@ -142,21 +144,115 @@ void PrintLlama2c(const std::string& path, const DecoderModel& model) {
   }
 }
 
+// A GGUF: architecture, shapes, tensor types and counts, tokenizer and context.
+// The model is built too, so a file inspect accepts is one generate runs.
+int PrintGguf(const std::string& path, bool json_output) {
+  Result<gguf::GgufFile> file = gguf::GgufFile::Open(path);
+  if (!file) return ReportError(file.error());
+  Result<gguf::GgufSummary> summary = gguf::SummarizeGguf(*file);
+  if (!summary) return ReportError(summary.error());
+  Result<LoadedModel> loaded = LoadModel(path);
+  // A vocabulary-only file (no tensors) has a tokenizer and no model.
+  const bool vocabulary_only = summary->tensor_count == 0;
+  if (!loaded && !vocabulary_only) return ReportError(loaded.error());
+  Result<Tokenizer> tokenizer = vocabulary_only ? LoadTokenizer(path) : Result<Tokenizer>(Tokenizer());
+  if (!tokenizer) return ReportError(tokenizer.error());
+  const Tokenizer* vocabulary = vocabulary_only ? &*tokenizer
+                                : (loaded->tokenizer ? &*loaded->tokenizer : nullptr);
+  const gguf::GgufSummary& g = *summary;
+  if (json_output) {
+    JsonWriter json;
+    json.BeginObject();
+    json.Key("file").String(path);
+    json.Key("format").String("gguf");
+    json.Key("version").Unsigned(g.version);
+    json.Key("architecture").String(g.architecture);
+    json.Key("name").String(g.name);
+    json.Key("metadata_keys").Unsigned(g.metadata_count);
+    json.Key("alignment").Unsigned(g.alignment);
+    json.Key("data_offset").Unsigned(g.data_offset);
+    if (g.context_length) json.Key("context_length").Unsigned(*g.context_length);
+    if (!vocabulary_only) {
+      const ModelConfig& m = loaded->model.config();
+      json.Key("config").BeginObject();
+      json.Key("vocabulary_size").Unsigned(m.vocabulary_size);
+      json.Key("model_width").Unsigned(m.model_width);
+      json.Key("heads").Unsigned(m.heads);
+      json.Key("kv_heads").Unsigned(m.kv_heads);
+      json.Key("feed_forward_width").Unsigned(m.feed_forward_width);
+      json.Key("layers").Unsigned(m.layers);
+      json.Key("max_positions").Unsigned(m.max_positions);
+      json.Key("rope_base").Number(m.rope_base);
+      json.Key("rms_epsilon").Number(m.rms_epsilon);
+      json.Key("tied_output").Bool(m.tied_output);
+      json.EndObject();
+    }
+    json.Key("tokenizer").BeginObject();
+    json.Key("model").String(g.tokenizer_model);
+    json.Key("pre").String(g.tokenizer_pre);
+    json.Key("kind").String(vocabulary ? vocabulary->kind_name() : "none");
+    json.Key("tokens").Unsigned(vocabulary ? vocabulary->vocabulary_size() : 0);
+    json.EndObject();
+    json.Key("tensor_count").Unsigned(g.tensor_count);
+    json.Key("tensors_per_type").BeginObject();
+    for (const auto& [type, count] : g.tensors_per_type) json.Key(type).Unsigned(count);
+    json.EndObject();
+    json.Key("tensors").BeginArray();
+    for (const gguf::GgufTensorSummary& t : g.tensors) {
+      json.BeginObject();
+      json.Key("name").String(t.name);
+      json.Key("type").String(t.type);
+      json.Key("shape").UnsignedArray(std::span<const uint64_t>(t.shape));
+      json.EndObject();
+    }
+    json.EndArray();
+    json.EndObject();
+    std::printf("%s\n", json.text().c_str());
+    return 0;
+  }
+  std::printf("file: %s\nformat: gguf v%u (alignment %u, data at byte %llu, %llu metadata keys)\n", path.c_str(),
+              g.version, g.alignment, static_cast<unsigned long long>(g.data_offset),
+              static_cast<unsigned long long>(g.metadata_count));
+  std::printf("architecture: %s%s%s\n", g.architecture.empty() ? "(none)" : g.architecture.c_str(),
+              g.name.empty() ? "" : "  name: ", g.name.c_str());
+  if (g.context_length) std::printf("context_length: %llu\n", static_cast<unsigned long long>(*g.context_length));
+  if (!vocabulary_only) {
+    const ModelConfig& m = loaded->model.config();
+    std::printf(
+        "config: vocabulary_size=%zu model_width=%zu heads=%zu kv_heads=%zu feed_forward_width=%zu layers=%zu "
+        "max_positions=%zu rope_base=%s rms_epsilon=%s output_head=%s\n",
+        m.vocabulary_size, m.model_width, m.heads, m.kv_heads, m.feed_forward_width, m.layers, m.max_positions,
+        Float17(m.rope_base).c_str(), Float17(m.rms_epsilon).c_str(), m.tied_output ? "tied" : "untied");
+  }
+  std::printf("tokenizer: %s%s%s (%s, %zu tokens)\n", g.tokenizer_model.empty() ? "none" : g.tokenizer_model.c_str(),
+              g.tokenizer_pre.empty() ? "" : ", pre ", g.tokenizer_pre.c_str(),
+              vocabulary ? std::string(vocabulary->kind_name()).c_str() : "none",
+              vocabulary ? vocabulary->vocabulary_size() : size_t{0});
+  std::string types;
+  for (const auto& [type, count] : g.tensors_per_type) types += " " + type + "=" + std::to_string(count);
+  std::printf("tensors: %llu (%s )\n", static_cast<unsigned long long>(g.tensor_count), types.c_str());
+  for (const gguf::GgufTensorSummary& t : g.tensors) {
+    std::printf("  %-40s %-6s %s\n", t.name.c_str(), t.type.c_str(), ShapeText(t.shape).c_str());
+  }
+  return 0;
+}
+
 }  // namespace
 
 int RunInspect(std::span<char* const> args) {
   Result<Flags> flags = Flags::Parse(args, kFlags);
   if (!flags) return ReportError(flags.error());
   if (flags->Has("help")) {
-    std::printf("%s", Usage("kvrt inspect PATH [--json]   (LLMCP35 checkpoint or llama2.c model.bin)", kFlags).c_str());
+    std::printf("%s", Usage("kvrt inspect PATH [--json]   (LLMCP35 checkpoint, GGUF or llama2.c model.bin)", kFlags).c_str());
     return 0;
   }
   if (flags->positional().size() != 1) {
-    return ReportError(InvalidArgument("kvrt inspect takes exactly one checkpoint path"));
+    return ReportError(InvalidArgument("kvrt inspect takes exactly one model file path"));
   }
   const std::string& path = flags->positional()[0];
   Result<ModelFormat> format = DetectModelFormat(path);
   if (!format) return ReportError(format.error());
+  if (*format == ModelFormat::kGguf) return PrintGguf(path, flags->Has("json"));
   if (*format == ModelFormat::kLlama2c) {
     if (flags->Has("json")) return ReportError(InvalidArgument("--json describes LLMCP35 checkpoints only"));
     Result<LoadedModel> loaded = LoadModel(path);

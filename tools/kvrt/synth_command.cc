@@ -9,6 +9,7 @@
 
 #include "commands.h"
 #include "common.h"
+#include "formats/gguf/gguf_writer.h"
 #include "formats/llmcp35/checkpoint.h"
 #include "formats/llama2c/llama2c.h"
 #include "kvrt/model.h"
@@ -29,6 +30,8 @@ constexpr FlagSpec kFlags[] = {
     {"seed", true, "SplitMix64 seed of the weights and the tokenizer (default 0)"},
     {"llama2c", true, "write the model here in llama2.c format (f32)"},
     {"llmcp35", true, "write the model here as an LLMCP35 checkpoint (f64, literal tokenizer)"},
+    {"gguf", true, "write the model here as a llama-architecture GGUF (with a synthetic vocabulary)"},
+    {"type", true, "tensor type of the GGUF's matrices: f32 (default), f16, bf16, q8_0 or q4_0"},
     {"tokenizer", true, "write a synthetic llama2.c tokenizer.bin of V pieces here"},
     {"help", false, "show this help"},
 };
@@ -124,6 +127,42 @@ Result<void> WriteLlama2c(const ModelConfig& config, uint64_t seed, const std::s
   return SaveLlama2cModel(*model, path);
 }
 
+Result<gguf::GgmlType> GgufTypeFromFlag(const Flags& flags) {
+  const std::string name = flags.Value("type").value_or("f32");
+  if (name == "f32") return gguf::GgmlType::kF32;
+  if (name == "f16") return gguf::GgmlType::kF16;
+  if (name == "bf16") return gguf::GgmlType::kBF16;
+  if (name == "q8_0") return gguf::GgmlType::kQ8_0;
+  if (name == "q4_0") return gguf::GgmlType::kQ4_0;
+  return std::unexpected(InvalidArgument("--type must be f32, f16, bf16, q8_0 or q4_0, got '" + name + "'"));
+}
+
+// The synthetic llama2.c vocabulary as GGUF SentencePiece metadata (unk 0,
+// controls 1 and 2, the byte pieces 3..258), so `generate --prompt` works on the
+// file. Vocabularies under 259 pieces get none.
+std::optional<gguf::GgufTokenizerMetadata> SyntheticGgufVocabulary(size_t vocabulary_size, uint64_t seed) {
+  Result<Tokenizer> synthetic = SyntheticLlama2cTokenizer(vocabulary_size, seed);
+  if (!synthetic) return std::nullopt;
+  gguf::GgufTokenizerMetadata vocabulary;
+  vocabulary.tokens = synthetic->pieces();
+  vocabulary.scores = synthetic->scores();
+  vocabulary.token_types.assign(vocabulary.tokens.size(), 1);
+  vocabulary.token_types[0] = 2;
+  vocabulary.token_types[1] = vocabulary.token_types[2] = 3;
+  for (size_t id = 3; id < 259; ++id) vocabulary.token_types[id] = 6;
+  vocabulary.unknown_token_id = 0;
+  vocabulary.bos_token_id = 1;
+  vocabulary.eos_token_id = 2;
+  return vocabulary;
+}
+
+Result<void> WriteGguf(const ModelConfig& config, uint64_t seed, gguf::GgmlType type, const std::string& path) {
+  SplitMix64 rng(seed);
+  Result<DecoderModel> model = DecoderModel::FromSeed(config, rng, ModelStorage::kPanelsF32);
+  if (!model) return std::unexpected(model.error());
+  return gguf::SaveGgufModel(*model, type, path, SyntheticGgufVocabulary(config.vocabulary_size, seed));
+}
+
 }  // namespace
 
 int RunSynth(std::span<char* const> args) {
@@ -132,7 +171,7 @@ int RunSynth(std::span<char* const> args) {
   if (flags->Has("help")) {
     std::printf("%s", Usage("kvrt synth (--shape NAME | --dim D --layers L --heads H --ffn F --vocab V "
                             "--seq-len P) [--kv-heads K] [--untied] [--seed S] [--llama2c PATH] "
-                            "[--llmcp35 PATH] [--tokenizer PATH]",
+                            "[--llmcp35 PATH] [--gguf PATH [--type T]] [--tokenizer PATH]",
                             kFlags)
                           .c_str());
     return 0;
@@ -142,9 +181,17 @@ int RunSynth(std::span<char* const> args) {
   Result<uint64_t> seed = flags->Unsigned("seed", 0);
   if (!seed) return ReportError(seed.error());
   const std::optional<std::string> llama2c = flags->Value("llama2c"), llmcp35 = flags->Value("llmcp35"),
-                                   tokenizer = flags->Value("tokenizer");
-  if (!llama2c && !llmcp35 && !tokenizer) {
-    return ReportError(InvalidArgument("give at least one of --llama2c, --llmcp35 and --tokenizer"));
+                                   tokenizer = flags->Value("tokenizer"), gguf_path = flags->Value("gguf");
+  if (!llama2c && !llmcp35 && !tokenizer && !gguf_path) {
+    return ReportError(InvalidArgument("give at least one of --llama2c, --llmcp35, --gguf and --tokenizer"));
+  }
+  Result<gguf::GgmlType> gguf_type = GgufTypeFromFlag(*flags);
+  if (!gguf_type) return ReportError(gguf_type.error());
+  if (gguf_path) {
+    if (Result<void> written = WriteGguf(*config, *seed, *gguf_type, *gguf_path); !written) {
+      return ReportError(written.error());
+    }
+    std::printf("wrote %s (gguf, %s)\n", gguf_path->c_str(), std::string(gguf::GgmlTypeName(*gguf_type)).c_str());
   }
   if (llama2c) {
     if (Result<void> written = WriteLlama2c(*config, *seed, *llama2c); !written) {

@@ -1,4 +1,4 @@
-/* kvrt C API: load a model (LLMCP35 or llama2.c), bind KV caches to it, prefill,
+/* kvrt C API: load a model (LLMCP35, GGUF or llama2.c), bind KV caches to it, prefill,
  * decode, reset and generate — from C or any language with a C FFI.
  *
  * Conventions
@@ -58,8 +58,9 @@ kvrt_engine_options kvrt_engine_options_default(void);
 
 /* ---- Models and their tokenizer --------------------------------------------- */
 
-/* Reads an LLMCP35 checkpoint (with its tokenizer) or a llama2.c model.bin (no
- * tokenizer until kvrt_model_load_tokenizer), decided by the file's content. */
+/* Reads an LLMCP35 checkpoint (with its tokenizer), a GGUF (architecture llama,
+ * with the tokenizer in its metadata) or a llama2.c model.bin (no tokenizer until
+ * kvrt_model_load_tokenizer), decided by the file's content (kvrt::LoadModel). */
 kvrt_error* kvrt_model_load(const char* path, kvrt_model** out);
 /* Attaches a llama2.c tokenizer.bin (VocabularyMismatch when its size differs). */
 kvrt_error* kvrt_model_load_tokenizer(kvrt_model* model, const char* path);
@@ -74,8 +75,8 @@ typedef struct kvrt_model_info {
   size_t layers;
   size_t max_positions;
   int tied_output;
-  const char* format;         /* "llmcp35" or "llama2c" */
-  const char* tokenizer_kind; /* "literal-u32", "byte-bpe", "llama2c" ("none" if absent) */
+  const char* format;         /* "llmcp35", "gguf" or "llama2c" */
+  const char* tokenizer_kind; /* "literal-u32", "byte-bpe", "llama2c", "sentencepiece", "gpt2-bpe" ("none") */
   int64_t bos_id;             /* -1 when the tokenizer has none */
   int64_t eos_id;
 } kvrt_model_info;
