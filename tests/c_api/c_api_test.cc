@@ -95,3 +95,37 @@ TEST(CApiTest, ErrorsCarryTheRuntimesCodesAndNames) {
 
 }  // namespace
 }  // namespace kvrt
+
+namespace kvrt {
+namespace {
+
+// A GGUF through the C API: its tokenizer comes with it (BOS first), and the
+// greedy continuation is llama.cpp's (fixtures/gguf/tiny-f32.logits.json, S1).
+TEST(CApiGgufTest, AGgufModelLoadsWithItsTokenizerAndGenerates) {
+  kvrt_model* model = nullptr;
+  ASSERT_EQ(kvrt_model_load(testing::FixturePath("gguf/tiny-f32.gguf").c_str(), &model), nullptr);
+  kvrt_model_info info;
+  kvrt_model_get_info(model, &info);
+  EXPECT_STREQ(info.format, "gguf");
+  EXPECT_STREQ(info.tokenizer_kind, "sentencepiece");
+  EXPECT_EQ(info.kv_heads, 2u);
+  EXPECT_EQ(info.bos_id, 1);
+  EXPECT_EQ(info.eos_id, 2);
+  uint32_t* ids = nullptr;
+  size_t count = 0;
+  ASSERT_EQ(kvrt_model_encode_prompt(model, "Once upon a time", &ids, &count), nullptr);
+  EXPECT_EQ(std::vector<uint32_t>(ids, ids + count), (std::vector<uint32_t>{1, 9038, 2501, 263, 931}));
+  kvrt_generation_options options = kvrt_generation_options_default();
+  options.max_new_tokens = 10;
+  kvrt_generation* generation = nullptr;
+  ASSERT_EQ(kvrt_generate(model, ids, count, &options, nullptr, nullptr, nullptr, &generation), nullptr);
+  const std::vector<uint32_t> generated(kvrt_generation_tokens(generation),
+                                        kvrt_generation_tokens(generation) + kvrt_generation_count(generation));
+  EXPECT_EQ(generated, (std::vector<uint32_t>{4980, 4980, 4980, 4980, 4980, 4980, 4980, 4980, 4980, 2461}));
+  kvrt_generation_free(generation);
+  kvrt_tokens_free(ids);
+  kvrt_model_free(model);
+}
+
+}  // namespace
+}  // namespace kvrt
