@@ -11,7 +11,7 @@
 #include <span>
 #include <vector>
 
-#include "cache/kv_rows.h"
+#include "engine/reference/kv_rows.h"
 #include "kvrt/buffer.h"
 #include "kvrt/error.h"
 #include "kvrt/model.h"
