@@ -70,15 +70,9 @@ class LayerKvCache {
   size_t element_count() const { return lanes() * capacity_ * head_width_; }
   const std::vector<ParameterBinding>& bindings() const { return bindings_; }  // q, k, v, o
 
-  // Physical storage, stale slots included; T must match precision().
-  template <class T>
-  const T* keys() const {
-    return reinterpret_cast<const T*>(keys_.data());
-  }
-  template <class T>
-  const T* values() const {
-    return reinterpret_cast<const T*>(values_.data());
-  }
+  // Where the physical storage lives (spec evidence that layers own distinct
+  // buffers and that reset reuses them). Engines read and write it through
+  // detail::KvStorageAccess (engine/engine.h).
   const void* key_address() const { return keys_.data(); }
   const void* value_address() const { return values_.data(); }
   // Whole physical buffers as f64 (for audits and reset evidence).
