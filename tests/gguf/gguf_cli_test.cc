@@ -24,7 +24,9 @@ std::string Ids(const std::vector<uint32_t>& ids) {
 }
 
 std::vector<uint32_t> TokenizeFile(const std::string& model, const std::string& text, bool bos) {
-  const std::string path = ::testing::TempDir() + "/kvrt_tokenize_input.txt";
+  // One file per test: ctest runs the tests of this binary in parallel processes.
+  const std::string path = ::testing::TempDir() + "/kvrt_tokenize_" +
+                           ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".txt";
   std::ofstream(path, std::ios::binary) << text;
   std::vector<std::string> args = {"tokenize", "--model", model, "--file", path, "--json"};
   if (!bos) args.push_back("--no-bos");

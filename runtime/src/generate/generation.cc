@@ -218,19 +218,15 @@ Result<GenerationResult> GenerateCached(const DecoderModel& model, std::span<con
   result.work.layer_cache_count = model_config.layers;
   if (config.max_new_tokens == 0) return result;  // no cache, no model call, no draw
 
-  CacheOptions cache_options;
-  cache_options.precision = engine.precision;
-  Result<DecoderKvCache> cache = DecoderKvCache::Create(model, cache_options);
-  if (!cache) return Fail(std::move(cache.error()).Wrap(ErrorCode::kCache));
-  Result<DecoderKvSession> session = cache->Bind(model, engine);
+  Result<Session> session = Session::Open(model, SessionOptions{engine});
   if (!session) return Fail(std::move(session.error()).Wrap(ErrorCode::kCache));
-  SessionSource source(*session);
+  SessionSource source(session->session());
   if (Result<void> ran = RunGenerationLoop(model_config, config, rng, source, on_token, result);
       !ran) {
     return Fail(std::move(ran.error()));
   }
-  const KvWork& work = cache->work();
-  result.final_cache_len = cache->len();
+  const KvWork& work = session->cache().work();
+  result.final_cache_len = session->cache().len();
   result.work.prefill_tokens = work.prefill_tokens;
   result.work.decode_tokens = work.decode_tokens;
   result.work.cache_appends = work.cache_appends;
@@ -260,13 +256,11 @@ Result<GenerationResult> GenerateUncached(const DecoderModel& model,
     }
     return result;
   }
-  CacheOptions cache_options;
-  cache_options.precision = engine.precision;
-  Result<DecoderKvCache> cache = DecoderKvCache::Create(model, cache_options);
-  if (!cache) return Fail(std::move(cache.error()).Wrap(ErrorCode::kModel));
-  Result<DecoderKvSession> session = cache->Bind(model, engine);
+  // The fast engine has no uncached forward: each step replays the whole prefix
+  // into an emptied session.
+  Result<Session> session = Session::Open(model, SessionOptions{engine});
   if (!session) return Fail(std::move(session.error()).Wrap(ErrorCode::kModel));
-  ReplaySource source(*session);
+  ReplaySource source(session->session());
   if (Result<void> ran = RunGenerationLoop(model_config, config, rng, source, on_token, result);
       !ran) {
     return Fail(std::move(ran.error()));
