@@ -21,212 +21,218 @@
 
 namespace kvrt {
 
-// Every variant name the runtime reports. Names shared by several reference enums
-// (for example `Full`, `EmptyPrompt`, `AllocationFailed`) appear once.
-enum class ErrorCode : uint16_t {
-  // Model configuration (spec/model.md §1.2) and model construction.
-  kEmptyVocabulary,
-  kZeroModelWidth,
-  kZeroHeadCount,
-  kModelWidthNotDivisible,
-  kOddHeadWidth,
-  kZeroFeedForwardWidth,
-  kZeroPositionCapacity,
-  kInvalidRopeBase,
-  kInvalidRmsEpsilon,
-  kZeroKeyValueHeads,
-  kHeadsNotDivisibleByKeyValueHeads,
-  kNonFiniteTableValue,
-  kSizeOverflow,
-  // Rebuilding a model from named parameters (spec/checkpoint.md §9 step 11).
-  kParameterCountMismatch,
-  kParameterNameMismatch,
-  kParameterShapeMismatch,
-  kEmbeddingVocabularyMismatch,
-  kEmbeddingWidthMismatch,
-  kBlockModelWidthMismatch,
-  kBlockFeedForwardWidthMismatch,
-  kFinalNormWidthMismatch,
-  kInvalidNameCharacter,
-  kEmptyNameSegment,
-  kNonFiniteLeaf,
-  kInitialization,
-  kAutodiff,
-  // Forward-pass input (spec/model.md §1.3) and numeric failures.
-  kTokenRank,
-  kEmptyBatch,
-  kEmptyTokens,
-  kContextLengthExceeded,
-  kTokenCountMismatch,
-  kTokenIdOutOfBounds,
-  kZeroEnergyRow,
-  kNonFiniteActivation,
-  kEmbedding,
-  kBlock,
-  // Checkpoint reader (spec/checkpoint.md §9).
-  kIo,
-  kTruncated,
-  kInvalidMagic,
-  kUnsupportedVersion,
-  kUnsupportedEndianness,
-  kFileExtent,
-  kChecksumMismatch,
-  kUnsupportedTokenizerLayout,
-  kUnsupportedRngAlgorithm,
-  kUnknownTokenizerKind,
-  kAdamW,
-  kNonCanonical,
-  kInvalidUtf8,
-  kUnknownTensorRole,
-  kUnknownDType,
-  kLayout,
-  kAllocation,
-  kTokenizer,
-  kBpe,
-  kVocabularyMismatch,
-  kModel,
-  kAdamWState,
-  kStepMismatch,
-  kOptimizerNames,
-  kOptimizerShape,
-  // AdamW configuration, groups and persisted state.
-  kInvalidLearningRate,
-  kInvalidBeta1,
-  kInvalidBeta2,
-  kInvalidEpsilon,
-  kInvalidWeightDecay,
-  kInvalidDecayProduct,
-  kEmptyGroupedParameterName,
-  kDuplicateGroupedParameter,
-  kEmptyParameterGroups,
-  kParameterInMultipleGroups,
-  kNonFiniteMoment,
-  kNegativeSecondMoment,
-  kInvalidBetaPower,
-  kStatePresence,
-  kDuplicateParameterName,
-  kParameterGroupsMismatch,
-  // Tokenizers (spec/checkpoint.md §11).
-  kUnknownMergeOperand,
-  kDuplicateMergePair,
-  kControlTokenInContent,
-  kUnknownToken,
-  kDocumentTooShort,
-  kExpectedBos,
-  kExpectedEos,
-  kInteriorControlToken,
-  kLayoutOverflow,
-  // One layer's KV cache and incremental attention (spec/kv-cache.md §1.8, §2.4).
-  kZeroBatchSize,
-  kZeroCapacity,
-  kCapacityExceedsPositions,
-  kElementCountOverflow,
-  kAllocationFailed,
-  kFull,
-  kKeyShapeMismatch,
-  kValueShapeMismatch,
-  kNonFiniteKey,
-  kNonFiniteValue,
-  kCacheLayerMismatch,
-  kCacheLayerRevisionMismatch,
-  kCacheModelWidthMismatch,
-  kCacheHeadCountMismatch,
-  kCacheHeadWidthMismatch,
-  kCacheRopeMismatch,
-  kProbability,
-  kQkvProjection,
-  kOutputProjection,
-  kPositiveInfinityLogit,
-  // Model-wide cache and session (spec/kv-cache.md §3.10).
-  kLayerAllocationFailed,
-  kParameterAllocationFailed,
-  kLayerCache,
-  kModelConfigMismatch,
-  kModelParameterCountMismatch,
-  kModelParameterMismatch,
-  kModelParameterRevisionMismatch,
-  kLayerCountMismatch,
-  kLayerLengthInvariant,
-  kLayerBatchSizeMismatch,
-  kLayerCapacityMismatch,
-  kIncrementalAttention,
-  kEmptyPrompt,
-  kPrefillRequiresEmpty,
-  kPromptTooLong,
-  kPromptTokenOutOfBounds,
-  kDecodeRequiresPrefill,
-  kDecodeTokenOutOfBounds,
-  kPreparedCacheChanged,
-  kWorkOverflow,
-  kAttentionNorm,
-  kAttentionResidual,
-  kFeedForwardNorm,
-  kFeedForward,
-  kFeedForwardResidual,
-  kFinalNorm,
-  kCacheAlreadyBound,
-  kBatchShapeMismatch,
-  // Parameter updates (the in-process equivalent of an optimiser step, §5).
-  kParameterValueBorrowed,
-  kParameterRevisionOverflow,
-  kUnknownParameter,
-  kNonFiniteParameter,
-  // Sampling and generation (spec/sampling.md §6).
-  kEmptyLogits,
-  kVocabularyTooLarge,
-  kNonFiniteLogit,
-  kInvalidTemperature,
-  kInvalidTopK,
-  kInvalidProbabilitySum,
-  kEosTokenOutOfBounds,
-  kSampling,
-  kLogitCountMismatch,
-  kCache,
-  // Engine selection and command-line use.
-  kUnsupportedBackend,
-  kInvalidArgument,
-  kInvariantViolation,
-  // llama2.c checkpoints and tokenizer files.
-  kInvalidHeaderValue,
-  kInconsistentHeader,
-  kTrailingBytes,
-  kInvalidTokenLength,
-  kNonFiniteScore,
-  kMissingByteTokens,
-  // Model files of any format (kvrt/load_model.h).
-  kUnknownModelFormat,
-  // GGUF tokenizers.
-  kUnsupportedTokenizerModel,
-  kUnsupportedPreTokenizer,
-  kInvalidTokenType,
-  kSpecialTokenOutOfRange,
-  kMalformedMerge,
-  kInvalidByteToken,
-  // GGUF files (formats/gguf): the container, its metadata and the llama model in it.
-  kNotRegularFile,  // the path names something other than a regular file
-  kCountExceedsFile,  // a declared count or length needs more bytes than remain
-  kUnknownValueType,  // a metadata value type id outside the GGUF table
-  kNestingTooDeep,  // arrays of arrays nested deeper than the reader allows
-  kInvalidBool,  // a bool byte other than 0 or 1
-  kDuplicateKey,
-  kInvalidAlignment,  // general.alignment zero, not a power of two, or not u32
-  kTooManyDimensions,  // tensor n_dims of 0 or above 4
-  kInvalidTensorShape,  // a dimension that is zero, negative or not whole blocks
-  kDuplicateTensor,
-  kMisalignedTensor,
-  kOverlappingTensors,
-  kUnsupportedTensorType,  // a ggml type kvrt knows by name but cannot dequantize
-  kMissingKey,
-  kKeyTypeMismatch,
-  kKeyValueOutOfRange,  // an integer value that does not fit the requested type
-  kUnsupportedArchitecture,
-  kUnsupportedRopeScaling,
-  kUnsupportedSlidingWindow,
-  kPartialRotaryDimension,
-  kMissingTensor,
-  kUnexpectedTensor,
-  kTensorShapeMismatch,
+// Every variant name the runtime reports, in one list: the enum and the name
+// table (ErrorName) are both generated from it, so they cannot drift apart. Names
+// shared by several reference enums (for example `Full`, `EmptyPrompt`,
+// `AllocationFailed`) appear once. Append new codes at the end of their group.
+#define KVRT_ERROR_CODES(X) \
+  /* Model configuration (spec/model.md §1.2) and model construction. */ \
+  X(EmptyVocabulary) \
+  X(ZeroModelWidth) \
+  X(ZeroHeadCount) \
+  X(ModelWidthNotDivisible) \
+  X(OddHeadWidth) \
+  X(ZeroFeedForwardWidth) \
+  X(ZeroPositionCapacity) \
+  X(InvalidRopeBase) \
+  X(InvalidRmsEpsilon) \
+  X(ZeroKeyValueHeads) \
+  X(HeadsNotDivisibleByKeyValueHeads) \
+  X(NonFiniteTableValue) \
+  X(SizeOverflow) \
+  /* Rebuilding a model from named parameters (spec/checkpoint.md §9 step 11). */ \
+  X(ParameterCountMismatch) \
+  X(ParameterNameMismatch) \
+  X(ParameterShapeMismatch) \
+  X(EmbeddingVocabularyMismatch) \
+  X(EmbeddingWidthMismatch) \
+  X(BlockModelWidthMismatch) \
+  X(BlockFeedForwardWidthMismatch) \
+  X(FinalNormWidthMismatch) \
+  X(InvalidNameCharacter) \
+  X(EmptyNameSegment) \
+  X(NonFiniteLeaf) \
+  X(Initialization) \
+  X(Autodiff) \
+  /* Forward-pass input (spec/model.md §1.3) and numeric failures. */ \
+  X(TokenRank) \
+  X(EmptyBatch) \
+  X(EmptyTokens) \
+  X(ContextLengthExceeded) \
+  X(TokenCountMismatch) \
+  X(TokenIdOutOfBounds) \
+  X(ZeroEnergyRow) \
+  X(NonFiniteActivation) \
+  X(Embedding) \
+  X(Block) \
+  /* Checkpoint reader (spec/checkpoint.md §9). */ \
+  X(Io) \
+  X(Truncated) \
+  X(InvalidMagic) \
+  X(UnsupportedVersion) \
+  X(UnsupportedEndianness) \
+  X(FileExtent) \
+  X(ChecksumMismatch) \
+  X(UnsupportedTokenizerLayout) \
+  X(UnsupportedRngAlgorithm) \
+  X(UnknownTokenizerKind) \
+  X(AdamW) \
+  X(NonCanonical) \
+  X(InvalidUtf8) \
+  X(UnknownTensorRole) \
+  X(UnknownDType) \
+  X(Layout) \
+  X(Allocation) \
+  X(Tokenizer) \
+  X(Bpe) \
+  X(VocabularyMismatch) \
+  X(Model) \
+  X(AdamWState) \
+  X(StepMismatch) \
+  X(OptimizerNames) \
+  X(OptimizerShape) \
+  /* AdamW configuration, groups and persisted state. */ \
+  X(InvalidLearningRate) \
+  X(InvalidBeta1) \
+  X(InvalidBeta2) \
+  X(InvalidEpsilon) \
+  X(InvalidWeightDecay) \
+  X(InvalidDecayProduct) \
+  X(EmptyGroupedParameterName) \
+  X(DuplicateGroupedParameter) \
+  X(EmptyParameterGroups) \
+  X(ParameterInMultipleGroups) \
+  X(NonFiniteMoment) \
+  X(NegativeSecondMoment) \
+  X(InvalidBetaPower) \
+  X(StatePresence) \
+  X(DuplicateParameterName) \
+  X(ParameterGroupsMismatch) \
+  /* Tokenizers (spec/checkpoint.md §11). */ \
+  X(UnknownMergeOperand) \
+  X(DuplicateMergePair) \
+  X(ControlTokenInContent) \
+  X(UnknownToken) \
+  X(DocumentTooShort) \
+  X(ExpectedBos) \
+  X(ExpectedEos) \
+  X(InteriorControlToken) \
+  X(LayoutOverflow) \
+  /* One layer's KV cache and incremental attention (spec/kv-cache.md §1.8, §2.4). */ \
+  X(ZeroBatchSize) \
+  X(ZeroCapacity) \
+  X(CapacityExceedsPositions) \
+  X(ElementCountOverflow) \
+  X(AllocationFailed) \
+  X(Full) \
+  X(KeyShapeMismatch) \
+  X(ValueShapeMismatch) \
+  X(NonFiniteKey) \
+  X(NonFiniteValue) \
+  X(CacheLayerMismatch) \
+  X(CacheLayerRevisionMismatch) \
+  X(CacheModelWidthMismatch) \
+  X(CacheHeadCountMismatch) \
+  X(CacheHeadWidthMismatch) \
+  X(CacheRopeMismatch) \
+  X(Probability) \
+  X(QkvProjection) \
+  X(OutputProjection) \
+  X(PositiveInfinityLogit) \
+  /* Model-wide cache and session (spec/kv-cache.md §3.10). */ \
+  X(LayerAllocationFailed) \
+  X(ParameterAllocationFailed) \
+  X(LayerCache) \
+  X(ModelConfigMismatch) \
+  X(ModelParameterCountMismatch) \
+  X(ModelParameterMismatch) \
+  X(ModelParameterRevisionMismatch) \
+  X(LayerCountMismatch) \
+  X(LayerLengthInvariant) \
+  X(LayerBatchSizeMismatch) \
+  X(LayerCapacityMismatch) \
+  X(IncrementalAttention) \
+  X(EmptyPrompt) \
+  X(PrefillRequiresEmpty) \
+  X(PromptTooLong) \
+  X(PromptTokenOutOfBounds) \
+  X(DecodeRequiresPrefill) \
+  X(DecodeTokenOutOfBounds) \
+  X(PreparedCacheChanged) \
+  X(WorkOverflow) \
+  X(AttentionNorm) \
+  X(AttentionResidual) \
+  X(FeedForwardNorm) \
+  X(FeedForward) \
+  X(FeedForwardResidual) \
+  X(FinalNorm) \
+  X(CacheAlreadyBound) \
+  X(BatchShapeMismatch) \
+  /* Parameter updates (the in-process equivalent of an optimiser step, §5). */ \
+  X(ParameterValueBorrowed) \
+  X(ParameterRevisionOverflow) \
+  X(UnknownParameter) \
+  X(NonFiniteParameter) \
+  /* Sampling and generation (spec/sampling.md §6). */ \
+  X(EmptyLogits) \
+  X(VocabularyTooLarge) \
+  X(NonFiniteLogit) \
+  X(InvalidTemperature) \
+  X(InvalidTopK) \
+  X(InvalidProbabilitySum) \
+  X(EosTokenOutOfBounds) \
+  X(Sampling) \
+  X(LogitCountMismatch) \
+  X(Cache) \
+  /* Engine selection and command-line use. */ \
+  X(UnsupportedBackend) \
+  X(InvalidArgument) \
+  X(InvariantViolation) \
+  /* llama2.c checkpoints and tokenizer files. */ \
+  X(InvalidHeaderValue) \
+  X(InconsistentHeader) \
+  X(TrailingBytes) \
+  X(InvalidTokenLength) \
+  X(NonFiniteScore) \
+  X(MissingByteTokens) \
+  /* Model files of any format (kvrt/load_model.h). */ \
+  X(UnknownModelFormat) \
+  /* GGUF tokenizers. */ \
+  X(UnsupportedTokenizerModel) \
+  X(UnsupportedPreTokenizer) \
+  X(InvalidTokenType) \
+  X(SpecialTokenOutOfRange) \
+  X(MalformedMerge) \
+  X(InvalidByteToken) \
+  /* GGUF files (formats/gguf): the container, its metadata and the llama model in it. */ \
+  X(NotRegularFile) \
+  X(CountExceedsFile) \
+  X(UnknownValueType) \
+  X(NestingTooDeep) \
+  X(InvalidBool) \
+  X(DuplicateKey) \
+  X(InvalidAlignment) \
+  X(TooManyDimensions) \
+  X(InvalidTensorShape) \
+  X(DuplicateTensor) \
+  X(MisalignedTensor) \
+  X(OverlappingTensors) \
+  X(UnsupportedTensorType) \
+  X(MissingKey) \
+  X(KeyTypeMismatch) \
+  X(KeyValueOutOfRange) \
+  X(UnsupportedArchitecture) \
+  X(UnsupportedRopeScaling) \
+  X(UnsupportedSlidingWindow) \
+  X(PartialRotaryDimension) \
+  X(MissingTensor) \
+  X(UnexpectedTensor) \
+  X(TensorShapeMismatch) \
 
+enum class ErrorCode : uint16_t {
+#define KVRT_ERROR_ENUMERATOR(name) k##name,
+  KVRT_ERROR_CODES(KVRT_ERROR_ENUMERATOR)
+#undef KVRT_ERROR_ENUMERATOR
   kCount  // number of codes; not a variant
 };
 
