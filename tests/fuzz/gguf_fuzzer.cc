@@ -12,6 +12,7 @@
 
 #include "formats/gguf/gguf_file.h"
 #include "formats/gguf/gguf_llama.h"
+#include "formats/gguf/gguf_tokenizer.h"
 #include "formats/gguf/gguf_writer.h"
 #include "fuzz_check.h"
 #include "kvrt/kv_cache.h"
@@ -57,6 +58,18 @@ void CheckTables(const GgufFile& file) {
     if (entry.value.type == gguf::ValueType::kArray) {
       Result<std::vector<gguf::Value>> elements = file.ArrayElements(entry.value);
       KVRT_FUZZ_CHECK(elements && elements->size() == entry.value.count, Describe(elements));
+    }
+  }
+  // The tokenizer metadata: a typed error, or a tokenizer that encodes and decodes.
+  Result<std::optional<Tokenizer>> tokenizer = gguf::ReadTokenizer(file);
+  if (!tokenizer) {
+    CheckTypedError(tokenizer.error());
+  } else if (*tokenizer) {
+    Result<std::vector<uint32_t>> ids = (*tokenizer)->EncodeContent("kvrt fuzz: Grüße, 世界 </s>");
+    if (!ids) {
+      CheckTypedError(ids.error());
+    } else if (Result<std::string> text = (*tokenizer)->DecodeContent(*ids); !text) {
+      CheckTypedError(text.error());
     }
   }
   Result<gguf::GgufSummary> summary = gguf::SummarizeGguf(file);

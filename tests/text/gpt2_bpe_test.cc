@@ -15,29 +15,16 @@ namespace {
 
 const std::string kGpt2Vocabulary = testing::FixturePath("gguf/vocab/ggml-vocab-gpt-2.gguf");
 
+// The vocabulary is read once for the whole suite (testing::SharedTokenizer).
 class Gpt2BpeTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    std::optional<VocabularyData> data = testing::LoadVocabularyForTest(kGpt2Vocabulary);
-    if (!data) return;
-    Result<Tokenizer> built = Tokenizer::FromVocabulary(std::move(*data));
-    ASSERT_TRUE(built) << built.error().Debug();
-    tokenizer_ = new Tokenizer(std::move(*built));
-  }
-  static void TearDownTestSuite() {
-    delete tokenizer_;
-    tokenizer_ = nullptr;
-  }
   void SetUp() override {
-    if (tokenizer_ == nullptr) {
-      FAIL() << "could not read the vocabulary of " << kGpt2Vocabulary;
-    }
+    tokenizer_ = testing::SharedTokenizer(kGpt2Vocabulary);
+    ASSERT_NE(tokenizer_, nullptr) << "could not read the vocabulary of " << kGpt2Vocabulary;
   }
   const Tokenizer& tokenizer() const { return *tokenizer_; }
-
-  static Tokenizer* tokenizer_;
+  const Tokenizer* tokenizer_ = nullptr;
 };
-Tokenizer* Gpt2BpeTest::tokenizer_ = nullptr;
 
 TEST_F(Gpt2BpeTest, DescribesItself) {
   EXPECT_EQ(tokenizer().kind(), TokenizerKind::kGpt2Bpe);

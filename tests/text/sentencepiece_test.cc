@@ -17,29 +17,16 @@ namespace {
 
 const std::string kSpmVocabulary = testing::FixturePath("gguf/vocab/ggml-vocab-llama-spm.gguf");
 
+// The vocabulary is read once for the whole suite (testing::SharedTokenizer).
 class SentencePieceTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    std::optional<VocabularyData> data = testing::LoadVocabularyForTest(kSpmVocabulary);
-    if (!data) return;
-    Result<Tokenizer> built = Tokenizer::FromVocabulary(std::move(*data));
-    ASSERT_TRUE(built) << built.error().Debug();
-    tokenizer_ = new Tokenizer(std::move(*built));
-  }
-  static void TearDownTestSuite() {
-    delete tokenizer_;
-    tokenizer_ = nullptr;
-  }
   void SetUp() override {
-    if (tokenizer_ == nullptr) {
-      FAIL() << "could not read the vocabulary of " << kSpmVocabulary;
-    }
+    tokenizer_ = testing::SharedTokenizer(kSpmVocabulary);
+    ASSERT_NE(tokenizer_, nullptr) << "could not read the vocabulary of " << kSpmVocabulary;
   }
   const Tokenizer& tokenizer() const { return *tokenizer_; }
-
-  static Tokenizer* tokenizer_;
+  const Tokenizer* tokenizer_ = nullptr;
 };
-Tokenizer* SentencePieceTest::tokenizer_ = nullptr;
 
 TEST_F(SentencePieceTest, DescribesItself) {
   EXPECT_EQ(tokenizer().kind(), TokenizerKind::kSentencePiece);

@@ -1,6 +1,8 @@
 #include "text/vocabulary_for_test.h"
 
 #include <cstdlib>
+#include <map>
+#include <memory>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -19,6 +21,18 @@ std::optional<VocabularyData> LoadVocabularyForTest(const std::string& gguf_path
   Result<std::optional<VocabularyData>> data = gguf::ReadVocabulary(*file);
   if (!data || !*data) return std::nullopt;
   return std::move(**data);
+}
+
+const Tokenizer* SharedTokenizer(const std::string& gguf_path) {
+  static std::map<std::string, std::unique_ptr<Tokenizer>> built;
+  auto [entry, inserted] = built.try_emplace(gguf_path);
+  if (inserted) {
+    std::optional<VocabularyData> data = LoadVocabularyForTest(gguf_path);
+    if (!data) return nullptr;
+    Result<Tokenizer> tokenizer = Tokenizer::FromVocabulary(std::move(*data));
+    if (tokenizer) entry->second = std::make_unique<Tokenizer>(std::move(*tokenizer));
+  }
+  return entry->second.get();
 }
 
 std::vector<TokenizationCase> ReadTokenizationCases(const std::string& gguf_path) {

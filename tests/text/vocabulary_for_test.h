@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "kvrt/tokenizer.h"
 #include "text/vocabulary.h"
 
 namespace kvrt::testing {
@@ -14,6 +15,10 @@ namespace kvrt::testing {
 // The tokenizer.ggml.* metadata of the GGUF file at `gguf_path`, read by the
 // runtime's GGUF reader; nullopt when the file cannot be read.
 std::optional<VocabularyData> LoadVocabularyForTest(const std::string& gguf_path);
+
+// The tokenizer of `gguf_path`, built on first use and kept for the process;
+// nullptr when the file cannot be read or its vocabulary is rejected.
+const Tokenizer* SharedTokenizer(const std::string& gguf_path);
 
 // One llama.cpp tokenizer test: the text and the ids the Hugging Face tokenizer
 // gave it (no BOS/EOS).
