@@ -7,7 +7,6 @@
 #include "formats/gguf/gguf_llama.h"
 #include "formats/gguf/gguf_tokenizer.h"
 #include "formats/llama2c/file_io.h"
-#include "formats/llama2c/header.h"
 #include "formats/llama2c/llama2c.h"
 #include "formats/llmcp35/checkpoint.h"
 #include "formats/llmcp35/layout.h"

@@ -1,6 +1,6 @@
 // The llama2.c header and the model it describes. The checks here run before any
 // size derived from the header is used, so a hostile header costs nothing.
-#include "formats/llama2c/header.h"
+#include "formats/llama2c/llama2c.h"
 
 #include <cstring>
 #include <limits>

@@ -18,6 +18,7 @@
 // overflow-checked products, before anything is allocated.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -83,4 +84,11 @@ Result<void> SaveLlama2cTokenizer(const Tokenizer& tokenizer, const std::string&
 // InvalidArgument when vocabulary_size < 259.
 Result<Tokenizer> SyntheticLlama2cTokenizer(size_t vocabulary_size, uint64_t seed);
 
+namespace llama2c {
+
+// The 28-byte header as seven little-endian int32 (formats/llama2c/header.cc).
+Llama2cHeader DecodeHeader(const std::array<uint8_t, kLlama2cHeaderBytes>& bytes);
+std::array<uint8_t, kLlama2cHeaderBytes> EncodeHeader(const Llama2cHeader& header);
+
+}  // namespace llama2c
 }  // namespace kvrt

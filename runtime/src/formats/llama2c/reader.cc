@@ -14,7 +14,6 @@
 #include "formats/byte_order.h"
 #include "formats/llama2c/errors.h"
 #include "formats/llama2c/file_io.h"
-#include "formats/llama2c/header.h"
 #include "formats/llama2c/layout.h"
 #include "kvrt/buffer.h"
 #include "formats/llama2c/llama2c.h"

@@ -8,7 +8,6 @@
 #include "model/parameter_access.h"
 #include "formats/byte_order.h"
 #include "formats/llama2c/file_io.h"
-#include "formats/llama2c/header.h"
 #include "formats/llama2c/layout.h"
 #include "formats/llama2c/llama2c.h"
 #include "kvrt/parameter.h"
