@@ -1,7 +1,9 @@
 // tokenizer.bin of llama2.c: parsing with every length checked against the bytes
 // that remain (so a hostile file allocates nothing it does not contain), and
 // encoding for kvrt synth.
+#include <algorithm>
 #include <bit>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -28,7 +30,7 @@ int32_t LoadI32(const uint8_t* bytes) {
 
 }  // namespace
 
-Result<Tokenizer> ParseLlama2cTokenizer(std::span<const uint8_t> bytes) {
+Result<Tokenizer> ParseLlama2cTokenizer(std::span<const uint8_t> bytes, size_t max_pieces) {
   if (bytes.size() < sizeof(int32_t)) {
     return Fail(llama2c::Truncated("tokenizer max_token_length", sizeof(int32_t), bytes.size()));
   }
@@ -39,14 +41,18 @@ Result<Tokenizer> ParseLlama2cTokenizer(std::span<const uint8_t> bytes) {
   }
   std::vector<std::string> pieces;
   std::vector<float> scores;
-  // Each record takes at least 8 bytes, so this reservation is backed by data.
-  pieces.reserve(bytes.size() / kRecordHeaderBytes);
-  scores.reserve(bytes.size() / kRecordHeaderBytes);
-  for (size_t at = sizeof(int32_t); at < bytes.size();) {
-    const uint64_t id = pieces.size();
-    const std::string context = "tokenizer record " + std::to_string(id);
+  // Each record takes at least 8 bytes, so this reservation is backed by data;
+  // it is also bounded by the pieces the caller accepts (a 900 MB file of empty
+  // records would otherwise reserve 112 million strings).
+  const size_t reserved = std::min(bytes.size() / kRecordHeaderBytes, max_pieces);
+  pieces.reserve(reserved);
+  scores.reserve(reserved);
+  uint64_t records = 0;
+  for (size_t at = sizeof(int32_t); at < bytes.size(); ++records) {
+    const uint64_t id = records;
     if (bytes.size() - at < kRecordHeaderBytes) {
-      return Fail(llama2c::Truncated(context, at + kRecordHeaderBytes, bytes.size()));
+      return Fail(llama2c::Truncated("tokenizer record " + std::to_string(id), at + kRecordHeaderBytes,
+                                     bytes.size()));
     }
     const float score = std::bit_cast<float>(llmcp35::LoadLittleEndian<uint32_t>(&bytes[at]));
     const int32_t length = LoadI32(&bytes[at + sizeof(float)]);
@@ -57,23 +63,28 @@ Result<Tokenizer> ParseLlama2cTokenizer(std::span<const uint8_t> bytes) {
                                                   std::to_string(max_token_length) + "]"));
     }
     if (bytes.size() - at < static_cast<size_t>(length)) {
-      return Fail(llama2c::Truncated(context, at + static_cast<size_t>(length), bytes.size()));
+      return Fail(llama2c::Truncated("tokenizer record " + std::to_string(id),
+                                     at + static_cast<size_t>(length), bytes.size()));
     }
-    pieces.emplace_back(reinterpret_cast<const char*>(&bytes[at]), static_cast<size_t>(length));
-    scores.push_back(score);
+    // Past `max_pieces` the records are only counted, for the error below.
+    if (records < max_pieces) {
+      pieces.emplace_back(reinterpret_cast<const char*>(&bytes[at]), static_cast<size_t>(length));
+      scores.push_back(score);
+    }
     at += static_cast<size_t>(length);
   }
+  if (records > max_pieces) return Fail(llmcp35::VocabularyMismatch(records, max_pieces));
   return Tokenizer::Llama2c(std::move(pieces), std::move(scores), static_cast<uint32_t>(max_token_length));
 }
 
-Result<Tokenizer> LoadLlama2cTokenizer(const std::string& path) {
+Result<Tokenizer> LoadLlama2cTokenizer(const std::string& path, size_t max_pieces) {
   Result<std::vector<uint8_t>> bytes = llama2c::ReadSmallFile(path, kTokenizerFileLimit);
   if (!bytes) return Fail(std::move(bytes.error()));
-  return ParseLlama2cTokenizer(*bytes);
+  return ParseLlama2cTokenizer(*bytes, max_pieces);
 }
 
 Result<Tokenizer> LoadLlama2cTokenizerFor(const std::string& path, size_t vocabulary_size) {
-  Result<Tokenizer> tokenizer = LoadLlama2cTokenizer(path);
+  Result<Tokenizer> tokenizer = LoadLlama2cTokenizer(path, vocabulary_size);
   if (tokenizer && tokenizer->vocabulary_size() != vocabulary_size) {
     return Fail(llmcp35::VocabularyMismatch(tokenizer->vocabulary_size(), vocabulary_size));
   }
