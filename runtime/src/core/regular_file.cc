@@ -30,11 +30,12 @@ const char* FileKindName(unsigned mode) {
   return "not a regular file";
 }
 
-Result<RegularFile> OpenRegularFile(const std::string& path, std::string_view expected) try {
+Result<RegularFile> OpenRegularFile(const std::string& path, std::string_view expected,
+                                    std::string_view open_operation) try {
   // O_NONBLOCK: opening a FIFO without a writer returns at once instead of
   // waiting; the descriptor is closed again before anything reads a non-file.
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return Fail(llmcp35::Io("open", path, errno));
+  if (fd < 0) return Fail(llmcp35::Io(open_operation, path, errno));
   struct stat status {};
   if (::fstat(fd, &status) != 0) {
     const int error = errno;

@@ -29,7 +29,8 @@ class RegularFile {
   int Release();
 
  private:
-  friend Result<RegularFile> OpenRegularFile(const std::string& path, std::string_view expected);
+  friend Result<RegularFile> OpenRegularFile(const std::string& path, std::string_view expected,
+                                             std::string_view open_operation);
   RegularFile(int fd, uint64_t size) : fd_(fd), size_(size) {}
   int fd_ = -1;
   uint64_t size_ = 0;
@@ -38,9 +39,11 @@ class RegularFile {
 // "a directory", "a FIFO", "a socket", "a character device", "a block device".
 const char* FileKindName(unsigned mode);
 
-// Io{operation: "open" | "stat"} when the path cannot be opened or examined;
-// NotRegularFile{path, kind} with the message "<path> is a FIFO, not <expected>"
-// when it names anything but a regular file (`expected`: "a GGUF file", ...).
-Result<RegularFile> OpenRegularFile(const std::string& path, std::string_view expected);
+// Io{operation: open_operation | "stat"} when the path cannot be opened or
+// examined; NotRegularFile{path, kind} with the message "<path> is a FIFO, not
+// <expected>" when it names anything but a regular file (`expected`: "a GGUF
+// file", ...).
+Result<RegularFile> OpenRegularFile(const std::string& path, std::string_view expected,
+                                    std::string_view open_operation = "open");
 
 }  // namespace kvrt

@@ -161,8 +161,19 @@ namespace {
 
 // The whole file, or the errno of the failing call.
 Result<std::vector<uint8_t>> ReadWholeFile(const std::string& path) {
-  Result<RegularFile> file = OpenRegularFile(path, "an LLMCP35 checkpoint");
-  if (!file) return Fail(std::move(file.error()));
+  // The reference crate's errors: Io{operation: "read"} when the path cannot be
+  // opened, and for a directory (its read fails with EISDIR). Anything else that
+  // is not a regular file (a FIFO, a device) is NotRegularFile: the crate would
+  // block on it or read forever.
+  Result<RegularFile> file = OpenRegularFile(path, "an LLMCP35 checkpoint", "read");
+  if (!file) {
+    struct stat status {};
+    if (file.error().code() == ErrorCode::kNotRegularFile && ::stat(path.c_str(), &status) == 0 &&
+        S_ISDIR(status.st_mode)) {
+      return Fail(llmcp35::Io("read", path, EISDIR));
+    }
+    return Fail(std::move(file.error()));
+  }
   const int fd = file->Release();
   std::vector<uint8_t> bytes;
   int error = 0;
