@@ -46,6 +46,6 @@ Description: @PROJECT_DESCRIPTION@ (C API: kvrt/kvrt.h; C++23 API: kvrt/*.h)
 Version: @PROJECT_VERSION@
 Requires: libhwy libhwy-contrib tbb libpcre2-8
 Cflags: -I${includedir}
-Libs: -L${libdir} -lkvrt -lkvrt_simd -lkvrt_threading -lmimalloc -lstdc++ -lm -lpthread
+Libs: -L${libdir} -lkvrt -lkvrt_simd -lkvrt_threading -lstdc++ -lm -lpthread
 ]=])
 install(FILES ${PROJECT_BINARY_DIR}/kvrt.pc DESTINATION ${KVRT_PKGCONFIG_DIR})

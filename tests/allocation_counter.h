@@ -2,8 +2,8 @@
 //
 // allocation_counter.cc is the heap_hooks.h policy of the runtime tests: malloc
 // and its relatives and operator new are counted on every thread, including the
-// thread pool's workers; the runtime's own aligned allocations (mimalloc) are
-// counted by the runtime. Under sanitizers, which own malloc, only operator new
+// thread pool's workers; the runtime's own aligned allocations (posix_memalign)
+// are counted by the runtime as well. Under sanitizers, which own malloc, only operator new
 // is counted.
 #pragma once
 

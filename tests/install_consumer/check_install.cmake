@@ -78,3 +78,24 @@ if(NOT pkgconfig_text STREQUAL cmake_text)
   message(FATAL_ERROR "the two C consumers disagree:\n${cmake_text}\n${pkgconfig_text}")
 endif()
 message(STATUS "C consumer: ${pkgconfig_text}")
+
+# The host's allocator stays libc's, through CMake and through pkg-config: the
+# package must not bring an allocator that replaces malloc or operator new.
+execute_process(COMMAND "${WORK_DIR}/build/malloc_owner" "${model}" RESULT_VARIABLE rc
+                OUTPUT_VARIABLE owners ERROR_VARIABLE owner_errors)
+if(rc)
+  message(FATAL_ERROR "malloc_owner (CMake) failed: ${rc}\n${owners}${owner_errors}")
+endif()
+message(STATUS "allocator owners (CMake):\n${owners}")
+execute_process(COMMAND ${C_COMPILER} -std=c11 -O2 "${SOURCE_DIR}/malloc_owner.c" ${flags}
+                        -o "${WORK_DIR}/malloc_owner_pkgconfig"
+                RESULT_VARIABLE rc)
+if(rc)
+  message(FATAL_ERROR "building malloc_owner with pkg-config flags (${flags}) failed: ${rc}")
+endif()
+execute_process(COMMAND "${WORK_DIR}/malloc_owner_pkgconfig" "${model}" RESULT_VARIABLE rc
+                OUTPUT_VARIABLE owners ERROR_VARIABLE owner_errors)
+if(rc)
+  message(FATAL_ERROR "malloc_owner (pkg-config) failed: ${rc}\n${owners}${owner_errors}")
+endif()
+message(STATUS "allocator owners (pkg-config):\n${owners}")

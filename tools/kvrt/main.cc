@@ -2,6 +2,8 @@
 // public API, prints.
 #include <cstdio>
 #include <cstring>
+#include <exception>
+#include <new>
 #include <span>
 #include <string>
 
@@ -26,7 +28,7 @@ constexpr const char* kUsage =
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int Run(int argc, char** argv) {
   if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "help") == 0) {
     std::printf("%s", kUsage);
     return argc < 2 ? kvrt::cli::kErrorStatus : 0;
@@ -41,4 +43,24 @@ int main(int argc, char** argv) {
   if (command == "synth") return kvrt::cli::RunSynth(args);
   if (command == "tokenize") return kvrt::cli::RunTokenize(args);
   return kvrt::cli::ReportError(kvrt::cli::InvalidArgument("unknown command '" + command + "' (see kvrt --help)"));
+}
+
+// Last resort: the commands turn every failure they expect into a typed error;
+// anything that still escapes (std::bad_alloc from a container of the CLI
+// itself, a logic error) is reported in the same one-line form with exit status
+// 2 instead of std::terminate's abort. fputs, not printf: no allocation on the
+// way out of an out-of-memory failure.
+int main(int argc, char** argv) {
+  try {
+    return Run(argc, argv);
+  } catch (const std::bad_alloc&) {
+    std::fputs("error: AllocationFailed: out of memory\n", stderr);
+  } catch (const std::exception& exception) {
+    std::fputs("error: InternalError: ", stderr);
+    std::fputs(exception.what(), stderr);
+    std::fputs("\n", stderr);
+  } catch (...) {
+    std::fputs("error: InternalError: unknown exception\n", stderr);
+  }
+  return kvrt::cli::kErrorStatus;
 }

@@ -1,4 +1,5 @@
-// Owning, fixed-size, 64-byte aligned buffers served by mimalloc.
+// Owning, fixed-size, 64-byte aligned, zero-initialised buffers (libc or
+// anonymous pages; see core/memory.cc).
 //
 // Every large allocation of the runtime goes through Buffer<T>::Allocate, which
 // fails softly (std::nullopt) instead of throwing, so callers can turn an
@@ -18,9 +19,12 @@ inline constexpr size_t kBufferAlignment = 64;
 
 namespace memory {
 
-// Aligned allocation of `bytes` (0 allowed); nullptr on failure.
-void* AllocateAligned(size_t bytes);
-void FreeAligned(void* pointer);
+// Zero-filled, kBufferAlignment-aligned allocation of `bytes` (0 allowed);
+// nullptr on failure. Large requests are fresh anonymous pages, so memory the
+// owner never touches (the unused tail of a long context) costs no RSS.
+void* AllocateZeroed(size_t bytes);
+// Frees what AllocateZeroed(bytes) returned (nullptr allowed).
+void FreeAligned(void* pointer, size_t bytes);
 
 }  // namespace memory
 
@@ -34,21 +38,20 @@ class Buffer {
       : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
   Buffer& operator=(Buffer&& other) noexcept {
     if (this != &other) {
-      memory::FreeAligned(data_);
+      memory::FreeAligned(data_, size_ * sizeof(T));
       data_ = std::exchange(other.data_, nullptr);
       size_ = std::exchange(other.size_, 0);
     }
     return *this;
   }
-  ~Buffer() { memory::FreeAligned(data_); }
+  ~Buffer() { memory::FreeAligned(data_, size_ * sizeof(T)); }
 
   // `count` zero-initialised elements, or nullopt when the size overflows or the
   // allocation fails.
   static std::optional<Buffer> Allocate(size_t count) {
     if (count > SIZE_MAX / sizeof(T)) return std::nullopt;
-    void* memory = memory::AllocateAligned(count * sizeof(T));
+    void* memory = memory::AllocateZeroed(count * sizeof(T));
     if (memory == nullptr) return std::nullopt;
-    std::memset(memory, 0, count * sizeof(T));
     Buffer buffer;
     buffer.data_ = static_cast<T*>(memory);
     buffer.size_ = count;

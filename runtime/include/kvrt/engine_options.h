@@ -37,9 +37,15 @@ struct EngineOptions {
   // Threads for the fast engine; nullptr runs it on the calling thread. The pool
   // must outlive every session that uses it.
   threading::ThreadPool* pool = nullptr;
+  // Most rows per sequence the fast engine forwards in one step; its workspace
+  // is sized by this, not by the cache's capacity. A longer prompt is prefilled
+  // in chunks of this many rows and still committed once. At least 1.
+  size_t max_rows_per_step = kDefaultMaxRowsPerStep;
+  static constexpr size_t kDefaultMaxRowsPerStep = 512;
 
   // UnsupportedBackend for a backend or precision outside the enums, or a
-  // reference engine asked for anything but f64.
+  // reference engine asked for anything but f64; InvalidArgument for
+  // max_rows_per_step 0.
   Result<void> Validate() const;
 };
 

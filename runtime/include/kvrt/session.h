@@ -84,11 +84,17 @@ class DecoderKvSession {
                    Buffer<double> logits);
 
   enum class Phase { kPrefill, kDecode };
-  // One token step of `rows` rows per sequence at position cache.len() (phases
-  // 1–3); row r of sequence b is tokens[b·token_stride + r].
-  Result<StepOutput> Step(std::span<const uint32_t> tokens, size_t token_stride, size_t rows,
-                          Phase phase);
-  // Forwards validated prompts ([batch, rows]) in steps the engine accepts.
+  // Phases 1–2 of an engine step of `rows` rows per sequence at position `start`
+  // (>= cache.len(): a chunk of a prefill sits on the uncommitted rows of the
+  // chunks before it); row r of sequence b is tokens[b·token_stride + r]. Adds
+  // the rows' work to `work`; changes nothing the cache exposes.
+  Result<void> PrepareRows(std::span<const uint32_t> tokens, size_t token_stride, size_t start,
+                           size_t rows, Phase phase, KvWork& work, uint64_t& last_row_scores);
+  // Phase 3: the first `rows` rows past the committed length, their work and
+  // the logits of the last prepared step become visible together.
+  StepOutput CommitRows(size_t rows, const KvWork& work, uint64_t last_row_scores);
+  // Forwards validated prompts ([batch, rows]) in steps the engine accepts, then
+  // commits them once: all of the prompt becomes visible, or none of it.
   Result<StepOutput> PrefillRows(std::span<const uint32_t> prompts, size_t rows);
   void ResetState();
 

@@ -177,27 +177,26 @@ Result<StepOutput> DecoderKvSession::PrefillBatch(std::span<const uint32_t> prom
 }
 
 Result<StepOutput> DecoderKvSession::PrefillRows(std::span<const uint32_t> prompts, size_t rows) {
-  // The engine takes at most max_rows_per_step rows at once: the reference engine
-  // forwards and commits the prompt row by row, the fast engine in one step.
+  // The engine takes at most max_rows_per_step rows at once (the reference
+  // engine: 1; the fast engine: its bounded workspace, EngineOptions::
+  // max_rows_per_step). Every chunk forwards on top of the rows of the chunks
+  // before it, which the engine has written past the committed length where no
+  // reader of the cache looks; the length and the counters advance once, after
+  // the last chunk. A failure in any chunk leaves the cache empty as it was
+  // (stale rows past the length stay, as after any failed step).
   // rows >= 1 (validated); no placeholder result, which would allocate.
   const size_t chunk = std::max<size_t>(1, engine_->max_rows_per_step());
-  try {
-    for (size_t first = 0;; first += chunk) {
-      const size_t count = std::min(chunk, rows - first);
-      Result<StepOutput> output = Step(prompts.subspan(first), rows, count, Phase::kPrefill);
-      if (!output) {
-        ResetState();  // a failed prefill leaves the empty state (stale rows stay)
-        return output;
-      }
-      if (first + count == rows) {
-        cache_->prefill_complete_ = true;
-        return output;
-      }
-    }
-  } catch (const std::bad_alloc&) {
-    ResetState();  // earlier rows may have committed: back to the empty state
-    return Fail(StepAllocationFailed());
+  KvWork work = cache_->work_;
+  uint64_t last_row_scores = 0;
+  for (size_t first = 0; first < rows; first += chunk) {
+    const size_t count = std::min(chunk, rows - first);
+    Result<void> prepared =
+        PrepareRows(prompts.subspan(first), rows, first, count, Phase::kPrefill, work, last_row_scores);
+    if (!prepared) return Fail(std::move(prepared.error()));
   }
+  StepOutput output = CommitRows(rows, work, last_row_scores);
+  cache_->prefill_complete_ = true;
+  return output;
 }
 
 Result<StepOutput> DecoderKvSession::DecodeBatch(std::span<const uint32_t> tokens) try {
@@ -225,17 +224,23 @@ Result<StepOutput> DecoderKvSession::DecodeBatch(std::span<const uint32_t> token
     return Fail(ErrorCode::kFull, {{"capacity", uint64_t{cache.capacity_}}},
                 "decoder KV cache is full at capacity " + Count(cache.capacity_));
   }
-  return Step(tokens, 1, 1, Phase::kDecode);
+  KvWork work = cache.work_;
+  uint64_t last_row_scores = 0;
+  Result<void> prepared =
+      PrepareRows(tokens, 1, cache.len_, 1, Phase::kDecode, work, last_row_scores);
+  if (!prepared) return Fail(std::move(prepared.error()));
+  return CommitRows(1, work, last_row_scores);
 } catch (const std::bad_alloc&) {
   return Fail(StepAllocationFailed());  // Step commits only after its last check
 }
 
-Result<StepOutput> DecoderKvSession::Step(std::span<const uint32_t> tokens, size_t token_stride,
-                                          size_t rows, Phase phase) {
+Result<void> DecoderKvSession::PrepareRows(std::span<const uint32_t> tokens, size_t token_stride,
+                                           size_t start, size_t rows, Phase phase, KvWork& work,
+                                           uint64_t& last_row_scores) {
   DecoderKvCache& cache = *cache_;
   const ModelConfig& config = cache.config_;
   const size_t batch = cache.batch_size_;
-  const size_t position = cache.len_;
+  const size_t committed = cache.len_;
   std::span<LayerKvCache> layers(cache.layers_);
 
   // Phase 1: prepare every block; nothing the cache exposes changes.
@@ -244,7 +249,7 @@ Result<StepOutput> DecoderKvSession::Step(std::span<const uint32_t> tokens, size
   step.token_stride = token_stride;
   step.batch = batch;
   step.rows = rows;
-  step.start = position;
+  step.start = start;
   std::span<double> logits(logits_.data(), batch * config.vocabulary_size);
   if (Result<void> prepared = engine_->Prepare(step, layers, logits); !prepared) {
     return Fail(std::move(prepared.error()));
@@ -253,24 +258,23 @@ Result<StepOutput> DecoderKvSession::Step(std::span<const uint32_t> tokens, size
   // Phase 2: side-effect-free checks. The engine must have left every layer where
   // it was, and the counters must not overflow.
   for (size_t l = 0; l < layers.size(); ++l) {
-    if (layers[l].len() != position) {
+    if (layers[l].len() != committed) {
       return Fail(ErrorCode::kPreparedCacheChanged, {{"layer", uint64_t{l}}},
                   "layer cache " + Count(l) + " changed while a token step was prepared");
     }
   }
   size_t next_len = 0;
-  if (__builtin_add_overflow(position, rows, &next_len)) return Fail(WorkOverflow("TokenForwards"));
+  if (__builtin_add_overflow(start, rows, &next_len)) return Fail(WorkOverflow("TokenForwards"));
   uint64_t qkv_per_token = 0;
   if (__builtin_mul_overflow(uint64_t{3}, uint64_t{config.layers}, &qkv_per_token)) {
     return Fail(WorkOverflow("QkvProjectionRows"));
   }
-  KvWork next = cache.work_;
-  uint64_t last_row_scores = 0;
+  KvWork next = work;
+  uint64_t row_scores = 0;
   for (size_t r = 0; r < rows; ++r) {
     // Every row counts as the serial reference would count it.
-    uint64_t row_scores = 0;
     const bool scores_ok = !__builtin_mul_overflow(uint64_t{config.layers} * batch * config.heads,
-                                                   uint64_t{position + r + 1}, &row_scores);
+                                                   uint64_t{start + r + 1}, &row_scores);
     if (!CheckedIncrement(next.token_forwards, batch)) return Fail(WorkOverflow("TokenForwards"));
     if (!CheckedIncrement(next.prefill_tokens, phase == Phase::kPrefill ? batch : 0)) {
       return Fail(WorkOverflow("PrefillTokens"));
@@ -287,16 +291,25 @@ Result<StepOutput> DecoderKvSession::Step(std::span<const uint32_t> tokens, size
     if (!scores_ok || !CheckedIncrement(next.attention_score_values, row_scores)) {
       return Fail(WorkOverflow("AttentionScoreValues"));
     }
-    last_row_scores = row_scores;
   }
 
-  // Phase 3: commit every layer, the length and the counters together.
+  // The rows go to their slots past the committed length (a staged decode row is
+  // copied; a multi-row step is already there). They stay invisible: the length
+  // is unchanged until CommitRows, and a later chunk reads them from the slots.
   engine_->Commit(step, layers);
-  for (LayerKvCache& layer : layers) layer.len_ = next_len;
+  work = next;
+  last_row_scores = row_scores;
+  return {};
+}
+
+StepOutput DecoderKvSession::CommitRows(size_t rows, const KvWork& work, uint64_t last_row_scores) {
+  DecoderKvCache& cache = *cache_;
+  const size_t next_len = cache.len_ + rows;  // checked by PrepareRows
+  for (LayerKvCache& layer : cache.layers_) layer.len_ = next_len;
   cache.len_ = next_len;
-  cache.work_ = next;
+  cache.work_ = work;
   StepOutput output;
-  output.logits = logits;
+  output.logits = std::span<double>(logits_.data(), cache.batch_size_ * cache.config_.vocabulary_size);
   output.position = next_len - 1;
   output.cache_len = next_len;
   output.attention_score_values = last_row_scores;

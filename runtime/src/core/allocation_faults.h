@@ -7,12 +7,12 @@
 namespace kvrt::memory {
 
 // Test hook for fault injection: after `successes` more successful allocations on
-// the calling thread, every AllocateAligned on that thread fails until the hook
+// the calling thread, every AllocateZeroed on that thread fails until the hook
 // is cleared. Process-wide state would make concurrent tests interfere, so the
 // counter is per thread.
 void FailAllocationsAfter(uint64_t successes);
 void ClearAllocationFailures();
-// Number of AllocateAligned calls made on this thread (successful or not).
+// Number of AllocateZeroed calls made on this thread (successful or not).
 uint64_t AllocationCallsOnThisThread();
 
 }  // namespace kvrt::memory

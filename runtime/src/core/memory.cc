@@ -1,16 +1,32 @@
-#include <mimalloc.h>
+#include <sys/mman.h>
 
 #include <cstdlib>
+#include <cstring>
 
 #include "core/allocation_faults.h"
 #include "kvrt/buffer.h"
 
-// Under a sanitizer the buffers come from the sanitizer's allocator instead of
-// mimalloc. mimalloc is an uninstrumented library with its own heap: ASan would
-// see neither a buffer's bounds (an engine writing one row past its workspace
-// would go unnoticed) nor use after free, and TSan neither the allocation nor
-// the cross-thread free that separates two users of the same memory.
-// g++ announces sanitizers with __SANITIZE_*__, clang through __has_feature.
+// Buffers come from the C library's posix_memalign.
+//
+// kvrt used to serve them from mimalloc, but the only mimalloc Debian 12 ships
+// (libmimalloc2.0, a shared object; there is no libmimalloc.a and no build
+// without MI_OVERRIDE) exports malloc, free and operator new itself: linking it
+// replaced the allocator of the whole host process (libc, TBB and Highway all
+// bound malloc to libmimalloc.so.2), and its operator new calls abort() on
+// exhaustion instead of throwing std::bad_alloc, which no caller can turn into
+// an AllocationFailed. Hiding the override would need a static archive to
+// localise symbols in (objcopy --localize-symbol, --exclude-libs), which the
+// distribution does not provide, so the runtime uses libc: its buffers are few
+// and large (weights, caches, workspaces), allocated once per model or session,
+// where a general-purpose allocator's speed does not matter. posix_memalign also
+// keeps the exact size, so a sanitizer reports a read one byte past a buffer
+// (aligned_alloc would round the size up to the alignment).
+//
+// Requests of kMappedBytes or more are anonymous mappings instead: the kernel
+// hands them out zeroed and backs a page only when it is first written, so a
+// KV cache or workspace sized for a context of a million positions costs the
+// RSS of the positions actually used, and no memset touches it all up front.
+// Under a sanitizer every buffer stays on the (instrumented) heap.
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define KVRT_SANITIZER_HEAP 1
 #elif defined(__has_feature)
@@ -22,6 +38,12 @@
 namespace kvrt::memory {
 namespace {
 
+#if defined(KVRT_SANITIZER_HEAP)
+constexpr size_t kMappedBytes = SIZE_MAX;
+#else
+constexpr size_t kMappedBytes = size_t{1} << 18;  // 256 KiB
+#endif
+
 struct FaultInjection {
   bool armed = false;
   uint64_t successes_left = 0;
@@ -31,7 +53,7 @@ thread_local FaultInjection fault_injection;
 
 }  // namespace
 
-void* AllocateAligned(size_t bytes) {
+void* AllocateZeroed(size_t bytes) {
   FaultInjection& state = fault_injection;
   ++state.calls;
   if (state.armed) {
@@ -41,22 +63,24 @@ void* AllocateAligned(size_t bytes) {
   // A zero-byte request still gets a unique pointer, so that an empty buffer
   // stays distinguishable from a failed allocation.
   const size_t size = bytes == 0 ? 1 : bytes;
-#if defined(KVRT_SANITIZER_HEAP)
-  // posix_memalign keeps the exact size, so a read one byte past a buffer is
-  // reported (aligned_alloc would round the size up to the alignment).
+  if (size >= kMappedBytes) {  // page-aligned, hence kBufferAlignment-aligned
+    void* pages = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return pages == MAP_FAILED ? nullptr : pages;
+  }
   void* pointer = nullptr;
-  return posix_memalign(&pointer, kBufferAlignment, size) == 0 ? pointer : nullptr;
-#else
-  return mi_malloc_aligned(size, kBufferAlignment);
-#endif
+  if (posix_memalign(&pointer, kBufferAlignment, size) != 0) return nullptr;
+  std::memset(pointer, 0, size);
+  return pointer;
 }
 
-void FreeAligned(void* pointer) {
-#if defined(KVRT_SANITIZER_HEAP)
-  std::free(pointer);
-#else
-  mi_free(pointer);
-#endif
+void FreeAligned(void* pointer, size_t bytes) {
+  if (pointer == nullptr) return;
+  const size_t size = bytes == 0 ? 1 : bytes;
+  if (size >= kMappedBytes) {
+    ::munmap(pointer, size);
+  } else {
+    std::free(pointer);
+  }
 }
 
 void FailAllocationsAfter(uint64_t successes) {

@@ -27,6 +27,9 @@ Result<void> EngineOptions::Validate() const {
     return Fail(ErrorCode::kUnsupportedBackend, {{"", std::string(PrecisionName(precision))}},
                 "the reference backend computes in f64 only");
   }
+  if (max_rows_per_step == 0) {
+    return Fail(ErrorCode::kInvalidArgument, {}, "max_rows_per_step must be at least 1");
+  }
   return {};
 }
 

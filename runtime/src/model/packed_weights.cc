@@ -104,7 +104,7 @@ Result<std::shared_ptr<const EngineWeights<T>>> PackEngineWeights(const DecoderM
     weights->head = std::move(*head);
   }
   const RopeTable& rope = model.rope();
-  const size_t entries = rope.positions() * rope.pairs();
+  const size_t entries = rope.tabulated() * rope.pairs();  // the rest is computed per step
   Result<Buffer<T>> cos = ConvertTable<T>(rope.cos(0), entries);
   Result<Buffer<T>> sin = ConvertTable<T>(rope.sin(0), entries);
   if (!cos) return Fail(std::move(cos.error()));

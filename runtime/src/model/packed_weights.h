@@ -40,8 +40,8 @@ struct EngineWeights {
   Buffer<T> final_norm;        // [D]
   PackedWeight<T> embedding;   // the token table transposed: [D, V] panels
   PackedWeight<T> head;        // untied heads only; a tied head is `embedding`
-  Buffer<T> rope_cos;          // [P, hw/2]
-  Buffer<T> rope_sin;          // [P, hw/2]
+  Buffer<T> rope_cos;          // [rope.tabulated(), hw/2]; later positions per step
+  Buffer<T> rope_sin;          // [rope.tabulated(), hw/2]
   std::vector<uint64_t> revisions;  // of every parameter when packed
 
   const PackedWeight<T>& vocabulary_head(bool tied) const { return tied ? embedding : head; }

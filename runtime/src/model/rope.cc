@@ -1,5 +1,6 @@
 #include "model/rope.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -12,6 +13,15 @@ namespace {
 double InverseFrequency(size_t i, size_t head_width, double base) {
   const double exponent = (-2.0 * static_cast<double>(i)) / static_cast<double>(head_width);
   return std::pow(base, exponent);
+}
+
+// cos(p·inv_f) and sin(p·inv_f): separate libm calls, as the reference; ±0 as +0.
+void Angle(size_t position, double inverse, double* cos, double* sin) {
+  const double angle = static_cast<double>(position) * inverse;
+  const double c = std::cos(angle);
+  const double s = std::sin(angle);
+  *cos = c == 0.0 ? 0.0 : c;
+  *sin = s == 0.0 ? 0.0 : s;
 }
 
 }  // namespace
@@ -44,28 +54,43 @@ Result<RopeTable> RopeTable::Create(size_t head_width, size_t positions, double 
   RopeTable table;
   table.pairs_ = pairs;
   table.positions_ = positions;
+  table.tabulated_ = pairs == 0 ? positions : std::min(positions, kTabulatedEntries / pairs);
   table.base_ = base;
+  const size_t tabulated = table.tabulated_;
   auto inverse = Buffer<double>::Allocate(pairs);
-  auto cos = Buffer<double>::Allocate(positions * pairs);
-  auto sin = Buffer<double>::Allocate(positions * pairs);
+  auto cos = Buffer<double>::Allocate(tabulated * pairs);
+  auto sin = Buffer<double>::Allocate(tabulated * pairs);
   if (!inverse || !cos || !sin) {
-    return Fail(ErrorCode::kAllocationFailed, {{"elements", uint64_t{2 * positions * pairs}}},
+    return Fail(ErrorCode::kAllocationFailed, {{"elements", uint64_t{2 * tabulated * pairs}}},
                 "could not allocate the RoPE tables");
   }
   for (size_t i = 0; i < pairs; ++i) (*inverse)[i] = InverseFrequency(i, head_width, base);
-  for (size_t p = 0; p < positions; ++p) {
+  for (size_t p = 0; p < tabulated; ++p) {
     for (size_t i = 0; i < pairs; ++i) {
-      const double angle = static_cast<double>(p) * (*inverse)[i];
-      const double c = std::cos(angle);  // separate libm calls, as the reference
-      const double s = std::sin(angle);
-      (*cos)[p * pairs + i] = c == 0.0 ? 0.0 : c;  // store ±0 as +0
-      (*sin)[p * pairs + i] = s == 0.0 ? 0.0 : s;
+      Angle(p, (*inverse)[i], &(*cos)[p * pairs + i], &(*sin)[p * pairs + i]);
     }
   }
   table.inverse_frequency_ = std::move(*inverse);
   table.cos_ = std::move(*cos);
   table.sin_ = std::move(*sin);
   return table;
+}
+
+}  // namespace kvrt
+
+namespace kvrt {
+
+void RopeTable::At(size_t position, size_t i, double* cos, double* sin) const {
+  if (position < tabulated_) {
+    *cos = cos_[position * pairs_ + i];
+    *sin = sin_[position * pairs_ + i];
+    return;
+  }
+  Angle(position, inverse_frequency_[i], cos, sin);
+}
+
+void RopeTable::Fill(size_t position, double* cos, double* sin) const {
+  for (size_t i = 0; i < pairs_; ++i) At(position, i, cos + i, sin + i);
 }
 
 }  // namespace kvrt

@@ -2,7 +2,10 @@
 //
 // inv_f[i] = pow(base, (−2·i)/hw) for i < hw/2; cos[p][i] = cos(p·inv_f[i]) and
 // sin[p][i] = sin(p·inv_f[i]) for every absolute position p < P (±0 stored as +0).
-// Table values are only read during a forward pass, never recomputed.
+// The first tabulated() positions are precomputed; a longer context (a llama2.c
+// file declaring 2^20 positions) computes the rest when a step needs them, with
+// the same libm calls, so every value is bit-identical to a tabulated one and
+// the tables' memory does not grow with the declared context.
 #pragma once
 
 #include <cstddef>
@@ -18,6 +21,9 @@ class RopeTable {
   // Largest table kept in memory (entries per table). A configuration asking for
   // more (a context of millions of positions) is rejected before allocating.
   static constexpr size_t kMaxEntries = size_t{1} << 28;
+  // Most entries per table precomputed (8 MiB of doubles); positions past them
+  // are computed on demand.
+  static constexpr size_t kTabulatedEntries = size_t{1} << 20;
 
   // Checks, without building anything, that the tables are computable: at most
   // kMaxEntries entries and every inverse frequency and angle finite (the sine and
@@ -30,17 +36,25 @@ class RopeTable {
   size_t positions() const { return positions_; }
   double base() const { return base_; }
   std::span<const double> inverse_frequencies() const { return inverse_frequency_.span(); }
+  // Positions whose values are stored: min(positions, kTabulatedEntries / pairs).
+  size_t tabulated() const { return tabulated_; }
+  // Stored rows, for position < tabulated() only.
   const double* cos(size_t position) const { return cos_.data() + position * pairs_; }
   const double* sin(size_t position) const { return sin_.data() + position * pairs_; }
+  // cos and sin of pair i at `position` (< positions()), stored or computed.
+  void At(size_t position, size_t i, double* cos, double* sin) const;
+  // The pairs() values of `position` into cos and sin.
+  void Fill(size_t position, double* cos, double* sin) const;
 
  private:
   RopeTable() = default;
   size_t pairs_ = 0;
   size_t positions_ = 0;
+  size_t tabulated_ = 0;
   double base_ = 0.0;
   Buffer<double> inverse_frequency_;
-  Buffer<double> cos_;  // [positions, pairs]
-  Buffer<double> sin_;  // [positions, pairs]
+  Buffer<double> cos_;  // [tabulated, pairs]
+  Buffer<double> sin_;  // [tabulated, pairs]
 };
 
 }  // namespace kvrt

@@ -1,7 +1,9 @@
 #include "text/llama2c_encoding.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
+#include <string>
 
 namespace kvrt::llama2c {
 namespace {
@@ -73,32 +75,70 @@ std::vector<uint32_t> Encode(std::span<const std::string> pieces, std::span<cons
     start = end;
   }
 
-  // merged[i]: the id the pair (tokens[i], tokens[i+1]) merges into, if any. Only
-  // the two pairs around a merge change, so each round rescans ids, not strings.
-  auto merge_of = [&](size_t i) -> std::optional<uint32_t> {
-    std::string joined = pieces[tokens[i]];
-    joined += pieces[tokens[i + 1]];
-    return FindPiece(pieces, sorted_ids, joined);
-  };
-  std::vector<std::optional<uint32_t>> merged;
-  for (size_t i = 0; i + 1 < tokens.size(); ++i) merged.push_back(merge_of(i));
-  while (true) {
-    float best_score = kNoMergeScore;
-    std::optional<size_t> best;
-    for (size_t i = 0; i < merged.size(); ++i) {
-      if (merged[i] && scores[*merged[i]] > best_score) {
-        best_score = scores[*merged[i]];
-        best = i;
-      }
-    }
-    if (!best) break;
-    const size_t at = *best;
-    tokens[at] = *merged[at];
-    tokens.erase(tokens.begin() + static_cast<std::ptrdiff_t>(at) + 1);
-    merged.erase(merged.begin() + static_cast<std::ptrdiff_t>(at));
-    if (at > 0) merged[at - 1] = merge_of(at - 1);
-    if (at + 1 < tokens.size()) merged[at] = merge_of(at);
+  // run.c rescans every adjacent pair after each merge (quadratic: a 100 KB
+  // prompt took seconds). The same merges in the same order, in O(n log n): the
+  // tokens form a linked list (a merge keeps the left node and unlinks the
+  // right one, so node order is text order) and a heap holds every mergeable
+  // pair by (score descending, left node ascending) — the highest score, the
+  // leftmost on ties, as run.c picks it. An entry whose nodes changed since it
+  // was pushed is stale and skipped.
+  const size_t n = tokens.size();
+  if (n < 2) return tokens;
+  constexpr size_t kNone = SIZE_MAX;
+  std::vector<size_t> next(n), previous(n);
+  std::vector<uint32_t> version(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    next[i] = i + 1 < n ? i + 1 : kNone;
+    previous[i] = i == 0 ? kNone : i - 1;
   }
+  struct Candidate {
+    float score;
+    size_t left, right;
+    uint32_t left_version, right_version;
+    uint32_t merged;
+  };
+  // std::priority_queue pops the largest: "less" is a lower score, or on equal
+  // scores the pair further right.
+  auto less = [](const Candidate& a, const Candidate& b) {
+    if (a.score != b.score) return a.score < b.score;
+    return a.left > b.left;
+  };
+  std::vector<Candidate> heap;
+  std::string joined;
+  auto push_pair = [&](size_t left) {
+    const size_t right = next[left];
+    if (right == kNone) return;
+    joined.assign(pieces[tokens[left]]);
+    joined += pieces[tokens[right]];
+    const std::optional<uint32_t> id = FindPiece(pieces, sorted_ids, joined);
+    // Only strictly better than run.c's initial best merges (NaN never does).
+    if (!id || !(scores[*id] > kNoMergeScore)) return;
+    heap.push_back({scores[*id], left, right, version[left], version[right], *id});
+    std::push_heap(heap.begin(), heap.end(), less);
+  };
+  for (size_t i = 0; i + 1 < n; ++i) push_pair(i);
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), less);
+    const Candidate best = heap.back();
+    heap.pop_back();
+    if (next[best.left] != best.right || version[best.left] != best.left_version ||
+        version[best.right] != best.right_version) {
+      continue;  // stale: one of its tokens merged since
+    }
+    tokens[best.left] = best.merged;
+    ++version[best.left];
+    const size_t after = next[best.right];
+    next[best.left] = after;
+    if (after != kNone) previous[after] = best.left;
+    next[best.right] = kNone;
+    ++version[best.right];
+    if (previous[best.left] != kNone) push_pair(previous[best.left]);
+    push_pair(best.left);
+  }
+  std::vector<uint32_t> merged_tokens;
+  merged_tokens.reserve(n);
+  for (size_t i = 0; i != kNone; i = next[i]) merged_tokens.push_back(tokens[i]);
+  tokens = std::move(merged_tokens);
   return tokens;
 }
 

@@ -26,6 +26,10 @@ template <class T>
 class BlockAttention {
  public:
   static constexpr size_t kQueryTile = 64;
+  // Most score elements one worker holds: a tile of kQueryTile rows up to 4096
+  // keys; for a longer context the tile shrinks (to one row at 2^18 keys), so
+  // the scratch stops growing with capacity × workers × 64.
+  static constexpr size_t kScoreBudget = kQueryTile * 4096;
 
   // Where a step's queries, keys and values are and where the outputs go.
   struct Step {
@@ -41,11 +45,12 @@ class BlockAttention {
 
   Result<void> Allocate(size_t kv_lanes, size_t capacity, size_t head_width, size_t workers) {
     capacity_ = capacity;
+    tile_ = std::clamp<size_t>(kScoreBudget / std::max<size_t>(1, capacity), 1, kQueryTile);
     const size_t per_lane = std::max(simd::PackedElementCount<T>(head_width, capacity),
                                      simd::PackedElementCount<T>(capacity, head_width));
     std::optional<Buffer<T>> keys = Buffer<T>::Allocate(kv_lanes * per_lane);
     std::optional<Buffer<T>> values = Buffer<T>::Allocate(kv_lanes * per_lane);
-    std::optional<Buffer<T>> scores = Buffer<T>::Allocate(workers * kQueryTile * capacity);
+    std::optional<Buffer<T>> scores = Buffer<T>::Allocate(workers * tile_ * capacity);
     if (!keys || !values || !scores) {
       return Fail(ErrorCode::kAllocationFailed, {{"elements", uint64_t{2 * kv_lanes * per_lane}}},
                   "could not allocate the block attention workspace");
@@ -69,16 +74,16 @@ class BlockAttention {
     };
     threading::ParallelFor(pool, kv_lanes, pack);
 
-    const size_t tiles = (step.rows + kQueryTile - 1) / kQueryTile;
+    const size_t tiles = (step.rows + tile_ - 1) / tile_;
     const size_t query_lanes = step.batch * step.heads, group = step.heads / step.kv_heads;
     const T scale = static_cast<T>(1.0 / std::sqrt(static_cast<double>(hw)));
     auto attend = [&](size_t index, size_t worker) {
       const size_t lane = index % query_lanes, tile = index / query_lanes;
       const size_t b = lane / step.heads, h = lane % step.heads;
       const size_t kv_lane = b * step.kv_heads + h / group;
-      const size_t first = tile * kQueryTile, count = std::min(kQueryTile, step.rows - first);
+      const size_t first = tile * tile_, count = std::min(tile_, step.rows - first);
       const size_t visible_to_tile = step.start + first + count;  // keys of the tile's last row
-      T* scores = scores_.data() + worker * kQueryTile * capacity_;
+      T* scores = scores_.data() + worker * tile_ * capacity_;
       const auto key_view = simd::PackedMatrixView<T>::Panels(PackedKeys(kv_lane), hw, keys);
       const T* q = step.queries + (b * step.rows + first) * step.query_stride + h * hw;
       simd::MatMul(q, step.query_stride, count, key_view, scores, capacity_, 0,
@@ -104,10 +109,11 @@ class BlockAttention {
   T* PackedValues(size_t lane) { return packed_values_.data() + lane * lane_elements_; }
 
   size_t capacity_ = 0;
+  size_t tile_ = kQueryTile;  // query rows per tile
   size_t lane_elements_ = 0;
   Buffer<T> packed_keys_;    // [kv lanes][Kᵀ panels: hw × keys]
   Buffer<T> packed_values_;  // [kv lanes][V panels: keys × hw]
-  Buffer<T> scores_;         // [workers][kQueryTile][capacity]
+  Buffer<T> scores_;         // [workers][tile_][capacity]
 };
 
 }  // namespace kvrt::detail

@@ -7,7 +7,9 @@
 // (decode) wait in staging buffers until the commit; the rows of a multi-row step
 // (prefill) are written into the cache slots past the logical length, where no
 // committed reader looks, and become visible only when the session commits.
-// Every buffer is allocated at bind; a step allocates nothing.
+// Every buffer is allocated at bind; a step allocates nothing. The workspace is
+// sized by the most rows one step forwards (EngineOptions::max_rows_per_step),
+// not by the cache's capacity: the session prefills a longer prompt in chunks.
 #include "engine/fast/fast_engine.h"
 
 #include <algorithm>
@@ -27,6 +29,7 @@
 #include "kvrt/threading/thread_pool.h"
 #include "engine/fast/matrix_product.h"
 #include "model/model_internals.h"
+#include "model/rope.h"
 #include "engine/step_errors.h"
 
 namespace kvrt::detail {
@@ -36,11 +39,14 @@ template <class T>
 class FastEngine final : public Engine {
  public:
   FastEngine(const DecoderModel& model, const DecoderKvCache& cache,
-             std::shared_ptr<const EngineWeights<T>> weights, threading::ThreadPool* pool)
+             std::shared_ptr<const EngineWeights<T>> weights, threading::ThreadPool* pool,
+             size_t max_rows_per_step)
       : config_(model.config()),
         tied_(model.output_head_is_embedding()),
         batch_(cache.batch_size()),
         capacity_(cache.capacity()),
+        max_rows_(std::max<size_t>(1, std::min(max_rows_per_step, cache.capacity()))),
+        rope_(&model.rope()),
         weights_(std::move(weights)),
         pool_(pool) {
     for (const BlockWeights<T>& block : weights_->blocks) {
@@ -53,9 +59,9 @@ class FastEngine final : public Engine {
     head_ = MatrixProduct<T>({&weights_->vocabulary_head(tied_)});
   }
 
-  // Allocates the workspace for steps of up to `capacity` rows per sequence.
+  // Allocates the workspace for steps of up to max_rows_ rows per sequence.
   Result<void> AllocateWorkspace() {
-    const size_t rows = batch_ * capacity_;
+    const size_t rows = batch_ * max_rows_;
     const size_t d = config_.model_width, f = config_.feed_forward_width;
     const size_t qkv_width = d + 2 * config_.kv_width();
     const size_t lanes = batch_ * config_.kv_heads, hw = config_.head_width();
@@ -73,6 +79,7 @@ class FastEngine final : public Engine {
     allocate(normed_, rows * d);            // also the attention output and the FFN branch
     allocate(qkv_rows_, rows * qkv_width);  // also the attention branch
     allocate(gate_up_rows_, rows * 2 * f);
+    allocate(rope_rows_, rows * 2 * (hw / 2));
     allocate(scores_, workers * capacity_);
     allocate(logits_, batch_ * config_.vocabulary_size);
     allocate(staged_keys_, config_.layers * lanes * hw);
@@ -88,7 +95,7 @@ class FastEngine final : public Engine {
     return {};
   }
 
-  size_t max_rows_per_step() const override { return capacity_; }
+  size_t max_rows_per_step() const override { return max_rows_; }
 
   Result<void> Prepare(const EngineStep& step, std::span<LayerKvCache> layers,
                        std::span<double> logits) override {
@@ -189,6 +196,19 @@ class FastEngine final : public Engine {
       const size_t position = step.start + i % step.rows;
       const T* cos = weights_->rope_cos.data() + position * pairs;
       const T* sin = weights_->rope_sin.data() + position * pairs;
+      if (position >= rope_->tabulated()) {
+        // Past the precomputed positions: the same values, computed for this row.
+        T* row_cos = rope_rows_.data() + i * 2 * pairs;
+        T* row_sin = row_cos + pairs;
+        for (size_t k = 0; k < pairs; ++k) {
+          double c = 0.0, s = 0.0;
+          rope_->At(position, k, &c, &s);
+          row_cos[k] = static_cast<T>(c);
+          row_sin[k] = static_cast<T>(s);
+        }
+        cos = row_cos;
+        sin = row_sin;
+      }
       T* row = qkv_rows_.data() + i * width;
       simd::RopeRotate(row, cos, sin, pairs, config_.heads);
       simd::RopeRotate(row + config_.model_width, cos, sin, pairs, config_.kv_heads);
@@ -298,6 +318,8 @@ class FastEngine final : public Engine {
   const bool tied_;
   const size_t batch_;
   const size_t capacity_;
+  const size_t max_rows_;     // rows per sequence of the largest step
+  const RopeTable* rope_;     // the model's (the session keeps the model alive)
   std::shared_ptr<const EngineWeights<T>> weights_;
   threading::ThreadPool* pool_;
   std::vector<MatrixProduct<T>> qkv_, output_, gate_up_, down_;
@@ -306,6 +328,7 @@ class FastEngine final : public Engine {
   Buffer<T> normed_;        // [rows, D] norm output, then head outputs, then the FFN branch
   Buffer<T> qkv_rows_;      // [rows, D + 2·kv_width], then the attention branch
   Buffer<T> gate_up_rows_;  // [rows, 2F]
+  Buffer<T> rope_rows_;     // [rows, hw]: cos then sin of positions past the table
   Buffer<T> scores_;        // [workers, capacity]
   Buffer<T> logits_;        // [batch, V]
   BlockAttention<T> block_attention_;
@@ -319,7 +342,8 @@ Result<std::unique_ptr<Engine>> Create(const DecoderModel& model, const DecoderK
   Result<std::shared_ptr<const EngineWeights<T>>> weights =
       ModelInternals::WeightsCache(model).template Get<T>(model);
   if (!weights) return Fail(std::move(weights.error()));
-  auto engine = std::make_unique<FastEngine<T>>(model, cache, std::move(*weights), options.pool);
+  auto engine = std::make_unique<FastEngine<T>>(model, cache, std::move(*weights), options.pool,
+                                                options.max_rows_per_step);
   if (Result<void> allocated = engine->AllocateWorkspace(); !allocated) {
     return Fail(std::move(allocated.error()));
   }

@@ -82,6 +82,7 @@ Result<ReferenceRowForward> ReferenceRowForward::Create(const DecoderModel& mode
   allocate(forward.branch_, config.model_width);
   allocate(forward.gate_, config.feed_forward_width);
   allocate(forward.up_, config.feed_forward_width);
+  allocate(forward.rope_, 2 * (config.head_width() / 2));
   for (const ParameterPtr& parameter : model.parameters()) {
     if (!ok) break;
     if (parameter->is_dense()) {
@@ -180,10 +181,12 @@ Result<void> ReferenceRowForward::Run(const RowStep& step,
     for (size_t i = 0; i < n; ++i) {
       const size_t position = step.start + i % rows;
       const RopeTable& rope = model.rope();
-      simd::RopeRotateScalar(query_.data() + i * d, rope.cos(position), rope.sin(position), hw / 2,
-                             heads);
-      simd::RopeRotateScalar(key_.data() + i * kv_width, rope.cos(position), rope.sin(position),
-                             hw / 2, kv_heads);
+      const size_t pairs = hw / 2;
+      double* cos = rope_.data() + i * 2 * pairs;
+      double* sin = cos + pairs;
+      rope.Fill(position, cos, sin);
+      simd::RopeRotateScalar(query_.data() + i * d, cos, sin, pairs, heads);
+      simd::RopeRotateScalar(key_.data() + i * kv_width, cos, sin, pairs, kv_heads);
     }
     if (tracing) {
       Record(trace, prefix, "attention.rotated_query_heads", {batch, heads, rows, hw},

@@ -63,6 +63,7 @@ class ReferenceRowForward {
   Buffer<double> branch_;  // [batch·rows, D] attention or FFN branch output
   Buffer<double> gate_;    // [batch·rows, F]
   Buffer<double> up_;      // [batch·rows, F]
+  Buffer<double> rope_;    // [batch·rows, hw] each row's RoPE cos, then sin
   Buffer<double> scores_;  // [max_positions] one query's scores, then weights
 };
 

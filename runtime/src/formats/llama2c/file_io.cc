@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <utility>
 
+#include "core/regular_file.h"
 #include "formats/llmcp35/checkpoint_errors.h"
 #include "formats/llama2c/errors.h"
 
@@ -19,19 +20,10 @@ std::atomic<uint64_t> next_temporary{0};
 }  // namespace
 
 Result<InputFile> InputFile::Open(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Fail(llmcp35::Io("open", path, errno));
-  struct stat status {};
-  if (::fstat(fd, &status) != 0) {
-    const int error = errno;
-    ::close(fd);
-    return Fail(llmcp35::Io("stat", path, error));
-  }
-  if (!S_ISREG(status.st_mode)) {
-    ::close(fd);
-    return Fail(llmcp35::Io("open", path, EISDIR));
-  }
-  return InputFile(path, fd, static_cast<uint64_t>(status.st_size));
+  Result<RegularFile> file = OpenRegularFile(path, "a llama2.c file");
+  if (!file) return Fail(std::move(file.error()));
+  const uint64_t size = file->size();
+  return InputFile(path, file->Release(), size);
 }
 
 InputFile::InputFile(InputFile&& other) noexcept

@@ -68,8 +68,11 @@ Result<void> SaveLlama2cModel(const DecoderModel& model, const std::string& path
 // store its count; run.c reads as many records as the model has tokens).
 // Truncated{context}, InvalidHeaderValue{field: "max_token_length"},
 // InvalidTokenLength{token_id, length}, then Tokenizer::Llama2c's checks.
-Result<Tokenizer> ParseLlama2cTokenizer(std::span<const uint8_t> bytes);
-Result<Tokenizer> LoadLlama2cTokenizer(const std::string& path);
+// At most `max_pieces` records are decoded: a file with more is only walked to
+// count them, then VocabularyMismatch{tokenizer: count, decoder: max_pieces}, so
+// the work is bounded by the vocabulary the caller accepts.
+Result<Tokenizer> ParseLlama2cTokenizer(std::span<const uint8_t> bytes, size_t max_pieces = SIZE_MAX);
+Result<Tokenizer> LoadLlama2cTokenizer(const std::string& path, size_t max_pieces = SIZE_MAX);
 // LoadLlama2cTokenizer, then VocabularyMismatch{tokenizer, decoder} unless the
 // file has `vocabulary_size` pieces: a tokenizer.bin does not name its model.
 Result<Tokenizer> LoadLlama2cTokenizerFor(const std::string& path, size_t vocabulary_size);

@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "core/checked_math.h"
+#include "core/regular_file.h"
 #include "formats/llmcp35/checkpoint_errors.h"
 #include "formats/llmcp35/checkpoint_validation.h"
 #include "formats/llmcp35/components.h"
@@ -160,14 +161,25 @@ namespace {
 
 // The whole file, or the errno of the failing call.
 Result<std::vector<uint8_t>> ReadWholeFile(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Fail(llmcp35::Io("read", path, errno));
+  // The reference crate's errors: Io{operation: "read"} when the path cannot be
+  // opened, and for a directory (its read fails with EISDIR). Anything else that
+  // is not a regular file (a FIFO, a device) is NotRegularFile: the crate would
+  // block on it or read forever.
+  Result<RegularFile> file = OpenRegularFile(path, "an LLMCP35 checkpoint", "read");
+  if (!file) {
+    struct stat status {};
+    if (file.error().code() == ErrorCode::kNotRegularFile && ::stat(path.c_str(), &status) == 0 &&
+        S_ISDIR(status.st_mode)) {
+      return Fail(llmcp35::Io("read", path, EISDIR));
+    }
+    return Fail(std::move(file.error()));
+  }
+  const int fd = file->Release();
   std::vector<uint8_t> bytes;
   int error = 0;
-  struct stat info {};
-  if (::fstat(fd, &info) == 0 && info.st_size > 0) {
+  if (file->size() > 0) {
     try {
-      bytes.reserve(static_cast<size_t>(info.st_size));
+      bytes.reserve(static_cast<size_t>(file->size()));
     } catch (const std::exception&) {
       ::close(fd);
       return Fail(llmcp35::Allocation("checkpoint file bytes"));
