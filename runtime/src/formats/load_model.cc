@@ -21,7 +21,7 @@ enum class Evidence { kLlmcp35, kGguf, kLlama2c, kNone };
 constexpr std::array<uint8_t, 4> kGgufMagic = {'G', 'G', 'U', 'F'};
 
 Result<Evidence> ReadEvidence(const std::string& path) {
-  Result<llama2c::InputFile> file = llama2c::InputFile::Open(path);
+  Result<llama2c::InputFile> file = llama2c::InputFile::Open(path, "a model file");
   if (!file) return Fail(std::move(file.error()));
   std::array<uint8_t, kLlama2cHeaderBytes> prefix{};
   static_assert(kLlama2cHeaderBytes >= llmcp35::kMagic.size());

@@ -19,8 +19,8 @@ std::atomic<uint64_t> next_temporary{0};
 
 }  // namespace
 
-Result<InputFile> InputFile::Open(const std::string& path) {
-  Result<RegularFile> file = OpenRegularFile(path, "a llama2.c file");
+Result<InputFile> InputFile::Open(const std::string& path, std::string_view what) {
+  Result<RegularFile> file = OpenRegularFile(path, what);
   if (!file) return Fail(std::move(file.error()));
   const uint64_t size = file->size();
   return InputFile(path, file->Release(), size);

@@ -17,7 +17,9 @@ namespace kvrt::llama2c {
 class InputFile {
  public:
   // Io{operation: "open" | "stat"} on failure.
-  static Result<InputFile> Open(const std::string& path);
+  // `what` names the expected content in the error for a path that is not a
+  // regular file ("a FIFO, not a model file").
+  static Result<InputFile> Open(const std::string& path, std::string_view what = "a llama2.c file");
   InputFile(InputFile&& other) noexcept;
   InputFile& operator=(InputFile&&) = delete;
   InputFile(const InputFile&) = delete;
