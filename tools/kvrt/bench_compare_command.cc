@@ -233,7 +233,7 @@ int CheckGate(const std::string& gate_path, const std::vector<std::string>& curr
 }  // namespace
 
 int RunBenchCompare(std::span<char* const> args) {
-  Result<Flags> flags = Flags::Parse(args, kFlags);
+  Result<Flags> flags = Flags::Parse(args, kFlags, /*max_positional=*/SIZE_MAX);
   if (!flags) return ReportError(flags.error());
   if (flags->Has("help")) {
     std::printf("%s", Usage("kvrt bench-compare (BASELINE.json CURRENT.json | --gate GATE.json CURRENT.json...)", kFlags).c_str());

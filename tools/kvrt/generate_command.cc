@@ -19,7 +19,7 @@ namespace kvrt::cli {
 namespace {
 
 constexpr FlagSpec kCommandFlags[] = {
-    {"model", true, "LLMCP35 checkpoint or llama2.c model.bin"},
+    {"model", true, "model file (LLMCP35 checkpoint or llama2.c model.bin)"},
     {"tokenizer", true, "llama2.c tokenizer.bin (replaces the checkpoint's tokenizer)"},
     {"tokens", true, "prompt as comma-separated token ids"},
     {"prompt", true,
@@ -27,7 +27,7 @@ constexpr FlagSpec kCommandFlags[] = {
     {"greedy", false, "pick the largest logit (the default)"},
     {"temperature", true, "sample with this temperature (needs --top-k)"},
     {"top-k", true, "keep the k best tokens when sampling"},
-    {"rng-state", true, "SplitMix64 state, hex (default: the checkpoint's sampling state)"},
+    {"rng-state", true, "SplitMix64 state, 1-16 hex digits, optionally after 0x (default: the model file's sampling state)"},
     {"seed", true, "SplitMix64 seed (the state itself)"},
     {"eos", true, "stop after generating this token id (llama2.c tokenizer default: BOS 1, as run.c)"},
     {"max-new-tokens", true, "token budget (default 64)"},
@@ -60,16 +60,7 @@ Result<uint64_t> RngStateFromFlags(const Flags& flags, uint64_t checkpoint_state
   if (flags.Has("rng-state") && flags.Has("seed")) {
     return std::unexpected(InvalidArgument("--rng-state and --seed exclude each other"));
   }
-  if (std::optional<std::string> hex = flags.Value("rng-state")) {
-    std::string digits = *hex;
-    if (digits.rfind("0x", 0) == 0 || digits.rfind("0X", 0) == 0) digits = digits.substr(2);
-    char* end = nullptr;
-    const unsigned long long state = std::strtoull(digits.c_str(), &end, 16);
-    if (digits.empty() || digits.size() > 16 || *end != '\0') {
-      return std::unexpected(InvalidArgument("--rng-state needs up to 16 hex digits, got '" + *hex + "'"));
-    }
-    return state;
-  }
+  if (flags.Has("rng-state")) return flags.Hex("rng-state", 0);
   if (flags.Has("seed")) return flags.Unsigned("seed", 0);
   return checkpoint_state;
 }

@@ -145,7 +145,7 @@ void PrintLlama2c(const std::string& path, const DecoderModel& model) {
 }  // namespace
 
 int RunInspect(std::span<char* const> args) {
-  Result<Flags> flags = Flags::Parse(args, kFlags);
+  Result<Flags> flags = Flags::Parse(args, kFlags, /*max_positional=*/1);
   if (!flags) return ReportError(flags.error());
   if (flags->Has("help")) {
     std::printf("%s", Usage("kvrt inspect PATH [--json]   (LLMCP35 checkpoint or llama2.c model.bin)", kFlags).c_str());

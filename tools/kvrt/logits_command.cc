@@ -15,7 +15,7 @@ namespace kvrt::cli {
 namespace {
 
 constexpr FlagSpec kCommandFlags[] = {
-    {"model", true, "LLMCP35 checkpoint"},
+    {"model", true, "model file (LLMCP35 checkpoint or llama2.c model.bin)"},
     {"tokens", true, "comma-separated token ids, e.g. 0,1,2"},
     {"uncached", false, "complete-prefix forward instead of a cached prefill"},
     {"json", false, "print {\"tokens\":[...],\"logits\":[...]} with 17 significant digits"},

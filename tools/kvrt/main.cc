@@ -16,7 +16,7 @@ constexpr const char* kUsage =
     "Usage: kvrt <command> [flags]   (kvrt <command> --help for its flags)\n"
     "\n"
     "Commands:\n"
-    "  inspect PATH   what an LLMCP35 checkpoint holds\n"
+    "  inspect PATH   what a model file holds (LLMCP35 checkpoint or llama2.c model.bin)\n"
     "  logits         last-position logits of a token sequence (cached or --uncached)\n"
     "  generate       sample a continuation (cached or --uncached loop)\n"
     "  report         the ch38 cached-generation report\n"
@@ -26,9 +26,15 @@ constexpr const char* kUsage =
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "help") == 0) {
+  if (argc < 2) {
+    // A missing command is a usage error: the usage goes to stderr so that stdout
+    // stays empty for a script, followed by the one `error:` line every error prints.
+    std::fprintf(stderr, "%s\n", kUsage);
+    return kvrt::cli::ReportError(kvrt::cli::InvalidArgument("no command given"));
+  }
+  if (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "help") == 0) {
     std::printf("%s", kUsage);
-    return argc < 2 ? kvrt::cli::kErrorStatus : 0;
+    return 0;
   }
   const std::string command = argv[1];
   const std::span<char* const> args(argv + 2, static_cast<size_t>(argc - 2));
