@@ -1,9 +1,11 @@
-// kvrt inspect PATH: what a checkpoint holds, without building a model.
+// kvrt inspect PATH: what a model file holds (an LLMCP35 checkpoint without building a model).
 #include <cstdio>
 #include <string>
 
 #include "commands.h"
 #include "common.h"
+#include "build_facts.h"
+#include "inspect_llama2c_json.h"
 #include "json_writer.h"
 #include "formats/llmcp35/checkpoint.h"
 #include "formats/llama2c/llama2c.h"
@@ -12,7 +14,7 @@ namespace kvrt::cli {
 namespace {
 
 constexpr FlagSpec kFlags[] = {
-    {"json", false, "print one JSON object instead of text (LLMCP35)"},
+    {"json", false, "print one JSON object instead of text"},
     {"help", false, "show this help"},
 };
 
@@ -75,6 +77,7 @@ void PrintJson(const std::string& path, const Checkpoint& c) {
   const ModelConfig& m = c.config;
   JsonWriter json;
   json.BeginObject();
+  WriteBuildFacts(json, CurrentBuildFacts());
   json.Key("file").String(path);
   json.Key("file_bytes").Unsigned(c.file_bytes);
   json.Key("header_bytes").Unsigned(c.header_bytes);
@@ -152,16 +155,19 @@ int RunInspect(std::span<char* const> args) {
     return 0;
   }
   if (flags->positional().size() != 1) {
-    return ReportError(InvalidArgument("kvrt inspect takes exactly one checkpoint path"));
+    return ReportError(InvalidArgument("kvrt inspect takes exactly one model file path"));
   }
   const std::string& path = flags->positional()[0];
   Result<ModelFormat> format = DetectModelFormat(path);
   if (!format) return ReportError(format.error());
   if (*format == ModelFormat::kLlama2c) {
-    if (flags->Has("json")) return ReportError(InvalidArgument("--json describes LLMCP35 checkpoints only"));
     Result<LoadedModel> loaded = LoadModel(path);
     if (!loaded) return ReportError(loaded.error());
-    PrintLlama2c(path, loaded->model);
+    if (flags->Has("json")) {
+      PrintLlama2cJson(path, *loaded);
+    } else {
+      PrintLlama2c(path, loaded->model);
+    }
     return 0;
   }
   Result<Checkpoint> checkpoint = LoadCheckpoint(path);

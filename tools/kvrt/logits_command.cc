@@ -6,6 +6,7 @@
 
 #include "commands.h"
 #include "common.h"
+#include "build_facts.h"
 #include "json_writer.h"
 #include "kvrt/kv_cache.h"
 #include "engine/reference/complete_prefix.h"
@@ -74,6 +75,7 @@ int RunLogits(std::span<char* const> args) {
   if (flags->Has("json")) {
     JsonWriter json;
     json.BeginObject();
+    WriteBuildFacts(json, CurrentBuildFacts(EngineThreads(*engine)));
     json.Key("tokens").UnsignedArray(std::span<const uint32_t>(*tokens));
     json.Key("logits").NumberArray(*logits);
     json.EndObject();

@@ -5,6 +5,7 @@
 #include <span>
 #include <string>
 
+#include "build_facts.h"
 #include "commands.h"
 #include "common.h"
 
@@ -14,6 +15,7 @@ constexpr const char* kUsage =
     "kvrt — KV-cached decoder inference on the CPU\n"
     "\n"
     "Usage: kvrt <command> [flags]   (kvrt <command> --help for its flags)\n"
+    "       kvrt --version            version, git commit, SIMD target and default threads\n"
     "\n"
     "Commands:\n"
     "  inspect PATH   what a model file holds (LLMCP35 checkpoint or llama2.c model.bin)\n"
@@ -31,6 +33,10 @@ int main(int argc, char** argv) {
     // stays empty for a script, followed by the one `error:` line every error prints.
     std::fprintf(stderr, "%s\n", kUsage);
     return kvrt::cli::ReportError(kvrt::cli::InvalidArgument("no command given"));
+  }
+  if (std::strcmp(argv[1], "--version") == 0) {
+    std::printf("%s\n", kvrt::cli::BuildFactsLine(kvrt::cli::CurrentBuildFacts()).c_str());
+    return 0;
   }
   if (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "help") == 0) {
     std::printf("%s", kUsage);
