@@ -4,7 +4,8 @@
 # directory; python3 is called by its absolute path.
 set -euo pipefail
 root="$1"
-python="$(command -v python3)"
+# sys.executable: the interpreter itself, not a wrapper script that needs PATH.
+python="$(python3 -c "import sys; print(sys.executable)")"
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
 echo '{"benchmarks": []}' > "$scratch/run.json"
