@@ -111,5 +111,18 @@ TEST(CliFactsTest, AByteBpeModelStopsAtItsOwnEosUnlessToldOtherwise) {
   EXPECT_EQ(RunKvrt(both).status, 2);
 }
 
+TEST(CliFactsTest, MoreThreadsThanCoresRunWithoutATbbWarning) {
+  // TBB caps workers at the core count and says so in a multi-line warning on
+  // stderr unless the pool raises the limit; the run must stay silent and exact.
+  const std::string model = FixturePath("golden/p01_tiny_fixture.ckpt");
+  const CliRun many = RunKvrt({"logits", "--model", model, "--tokens", "0,1,2", "--threads", "64", "--json"});
+  EXPECT_EQ(many.status, 0) << many.err;
+  EXPECT_EQ(many.err, "");
+  const CliRun one = RunKvrt({"logits", "--model", model, "--tokens", "0,1,2", "--threads", "1", "--json"});
+  ASSERT_EQ(one.status, 0) << one.err;
+  EXPECT_EQ(Json::parse(many.out).at("logits"), Json::parse(one.out).at("logits"));
+  EXPECT_EQ(Json::parse(many.out).at("kvrt").at("threads"), 64);
+}
+
 }  // namespace
 }  // namespace kvrt
