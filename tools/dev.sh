@@ -30,7 +30,11 @@ demo() {
   configure_and_build -DKVRT_BUILD_TESTS=OFF -DKVRT_BUILD_BENCH=OFF
   local kvrt="$BUILD/tools/kvrt" model="$ROOT/fixtures/demo/demo.ckpt"
   echo "== kvrt inspect (first lines)"
-  "$kvrt" inspect "$model" | head -n 9
+  # Capture, then print the first lines: piping into `head` would let it close the
+  # pipe early, and under `set -o pipefail` kvrt's SIGPIPE (status 141) ends the demo.
+  local inspect_output
+  inspect_output="$("$kvrt" inspect "$model")"
+  printf '%s\n' "$inspect_output" | sed -n 1,9p
   for prompt in "At dawn" "На рассвете"; do
     echo "== kvrt generate --prompt \"$prompt\" (temperature 0.8, top-k 8, KV-cached)"
     "$kvrt" generate --model "$model" --prompt "$prompt" --temperature 0.8 --top-k 8 --eos 1 --max-new-tokens 64

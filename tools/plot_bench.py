@@ -12,6 +12,7 @@ Medians of the repetitions are plotted when the run has them.
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -87,7 +88,14 @@ plot '{data}' using 2:xtic(1) title 'decode, 1 thread', '' using 3 title 'decode
 def main():
     if len(sys.argv) != 3:
         sys.exit(__doc__)
-    rows = medians(sys.argv[1])
+    # Check for gnuplot first: without it the run would end in a FileNotFoundError
+    # traceback after the data files were already written.
+    if shutil.which("gnuplot") is None:
+        sys.exit("error: gnuplot not found on PATH (Debian: apt-get install gnuplot-nox)")
+    try:
+        rows = medians(sys.argv[1])
+    except (OSError, ValueError, KeyError, TypeError) as problem:
+        sys.exit(f"error: {sys.argv[1]} is not a readable Google Benchmark JSON run: {problem}")
     out = sys.argv[2]
     os.makedirs(out, exist_ok=True)
     with tempfile.TemporaryDirectory() as scratch:
@@ -95,7 +103,9 @@ def main():
         if not parts:
             sys.exit("no DecodeScaling or EndToEnd rows in " + sys.argv[1])
         script = "set terminal svg size 800,480 dynamic noenhanced font 'sans,12'\n" + "".join(parts)
-        subprocess.run(["gnuplot"], input=script.replace("{out}", out), text=True, check=True)
+        plotted = subprocess.run(["gnuplot"], input=script.replace("{out}", out), text=True)
+        if plotted.returncode != 0:
+            sys.exit(f"error: gnuplot failed with status {plotted.returncode}")
     print("wrote", ", ".join(f for f in ("decode_scaling.svg", "throughput.svg") if os.path.exists(os.path.join(out, f))))
 
 

@@ -27,4 +27,10 @@ void RegisterMatVecBenchmarks(threading::ThreadPool& one_thread,
 void RegisterMatMulBenchmarks(threading::ThreadPool& one_thread,
                               threading::ThreadPool& two_threads);
 
+// MatMul 2-thread speed-up over 1 thread, interleaved within each iteration and
+// divided by the FMA probe's own 2-thread speed-up measured alongside
+// (counter scaling_over_probe): thread scaling a busy machine cannot fake.
+void RegisterMatMulScalingBenchmarks(threading::ThreadPool& one_thread,
+                                     threading::ThreadPool& two_threads);
+
 }  // namespace kvrt::bench

@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
     // follow.
     kvrt::bench::RegisterMachineLimitBenchmarks(one_thread, two_threads);
     kvrt::bench::RegisterMatMulBenchmarks(one_thread, two_threads);
+    kvrt::bench::RegisterMatMulScalingBenchmarks(one_thread, two_threads);
     kvrt::bench::RegisterMatVecBenchmarks(one_thread, two_threads);
     kvrt::bench::RegisterVectorKernelBenchmarks();
     kvrt::bench::RegisterAttentionBenchmarks();

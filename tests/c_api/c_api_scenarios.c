@@ -103,7 +103,7 @@ int CApiStepLogits(const char* model_path, const uint32_t* tokens, size_t count,
   kvrt_cache* cache = NULL;
   CHECK(kvrt_cache_create(model, 0, (kvrt_precision)precision, &cache) == NULL, 2);
   CHECK(kvrt_cache_capacity(cache) == 64 && kvrt_cache_len(cache) == 0 && kvrt_cache_bytes(cache) > 0, 3);
-  kvrt_engine_options engine = {(kvrt_backend)backend, (kvrt_precision)precision, 1};
+  kvrt_engine_options engine = {(kvrt_backend)backend, (kvrt_precision)precision, 1, NULL};
   kvrt_session* session = NULL;
   CHECK(kvrt_session_bind(cache, model, &engine, &session) == NULL, 4);
   /* The session keeps its cache and model alive. */
@@ -156,7 +156,7 @@ int CApiErrors(const char* model_path, const char* scratch_path, int* codes, siz
   CHECK(kvrt_model_load(model_path, &model) == NULL, 8);
   kvrt_cache* cache = NULL;
   CHECK(kvrt_cache_create(model, 0, KVRT_PRECISION_F32, &cache) == NULL, 9);
-  kvrt_engine_options reference_f32 = {KVRT_BACKEND_REFERENCE, KVRT_PRECISION_F32, 1};
+  kvrt_engine_options reference_f32 = {KVRT_BACKEND_REFERENCE, KVRT_PRECISION_F32, 1, NULL};
   kvrt_session* session = NULL;
   error = kvrt_session_bind(cache, model, &reference_f32, &session);
   CHECK(error != NULL && session == NULL && strcmp(kvrt_error_name(error), "UnsupportedBackend") == 0, 10);

@@ -167,7 +167,7 @@ TEST(CliTest, ErrorsAreOneLineWithStatusTwo) {
        "error: Embedding: token embedding"},
       {{"logits", "--model", model, "--tokens", "0,9"},
        "error: PromptTokenOutOfBounds: cached prefill token 9"},
-      {{"generate", "--model", model, "--tokens", "0", "--temperature", "0", "--top-k", "2"},
+      {{"generate", "--model", model, "--tokens", "0", "--temperature", "-1", "--top-k", "2"},
        "error: Sampling: sampling temperature must be finite and positive"},
       {{"generate", "--model", model, "--tokens", "0", "--eos", "5"},
        "error: EosTokenOutOfBounds: cached generation EOS"},

@@ -99,3 +99,37 @@ if(rc)
   message(FATAL_ERROR "malloc_owner (pkg-config) failed: ${rc}\n${owners}${owner_errors}")
 endif()
 message(STATUS "allocator owners (pkg-config):\n${owners}")
+# The README's example project, extracted from README.md now (not a copy that could
+# drift): configured with nothing but find_package(kvrt), so the C++23 requirement
+# must come with kvrt::kvrt; built and run on the demo model.
+include("${SOURCE_DIR}/readme_snippets.cmake")
+set(readme_dir "${WORK_DIR}/readme")
+kvrt_extract_readme_snippets("${SOURCE_DIR}/../../README.md" "${readme_dir}")
+foreach(file CMakeLists.txt generate.cc generate.c)
+  if(NOT EXISTS "${readme_dir}/${file}")
+    message(FATAL_ERROR "README.md has no `<!-- readme-test: ${file} -->` block")
+  endif()
+endforeach()
+execute_process(COMMAND ${CMAKE_COMMAND} -S "${readme_dir}" -B "${readme_dir}/build"
+                        -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DCMAKE_BUILD_TYPE=Release
+                RESULT_VARIABLE rc)
+if(rc)
+  message(FATAL_ERROR "configuring the README example failed: ${rc}")
+endif()
+execute_process(COMMAND ${CMAKE_COMMAND} --build "${readme_dir}/build" RESULT_VARIABLE rc)
+if(rc)
+  message(FATAL_ERROR "building the README example failed: ${rc}")
+endif()
+set(demo_model "${SOURCE_DIR}/../../fixtures/demo/demo.ckpt")
+foreach(program generate_cpp generate_c)
+  execute_process(COMMAND "${readme_dir}/build/${program}" "${demo_model}" RESULT_VARIABLE rc
+                  OUTPUT_VARIABLE text ERROR_VARIABLE errors)
+  if(rc)
+    message(FATAL_ERROR "the README's ${program} failed (${rc}): ${errors}")
+  endif()
+  # Both print the prompt, a continuation and a stop reason.
+  if(NOT text MATCHES "^At dawn.+\n\\([0-9]+ tokens, stop: (eos|token-limit|context-limit)\\)\n$")
+    message(FATAL_ERROR "the README's ${program} printed:\n${text}")
+  endif()
+  message(STATUS "README ${program}: ${text}")
+endforeach()

@@ -1,11 +1,14 @@
 #include "kvrt/threading/thread_pool.h"
 
 #include <tbb/blocked_range.h>
+#include <tbb/global_control.h>
 #include <tbb/parallel_for.h>
 #include <tbb/partitioner.h>
 #include <tbb/task_arena.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <mutex>
 #include <thread>
 
 // g++ announces ThreadSanitizer with __SANITIZE_THREAD__, clang through __has_feature.
@@ -54,6 +57,23 @@ HandOff& CallerToTasks() {
   return token;
 }
 
+// TBB caps its workers at hardware_concurrency() - 1 unless told otherwise, and a
+// larger arena then prints a multi-line "TBB Warning" on stderr and runs with fewer
+// threads than asked. A pool of N threads is a promise of N, so the process-wide
+// limit is raised to the largest pool ever made (and never lowered: TBB applies the
+// smallest of the active controls, so a replaced control is released only after
+// its larger successor exists).
+void AllowParallelism(size_t threads) {
+  static std::mutex mutex;
+  static std::unique_ptr<tbb::global_control> control;
+  static size_t allowed = 0;
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (threads <= std::max(allowed, HardwareThreads())) return;
+  auto raised = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism, threads);
+  control = std::move(raised);
+  allowed = threads;
+}
+
 }  // namespace
 
 struct ThreadPool::Arena {
@@ -76,7 +96,10 @@ size_t DefaultThreads() {
 }
 
 ThreadPool::ThreadPool(size_t threads) : threads_(threads == 0 ? DefaultThreads() : threads) {
-  if (threads_ > 1) arena_ = std::make_unique<Arena>(static_cast<int>(threads_));
+  if (threads_ > 1) {
+    AllowParallelism(threads_);
+    arena_ = std::make_unique<Arena>(static_cast<int>(threads_));
+  }
 }
 
 ThreadPool::~ThreadPool() = default;

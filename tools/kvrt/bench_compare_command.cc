@@ -1,25 +1,35 @@
 // kvrt bench-compare: the performance regression gate over Google Benchmark JSON.
 //
-//   kvrt bench-compare BASELINE.json CURRENT.json [--threshold F]
+//   kvrt bench-compare BASELINE.json CURRENT.json [--threshold F] [--max-noise N]
+//                      [--allow-missing] [--allow-new]
 //     Per benchmark: the ratio of CURRENT's median time to BASELINE's. A slowdown
-//     fails when it exceeds max(F, 3 × the combined coefficient of variation of
-//     the two runs' repetitions) — a noise-aware threshold.
+//     fails when it exceeds max(F, min(3 × the combined coefficient of variation of
+//     the two runs' repetitions, N)): noise-aware, but a run too noisy to judge
+//     cannot excuse an arbitrary slowdown. Both runs must hold the same benchmarks:
+//     one missing from CURRENT or new in it is an input error unless allowed, and
+//     two runs with nothing in common never pass.
 //   kvrt bench-compare --gate GATE.json CURRENT.json...
-//     Ratios measured within CURRENT alone (one run, possibly several binaries) (fast vs scalar twin, replay vs cached,
-//     one thread vs two), each checked against its committed minimum and against
-//     the baseline value recorded in GATE.json with the same noise-aware rule.
-//     Those survive a noisy, shared machine; absolute times are only reported.
+//     Ratios measured within CURRENT alone (one run, possibly several binaries:
+//     fast vs scalar twin, replay vs cached, one thread vs two), each checked
+//     against its committed minimum and against the baseline value recorded in
+//     GATE.json with the same noise-aware rule. Those survive a noisy, shared
+//     machine; absolute times are only reported.
+//
+// Exit status: 0 pass, 1 regression (kRegressionStatus), 2 usage or input error.
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "benchmark_run.h"
 #include "commands.h"
 #include "common.h"
+#include "json_file.h"
 
 namespace kvrt::cli {
 namespace {
@@ -29,95 +39,77 @@ using Json = nlohmann::json;
 constexpr FlagSpec kFlags[] = {
     {"gate", true, "ratio gate file (JSON); compare ratios within CURRENT instead of two runs"},
     {"threshold", true, "smallest slowdown that fails, as a fraction (default 0.10)"},
+    {"max-noise", true, "cap on the noise allowance 3 x cv, as a fraction (default 0.25)"},
+    {"allow-missing", false, "a benchmark of BASELINE absent from CURRENT is reported, not an error"},
+    {"allow-new", false, "a benchmark of CURRENT absent from BASELINE is reported, not an error"},
     {"help", false, "show this help"},
 };
 
-// One benchmark's statistics: median time and, with repetitions, the coefficient
-// of variation; every counter of the median row.
-struct Row {
-  double time = 0;
-  double cv = 0;
-  std::map<std::string, double> counters;
+// How far a time may rise (or a ratio drop) before it counts as real: the
+// threshold, widened by three standard deviations of the noise the runs report,
+// but by no more than `max_noise`.
+struct NoiseRule {
+  double threshold = 0.10;
+  double max_noise = 0.25;
+  double Tolerance(double threshold_for_this, double cv) const {
+    return std::max(threshold_for_this, std::min(3.0 * cv, max_noise));
+  }
 };
 
-double ToSeconds(double value, const std::string& unit) {
-  if (unit == "ns" || unit.empty()) return value * 1e-9;  // Google Benchmark's default unit
-  if (unit == "us") return value * 1e-6;
-  if (unit == "ms") return value * 1e-3;
-  return value;
+double CombinedCv(double cv_a, double cv_b) { return std::sqrt(cv_a * cv_a + cv_b * cv_b); }
+
+std::string JoinNames(const std::vector<std::string>& names) {
+  std::string text;
+  for (const std::string& name : names) text += (text.empty() ? "" : ", ") + name;
+  return text;
 }
 
-Result<std::map<std::string, Row>> ReadRun(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) {
-    return std::unexpected(Error(ErrorCode::kIo, {{"operation", std::string("read")}},
-                                 "could not read benchmark results " + path));
-  }
-  const Json run = Json::parse(in, nullptr, false);
-  if (run.is_discarded() || !run.contains("benchmarks")) {
-    return std::unexpected(InvalidArgument(path + " is not Google Benchmark JSON output"));
-  }
-  const Json& entries = run.at("benchmarks");
-  if (!entries.is_array()) return std::unexpected(InvalidArgument(path + ": \"benchmarks\" is not a list"));
-  auto text = [](const Json& entry, const char* key) {
-    const auto it = entry.find(key);
-    return it != entry.end() && it->is_string() ? it->get<std::string>() : std::string();
-  };
-  std::map<std::string, Row> rows;
-  std::map<std::string, bool> has_median;
-  for (const Json& entry : entries) {
-    if (!entry.is_object()) continue;
-    const auto real_time = entry.find("real_time");
-    if (real_time == entry.end() || !real_time->is_number()) continue;
-    std::string name = text(entry, "run_name");
-    if (name.empty()) name = text(entry, "name");
-    const std::string aggregate = text(entry, "aggregate_name");
-    Row& row = rows[name];
-    if (aggregate == "cv") {
-      row.cv = real_time->get<double>();
-      continue;
-    }
-    // The median of the repetitions when there are some, else the single run.
-    if (aggregate != "median" && (has_median[name] || !aggregate.empty())) continue;
-    if (aggregate == "median") has_median[name] = true;
-    row.time = ToSeconds(real_time->get<double>(), text(entry, "time_unit"));
-    row.counters.clear();
-    for (const auto& [key, value] : entry.items()) {
-      if (value.is_number() && key != "real_time" && key != "cpu_time" && key != "iterations" &&
-          key != "repetitions" && key != "repetition_index" && key != "threads" && key != "family_index" &&
-          key != "per_family_instance_index") {
-        row.counters[key] = value.get<double>();
-      }
-    }
-  }
-  return rows;
-}
+struct CompareOptions {
+  NoiseRule noise;
+  bool allow_missing = false;
+  bool allow_new = false;
+};
 
-// Allowed relative drop of a ratio or rise of a time before it counts as real.
-double NoiseTolerance(double threshold, double cv_a, double cv_b) {
-  return std::max(threshold, 3.0 * std::sqrt(cv_a * cv_a + cv_b * cv_b));
-}
-
-int CompareRuns(const std::string& baseline_path, const std::string& current_path, double threshold) {
-  Result<std::map<std::string, Row>> baseline = ReadRun(baseline_path);
+int CompareRuns(const std::string& baseline_path, const std::string& current_path, const CompareOptions& options) {
+  Result<BenchmarkRun> baseline = ReadBenchmarkRun(baseline_path);
   if (!baseline) return ReportError(baseline.error());
-  Result<std::map<std::string, Row>> current = ReadRun(current_path);
+  Result<BenchmarkRun> current = ReadBenchmarkRun(current_path);
   if (!current) return ReportError(current.error());
-  int slower = 0;
+  std::vector<std::string> missing, added;
+  for (const auto& [name, row] : *baseline) {
+    if (!current->count(name)) missing.push_back(name);
+  }
+  int slower = 0, compared = 0;
   std::printf("%-60s %12s %12s %8s %8s\n", "benchmark", "baseline", "current", "ratio", "allowed");
   for (const auto& [name, now] : *current) {
     const auto before = baseline->find(name);
-    if (before == baseline->end() || before->second.time <= 0 || now.time <= 0) continue;
-    const double ratio = now.time / before->second.time;
-    const double allowed = 1.0 + NoiseTolerance(threshold, before->second.cv, now.cv);
+    if (before == baseline->end()) {
+      added.push_back(name);
+      continue;
+    }
+    const double ratio = now.seconds / before->second.seconds;
+    const double allowed =
+        1.0 + options.noise.Tolerance(options.noise.threshold, CombinedCv(before->second.cv, now.cv));
     const bool regression = ratio > allowed;
     slower += regression;
-    std::printf("%-60s %12.4g %12.4g %8.3f %8.3f%s\n", name.c_str(), before->second.time, now.time, ratio,
+    ++compared;
+    std::printf("%-60s %12.4g %12.4g %8.3f %8.3f%s\n", name.c_str(), before->second.seconds, now.seconds, ratio,
                 allowed, regression ? "  SLOWER" : "");
   }
-  if (slower > 0) {
-    return ReportRegression(std::to_string(slower) + " benchmark(s) slower beyond noise");
+  for (const std::string& name : missing) std::printf("%-60s missing from CURRENT\n", name.c_str());
+  for (const std::string& name : added) std::printf("%-60s new in CURRENT\n", name.c_str());
+  // An incomplete comparison is an input error, not a pass: a renamed or dropped
+  // benchmark would otherwise leave the gate silently checking nothing.
+  if (compared == 0) return ReportError(InvalidArgument("the two runs share no benchmark"));
+  if (!missing.empty() && !options.allow_missing) {
+    return ReportError(InvalidArgument(std::to_string(missing.size()) + " benchmark(s) missing from " +
+                                       current_path + " (--allow-missing to accept): " + JoinNames(missing)));
   }
+  if (!added.empty() && !options.allow_new) {
+    return ReportError(InvalidArgument(std::to_string(added.size()) + " benchmark(s) new in " + current_path +
+                                       " (--allow-new to accept): " + JoinNames(added)));
+  }
+  if (slower > 0) return ReportRegression(std::to_string(slower) + " benchmark(s) slower beyond noise");
   return 0;
 }
 
@@ -166,16 +158,14 @@ Result<GateRatioSpec> ParseGateRatio(const Json& entry) {
   return spec;
 }
 
-Result<double> MeasureRatio(const GateRatioSpec& spec, const std::map<std::string, Row>& rows, double& cv) {
-  auto find = [&](const std::string& name) -> Result<const Row*> {
+Result<double> MeasureRatio(const GateRatioSpec& spec, const BenchmarkRun& rows, double& cv) {
+  auto find = [&](const std::string& name) -> Result<const BenchmarkRow*> {
     const auto it = rows.find(name);
-    if (it == rows.end() || it->second.time <= 0) {
-      return std::unexpected(InvalidArgument("benchmark '" + name + "' is not in the run"));
-    }
+    if (it == rows.end()) return std::unexpected(InvalidArgument("benchmark '" + name + "' is not in the run"));
     return &it->second;
   };
   if (!spec.counter.empty()) {
-    Result<const Row*> row = find(spec.benchmark);
+    Result<const BenchmarkRow*> row = find(spec.benchmark);
     if (!row) return std::unexpected(row.error());
     const auto counter = (*row)->counters.find(spec.counter);
     if (counter == (*row)->counters.end()) {
@@ -184,28 +174,28 @@ Result<double> MeasureRatio(const GateRatioSpec& spec, const std::map<std::strin
     cv = (*row)->cv;
     return counter->second;
   }
-  Result<const Row*> numerator = find(spec.numerator);
+  Result<const BenchmarkRow*> numerator = find(spec.numerator);
   if (!numerator) return std::unexpected(numerator.error());
-  Result<const Row*> denominator = find(spec.denominator);
+  Result<const BenchmarkRow*> denominator = find(spec.denominator);
   if (!denominator) return std::unexpected(denominator.error());
-  cv = std::sqrt((*numerator)->cv * (*numerator)->cv + (*denominator)->cv * (*denominator)->cv);
-  return (*numerator)->time / (*denominator)->time;
+  cv = CombinedCv((*numerator)->cv, (*denominator)->cv);
+  return (*numerator)->seconds / (*denominator)->seconds;
 }
 
-int CheckGate(const std::string& gate_path, const std::vector<std::string>& current_paths, double threshold) {
-  std::ifstream in(gate_path);
-  const Json gate = Json::parse(in, nullptr, false);
-  if (!in || gate.is_discarded() || !gate.contains("ratios")) {
+int CheckGate(const std::string& gate_path, const std::vector<std::string>& current_paths, const NoiseRule& noise) {
+  Result<Json> gate = ReadJsonFile(gate_path, "gate file");
+  if (!gate) return ReportError(gate.error());
+  if (!gate->is_object() || !gate->contains("ratios")) {
     return ReportError(InvalidArgument(gate_path + " is not a ratio gate file"));
   }
   // One run may be split over several binaries' JSON files.
-  Result<std::map<std::string, Row>> current = std::map<std::string, Row>{};
+  BenchmarkRun current;
   for (const std::string& path : current_paths) {
-    Result<std::map<std::string, Row>> part = ReadRun(path);
+    Result<BenchmarkRun> part = ReadBenchmarkRun(path);
     if (!part) return ReportError(part.error());
-    current->merge(*part);
+    current.merge(*part);
   }
-  const Json& entries = gate.at("ratios");
+  const Json& entries = gate->at("ratios");
   if (!entries.is_array() || entries.empty()) return ReportError(InvalidArgument(gate_path + " lists no ratios"));
   int failed = 0;
   std::printf("%-48s %9s %9s %9s %9s\n", "ratio", "measured", "minimum", "baseline", "floor");
@@ -213,9 +203,9 @@ int CheckGate(const std::string& gate_path, const std::vector<std::string>& curr
     Result<GateRatioSpec> spec = ParseGateRatio(entry);
     if (!spec) return ReportError(spec.error());
     double cv = 0;
-    Result<double> ratio = MeasureRatio(*spec, *current, cv);
+    Result<double> ratio = MeasureRatio(*spec, current, cv);
     if (!ratio) return ReportError(ratio.error());
-    const double tolerance = NoiseTolerance(spec->tolerance.value_or(threshold), cv, 0.0);
+    const double tolerance = noise.Tolerance(spec->tolerance.value_or(noise.threshold), cv);
     const double floor = std::max(spec->minimum, spec->baseline * (1.0 - tolerance));
     const bool bad = !(*ratio >= floor);
     failed += bad;
@@ -223,32 +213,39 @@ int CheckGate(const std::string& gate_path, const std::vector<std::string>& curr
                 floor, bad ? "  FAIL" : "");
   }
   std::printf("absolute medians (reported only):\n");
-  for (const auto& [name, row] : *current) std::printf("  %-60s %12.4g s\n", name.c_str(), row.time);
-  if (failed > 0) {
-    return ReportRegression(std::to_string(failed) + " in-run ratio(s) below their floor");
-  }
+  for (const auto& [name, row] : current) std::printf("  %-60s %12.4g s\n", name.c_str(), row.seconds);
+  if (failed > 0) return ReportRegression(std::to_string(failed) + " in-run ratio(s) below their floor");
   return 0;
 }
 
 }  // namespace
 
 int RunBenchCompare(std::span<char* const> args) {
-  Result<Flags> flags = Flags::Parse(args, kFlags);
+  Result<Flags> flags = Flags::Parse(args, kFlags, /*max_positional=*/SIZE_MAX);
   if (!flags) return ReportError(flags.error());
   if (flags->Has("help")) {
-    std::printf("%s", Usage("kvrt bench-compare (BASELINE.json CURRENT.json | --gate GATE.json CURRENT.json...)", kFlags).c_str());
+    std::printf("%s", Usage("kvrt bench-compare (BASELINE.json CURRENT.json | --gate GATE.json CURRENT.json...)",
+                            kFlags)
+                          .c_str());
     return 0;
   }
   Result<double> threshold = flags->Double("threshold", 0.10);
   if (!threshold) return ReportError(threshold.error());
   if (!(*threshold >= 0 && *threshold < 1)) return ReportError(InvalidArgument("--threshold must be in [0, 1)"));
+  Result<double> max_noise = flags->Double("max-noise", 0.25);
+  if (!max_noise) return ReportError(max_noise.error());
+  if (!(*max_noise >= 0 && *max_noise < 1)) return ReportError(InvalidArgument("--max-noise must be in [0, 1)"));
+  const NoiseRule noise{*threshold, *max_noise};
   const std::vector<std::string>& files = flags->positional();
   if (flags->Has("gate")) {
+    if (flags->Has("allow-missing") || flags->Has("allow-new")) {
+      return ReportError(InvalidArgument("--allow-missing and --allow-new compare two runs, not a --gate"));
+    }
     if (files.empty()) return ReportError(InvalidArgument("--gate needs the CURRENT.json file(s) of one run"));
-    return CheckGate(*flags->Value("gate"), files, *threshold);
+    return CheckGate(*flags->Value("gate"), files, noise);
   }
   if (files.size() != 2) return ReportError(InvalidArgument("give BASELINE.json and CURRENT.json"));
-  return CompareRuns(files[0], files[1], *threshold);
+  return CompareRuns(files[0], files[1], CompareOptions{noise, flags->Has("allow-missing"), flags->Has("allow-new")});
 }
 
 }  // namespace kvrt::cli

@@ -16,6 +16,10 @@ int ReportRegression(const std::string& what) {
   return kRegressionStatus;
 }
 
+size_t EngineThreads(const EngineOptions& engine) {
+  return engine.backend == Backend::kFast && engine.pool != nullptr ? engine.pool->threads() : 1;
+}
+
 Result<EngineChoice> EngineFromFlags(const Flags& flags) {
   EngineChoice choice;
   const std::string backend = flags.Value("backend").value_or("fast");

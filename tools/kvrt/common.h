@@ -40,4 +40,7 @@ struct EngineChoice {
 
 Result<EngineChoice> EngineFromFlags(const Flags& flags);
 
+// The threads the engine computes on: its pool's, or 1 (the calling thread).
+size_t EngineThreads(const EngineOptions& engine);
+
 }  // namespace kvrt::cli

@@ -1,9 +1,8 @@
 #include "flags.h"
 
-#include <cerrno>
-#include <cmath>
-#include <cstdlib>
-#include <sstream>
+#include <string_view>
+
+#include "number_text.h"
 
 namespace kvrt::cli {
 
@@ -11,11 +10,15 @@ Error InvalidArgument(const std::string& message) {
   return Error(ErrorCode::kInvalidArgument, {{"", message}}, message);
 }
 
-Result<Flags> Flags::Parse(std::span<char* const> args, std::span<const FlagSpec> specs) {
+Result<Flags> Flags::Parse(std::span<char* const> args, std::span<const FlagSpec> specs,
+                           size_t max_positional) {
   Flags flags;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string arg = args[i];
     if (arg.rfind("--", 0) != 0 || arg == "--") {
+      if (flags.positional_.size() == max_positional) {
+        return std::unexpected(InvalidArgument("unexpected argument '" + arg + "'"));
+      }
       flags.positional_.push_back(arg);
       continue;
     }
@@ -38,7 +41,9 @@ Result<Flags> Flags::Parse(std::span<char* const> args, std::span<const FlagSpec
     }
     if (inline_value) {
       flags.values_[name] = *inline_value;
-    } else if (i + 1 < args.size()) {
+    } else if (i + 1 < args.size() && std::string_view(args[i + 1]).substr(0, 2) != "--") {
+      // A following `--flag` is the next flag, not this one's value (`--model --tokens 1`);
+      // a value that really starts with "--" is given as --name=--value.
       flags.values_[name] = args[++i];
     } else {
       return std::unexpected(InvalidArgument("flag --" + name + " needs a value"));
@@ -62,39 +67,50 @@ Result<std::string> Flags::Required(const std::string& name) const {
 Result<uint64_t> Flags::Unsigned(const std::string& name, uint64_t fallback) const {
   std::optional<std::string> value = Value(name);
   if (!value) return fallback;
-  errno = 0;
-  char* end = nullptr;
-  const unsigned long long parsed = std::strtoull(value->c_str(), &end, 0);
-  if (value->empty() || *end != '\0' || errno != 0 || value->front() == '-') {
-    return std::unexpected(InvalidArgument("--" + name + " needs an unsigned integer, got '" + *value + "'"));
+  std::optional<uint64_t> parsed = ParseDecimalU64(*value);
+  if (!parsed) {
+    return std::unexpected(InvalidArgument("--" + name + " needs a decimal unsigned integer, got '" + *value + "'"));
   }
-  return parsed;
+  return *parsed;
+}
+
+Result<uint64_t> Flags::Hex(const std::string& name, uint64_t fallback) const {
+  std::optional<std::string> value = Value(name);
+  if (!value) return fallback;
+  std::optional<uint64_t> parsed = ParseHexU64(*value);
+  if (!parsed) {
+    return std::unexpected(
+        InvalidArgument("--" + name + " needs 1 to 16 hex digits (optionally after 0x), got '" + *value + "'"));
+  }
+  return *parsed;
 }
 
 Result<double> Flags::Double(const std::string& name, double fallback) const {
   std::optional<std::string> value = Value(name);
   if (!value) return fallback;
-  char* end = nullptr;
-  const double parsed = std::strtod(value->c_str(), &end);
-  if (value->empty() || *end != '\0') {
-    return std::unexpected(InvalidArgument("--" + name + " needs a number, got '" + *value + "'"));
-  }
-  return parsed;
+  std::optional<double> parsed = ParseDouble(*value);
+  if (!parsed) return std::unexpected(InvalidArgument("--" + name + " needs a number, got '" + *value + "'"));
+  return *parsed;
 }
 
 Result<std::vector<uint32_t>> Flags::TokenList(const std::string& name) const {
   Result<std::string> text = Required(name);
   if (!text) return std::unexpected(text.error());
   std::vector<uint32_t> ids;
-  std::istringstream in(*text);
-  for (std::string item; std::getline(in, item, ',');) {
-    char* end = nullptr;
-    errno = 0;
-    const unsigned long long id = std::strtoull(item.c_str(), &end, 10);
-    if (item.empty() || *end != '\0' || errno != 0 || id > UINT32_MAX || item.front() == '-') {
-      return std::unexpected(InvalidArgument("--" + name + " needs comma-separated token ids, got '" + item + "'"));
+  // Split by hand: getline would drop a trailing empty item ("1,2,") while
+  // refusing an inner one ("1,,2").
+  std::string_view rest = *text;
+  while (true) {
+    const size_t comma = rest.find(',');
+    const std::string_view item = rest.substr(0, comma);
+    const std::optional<uint64_t> id = ParseDecimalU64(item);
+    if (!id || *id > UINT32_MAX) {
+      return std::unexpected(InvalidArgument("--" + name + " needs comma-separated token ids, got '" +
+                                             std::string(item) + "' in '" + *text + "'"));
     }
-    ids.push_back(static_cast<uint32_t>(id));
+    ids.push_back(static_cast<uint32_t>(*id));
+    if (comma == std::string_view::npos) break;
+    rest = rest.substr(comma + 1);
   }
   return ids;
 }

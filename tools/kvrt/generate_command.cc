@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "common.h"
 #include "generation_stats.h"
+#include "build_facts.h"
 #include "json_writer.h"
 #include "kvrt/generation.h"
 #include "formats/llama2c/llama2c.h"
@@ -19,17 +20,19 @@ namespace kvrt::cli {
 namespace {
 
 constexpr FlagSpec kCommandFlags[] = {
-    {"model", true, "LLMCP35 checkpoint or llama2.c model.bin"},
+    {"model", true, "model file (LLMCP35 checkpoint or llama2.c model.bin)"},
     {"tokenizer", true, "llama2.c tokenizer.bin (replaces the checkpoint's tokenizer)"},
     {"tokens", true, "prompt as comma-separated token ids"},
     {"prompt", true,
      "prompt text, encoded with the tokenizer (byte-BPE: no BOS; llama2.c: BOS first, as run.c)"},
     {"greedy", false, "pick the largest logit (the default)"},
-    {"temperature", true, "sample with this temperature (needs --top-k)"},
+    {"temperature", true, "sample with this temperature (needs --top-k); 0 means greedy, as in the C API"},
     {"top-k", true, "keep the k best tokens when sampling"},
-    {"rng-state", true, "SplitMix64 state, hex (default: the checkpoint's sampling state)"},
+    {"rng-state", true, "SplitMix64 state, 1-16 hex digits, optionally after 0x (default: the model file's sampling state)"},
     {"seed", true, "SplitMix64 seed (the state itself)"},
-    {"eos", true, "stop after generating this token id (llama2.c tokenizer default: BOS 1, as run.c)"},
+    {"eos", true,
+     "stop after generating this token id (default: a byte-BPE model's own EOS; llama2.c tokenizer: BOS 1, as run.c)"},
+    {"no-eos", false, "never stop at an end token: generate until the budget or the context runs out"},
     {"max-new-tokens", true, "token budget (default 64)"},
     {"uncached", false, "replay the complete prefix every step"},
     {"json", false, "print one JSON object with tokens, steps, stop, RNG state and work"},
@@ -46,11 +49,14 @@ Result<SamplingMode> ModeFromFlags(const Flags& flags) {
     return SamplingMode::Greedy();
   }
   if (!has_temperature && !has_top_k) return SamplingMode::Greedy();
+  Result<double> temperature = flags.Double("temperature", 1.0);
+  if (!temperature) return std::unexpected(temperature.error());
+  // Temperature 0 is the limit of sharper and sharper sampling: the largest logit,
+  // as kvrt_generation_options reads it. --top-k is then irrelevant.
+  if (has_temperature && *temperature == 0.0) return SamplingMode::Greedy();
   if (!has_temperature || !has_top_k) {
     return std::unexpected(InvalidArgument("--temperature and --top-k go together"));
   }
-  Result<double> temperature = flags.Double("temperature", 1.0);
-  if (!temperature) return std::unexpected(temperature.error());
   Result<uint64_t> top_k = flags.Unsigned("top-k", 1);
   if (!top_k) return std::unexpected(top_k.error());
   return SamplingMode::TemperatureTopK(*temperature, *top_k);
@@ -60,16 +66,7 @@ Result<uint64_t> RngStateFromFlags(const Flags& flags, uint64_t checkpoint_state
   if (flags.Has("rng-state") && flags.Has("seed")) {
     return std::unexpected(InvalidArgument("--rng-state and --seed exclude each other"));
   }
-  if (std::optional<std::string> hex = flags.Value("rng-state")) {
-    std::string digits = *hex;
-    if (digits.rfind("0x", 0) == 0 || digits.rfind("0X", 0) == 0) digits = digits.substr(2);
-    char* end = nullptr;
-    const unsigned long long state = std::strtoull(digits.c_str(), &end, 16);
-    if (digits.empty() || digits.size() > 16 || *end != '\0') {
-      return std::unexpected(InvalidArgument("--rng-state needs up to 16 hex digits, got '" + *hex + "'"));
-    }
-    return state;
-  }
+  if (flags.Has("rng-state")) return flags.Hex("rng-state", 0);
   if (flags.Has("seed")) return flags.Unsigned("seed", 0);
   return checkpoint_state;
 }
@@ -91,9 +88,10 @@ std::optional<std::string> GeneratedText(const Tokenizer& tokenizer, const Gener
 }
 
 void PrintJson(const GenerationResult& run, const std::optional<std::string>& text, uint64_t rng_state,
-               bool cached) {
+               bool cached, const EngineOptions& engine) {
   JsonWriter json;
   json.BeginObject();
+  WriteBuildFacts(json, CurrentBuildFacts(EngineThreads(engine)));
   json.Key("prompt").UnsignedArray(std::span<const uint32_t>(run.prompt));
   json.Key("generated").UnsignedArray(std::span<const uint32_t>(run.generated));
   json.Key("text");
@@ -169,6 +167,9 @@ int RunGenerate(std::span<char* const> args) {
   GenerationConfig config;
   config.mode = *mode;
   config.max_new_tokens = *max_new_tokens;
+  if (flags->Has("eos") && flags->Has("no-eos")) {
+    return ReportError(InvalidArgument("--eos and --no-eos exclude each other"));
+  }
   if (flags->Has("eos")) {
     Result<uint64_t> eos = flags->Unsigned("eos", 0);
     if (!eos) return ReportError(eos.error());
@@ -185,12 +186,13 @@ int RunGenerate(std::span<char* const> args) {
     if (!llama2c) return ReportError(llama2c.error());
     loaded->tokenizer = std::move(*llama2c);
     // run.c ends a sequence at BOS, the delimiter between documents.
-    if (!config.eos_token) config.eos_token = loaded->tokenizer->bos_id();
+    if (!config.eos_token && !flags->Has("no-eos")) config.eos_token = loaded->tokenizer->bos_id();
   }
-  // A GGUF generation ends at the model's own EOS unless --eos names another.
-  if (loaded->format == ModelFormat::kGguf && !flags->Has("eos") && loaded->tokenizer) {
-    config.eos_token = loaded->tokenizer->eos_id();
-  }
+  // A byte-BPE model, like a GGUF's, was trained to end its text with its EOS
+  // token: without an explicit choice, stop there rather than run past the text.
+  const bool own_eos = loaded->tokenizer && (loaded->format == ModelFormat::kGguf ||
+                                             loaded->tokenizer->kind() == TokenizerKind::kByteBpe);
+  if (!config.eos_token && !flags->Has("no-eos") && own_eos) config.eos_token = loaded->tokenizer->eos_id();
   const double load_seconds = load_timer.Seconds();
   const Tokenizer no_tokenizer;  // vocabulary 0: --prompt is refused below
   const Tokenizer& tokenizer = loaded->tokenizer ? *loaded->tokenizer : no_tokenizer;
@@ -238,7 +240,7 @@ int RunGenerate(std::span<char* const> args) {
     std::printf("\n");
   }
   if (!run) return ReportError(run.error());
-  if (json) PrintJson(*run, GeneratedText(tokenizer, *run), rng.state(), cached);
+  if (json) PrintJson(*run, GeneratedText(tokenizer, *run), rng.state(), cached, *engine);
   std::fflush(stdout);
   PrintGenerationStats(stderr, loaded->model.config(), *engine, load_seconds, *run, clock, cached);
   return 0;

@@ -2,6 +2,9 @@
 
 #include <string>
 
+#include "build_facts.h"
+#include "common.h"
+
 namespace kvrt::cli {
 namespace {
 
@@ -18,7 +21,10 @@ void PrintGenerationStats(std::FILE* out, const ModelConfig& config, const Engin
                           double load_seconds, const GenerationResult& run,
                           const GenerationClock& clock, bool cached) {
   const std::string backend(BackendName(engine.backend)), precision(PrecisionName(engine.precision));
-  std::fprintf(out, "kvrt: load %.3f s; engine %s %s\n", load_seconds, backend.c_str(), precision.c_str());
+  std::fprintf(out, "kvrt: load %.3f s; engine %s %s; %s\n", load_seconds, backend.c_str(), precision.c_str(),
+               BuildFactsLine(CurrentBuildFacts(EngineThreads(engine))).c_str());
+  std::fprintf(out, "kvrt: stop: %s after %zu generated tokens\n", std::string(GenerationStopName(run.stop)).c_str(),
+               run.generated.size());
   if (!cached) {
     std::fprintf(out, "kvrt: uncached: %zu tokens in %.3f s, %.2f tokens/s (every step replays the prefix)\n",
                  run.generated.size(), clock.TotalSeconds(),

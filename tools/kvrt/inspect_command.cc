@@ -1,9 +1,11 @@
-// kvrt inspect PATH: what a checkpoint holds, without building a model.
+// kvrt inspect PATH: what a model file holds (an LLMCP35 checkpoint without building a model).
 #include <cstdio>
 #include <string>
 
 #include "commands.h"
 #include "common.h"
+#include "build_facts.h"
+#include "inspect_llama2c_json.h"
 #include "json_writer.h"
 #include "formats/gguf/gguf_file.h"
 #include "formats/gguf/gguf_llama.h"
@@ -14,7 +16,7 @@ namespace kvrt::cli {
 namespace {
 
 constexpr FlagSpec kFlags[] = {
-    {"json", false, "print one JSON object instead of text (LLMCP35)"},
+    {"json", false, "print one JSON object instead of text"},
     {"help", false, "show this help"},
 };
 
@@ -77,6 +79,7 @@ void PrintJson(const std::string& path, const Checkpoint& c) {
   const ModelConfig& m = c.config;
   JsonWriter json;
   json.BeginObject();
+  WriteBuildFacts(json, CurrentBuildFacts());
   json.Key("file").String(path);
   json.Key("file_bytes").Unsigned(c.file_bytes);
   json.Key("header_bytes").Unsigned(c.header_bytes);
@@ -240,7 +243,7 @@ int PrintGguf(const std::string& path, bool json_output) {
 }  // namespace
 
 int RunInspect(std::span<char* const> args) {
-  Result<Flags> flags = Flags::Parse(args, kFlags);
+  Result<Flags> flags = Flags::Parse(args, kFlags, /*max_positional=*/1);
   if (!flags) return ReportError(flags.error());
   if (flags->Has("help")) {
     std::printf("%s", Usage("kvrt inspect PATH [--json]   (LLMCP35 checkpoint, GGUF or llama2.c model.bin)", kFlags).c_str());
@@ -254,10 +257,13 @@ int RunInspect(std::span<char* const> args) {
   if (!format) return ReportError(format.error());
   if (*format == ModelFormat::kGguf) return PrintGguf(path, flags->Has("json"));
   if (*format == ModelFormat::kLlama2c) {
-    if (flags->Has("json")) return ReportError(InvalidArgument("--json describes LLMCP35 checkpoints only"));
     Result<LoadedModel> loaded = LoadModel(path);
     if (!loaded) return ReportError(loaded.error());
-    PrintLlama2c(path, loaded->model);
+    if (flags->Has("json")) {
+      PrintLlama2cJson(path, *loaded);
+    } else {
+      PrintLlama2c(path, loaded->model);
+    }
     return 0;
   }
   Result<Checkpoint> checkpoint = LoadCheckpoint(path);

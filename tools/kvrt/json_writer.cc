@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include <nlohmann/json.hpp>
+
 namespace kvrt::cli {
 
 std::string Float17(double value) {
@@ -58,25 +60,10 @@ JsonWriter& JsonWriter::Key(std::string_view key) {
 
 JsonWriter& JsonWriter::String(std::string_view value) {
   Separate();
-  text_ += '"';
-  for (unsigned char c : value) {
-    switch (c) {
-      case '"': text_ += "\\\""; break;
-      case '\\': text_ += "\\\\"; break;
-      case '\n': text_ += "\\n"; break;
-      case '\r': text_ += "\\r"; break;
-      case '\t': text_ += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          char buffer[8];
-          std::snprintf(buffer, sizeof buffer, "\\u%04x", c);
-          text_ += buffer;
-        } else {
-          text_ += static_cast<char>(c);  // UTF-8 passes through unchanged
-        }
-    }
-  }
-  text_ += '"';
+  // nlohmann's serializer escapes what JSON requires and, with `replace`, turns
+  // every byte that is not valid UTF-8 (a Latin-1 file name, say) into U+FFFD:
+  // the output is valid JSON whatever bytes a path or piece of text holds.
+  text_ += nlohmann::json(std::string(value)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   return *this;
 }
 

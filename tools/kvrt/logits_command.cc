@@ -6,6 +6,7 @@
 
 #include "commands.h"
 #include "common.h"
+#include "build_facts.h"
 #include "json_writer.h"
 #include "kvrt/kv_cache.h"
 #include "engine/reference/complete_prefix.h"
@@ -15,7 +16,7 @@ namespace kvrt::cli {
 namespace {
 
 constexpr FlagSpec kCommandFlags[] = {
-    {"model", true, "LLMCP35 checkpoint"},
+    {"model", true, "model file (LLMCP35 checkpoint or llama2.c model.bin)"},
     {"tokens", true, "comma-separated token ids, e.g. 0,1,2"},
     {"uncached", false, "complete-prefix forward instead of a cached prefill"},
     {"json", false, "print {\"tokens\":[...],\"logits\":[...]} with 17 significant digits"},
@@ -74,6 +75,7 @@ int RunLogits(std::span<char* const> args) {
   if (flags->Has("json")) {
     JsonWriter json;
     json.BeginObject();
+    WriteBuildFacts(json, CurrentBuildFacts(EngineThreads(*engine)));
     json.Key("tokens").UnsignedArray(std::span<const uint32_t>(*tokens));
     json.Key("logits").NumberArray(*logits);
     json.EndObject();

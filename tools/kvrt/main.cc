@@ -7,6 +7,7 @@
 #include <span>
 #include <string>
 
+#include "build_facts.h"
 #include "commands.h"
 #include "common.h"
 
@@ -16,6 +17,7 @@ constexpr const char* kUsage =
     "kvrt — KV-cached decoder inference on the CPU\n"
     "\n"
     "Usage: kvrt <command> [flags]   (kvrt <command> --help for its flags)\n"
+    "       kvrt --version            version, git commit, SIMD target and default threads\n"
     "\n"
     "Commands:\n"
     "  inspect PATH   what a model file (LLMCP35, GGUF, llama2.c) holds\n"
@@ -29,9 +31,19 @@ constexpr const char* kUsage =
 }  // namespace
 
 static int Run(int argc, char** argv) {
-  if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "help") == 0) {
+  if (argc < 2) {
+    // A missing command is a usage error: the usage goes to stderr so that stdout
+    // stays empty for a script, followed by the one `error:` line every error prints.
+    std::fprintf(stderr, "%s\n", kUsage);
+    return kvrt::cli::ReportError(kvrt::cli::InvalidArgument("no command given"));
+  }
+  if (std::strcmp(argv[1], "--version") == 0) {
+    std::printf("%s\n", kvrt::cli::BuildFactsLine(kvrt::cli::CurrentBuildFacts()).c_str());
+    return 0;
+  }
+  if (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "help") == 0) {
     std::printf("%s", kUsage);
-    return argc < 2 ? kvrt::cli::kErrorStatus : 0;
+    return 0;
   }
   const std::string command = argv[1];
   const std::span<char* const> args(argv + 2, static_cast<size_t>(argc - 2));

@@ -5,9 +5,9 @@
  *   - Every object is an opaque handle created by a kvrt_*_create / _load / _bind
  *     call and released by its kvrt_*_free (which accepts NULL).
  *   - A fallible call returns NULL on success, or a kvrt_error the caller frees
- *     with kvrt_error_free. kvrt_error_code() is the value of kvrt::ErrorCode
- *     (kvrt/error.h) and kvrt_error_name() its variant name ("Truncated",
- *     "PromptTooLong", ...); outputs are written only on success.
+ *     with kvrt_error_free. kvrt_error_code() is a stable KVRT_ERR_* number
+ *     and kvrt_error_name() its variant name ("Truncated", "PromptTooLong",
+ *     ...); outputs are written only on success.
  *   - No C++ exception crosses this interface.
  *   - Handles are not synchronized: use one handle from one thread at a time.
  *     A model may be shared by any number of caches, sessions and generations.
@@ -24,18 +24,220 @@ extern "C" {
 #endif
 
 typedef struct kvrt_error kvrt_error;
+typedef struct kvrt_pool kvrt_pool;
 typedef struct kvrt_model kvrt_model;
 typedef struct kvrt_cache kvrt_cache;
 typedef struct kvrt_session kvrt_session;
 typedef struct kvrt_generation kvrt_generation;
 
+/* ---- Version ---------------------------------------------------------------- */
+
+/* "MAJOR.MINOR.PATCH" of the library linked in (static storage). */
+const char* kvrt_version(void);
+
 /* ---- Errors ---------------------------------------------------------------- */
 
+/* Error codes: stable numbers. A value never changes meaning and is never reused;
+ * a new C++ error variant gets the next free number at the end. (The C++ enum
+ * kvrt::ErrorCode may be reordered freely: runtime/src/c_api/c_error_codes.cc maps
+ * it to these by name, and a test checks that every variant has its own code.) */
+typedef enum kvrt_error_code_value {
+  KVRT_ERR_EMPTY_VOCABULARY = 0,
+  KVRT_ERR_ZERO_MODEL_WIDTH = 1,
+  KVRT_ERR_ZERO_HEAD_COUNT = 2,
+  KVRT_ERR_MODEL_WIDTH_NOT_DIVISIBLE = 3,
+  KVRT_ERR_ODD_HEAD_WIDTH = 4,
+  KVRT_ERR_ZERO_FEED_FORWARD_WIDTH = 5,
+  KVRT_ERR_ZERO_POSITION_CAPACITY = 6,
+  KVRT_ERR_INVALID_ROPE_BASE = 7,
+  KVRT_ERR_INVALID_RMS_EPSILON = 8,
+  KVRT_ERR_ZERO_KEY_VALUE_HEADS = 9,
+  KVRT_ERR_HEADS_NOT_DIVISIBLE_BY_KEY_VALUE_HEADS = 10,
+  KVRT_ERR_NON_FINITE_TABLE_VALUE = 11,
+  KVRT_ERR_SIZE_OVERFLOW = 12,
+  KVRT_ERR_PARAMETER_COUNT_MISMATCH = 13,
+  KVRT_ERR_PARAMETER_NAME_MISMATCH = 14,
+  KVRT_ERR_PARAMETER_SHAPE_MISMATCH = 15,
+  KVRT_ERR_EMBEDDING_VOCABULARY_MISMATCH = 16,
+  KVRT_ERR_EMBEDDING_WIDTH_MISMATCH = 17,
+  KVRT_ERR_BLOCK_MODEL_WIDTH_MISMATCH = 18,
+  KVRT_ERR_BLOCK_FEED_FORWARD_WIDTH_MISMATCH = 19,
+  KVRT_ERR_FINAL_NORM_WIDTH_MISMATCH = 20,
+  KVRT_ERR_INVALID_NAME_CHARACTER = 21,
+  KVRT_ERR_EMPTY_NAME_SEGMENT = 22,
+  KVRT_ERR_NON_FINITE_LEAF = 23,
+  KVRT_ERR_INITIALIZATION = 24,
+  KVRT_ERR_AUTODIFF = 25,
+  KVRT_ERR_TOKEN_RANK = 26,
+  KVRT_ERR_EMPTY_BATCH = 27,
+  KVRT_ERR_EMPTY_TOKENS = 28,
+  KVRT_ERR_CONTEXT_LENGTH_EXCEEDED = 29,
+  KVRT_ERR_TOKEN_COUNT_MISMATCH = 30,
+  KVRT_ERR_TOKEN_ID_OUT_OF_BOUNDS = 31,
+  KVRT_ERR_ZERO_ENERGY_ROW = 32,
+  KVRT_ERR_NON_FINITE_ACTIVATION = 33,
+  KVRT_ERR_EMBEDDING = 34,
+  KVRT_ERR_BLOCK = 35,
+  KVRT_ERR_IO = 36,
+  KVRT_ERR_TRUNCATED = 37,
+  KVRT_ERR_INVALID_MAGIC = 38,
+  KVRT_ERR_UNSUPPORTED_VERSION = 39,
+  KVRT_ERR_UNSUPPORTED_ENDIANNESS = 40,
+  KVRT_ERR_FILE_EXTENT = 41,
+  KVRT_ERR_CHECKSUM_MISMATCH = 42,
+  KVRT_ERR_UNSUPPORTED_TOKENIZER_LAYOUT = 43,
+  KVRT_ERR_UNSUPPORTED_RNG_ALGORITHM = 44,
+  KVRT_ERR_UNKNOWN_TOKENIZER_KIND = 45,
+  KVRT_ERR_ADAM_W = 46,
+  KVRT_ERR_NON_CANONICAL = 47,
+  KVRT_ERR_INVALID_UTF8 = 48,
+  KVRT_ERR_UNKNOWN_TENSOR_ROLE = 49,
+  KVRT_ERR_UNKNOWN_D_TYPE = 50,
+  KVRT_ERR_LAYOUT = 51,
+  KVRT_ERR_ALLOCATION = 52,
+  KVRT_ERR_TOKENIZER = 53,
+  KVRT_ERR_BPE = 54,
+  KVRT_ERR_VOCABULARY_MISMATCH = 55,
+  KVRT_ERR_MODEL = 56,
+  KVRT_ERR_ADAM_W_STATE = 57,
+  KVRT_ERR_STEP_MISMATCH = 58,
+  KVRT_ERR_OPTIMIZER_NAMES = 59,
+  KVRT_ERR_OPTIMIZER_SHAPE = 60,
+  KVRT_ERR_INVALID_LEARNING_RATE = 61,
+  KVRT_ERR_INVALID_BETA1 = 62,
+  KVRT_ERR_INVALID_BETA2 = 63,
+  KVRT_ERR_INVALID_EPSILON = 64,
+  KVRT_ERR_INVALID_WEIGHT_DECAY = 65,
+  KVRT_ERR_INVALID_DECAY_PRODUCT = 66,
+  KVRT_ERR_EMPTY_GROUPED_PARAMETER_NAME = 67,
+  KVRT_ERR_DUPLICATE_GROUPED_PARAMETER = 68,
+  KVRT_ERR_EMPTY_PARAMETER_GROUPS = 69,
+  KVRT_ERR_PARAMETER_IN_MULTIPLE_GROUPS = 70,
+  KVRT_ERR_NON_FINITE_MOMENT = 71,
+  KVRT_ERR_NEGATIVE_SECOND_MOMENT = 72,
+  KVRT_ERR_INVALID_BETA_POWER = 73,
+  KVRT_ERR_STATE_PRESENCE = 74,
+  KVRT_ERR_DUPLICATE_PARAMETER_NAME = 75,
+  KVRT_ERR_PARAMETER_GROUPS_MISMATCH = 76,
+  KVRT_ERR_UNKNOWN_MERGE_OPERAND = 77,
+  KVRT_ERR_DUPLICATE_MERGE_PAIR = 78,
+  KVRT_ERR_CONTROL_TOKEN_IN_CONTENT = 79,
+  KVRT_ERR_UNKNOWN_TOKEN = 80,
+  KVRT_ERR_DOCUMENT_TOO_SHORT = 81,
+  KVRT_ERR_EXPECTED_BOS = 82,
+  KVRT_ERR_EXPECTED_EOS = 83,
+  KVRT_ERR_INTERIOR_CONTROL_TOKEN = 84,
+  KVRT_ERR_LAYOUT_OVERFLOW = 85,
+  KVRT_ERR_ZERO_BATCH_SIZE = 86,
+  KVRT_ERR_ZERO_CAPACITY = 87,
+  KVRT_ERR_CAPACITY_EXCEEDS_POSITIONS = 88,
+  KVRT_ERR_ELEMENT_COUNT_OVERFLOW = 89,
+  KVRT_ERR_ALLOCATION_FAILED = 90,
+  KVRT_ERR_FULL = 91,
+  KVRT_ERR_KEY_SHAPE_MISMATCH = 92,
+  KVRT_ERR_VALUE_SHAPE_MISMATCH = 93,
+  KVRT_ERR_NON_FINITE_KEY = 94,
+  KVRT_ERR_NON_FINITE_VALUE = 95,
+  KVRT_ERR_CACHE_LAYER_MISMATCH = 96,
+  KVRT_ERR_CACHE_LAYER_REVISION_MISMATCH = 97,
+  KVRT_ERR_CACHE_MODEL_WIDTH_MISMATCH = 98,
+  KVRT_ERR_CACHE_HEAD_COUNT_MISMATCH = 99,
+  KVRT_ERR_CACHE_HEAD_WIDTH_MISMATCH = 100,
+  KVRT_ERR_CACHE_ROPE_MISMATCH = 101,
+  KVRT_ERR_PROBABILITY = 102,
+  KVRT_ERR_QKV_PROJECTION = 103,
+  KVRT_ERR_OUTPUT_PROJECTION = 104,
+  KVRT_ERR_POSITIVE_INFINITY_LOGIT = 105,
+  KVRT_ERR_LAYER_ALLOCATION_FAILED = 106,
+  KVRT_ERR_PARAMETER_ALLOCATION_FAILED = 107,
+  KVRT_ERR_LAYER_CACHE = 108,
+  KVRT_ERR_MODEL_CONFIG_MISMATCH = 109,
+  KVRT_ERR_MODEL_PARAMETER_COUNT_MISMATCH = 110,
+  KVRT_ERR_MODEL_PARAMETER_MISMATCH = 111,
+  KVRT_ERR_MODEL_PARAMETER_REVISION_MISMATCH = 112,
+  KVRT_ERR_LAYER_COUNT_MISMATCH = 113,
+  KVRT_ERR_LAYER_LENGTH_INVARIANT = 114,
+  KVRT_ERR_LAYER_BATCH_SIZE_MISMATCH = 115,
+  KVRT_ERR_LAYER_CAPACITY_MISMATCH = 116,
+  KVRT_ERR_INCREMENTAL_ATTENTION = 117,
+  KVRT_ERR_EMPTY_PROMPT = 118,
+  KVRT_ERR_PREFILL_REQUIRES_EMPTY = 119,
+  KVRT_ERR_PROMPT_TOO_LONG = 120,
+  KVRT_ERR_PROMPT_TOKEN_OUT_OF_BOUNDS = 121,
+  KVRT_ERR_DECODE_REQUIRES_PREFILL = 122,
+  KVRT_ERR_DECODE_TOKEN_OUT_OF_BOUNDS = 123,
+  KVRT_ERR_PREPARED_CACHE_CHANGED = 124,
+  KVRT_ERR_WORK_OVERFLOW = 125,
+  KVRT_ERR_ATTENTION_NORM = 126,
+  KVRT_ERR_ATTENTION_RESIDUAL = 127,
+  KVRT_ERR_FEED_FORWARD_NORM = 128,
+  KVRT_ERR_FEED_FORWARD = 129,
+  KVRT_ERR_FEED_FORWARD_RESIDUAL = 130,
+  KVRT_ERR_FINAL_NORM = 131,
+  KVRT_ERR_CACHE_ALREADY_BOUND = 132,
+  KVRT_ERR_BATCH_SHAPE_MISMATCH = 133,
+  KVRT_ERR_PARAMETER_VALUE_BORROWED = 134,
+  KVRT_ERR_PARAMETER_REVISION_OVERFLOW = 135,
+  KVRT_ERR_UNKNOWN_PARAMETER = 136,
+  KVRT_ERR_NON_FINITE_PARAMETER = 137,
+  KVRT_ERR_EMPTY_LOGITS = 138,
+  KVRT_ERR_VOCABULARY_TOO_LARGE = 139,
+  KVRT_ERR_NON_FINITE_LOGIT = 140,
+  KVRT_ERR_INVALID_TEMPERATURE = 141,
+  KVRT_ERR_INVALID_TOP_K = 142,
+  KVRT_ERR_INVALID_PROBABILITY_SUM = 143,
+  KVRT_ERR_EOS_TOKEN_OUT_OF_BOUNDS = 144,
+  KVRT_ERR_SAMPLING = 145,
+  KVRT_ERR_LOGIT_COUNT_MISMATCH = 146,
+  KVRT_ERR_CACHE = 147,
+  KVRT_ERR_UNSUPPORTED_BACKEND = 148,
+  KVRT_ERR_INVALID_ARGUMENT = 149,
+  KVRT_ERR_INVARIANT_VIOLATION = 150,
+  KVRT_ERR_INVALID_HEADER_VALUE = 151,
+  KVRT_ERR_INCONSISTENT_HEADER = 152,
+  KVRT_ERR_TRAILING_BYTES = 153,
+  KVRT_ERR_INVALID_TOKEN_LENGTH = 154,
+  KVRT_ERR_NON_FINITE_SCORE = 155,
+  KVRT_ERR_MISSING_BYTE_TOKENS = 156,
+  KVRT_ERR_UNKNOWN_MODEL_FORMAT = 157,
+  KVRT_ERR_UNSUPPORTED_TOKENIZER_MODEL = 158,
+  KVRT_ERR_UNSUPPORTED_PRE_TOKENIZER = 159,
+  KVRT_ERR_INVALID_TOKEN_TYPE = 160,
+  KVRT_ERR_SPECIAL_TOKEN_OUT_OF_RANGE = 161,
+  KVRT_ERR_MALFORMED_MERGE = 162,
+  KVRT_ERR_INVALID_BYTE_TOKEN = 163,
+  KVRT_ERR_NOT_REGULAR_FILE = 164,
+  KVRT_ERR_COUNT_EXCEEDS_FILE = 165,
+  KVRT_ERR_UNKNOWN_VALUE_TYPE = 166,
+  KVRT_ERR_NESTING_TOO_DEEP = 167,
+  KVRT_ERR_INVALID_BOOL = 168,
+  KVRT_ERR_DUPLICATE_KEY = 169,
+  KVRT_ERR_INVALID_ALIGNMENT = 170,
+  KVRT_ERR_TOO_MANY_DIMENSIONS = 171,
+  KVRT_ERR_INVALID_TENSOR_SHAPE = 172,
+  KVRT_ERR_DUPLICATE_TENSOR = 173,
+  KVRT_ERR_MISALIGNED_TENSOR = 174,
+  KVRT_ERR_OVERLAPPING_TENSORS = 175,
+  KVRT_ERR_UNSUPPORTED_TENSOR_TYPE = 176,
+  KVRT_ERR_MISSING_KEY = 177,
+  KVRT_ERR_KEY_TYPE_MISMATCH = 178,
+  KVRT_ERR_KEY_VALUE_OUT_OF_RANGE = 179,
+  KVRT_ERR_UNSUPPORTED_ARCHITECTURE = 180,
+  KVRT_ERR_UNSUPPORTED_ROPE_SCALING = 181,
+  KVRT_ERR_UNSUPPORTED_SLIDING_WINDOW = 182,
+  KVRT_ERR_PARTIAL_ROTARY_DIMENSION = 183,
+  KVRT_ERR_MISSING_TENSOR = 184,
+  KVRT_ERR_UNEXPECTED_TENSOR = 185,
+  KVRT_ERR_TENSOR_SHAPE_MISMATCH = 186,
+  KVRT_ERR_NONE = -1 /* kvrt_error_code(NULL) */
+} kvrt_error_code_value;
+
+/* A KVRT_ERR_* value (KVRT_ERR_NONE for NULL). */
 int kvrt_error_code(const kvrt_error* error);
 const char* kvrt_error_name(const kvrt_error* error);
 const char* kvrt_error_message(const kvrt_error* error);
 void kvrt_error_free(kvrt_error* error);
-/* The variant name of any error code ("Unknown" outside the enum). */
+/* The variant name of a KVRT_ERR_* code ("Unknown" for any other number). */
 const char* kvrt_error_code_name(int code);
 
 /* ---- Engines --------------------------------------------------------------- */
@@ -47,13 +249,22 @@ typedef enum kvrt_backend {
 
 typedef enum kvrt_precision { KVRT_PRECISION_F64 = 0, KVRT_PRECISION_F32 = 1 } kvrt_precision;
 
+/* A pool of worker threads to share between sessions and generations, instead of
+ * each bind or generate call starting threads of its own. threads: 0 = every core
+ * (or $KVRT_THREADS), at most 1024. The pool must outlive every session bound
+ * with it; calls on sessions sharing one pool may come from different threads. */
+kvrt_error* kvrt_pool_create(size_t threads, kvrt_pool** out);
+size_t kvrt_pool_threads(const kvrt_pool* pool);
+void kvrt_pool_free(kvrt_pool* pool);
+
 typedef struct kvrt_engine_options {
   kvrt_backend backend;
   kvrt_precision precision; /* the reference backend needs KVRT_PRECISION_F64 */
-  size_t threads;           /* fast backend: 0 = every core, 1 = the calling thread */
+  size_t threads;           /* fast backend without a pool: 0 = every core, 1 = the calling thread */
+  kvrt_pool* pool;          /* fast backend: run on this pool (threads is then ignored); NULL: none */
 } kvrt_engine_options;
 
-/* Fast backend, f32, every core. */
+/* Fast backend, f32, every core, no shared pool. */
 kvrt_engine_options kvrt_engine_options_default(void);
 
 /* ---- Models and their tokenizer --------------------------------------------- */
@@ -121,6 +332,11 @@ kvrt_error* kvrt_session_prefill(kvrt_session* session, const uint32_t* tokens, 
                                  const double** logits);
 /* Forwards one token at the next position. */
 kvrt_error* kvrt_session_decode(kvrt_session* session, uint32_t token, const double** logits);
+/* The same steps with the logits as float (rounded from the engine's values; an
+ * f32 engine's are exact), valid until the next call on the session. */
+kvrt_error* kvrt_session_prefill_f32(kvrt_session* session, const uint32_t* tokens, size_t count,
+                                     const float** logits);
+kvrt_error* kvrt_session_decode_f32(kvrt_session* session, uint32_t token, const float** logits);
 /* Empties the cache; the binding stays. */
 void kvrt_session_reset(kvrt_session* session);
 void kvrt_session_free(kvrt_session* session);

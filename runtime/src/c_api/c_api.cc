@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "c_api/c_api_internal.h"
+#include "c_api/c_error_codes.h"
 #include "formats/llama2c/llama2c.h"
 #include "kvrt/load_model.h"
 
@@ -17,7 +18,7 @@ namespace kvrt::c_api {
 namespace {
 
 // Returned when even the error cannot be allocated; never freed.
-kvrt_error out_of_memory_error{static_cast<int>(ErrorCode::kAllocationFailed), "AllocationFailed",
+kvrt_error out_of_memory_error{KVRT_ERR_ALLOCATION_FAILED, "AllocationFailed",
                                "out of memory"};
 
 }  // namespace
@@ -25,7 +26,7 @@ kvrt_error out_of_memory_error{static_cast<int>(ErrorCode::kAllocationFailed), "
 kvrt_error* MakeError(const Error& error) {
   try {
     auto* out = new kvrt_error;
-    out->code = static_cast<int>(error.code());
+    out->code = CErrorCode(error.code());
     out->name = std::string(error.name());
     out->message = error.message();
     return out;
@@ -53,10 +54,13 @@ void kvrt_error_free(kvrt_error* error) {
 }
 
 const char* kvrt_error_code_name(int code) {
-  if (code < 0 || code >= static_cast<int>(kvrt::ErrorCode::kCount)) return "Unknown";
+  const std::optional<kvrt::ErrorCode> variant = kvrt::c_api::CppErrorCode(code);
+  if (!variant) return "Unknown";
   // The names are string literals in a constexpr table: NUL-terminated views.
-  return kvrt::ErrorName(static_cast<kvrt::ErrorCode>(code)).data();
+  return kvrt::ErrorName(*variant).data();
 }
+
+const char* kvrt_version(void) { return KVRT_VERSION_STRING; }
 
 kvrt_error* kvrt_model_load(const char* path, kvrt_model** out) {
   return Guard([&]() -> kvrt_error* {

@@ -7,6 +7,7 @@
 #include <new>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "kvrt/error.h"
 #include "kvrt/kv_cache.h"
@@ -22,6 +23,11 @@ struct kvrt_error {
   int code = 0;
   std::string name;
   std::string message;
+};
+
+struct kvrt_pool {
+  kvrt::threading::ThreadPool pool;
+  explicit kvrt_pool(size_t threads) : pool(threads) {}
 };
 
 struct kvrt_model {
@@ -43,6 +49,7 @@ struct kvrt_session {
   std::optional<kvrt::DecoderModel> model;
   std::unique_ptr<kvrt::threading::ThreadPool> pool;
   std::optional<kvrt::DecoderKvSession> session;
+  std::vector<float> logits_f32;  // what the _f32 calls hand out
 };
 
 namespace kvrt::c_api {
@@ -65,8 +72,9 @@ kvrt_error* Guard(Body&& body) noexcept {
   }
 }
 
-// The EngineOptions of `engine` (NULL: the defaults), with a pool in `pool`
-// when the fast backend runs on more than the calling thread.
+// The EngineOptions of `engine` (NULL: the defaults): on the caller's shared
+// kvrt_pool when it names one, else with a pool of its own in `pool` when the
+// fast backend runs on more than the calling thread.
 Result<EngineOptions> EngineFromC(const kvrt_engine_options* engine,
                                   std::unique_ptr<threading::ThreadPool>& pool);
 

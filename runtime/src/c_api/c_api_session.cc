@@ -31,7 +31,9 @@ Result<EngineOptions> EngineFromC(const kvrt_engine_options* engine,
     return Fail(ErrorCode::kUnsupportedBackend, {{"", std::string("f32")}},
                 "the reference backend computes in f64 only");
   }
-  if (options.backend == Backend::kFast && chosen.threads != 1) {
+  if (options.backend == Backend::kFast && chosen.pool != nullptr) {
+    options.pool = &chosen.pool->pool;
+  } else if (options.backend == Backend::kFast && chosen.threads != 1) {
     if (chosen.threads > 1024) return Fail(ErrorCode::kInvalidArgument, {}, "at most 1024 threads");
     pool = std::make_unique<threading::ThreadPool>(chosen.threads);
     options.pool = pool.get();
@@ -44,8 +46,20 @@ Result<EngineOptions> EngineFromC(const kvrt_engine_options* engine,
 extern "C" {
 
 kvrt_engine_options kvrt_engine_options_default(void) {
-  return kvrt_engine_options{KVRT_BACKEND_FAST, KVRT_PRECISION_F32, 0};
+  return kvrt_engine_options{KVRT_BACKEND_FAST, KVRT_PRECISION_F32, 0, nullptr};
 }
+
+kvrt_error* kvrt_pool_create(size_t threads, kvrt_pool** out) {
+  return Guard([&]() -> kvrt_error* {
+    if (out == nullptr) return InvalidArgument("kvrt_pool_create needs an output");
+    if (threads > 1024) return InvalidArgument("kvrt_pool_create: at most 1024 threads");
+    *out = new kvrt_pool(threads);
+    return nullptr;
+  });
+}
+
+size_t kvrt_pool_threads(const kvrt_pool* pool) { return pool ? pool->pool.threads() : 0; }
+void kvrt_pool_free(kvrt_pool* pool) { delete pool; }
 
 kvrt_error* kvrt_cache_create(const kvrt_model* model, size_t capacity, kvrt_precision precision,
                               kvrt_cache** out) {
@@ -109,6 +123,34 @@ kvrt_error* kvrt_session_decode(kvrt_session* session, uint32_t token, const dou
     if (logits != nullptr) *logits = step->logits.data();
     return nullptr;
   });
+}
+
+namespace {
+
+// Rounds the step's logits into the session's float buffer.
+kvrt_error* StepF32(kvrt_session* session, kvrt_error* error, const double* logits, const float** out) {
+  if (error != nullptr || out == nullptr) return error;
+  return Guard([&]() -> kvrt_error* {
+    const size_t count = session->model->config().vocabulary_size;
+    session->logits_f32.assign(logits, logits + count);
+    *out = session->logits_f32.data();
+    return nullptr;
+  });
+}
+
+}  // namespace
+
+kvrt_error* kvrt_session_prefill_f32(kvrt_session* session, const uint32_t* tokens, size_t count,
+                                     const float** logits) {
+  const double* wide = nullptr;
+  kvrt_error* error = kvrt_session_prefill(session, tokens, count, &wide);
+  return StepF32(session, error, wide, logits);
+}
+
+kvrt_error* kvrt_session_decode_f32(kvrt_session* session, uint32_t token, const float** logits) {
+  const double* wide = nullptr;
+  kvrt_error* error = kvrt_session_decode(session, token, &wide);
+  return StepF32(session, error, wide, logits);
 }
 
 void kvrt_session_reset(kvrt_session* session) {

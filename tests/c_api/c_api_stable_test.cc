@@ -1,0 +1,154 @@
+// The C API's contract beyond the scenarios: error numbers that never move, the
+// library version, a thread pool shared between sessions and generations, and
+// logits as float.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <regex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "c_api/c_error_codes.h"
+#include "kvrt/kvrt.h"
+#include "test_support.h"
+
+namespace kvrt {
+namespace {
+
+// Pinned numbers: once published, a code keeps its number whatever happens to
+// the C++ enum.
+static_assert(KVRT_ERR_EMPTY_VOCABULARY == 0);
+static_assert(KVRT_ERR_IO == 36);
+static_assert(KVRT_ERR_TRUNCATED == 37);
+static_assert(KVRT_ERR_ALLOCATION_FAILED == 90);
+static_assert(KVRT_ERR_INVALID_ARGUMENT == 149);
+static_assert(KVRT_ERR_INVARIANT_VIOLATION == 150);
+static_assert(KVRT_ERR_TENSOR_SHAPE_MISMATCH == 186);
+static_assert(KVRT_ERR_NONE == -1);
+
+TEST(CApiStableTest, EveryVariantHasItsOwnCodeAndName) {
+  std::set<int> seen;
+  for (int i = 0; i < static_cast<int>(ErrorCode::kCount); ++i) {
+    const ErrorCode code = static_cast<ErrorCode>(i);
+    const int c_code = c_api::CErrorCode(code);
+    EXPECT_TRUE(seen.insert(c_code).second) << ErrorName(code) << " shares code " << c_code;
+    EXPECT_EQ(c_api::CppErrorCode(c_code), code);
+    EXPECT_EQ(std::string(kvrt_error_code_name(c_code)), std::string(ErrorName(code)));
+  }
+  EXPECT_STREQ(kvrt_error_code_name(KVRT_ERR_TRUNCATED), "Truncated");
+  EXPECT_STREQ(kvrt_error_code_name(-5), "Unknown");
+  EXPECT_STREQ(kvrt_error_code_name(100000), "Unknown");
+  EXPECT_EQ(kvrt_error_code(nullptr), KVRT_ERR_NONE);
+
+  kvrt_model* model = nullptr;
+  kvrt_error* error = kvrt_model_load("/nonexistent/model.bin", &model);
+  ASSERT_NE(error, nullptr);
+  EXPECT_EQ(kvrt_error_code(error), KVRT_ERR_IO);
+  kvrt_error_free(error);
+}
+
+TEST(CApiStableTest, VersionIsTheProjectVersion) {
+  ASSERT_NE(kvrt_version(), nullptr);
+  EXPECT_TRUE(std::regex_match(kvrt_version(), std::regex(R"(\d+\.\d+\.\d+)"))) << kvrt_version();
+}
+
+class CApiModelTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(kvrt_model_load(testing::FixturePath("llama2c/gqa_untied.bin").c_str(), &model_), nullptr);
+    kvrt_model_info info;
+    kvrt_model_get_info(model_, &info);
+    vocabulary_ = info.vocabulary_size;
+  }
+  void TearDown() override { kvrt_model_free(model_); }
+
+  // The last logits of prefilling `tokens` through a fresh cache and session.
+  std::vector<double> PrefillLogits(const kvrt_engine_options& engine, const std::vector<uint32_t>& tokens) {
+    kvrt_cache* cache = nullptr;
+    EXPECT_EQ(kvrt_cache_create(model_, 0, engine.precision, &cache), nullptr);
+    kvrt_session* session = nullptr;
+    EXPECT_EQ(kvrt_session_bind(cache, model_, &engine, &session), nullptr);
+    const double* logits = nullptr;
+    EXPECT_EQ(kvrt_session_prefill(session, tokens.data(), tokens.size(), &logits), nullptr);
+    std::vector<double> out(logits, logits + vocabulary_);
+    kvrt_session_free(session);
+    kvrt_cache_free(cache);
+    return out;
+  }
+
+  kvrt_model* model_ = nullptr;
+  size_t vocabulary_ = 0;
+};
+
+TEST_F(CApiModelTest, ASharedPoolServesEverySessionAndGeneration) {
+  kvrt_pool* pool = nullptr;
+  ASSERT_EQ(kvrt_pool_create(2, &pool), nullptr);
+  EXPECT_EQ(kvrt_pool_threads(pool), 2u);
+  kvrt_engine_options pooled = kvrt_engine_options_default();
+  pooled.pool = pool;
+  kvrt_engine_options serial = kvrt_engine_options_default();
+  serial.threads = 1;
+  const std::vector<uint32_t> tokens = {1, 5, 9, 2};
+  // Bit-identical for any thread count, and two sessions can share the pool.
+  const std::vector<double> want = PrefillLogits(serial, tokens);
+  EXPECT_EQ(PrefillLogits(pooled, tokens), want);
+  EXPECT_EQ(PrefillLogits(pooled, tokens), want);
+
+  kvrt_generation_options options = kvrt_generation_options_default();
+  options.max_new_tokens = 4;
+  kvrt_generation* with_pool = nullptr;
+  kvrt_generation* without = nullptr;
+  ASSERT_EQ(kvrt_generate(model_, tokens.data(), tokens.size(), &options, &pooled, nullptr, nullptr, &with_pool),
+            nullptr);
+  ASSERT_EQ(kvrt_generate(model_, tokens.data(), tokens.size(), &options, &serial, nullptr, nullptr, &without),
+            nullptr);
+  ASSERT_EQ(kvrt_generation_count(with_pool), kvrt_generation_count(without));
+  EXPECT_EQ(std::memcmp(kvrt_generation_tokens(with_pool), kvrt_generation_tokens(without),
+                        kvrt_generation_count(without) * sizeof(uint32_t)),
+            0);
+  kvrt_generation_free(with_pool);
+  kvrt_generation_free(without);
+  kvrt_pool_free(pool);
+
+  kvrt_pool* too_big = nullptr;
+  kvrt_error* error = kvrt_pool_create(5000, &too_big);
+  ASSERT_NE(error, nullptr);
+  EXPECT_EQ(kvrt_error_code(error), KVRT_ERR_INVALID_ARGUMENT);
+  kvrt_error_free(error);
+}
+
+TEST_F(CApiModelTest, LogitsComeAsFloatToo) {
+  const kvrt_engine_options engine = kvrt_engine_options_default();  // f32
+  kvrt_cache* wide_cache = nullptr;
+  kvrt_cache* narrow_cache = nullptr;
+  ASSERT_EQ(kvrt_cache_create(model_, 0, engine.precision, &wide_cache), nullptr);
+  ASSERT_EQ(kvrt_cache_create(model_, 0, engine.precision, &narrow_cache), nullptr);
+  kvrt_session* wide = nullptr;
+  kvrt_session* narrow = nullptr;
+  ASSERT_EQ(kvrt_session_bind(wide_cache, model_, &engine, &wide), nullptr);
+  ASSERT_EQ(kvrt_session_bind(narrow_cache, model_, &engine, &narrow), nullptr);
+  const uint32_t prompt[] = {1, 7, 3};
+  const double* wide_logits = nullptr;
+  const float* narrow_logits = nullptr;
+  ASSERT_EQ(kvrt_session_prefill(wide, prompt, 3, &wide_logits), nullptr);
+  ASSERT_EQ(kvrt_session_prefill_f32(narrow, prompt, 3, &narrow_logits), nullptr);
+  for (size_t i = 0; i < vocabulary_; ++i) ASSERT_EQ(narrow_logits[i], static_cast<float>(wide_logits[i])) << i;
+  ASSERT_EQ(kvrt_session_decode(wide, 4, &wide_logits), nullptr);
+  ASSERT_EQ(kvrt_session_decode_f32(narrow, 4, &narrow_logits), nullptr);
+  for (size_t i = 0; i < vocabulary_; ++i) ASSERT_EQ(narrow_logits[i], static_cast<float>(wide_logits[i])) << i;
+  // A failed step reports its error and leaves the output alone.
+  const float* untouched = nullptr;
+  kvrt_error* error = kvrt_session_decode_f32(narrow, 1u << 30, &untouched);
+  ASSERT_NE(error, nullptr);
+  EXPECT_EQ(untouched, nullptr);
+  kvrt_error_free(error);
+  kvrt_session_free(wide);
+  kvrt_session_free(narrow);
+  kvrt_cache_free(wide_cache);
+  kvrt_cache_free(narrow_cache);
+}
+
+}  // namespace
+}  // namespace kvrt

@@ -1,0 +1,48 @@
+# Extracts the README's example project: every fenced block that directly follows
+# a `<!-- readme-test: FILE -->` line is written to OUT_DIR/FILE. The README's
+# snippets are then built and run like any consumer's code, so a snippet that no
+# longer compiles (or runs) against the installed package fails the install test.
+#
+#   cmake -DREADME=README.md -DOUT_DIR=dir -P readme_snippets.cmake   (or include() it)
+cmake_minimum_required(VERSION 3.25)
+
+function(kvrt_extract_readme_snippets readme out_dir)
+  file(READ "${readme}" text)
+  set(marker "<!-- readme-test: ")
+  set(count 0)
+  while(TRUE)
+    string(FIND "${text}" "${marker}" at)
+    if(at EQUAL -1)
+      break()
+    endif()
+    string(LENGTH "${marker}" marker_length)
+    math(EXPR name_begin "${at} + ${marker_length}")
+    string(SUBSTRING "${text}" ${name_begin} -1 text)
+    string(FIND "${text}" " -->\n```" name_end)
+    if(name_end EQUAL -1)
+      message(FATAL_ERROR "${readme}: a readme-test marker must be followed by a fenced block")
+    endif()
+    string(SUBSTRING "${text}" 0 ${name_end} name)
+    # Skip " -->\n", then the fence line ("```cpp").
+    math(EXPR fence_begin "${name_end} + 5")
+    string(SUBSTRING "${text}" ${fence_begin} -1 text)
+    string(FIND "${text}" "\n" fence_line_end)
+    math(EXPR body_begin "${fence_line_end} + 1")
+    string(SUBSTRING "${text}" ${body_begin} -1 text)
+    string(FIND "${text}" "\n```" body_end)
+    if(body_end EQUAL -1)
+      message(FATAL_ERROR "${readme}: the block for ${name} is not closed")
+    endif()
+    math(EXPR body_length "${body_end} + 1")
+    string(SUBSTRING "${text}" 0 ${body_length} body)
+    file(WRITE "${out_dir}/${name}" "${body}")
+    math(EXPR count "${count} + 1")
+    string(SUBSTRING "${text}" ${body_length} -1 text)
+  endwhile()
+  set(README_SNIPPET_COUNT ${count} PARENT_SCOPE)
+endfunction()
+
+if(CMAKE_SCRIPT_MODE_FILE STREQUAL CMAKE_CURRENT_LIST_FILE)
+  kvrt_extract_readme_snippets("${README}" "${OUT_DIR}")
+  message(STATUS "${README_SNIPPET_COUNT} snippet(s) written to ${OUT_DIR}")
+endif()

@@ -1,0 +1,26 @@
+// One Google Benchmark run (its --benchmark_format=json output) as bench-compare
+// needs it: per benchmark, the median time, the coefficient of variation of the
+// repetitions and the counters of the median row.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "kvrt/error.h"
+
+namespace kvrt::cli {
+
+struct BenchmarkRow {
+  double seconds = 0;  // median real time (the single run without repetitions)
+  double cv = 0;       // coefficient of variation of the repetitions, 0 without
+  std::map<std::string, double> counters;
+};
+
+using BenchmarkRun = std::map<std::string, BenchmarkRow>;
+
+// Errors: Io (unreadable, not a file, over the size limit), InvalidArgument (not
+// JSON, not Google Benchmark output, or no benchmark with a time: an empty run
+// must not pass a gate by having nothing to compare).
+Result<BenchmarkRun> ReadBenchmarkRun(const std::string& path);
+
+}  // namespace kvrt::cli

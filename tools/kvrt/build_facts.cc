@@ -1,0 +1,28 @@
+#include "build_facts.h"
+
+#include "build_info.h"
+#include "kvrt/simd/dispatch_target.h"
+#include "kvrt/threading/thread_pool.h"
+
+namespace kvrt::cli {
+
+BuildFacts CurrentBuildFacts(size_t threads) {
+  return BuildFacts{KVRT_VERSION_STRING, KVRT_GIT_COMMIT, std::string(simd::DispatchedTargetName()),
+                    threads != 0 ? threads : threading::DefaultThreads()};
+}
+
+std::string BuildFactsLine(const BuildFacts& facts) {
+  return "kvrt " + facts.version + " (commit " + facts.commit + ", simd " + facts.simd_target + ", " +
+         std::to_string(facts.threads) + (facts.threads == 1 ? " thread)" : " threads)");
+}
+
+void WriteBuildFacts(JsonWriter& json, const BuildFacts& facts) {
+  json.Key("kvrt").BeginObject();
+  json.Key("version").String(facts.version);
+  json.Key("commit").String(facts.commit);
+  json.Key("simd_target").String(facts.simd_target);
+  json.Key("threads").Unsigned(facts.threads);
+  json.EndObject();
+}
+
+}  // namespace kvrt::cli

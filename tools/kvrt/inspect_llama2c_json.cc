@@ -1,0 +1,47 @@
+#include "inspect_llama2c_json.h"
+
+#include <cstdio>
+#include <vector>
+
+#include "build_facts.h"
+#include "json_writer.h"
+
+namespace kvrt::cli {
+
+void PrintLlama2cJson(const std::string& path, const LoadedModel& loaded) {
+  const ModelConfig& m = loaded.model.config();
+  JsonWriter json;
+  json.BeginObject();
+  WriteBuildFacts(json, CurrentBuildFacts());
+  json.Key("file").String(path);
+  json.Key("format").String(ModelFormatName(loaded.format));
+  json.Key("file_bytes").Unsigned(loaded.file_bytes);
+  json.Key("config").BeginObject();
+  json.Key("vocabulary_size").Unsigned(m.vocabulary_size);
+  json.Key("model_width").Unsigned(m.model_width);
+  json.Key("heads").Unsigned(m.heads);
+  json.Key("kv_heads").Unsigned(m.kv_heads);
+  json.Key("feed_forward_width").Unsigned(m.feed_forward_width);
+  json.Key("layers").Unsigned(m.layers);
+  json.Key("max_positions").Unsigned(m.max_positions);
+  json.Key("rope_base").Number(m.rope_base);
+  json.Key("rms_epsilon").Number(m.rms_epsilon);
+  json.Key("tied_output").Bool(m.tied_output);
+  json.EndObject();
+  size_t scalars = 0;
+  for (const ParameterPtr& parameter : loaded.model.parameters()) scalars += parameter->element_count();
+  json.Key("parameter_scalars").Unsigned(scalars);
+  json.Key("parameters").BeginArray();
+  for (const ParameterPtr& parameter : loaded.model.parameters()) {
+    const std::vector<uint64_t> shape(parameter->shape().begin(), parameter->shape().end());
+    json.BeginObject();
+    json.Key("name").String(parameter->name());
+    json.Key("shape").UnsignedArray(std::span<const uint64_t>(shape));
+    json.EndObject();
+  }
+  json.EndArray();
+  json.EndObject();
+  std::printf("%s\n", json.text().c_str());
+}
+
+}  // namespace kvrt::cli

@@ -1,0 +1,13 @@
+// `kvrt inspect --json` for a llama2.c model.bin: the file, its config and its
+// parameters (a model.bin holds no tokenizer, step or RNG state).
+#pragma once
+
+#include <string>
+
+#include "kvrt/load_model.h"
+
+namespace kvrt::cli {
+
+void PrintLlama2cJson(const std::string& path, const LoadedModel& loaded);
+
+}  // namespace kvrt::cli
