@@ -5,7 +5,7 @@
 #include "commands.h"
 #include "common.h"
 #include "build_facts.h"
-#include "inspect_llama2c_json.h"
+#include "inspect_json.h"
 #include "json_writer.h"
 #include "formats/gguf/gguf_file.h"
 #include "formats/gguf/gguf_llama.h"
@@ -166,6 +166,7 @@ int PrintGguf(const std::string& path, bool json_output) {
   if (json_output) {
     JsonWriter json;
     json.BeginObject();
+    WriteBuildFacts(json, CurrentBuildFacts());
     json.Key("file").String(path);
     json.Key("format").String("gguf");
     json.Key("version").Unsigned(g.version);
@@ -176,19 +177,7 @@ int PrintGguf(const std::string& path, bool json_output) {
     json.Key("data_offset").Unsigned(g.data_offset);
     if (g.context_length) json.Key("context_length").Unsigned(*g.context_length);
     if (!vocabulary_only) {
-      const ModelConfig& m = loaded->model.config();
-      json.Key("config").BeginObject();
-      json.Key("vocabulary_size").Unsigned(m.vocabulary_size);
-      json.Key("model_width").Unsigned(m.model_width);
-      json.Key("heads").Unsigned(m.heads);
-      json.Key("kv_heads").Unsigned(m.kv_heads);
-      json.Key("feed_forward_width").Unsigned(m.feed_forward_width);
-      json.Key("layers").Unsigned(m.layers);
-      json.Key("max_positions").Unsigned(m.max_positions);
-      json.Key("rope_base").Number(m.rope_base);
-      json.Key("rms_epsilon").Number(m.rms_epsilon);
-      json.Key("tied_output").Bool(m.tied_output);
-      json.EndObject();
+      WriteConfigJson(json, loaded->model.config());
     }
     json.Key("tokenizer").BeginObject();
     json.Key("model").String(g.tokenizer_model);

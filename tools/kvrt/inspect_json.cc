@@ -1,4 +1,4 @@
-#include "inspect_llama2c_json.h"
+#include "inspect_json.h"
 
 #include <cstdio>
 #include <vector>
@@ -8,14 +8,7 @@
 
 namespace kvrt::cli {
 
-void PrintLlama2cJson(const std::string& path, const LoadedModel& loaded) {
-  const ModelConfig& m = loaded.model.config();
-  JsonWriter json;
-  json.BeginObject();
-  WriteBuildFacts(json, CurrentBuildFacts());
-  json.Key("file").String(path);
-  json.Key("format").String(ModelFormatName(loaded.format));
-  json.Key("file_bytes").Unsigned(loaded.file_bytes);
+void WriteConfigJson(JsonWriter& json, const ModelConfig& m) {
   json.Key("config").BeginObject();
   json.Key("vocabulary_size").Unsigned(m.vocabulary_size);
   json.Key("model_width").Unsigned(m.model_width);
@@ -28,6 +21,17 @@ void PrintLlama2cJson(const std::string& path, const LoadedModel& loaded) {
   json.Key("rms_epsilon").Number(m.rms_epsilon);
   json.Key("tied_output").Bool(m.tied_output);
   json.EndObject();
+}
+
+void PrintLlama2cJson(const std::string& path, const LoadedModel& loaded) {
+  const ModelConfig& m = loaded.model.config();
+  JsonWriter json;
+  json.BeginObject();
+  WriteBuildFacts(json, CurrentBuildFacts());
+  json.Key("file").String(path);
+  json.Key("format").String(ModelFormatName(loaded.format));
+  json.Key("file_bytes").Unsigned(loaded.file_bytes);
+  WriteConfigJson(json, m);
   size_t scalars = 0;
   for (const ParameterPtr& parameter : loaded.model.parameters()) scalars += parameter->element_count();
   json.Key("parameter_scalars").Unsigned(scalars);
