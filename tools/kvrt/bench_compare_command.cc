@@ -122,6 +122,9 @@ struct GateRatioSpec {
   std::string name;
   std::string numerator, denominator;  // time ratio
   std::string benchmark, counter;      // or a counter
+  // Optional: divide by another row's counter, e.g. the FMA probe's own 2-thread
+  // speed-up, so a thread-scaling ratio judges the code and not a busy machine.
+  std::string per_benchmark, per_counter;
   double minimum = 0, baseline = 0;
   std::optional<double> tolerance;
 };
@@ -143,6 +146,8 @@ Result<GateRatioSpec> ParseGateRatio(const Json& entry) {
   text("denominator", spec.denominator);
   text("benchmark", spec.benchmark);
   text("counter", spec.counter);
+  text("per_benchmark", spec.per_benchmark);
+  text("per_counter", spec.per_counter);
   spec.minimum = number("minimum").value_or(0.0);
   spec.baseline = number("baseline").value_or(0.0);
   spec.tolerance = number("tolerance");
@@ -152,34 +157,51 @@ Result<GateRatioSpec> ParseGateRatio(const Json& entry) {
     return std::unexpected(InvalidArgument(
         "a gate ratio needs a name and either numerator+denominator or benchmark+counter: " + entry.dump()));
   }
+  if (spec.per_benchmark.empty() != spec.per_counter.empty()) {
+    return std::unexpected(InvalidArgument("gate ratio '" + spec.name + "' needs both per_benchmark and per_counter"));
+  }
   if (spec.minimum <= 0 && spec.baseline <= 0) {
     return std::unexpected(InvalidArgument("gate ratio '" + spec.name + "' needs a minimum or a baseline"));
   }
   return spec;
 }
 
-Result<double> MeasureRatio(const GateRatioSpec& spec, const BenchmarkRun& rows, double& cv) {
+Result<double> CounterOf(const BenchmarkRun& rows, const std::string& benchmark, const std::string& counter,
+                         double& cv) {
+  const auto row = rows.find(benchmark);
+  if (row == rows.end()) return std::unexpected(InvalidArgument("benchmark '" + benchmark + "' is not in the run"));
+  const auto value = row->second.counters.find(counter);
+  if (value == row->second.counters.end()) {
+    return std::unexpected(InvalidArgument("counter '" + counter + "' missing from " + benchmark));
+  }
+  cv = row->second.cv;
+  return value->second;
+}
+
+Result<double> MeasureRawRatio(const GateRatioSpec& spec, const BenchmarkRun& rows, double& cv) {
   auto find = [&](const std::string& name) -> Result<const BenchmarkRow*> {
     const auto it = rows.find(name);
     if (it == rows.end()) return std::unexpected(InvalidArgument("benchmark '" + name + "' is not in the run"));
     return &it->second;
   };
-  if (!spec.counter.empty()) {
-    Result<const BenchmarkRow*> row = find(spec.benchmark);
-    if (!row) return std::unexpected(row.error());
-    const auto counter = (*row)->counters.find(spec.counter);
-    if (counter == (*row)->counters.end()) {
-      return std::unexpected(InvalidArgument("counter '" + spec.counter + "' missing from " + spec.benchmark));
-    }
-    cv = (*row)->cv;
-    return counter->second;
-  }
+  if (!spec.counter.empty()) return CounterOf(rows, spec.benchmark, spec.counter, cv);
   Result<const BenchmarkRow*> numerator = find(spec.numerator);
   if (!numerator) return std::unexpected(numerator.error());
   Result<const BenchmarkRow*> denominator = find(spec.denominator);
   if (!denominator) return std::unexpected(denominator.error());
   cv = CombinedCv((*numerator)->cv, (*denominator)->cv);
   return (*numerator)->seconds / (*denominator)->seconds;
+}
+
+Result<double> MeasureRatio(const GateRatioSpec& spec, const BenchmarkRun& rows, double& cv) {
+  Result<double> ratio = MeasureRawRatio(spec, rows, cv);
+  if (!ratio || spec.per_benchmark.empty()) return ratio;
+  double per_cv = 0;
+  Result<double> per = CounterOf(rows, spec.per_benchmark, spec.per_counter, per_cv);
+  if (!per) return std::unexpected(per.error());
+  if (!(*per > 0)) return std::unexpected(InvalidArgument("counter '" + spec.per_counter + "' is not positive"));
+  cv = CombinedCv(cv, per_cv);
+  return *ratio / *per;
 }
 
 int CheckGate(const std::string& gate_path, const std::vector<std::string>& current_paths, const NoiseRule& noise) {
