@@ -61,6 +61,7 @@ HWY_AFTER_NAMESPACE();
 
 #include <algorithm>
 #include <chrono>
+#include <thread>
 #include <vector>
 
 #include "machine_limits.h"
@@ -85,6 +86,23 @@ size_t ParallelFmaProbe(threading::ThreadPool& pool, size_t iterations, float* s
   for (size_t task = 0; task < kTasks; ++task) {
     total += flops[task];
     *sink += sinks[task];
+  }
+  return total;
+}
+
+size_t ThreadedFmaProbe(size_t threads, size_t iterations, float* sink) {
+  std::vector<float> sinks(threads);
+  std::vector<size_t> flops(threads);
+  std::vector<std::thread> workers;
+  workers.reserve(threads);
+  for (size_t t = 0; t < threads; ++t) {
+    workers.emplace_back([&, t] { flops[t] = RunFmaProbe(iterations / threads, &sinks[t]); });
+  }
+  size_t total = 0;
+  for (size_t t = 0; t < threads; ++t) {
+    workers[t].join();
+    total += flops[t];
+    *sink += sinks[t];
   }
   return total;
 }

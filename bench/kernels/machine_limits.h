@@ -24,6 +24,10 @@ size_t RunFmaProbe(size_t iterations, float* sink);
 // The probe on every thread of `pool`: 16 tasks of iterations/16 rounds each, so the
 // pool balances them. Returns the FLOPs executed.
 size_t ParallelFmaProbe(threading::ThreadPool& pool, size_t iterations, float* sink);
+// The same arithmetic on `threads` plain std::threads, outside kvrt's pool: the
+// reference a thread-scaling gate divides by must not share the code it judges
+// (a pool that stopped running in parallel would slow both sides alike).
+size_t ThreadedFmaProbe(size_t threads, size_t iterations, float* sink);
 
 // Reads `bytes` (a multiple of 4) from `data` with `pool`, as 16 MiB tasks each read
 // as four sequential streams, the access pattern of MatVec streaming four panels at

@@ -58,7 +58,7 @@ void RegisterMatMulScaling(size_t m, size_t rows, size_t cols, threading::Thread
     const size_t probe_rounds = m * rows * cols / 512;
     float sink = 0;
     auto probe = [&](threading::ThreadPool& pool) {
-      ParallelFmaProbe(pool, probe_rounds * pool.threads(), &sink);
+      ThreadedFmaProbe(pool.threads(), probe_rounds * pool.threads(), &sink);
     };
     ScalingSides kernel, arithmetic;
     bool one_first = true;
