@@ -200,3 +200,63 @@ TEST(ByteLevelBpeOrderTest, LowestRankThenLeftmost) {
 
 }  // namespace
 }  // namespace kvrt
+
+namespace kvrt {
+namespace {
+
+// Marks the last `count` tokens of `data` user-defined (type 4).
+void MakeUserDefined(VocabularyData& data, size_t count) {
+  data.token_types.resize(data.tokens.size(), 1);
+  for (size_t i = data.tokens.size() - count; i < data.tokens.size(); ++i) data.token_types[i] = 4;
+}
+
+// User-defined tokens are cut out of the text before encoding (llama.cpp does so
+// even when special-token text is plain text); SentencePiece prefixes a space to
+// every raw fragment, since each follows the start or a special token.
+TEST(UserDefinedTokenTest, SentencePieceSplitsBeforeEncoding) {
+  // "▁" = 259, "a" = 260, "▁a" = 261, then user-defined "<|x|>" = 262.
+  VocabularyData data = Spm({{"\xE2\x96\x81", -5}, {"a", -5}, {"\xE2\x96\x81" "a", -1}, {"<|x|>", 0}});
+  MakeUserDefined(data, 1);
+  Result<Tokenizer> t = Tokenizer::FromVocabulary(data);
+  ASSERT_TRUE(t) << t.error().Debug();
+  EXPECT_EQ(Encode(*t, "a<|x|>a"), (std::vector<uint32_t>{261, 262, 261}));
+  EXPECT_EQ(Encode(*t, "<|x|><|x|>"), (std::vector<uint32_t>{262, 262}));
+  EXPECT_EQ(Encode(*t, "<|x|"), (std::vector<uint32_t>{259, 3 + '<', 3 + '|', 3 + 'x', 3 + '|'}))
+      << "an incomplete token is plain text (byte fallback here)";
+  // Decoding gives the token's text verbatim; the fragment after it keeps its space.
+  EXPECT_EQ(*t->DecodeContent(Encode(*t, "a<|x|>a")), "a<|x|> a");
+}
+
+TEST(UserDefinedTokenTest, LongestTokenSplitsFirst) {
+  // 256 "ab", 257 "bcd" (user-defined), 258 "ab" would merge but "bcd" wins first.
+  VocabularyData data = Gpt2({"ab", "bcd"}, {"a b"});
+  MakeUserDefined(data, 1);
+  Result<Tokenizer> t = Tokenizer::FromVocabulary(data);
+  ASSERT_TRUE(t) << t.error().Debug();
+  EXPECT_EQ(Encode(*t, "abcd"), (std::vector<uint32_t>{'a', 257}));
+  EXPECT_EQ(Encode(*t, "ab bcdab"), (std::vector<uint32_t>{256, ' ', 257, 256}));
+  EXPECT_EQ(*t->DecodeContent(Encode(*t, "ab bcdab")), "ab bcdab");
+  // Both user-defined: the longer is matched first even where the shorter starts earlier.
+  VocabularyData both = Gpt2({"ab", "bcd"}, {});
+  MakeUserDefined(both, 2);
+  Result<Tokenizer> u = Tokenizer::FromVocabulary(both);
+  ASSERT_TRUE(u);
+  EXPECT_EQ(Encode(*u, "abcd"), (std::vector<uint32_t>{'a', 257}));
+  EXPECT_EQ(Encode(*u, "abab"), (std::vector<uint32_t>{256, 256}));
+}
+
+TEST(UserDefinedTokenTest, Phi3StripsWhitespaceRightOfThem) {
+  VocabularyData data = Gpt2({"<|end|>"}, {});
+  MakeUserDefined(data, 1);
+  data.name = "Phi3";
+  Result<Tokenizer> phi = Tokenizer::FromVocabulary(data);
+  ASSERT_TRUE(phi);
+  EXPECT_EQ(Encode(*phi, "a <|end|> \n b"), (std::vector<uint32_t>{'a', ' ', 256, 'b'}));
+  data.name = "other";
+  Result<Tokenizer> other = Tokenizer::FromVocabulary(data);
+  ASSERT_TRUE(other);
+  EXPECT_EQ(Encode(*other, "a <|end|> b"), (std::vector<uint32_t>{'a', ' ', 256, ' ', 'b'}));
+}
+
+}  // namespace
+}  // namespace kvrt

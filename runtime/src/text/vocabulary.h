@@ -21,6 +21,8 @@ namespace kvrt {
 struct VocabularyData {             // what a GGUF's tokenizer.ggml.* metadata holds
   std::string model;                // "llama" (SentencePiece) or "gpt2" (byte-level BPE)
   std::string pre;                  // tokenizer.ggml.pre ("" when absent)
+  std::string name;                 // general.name ("" when absent): llama.cpp keys
+                                    // some token attributes on it (phi-3's rstrip)
   std::vector<std::string> tokens;  // token id i = tokens[i]
   std::vector<float> scores;        // may be empty (gpt2)
   std::vector<int32_t>

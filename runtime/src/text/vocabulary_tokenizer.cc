@@ -30,6 +30,15 @@ Error UnknownToken(size_t position, uint32_t token_id) {
                    " is outside this tokenizer vocabulary");
 }
 
+// llama.cpp sets token attributes the file does not carry by model name; for
+// phi-3 every special token (here: every user-defined token, the only kind cut
+// out of plain text) strips the whitespace to its right.
+bool StripsRightOfUserDefinedTokens(std::string_view model_name) {
+  std::string lower(model_name);
+  for (char& c : lower) c = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+  return lower.find("phi-3") != std::string::npos || lower.find("phi3") != std::string::npos;
+}
+
 }  // namespace
 
 Result<std::shared_ptr<const VocabularyTokenizer>> VocabularyTokenizer::Build(
@@ -72,6 +81,13 @@ Result<std::shared_ptr<const VocabularyTokenizer>> VocabularyTokenizer::Build(
     std::shared_ptr<VocabularyTokenizer> tokenizer(
         new VocabularyTokenizer(std::move(*table), std::move(encoder)));
     tokenizer->token_bytes_ = std::move(token_bytes);
+    tokenizer->user_defined_ = UserDefinedTokensOf(tokenizer->table_);
+    if (StripsRightOfUserDefinedTokens(vocabulary.name)) {
+      for (UserDefinedToken& token : tokenizer->user_defined_) {
+        const std::string& text = tokenizer->table_.text(token.id);
+        token.rstrip = text != "<unk>" && text != "<s>" && text != "<|endoftext|>";
+      }
+    }
     tokenizer->bos_ = vocabulary.bos;
     tokenizer->eos_ = vocabulary.eos;
     tokenizer->unk_ = vocabulary.unk;
@@ -90,12 +106,23 @@ Result<std::shared_ptr<const VocabularyTokenizer>> VocabularyTokenizer::Build(
 Result<std::vector<uint32_t>> VocabularyTokenizer::Encode(std::string_view text) const {
   try {
     std::vector<uint32_t> ids;
-    if (const auto* spm = std::get_if<SentencePieceEncoder>(&encoder_)) {
-      spm->Encode(table_, text, ids);
-    } else if (Result<void> encoded =
-                   std::get<ByteLevelBpeEncoder>(encoder_).Encode(table_, text, ids);
-               !encoded) {
-      return Fail(std::move(encoded.error()));
+    auto encode_raw = [&](std::string_view raw) -> Result<void> {
+      if (const auto* spm = std::get_if<SentencePieceEncoder>(&encoder_)) {
+        spm->Encode(table_, raw, ids);
+        return {};
+      }
+      return std::get<ByteLevelBpeEncoder>(encoder_).Encode(table_, raw, ids);
+    };
+    if (user_defined_.empty()) {
+      if (Result<void> encoded = encode_raw(text); !encoded) return Fail(std::move(encoded.error()));
+      return ids;
+    }
+    for (const TextFragment& fragment : SplitAtUserDefinedTokens(table_, user_defined_, text)) {
+      if (fragment.is_token) {
+        ids.push_back(fragment.id);
+      } else if (Result<void> encoded = encode_raw(fragment.text); !encoded) {
+        return Fail(std::move(encoded.error()));
+      }
     }
     return ids;
   } catch (const std::bad_alloc&) {

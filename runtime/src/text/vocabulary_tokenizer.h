@@ -5,11 +5,15 @@
 //
 // Differences from llama.cpp's tokenize (add_special = false, parse_special =
 // false) and detokenize, all deliberate or not yet needed:
-//   * user-defined tokens (type 4) are not cut out of the input text before
-//     encoding, as llama.cpp does even without parse_special; they are ordinary
-//     vocabulary entries here. Neither fixture vocabulary has any;
-//   * an absent bos/eos/unk id stays absent (llama.cpp substitutes per-model
-//     defaults when the key is missing, which a GGUF reader may do itself);
+//   * user-defined tokens (type 4) are cut out of the input text before
+//     encoding, as llama.cpp does even without parse_special
+//     (text/user_defined_tokens.h); every raw fragment between them is encoded
+//     on its own, and for SentencePiece each gets the space prefix, since
+//     llama.cpp prefixes the text after any special token. A vocabulary whose
+//     general.name names phi-3 strips whitespace right of them (llama.cpp's
+//     rstrip attribute for that model);
+//   * an absent bos/eos/unk id stays absent (the GGUF reader substitutes
+//     llama.cpp's per-model defaults when the key is missing);
 //   * GPT-2 decoding is byte-exact: no clean_up_tokenization_spaces pass (" ," ->
 //     ",", which llama.cpp's detokenize can apply to BPE vocabularies), so
 //     decode(encode(s)) == s for valid UTF-8.
@@ -26,6 +30,7 @@
 #include "kvrt/error.h"
 #include "text/byte_level_bpe.h"
 #include "text/sentencepiece.h"
+#include "text/user_defined_tokens.h"
 #include "text/vocabulary.h"
 
 namespace kvrt::text {
@@ -67,6 +72,7 @@ class VocabularyTokenizer {
   TokenTable table_;
   std::variant<SentencePieceEncoder, ByteLevelBpeEncoder> encoder_;
   std::vector<std::string> token_bytes_;  // id -> content bytes
+  std::vector<UserDefinedToken> user_defined_;  // in matching order
   std::optional<uint32_t> bos_, eos_, unk_, pad_;
   bool add_bos_ = false;
   bool add_eos_ = false;

@@ -9,7 +9,7 @@ namespace {
 
 constexpr uint32_t kNoToken = 0xFFFFFFFFu;  // llama.cpp writes u32 −1 for "none"
 
-// An optional special-token id: absent key or −1 → `fallback`.
+// An optional special-token id: absent key → `fallback`; −1 → none.
 Result<std::optional<uint32_t>> SpecialId(const GgufFile& file, std::string_view key,
                                           std::optional<uint32_t> fallback) {
   Result<std::optional<uint32_t>> id = file.GetOptional<uint32_t>(key);
@@ -34,6 +34,12 @@ Result<std::optional<VocabularyData>> ReadVocabulary(const GgufFile& file) try {
   Result<std::optional<std::string_view>> pre = file.GetOptional<std::string_view>("tokenizer.ggml.pre");
   if (!pre) return Fail(std::move(pre.error()));
   if (*pre) data.pre = std::string(**pre);
+  // Only a hint for token attributes: a name of another type is ignored.
+  if (Result<std::optional<std::string_view>> name =
+          file.GetOptional<std::string_view>("general.name");
+      name && *name) {
+    data.name = std::string(**name);
+  }
 
   Result<std::span<const std::string_view>> tokens = file.GetStringArray("tokenizer.ggml.tokens");
   if (!tokens) return Fail(std::move(tokens.error()));
@@ -56,22 +62,28 @@ Result<std::optional<VocabularyData>> ReadVocabulary(const GgufFile& file) try {
     data.merges.assign(merges->begin(), merges->end());
   }
 
-  // llama.cpp's defaults for a SentencePiece vocabulary that names no ids.
-  const bool spm = data.model == "llama";
+  // llama.cpp's defaults for the ids a vocabulary does not name: <s> 1, </s> 2
+  // and <unk> 0 for SentencePiece; 11 as both BOS and EOS for byte-level BPE
+  // (GPT-2's "<|endoftext|>" is elsewhere, but these are the ids llama.cpp
+  // assumes). A default outside the vocabulary is absent.
+  const bool spm = data.model == "llama", bpe = data.model == "gpt2";
   struct Special {
     const char* key;
     std::optional<uint32_t>* out;
     std::optional<uint32_t> spm_default;
+    std::optional<uint32_t> bpe_default;
   };
   const Special specials[] = {
-      {"tokenizer.ggml.bos_token_id", &data.bos, 1},
-      {"tokenizer.ggml.eos_token_id", &data.eos, 2},
-      {"tokenizer.ggml.unknown_token_id", &data.unk, 0},
-      {"tokenizer.ggml.padding_token_id", &data.pad, std::nullopt},
+      {"tokenizer.ggml.bos_token_id", &data.bos, 1, 11},
+      {"tokenizer.ggml.eos_token_id", &data.eos, 2, 11},
+      {"tokenizer.ggml.unknown_token_id", &data.unk, 0, std::nullopt},
+      {"tokenizer.ggml.padding_token_id", &data.pad, std::nullopt, std::nullopt},
   };
   for (const Special& special : specials) {
-    Result<std::optional<uint32_t>> id =
-        SpecialId(file, special.key, spm ? special.spm_default : std::nullopt);
+    std::optional<uint32_t> fallback =
+        spm ? special.spm_default : (bpe ? special.bpe_default : std::nullopt);
+    if (fallback && *fallback >= data.tokens.size()) fallback.reset();
+    Result<std::optional<uint32_t>> id = SpecialId(file, special.key, fallback);
     if (!id) return Fail(std::move(id.error()));
     *special.out = *id;
   }
