@@ -2,11 +2,11 @@
 #include "text/byte_level_bpe.h"
 
 #include <optional>
-#include <queue>
 #include <string>
 #include <utility>
 
 #include "kvrt/tokenizer.h"  // ValidateUtf8
+#include "text/pair_merging.h"
 
 namespace kvrt::text {
 namespace {
@@ -88,28 +88,6 @@ std::optional<std::string> RepairUtf8(std::string_view text) {
   return repaired;
 }
 
-struct Symbol {
-  uint32_t begin = 0;   // byte offset in the piece
-  uint32_t length = 0;  // 0 once merged into its left neighbour
-  int64_t prev = -1;
-  int64_t next = -1;
-  uint32_t id = UINT32_MAX;  // the token this symbol spells, if any
-};
-
-struct Bigram {
-  uint32_t rank;
-  int64_t left;
-  int64_t right;
-  uint32_t length;  // left.length + right.length when queued; stale once either grows
-};
-
-// Lowest rank first; equal ranks take the leftmost pair.
-struct LowerPriority {
-  bool operator()(const Bigram& a, const Bigram& b) const {
-    return a.rank > b.rank || (a.rank == b.rank && a.left > b.left);
-  }
-};
-
 }  // namespace
 
 Result<ByteLevelBpeEncoder> ByteLevelBpeEncoder::Build(const TokenTable& table,
@@ -174,43 +152,23 @@ Result<void> ByteLevelBpeEncoder::Encode(const TokenTable& table, std::string_vi
 void ByteLevelBpeEncoder::EncodePiece(const TokenTable& table, std::string_view piece,
                                       std::vector<uint32_t>& ids) const {
   if (piece.size() > UINT32_MAX) throw std::length_error("byte-level BPE piece too long");
-  std::vector<Symbol> symbols(piece.size());
-  for (size_t i = 0; i < piece.size(); ++i) {
-    symbols[i] = {static_cast<uint32_t>(i), 1, int64_t(i) - 1,
-                  i + 1 == piece.size() ? -1 : int64_t(i) + 1,
-                  byte_ids_[static_cast<uint8_t>(piece[i])]};
-  }
-  std::priority_queue<Bigram, std::vector<Bigram>, LowerPriority> queue;
-  const auto try_add = [&](int64_t left, int64_t right) {
-    if (left < 0 || right < 0) return;
-    const Symbol& l = symbols[left];
-    const Symbol& r = symbols[right];
-    if (l.id == kNone || r.id == kNone) return;  // only tokens are merge operands
-    const auto rank = ranks_.find(uint64_t{l.id} << 32 | r.id);
-    if (rank != ranks_.end()) queue.push({rank->second, left, right, l.length + r.length});
-  };
-  for (size_t i = 1; i < symbols.size(); ++i) try_add(int64_t(i) - 1, int64_t(i));
-
-  while (!queue.empty()) {
-    const Bigram bigram = queue.top();
-    queue.pop();
-    Symbol& left = symbols[bigram.left];
-    Symbol& right = symbols[bigram.right];
-    // Symbols only grow, so an unchanged total length means both are as queued.
-    if (left.length == 0 || right.length == 0 || left.length + right.length != bigram.length) {
-      continue;
-    }
-    left.length += right.length;
-    left.id = merged_ids_[bigram.rank];
-    right.length = 0;
-    left.next = right.next;
-    if (right.next >= 0) symbols[right.next].prev = bigram.left;
-    try_add(left.prev, bigram.left);
-    try_add(bigram.left, left.next);
-  }
+  std::vector<MergeSymbol> symbols = LinkSymbols(std::vector<uint32_t>(piece.size(), 1));
+  for (size_t i = 0; i < piece.size(); ++i) symbols[i].id = byte_ids_[static_cast<uint8_t>(piece[i])];
+  // The lowest-ranked merge of two tokens applies first.
+  MergePairs<uint32_t>(
+      symbols,
+      [&](int64_t left, int64_t right) -> std::optional<uint32_t> {
+        const uint32_t l = symbols[left].id, r = symbols[right].id;
+        if (l == kNone || r == kNone) return std::nullopt;  // only tokens are merge operands
+        const auto rank = ranks_.find(uint64_t{l} << 32 | r);
+        if (rank == ranks_.end()) return std::nullopt;
+        return rank->second;
+      },
+      [](uint32_t a, uint32_t b) { return a < b; },
+      [&](MergeSymbol& merged, uint32_t rank) { merged.id = merged_ids_[rank]; });
 
   for (int64_t i = symbols.empty() ? -1 : 0; i >= 0; i = symbols[i].next) {
-    const Symbol& symbol = symbols[i];
+    const MergeSymbol& symbol = symbols[i];
     if (symbol.id != kNone) {
       ids.push_back(symbol.id);
       continue;

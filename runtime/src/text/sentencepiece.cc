@@ -2,10 +2,11 @@
 #include "text/sentencepiece.h"
 
 #include <algorithm>
-#include <queue>
 #include <stdexcept>
 #include <string>
 #include <utility>
+
+#include "text/pair_merging.h"
 
 namespace kvrt::text {
 namespace {
@@ -33,29 +34,6 @@ int HexDigit(char c) {
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
   return -1;
 }
-
-// A run of the text being merged; merged-away symbols keep length 0.
-struct Symbol {
-  uint32_t begin = 0;   // byte offset in the escaped text
-  uint32_t length = 0;  // 0 once merged into its left neighbour
-  int64_t prev = -1;    // index of the neighbouring live symbols, -1 at the ends
-  int64_t next = -1;
-};
-
-// A candidate merge of two adjacent symbols whose concatenation is a token.
-struct Bigram {
-  float score;
-  int64_t left;
-  int64_t right;
-  uint32_t length;  // left.length + right.length when queued; stale once either grows
-};
-
-// Highest score first; equal scores take the leftmost pair.
-struct LowerPriority {
-  bool operator()(const Bigram& a, const Bigram& b) const {
-    return a.score < b.score || (a.score == b.score && a.left > b.left);
-  }
-};
 
 }  // namespace
 
@@ -95,47 +73,24 @@ void SentencePieceEncoder::Encode(const TokenTable& table, std::string_view text
   if (escaped.size() > UINT32_MAX) throw std::length_error("SentencePiece input too long");
   const std::string_view view(escaped);
 
-  std::vector<Symbol> symbols;
-  symbols.reserve(escaped.size());
-  for (size_t offset = 0; offset < escaped.size();) {
-    const size_t length = std::min(Utf8LengthFromLead(static_cast<uint8_t>(escaped[offset])),
-                                   escaped.size() - offset);
-    const auto index = static_cast<int64_t>(symbols.size());
-    symbols.push_back({static_cast<uint32_t>(offset), static_cast<uint32_t>(length), index - 1,
-                       offset + length == escaped.size() ? -1 : index + 1});
-    offset += length;
+  std::vector<uint32_t> lengths;
+  lengths.reserve(escaped.size());
+  for (size_t offset = 0; offset < escaped.size(); offset += lengths.back()) {
+    lengths.push_back(static_cast<uint32_t>(std::min(
+        Utf8LengthFromLead(static_cast<uint8_t>(escaped[offset])), escaped.size() - offset)));
   }
-
-  std::vector<Bigram> storage;
-  storage.reserve(symbols.size());
-  std::priority_queue<Bigram, std::vector<Bigram>, LowerPriority> queue(LowerPriority{},
-                                                                        std::move(storage));
-  const auto try_add = [&](int64_t left, int64_t right) {
-    if (left < 0 || right < 0) return;
-    const Symbol& l = symbols[left];
-    const uint32_t length = l.length + symbols[right].length;
-    if (const std::optional<uint32_t> id = table.Find(view.substr(l.begin, length))) {
-      queue.push({table.score(*id), left, right, length});
-    }
-  };
-  for (size_t i = 1; i < symbols.size(); ++i) try_add(int64_t(i) - 1, int64_t(i));
-
-  while (!queue.empty()) {
-    const Bigram bigram = queue.top();
-    queue.pop();
-    Symbol& left = symbols[bigram.left];
-    Symbol& right = symbols[bigram.right];
-    // Symbols only grow, so an unchanged total length means both are as queued.
-    if (left.length == 0 || right.length == 0 || left.length + right.length != bigram.length) {
-      continue;
-    }
-    left.length += right.length;
-    right.length = 0;
-    left.next = right.next;
-    if (right.next >= 0) symbols[right.next].prev = bigram.left;
-    try_add(left.prev, bigram.left);
-    try_add(bigram.left, left.next);
-  }
+  std::vector<MergeSymbol> symbols = LinkSymbols(lengths);
+  // The pair whose concatenation is the highest-scoring token merges first.
+  MergePairs<float>(
+      symbols,
+      [&](int64_t left, int64_t right) -> std::optional<float> {
+        const MergeSymbol& l = symbols[left];
+        const std::optional<uint32_t> id =
+            table.Find(view.substr(l.begin, l.length + symbols[right].length));
+        if (!id) return std::nullopt;
+        return table.score(*id);
+      },
+      [](float a, float b) { return a > b; }, [](MergeSymbol&, float) {});
 
   for (int64_t i = 0; i >= 0; i = symbols[i].next) {
     const std::string_view piece = view.substr(symbols[i].begin, symbols[i].length);
