@@ -179,13 +179,16 @@ TEST_P(CompressedGgufTest, FastMatchesTheOracleAsStoredAndConverted) {
   for (const MatrixWeightFormat& matrix : plan) {
     EXPECT_FALSE(matrix.fallback) << matrix.name;
     if (matrix.effective == *stored) ++kept;
-    EXPECT_EQ(matrix.as_stored, *stored != WeightFormat::kF32 && matrix.effective == *stored) << matrix.name;
+    // A file may keep a few tensors in another type (llama.cpp's q4_0 keeps the
+    // head in q8_0): those are as stored too; an f32 tensor never is.
+    EXPECT_EQ(matrix.as_stored, matrix.effective != WeightFormat::kF32) << matrix.name;
   }
   EXPECT_GT(kept, 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(GgufFixtures, CompressedGgufTest,
-                         ::testing::Values("f32", "f16", "bf16", "q8_0", "q4_0"));
+                         ::testing::Values("f32", "f16", "bf16", "q8_0", "q4_0"),
+                         [](const ::testing::TestParamInfo<std::string>& type) { return type.param; });
 
 TEST(CompressedWeightsTest, StoredBytesAreDroppedOnceAParameterIsUpdated) {
   Result<LoadedModel> loaded = LoadModel(testing::FixturePath("gguf/tiny-q8_0.gguf"));
@@ -320,7 +323,21 @@ TEST(CompressedWeightsTest, GreedyQ8_0AgainstF32OnTheDemoModel) {
   size_t first = 0;
   while (first < kTokens && f32.tokens[first] == q8.tokens[first]) ++first;
   if (first == kTokens) {
-    std::cout << "[ greedy  ] q8_0 and f32 agree on all " << kTokens << " tokens\n";
+    // How close it came: the smallest top-1 margin of the q8_0 run and the
+    // largest logit difference between the runs over the 32 steps.
+    double smallest_margin = INFINITY, largest = 0.0;
+    for (size_t s = 0; s < kTokens; ++s) {
+      std::vector<double> sorted = q8.logits[s];
+      std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<>());
+      smallest_margin = std::min(smallest_margin, sorted[0] - sorted[1]);
+      for (size_t i = 0; i < sorted.size(); ++i) {
+        largest = std::max(largest, std::fabs(q8.logits[s][i] - f32.logits[s][i]));
+      }
+    }
+    std::cout << "[ greedy  ] q8_0 and f32 agree on all " << kTokens << " tokens (smallest q8_0 top-1 margin "
+              << smallest_margin << ", largest logit difference " << largest << ")\n";
+    EXPECT_LT(largest, smallest_margin);  // what agreement needs, given both are argmaxes
+    EXPECT_GT(largest, 0.0);              // q8_0 did change the weights
     RecordProperty("greedy_agreement", static_cast<int>(kTokens));
     return;
   }
