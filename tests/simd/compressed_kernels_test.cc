@@ -100,7 +100,9 @@ TEST_P(CompressedKernelsTest, MatVecMatchesTwinAndF32Kernel) {
           ASSERT_TRUE(simd_test::WithinBound(y[n], twin[n], bound)) << where << " n=" << n;
         }
         // No FMA on the scalar target: the same roundings in the same order.
-        if (scalar_target) ASSERT_TRUE(simd_test::SameBits(y.data(), twin.data(), cols)) << where;
+        if (scalar_target) {
+          ASSERT_TRUE(simd_test::SameBits(y.data(), twin.data(), cols)) << where;
+        }
       }
     }
   }
@@ -135,7 +137,9 @@ void ExpectMatMul(WeightType type, size_t m, size_t rows, size_t cols, bool scal
     }
     for (size_t n = cols; n < ldc; ++n) ASSERT_EQ(c[r * ldc + n], kUntouched) << where;
   }
-  if (scalar_target) ASSERT_TRUE(simd_test::SameBits(c.data(), twin.data(), m * ldc)) << where;
+  if (scalar_target) {
+    ASSERT_TRUE(simd_test::SameBits(c.data(), twin.data(), m * ldc)) << where;
+  }
 }
 
 TEST_P(CompressedKernelsTest, MatMulMatchesTwinAndEqualsMatVecRows) {

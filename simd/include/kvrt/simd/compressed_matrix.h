@@ -111,11 +111,21 @@ float Bf16ToF32(uint16_t bits);
 // Scalar twin: each panel row is dequantized (at()), then exactly the f32 twin's order:
 // y[n] = Σ_k x[k]·W[k][n] from 0 in ascending k, every product rounded before it is added.
 //
-// MatVec (Highway, dispatched at run time; this commit: computed by the twin).
+// MatVec (Highway, dispatched at run time: AVX3, AVX2, scalar).
 //   Lanes:     f32 activations and accumulators; weights as stored.
-//   Range:     finite x and weights; K ≥ 0 (K = 0 gives zeros); panel_begin ≤ panel_end ≤
-//              panels().
-//   Aliasing:  y must not overlap x or w.
+//   Method:    the exact form. Each panel row is decoded in registers to the exact f32
+//              values of at() (compressed_rows-inl.h: bf16 by a shift or a mask, f16 by
+//              F16C, q8_0 by int8→f32 times the column scales, q4_0 by nibble→f32 − 8
+//              times the scales), and every output column is ONE chain of fused
+//              multiply-adds over k = 0..K−1 ascending from 0, four panels streamed
+//              together as in the f32 MatVec. Hence y equals the f32 MatVec (matvec.h)
+//              on the dequantized matrix bit for bit, does not depend on the panel
+//              range or the thread split, and equals the rows of MatMul bit for bit on
+//              the same target.
+//   Max error: |y[n] − twin| ≤ (K + 2)·ε·Σ_k|x[k]·at(k, n)| (+ K·denorm_min for
+//              subnormal products): both sum the same exact products over K terms,
+//              the twin with every product rounded, so the f32 kernels' bound holds.
+//              The scalar target has no FMA and equals the twin.
 void MatVec(const CompressedMatrixView& w, const float* x, float* y, size_t panel_begin,
             size_t panel_end);
 void MatVecScalar(const CompressedMatrixView& w, const float* x, float* y, size_t panel_begin,
@@ -127,7 +137,15 @@ void MatVecScalar(const CompressedMatrixView& w, const float* x, float* y, size_
 //
 // Scalar twin: row by row MatVecScalar.
 //
-// MatMul (Highway, dispatched at run time; this commit: computed by the twin).
+// MatMul (Highway, dispatched at run time).
+//   Method:    the f32 MatMul's loop nest and register-blocked micro-kernel (matmul.h:
+//              AVX-512 8 rows × 32 columns). Each panel's K block (256 rows) is
+//              dequantized once per M block (256 rows of A) into a 32 KiB f32 tile on
+//              the stack, in the f32 panel layout, and reused by every row tile. So
+//              C equals the f32 MatMul on the dequantized matrix bit for bit, hence
+//              every row equals MatVec of that row bit for bit on the same target,
+//              independent of M, the panel range and the thread split.
+//   Max error: as MatVec, per element with A's row as x.
 //   Range:     as MatVec; any M ≥ 0.
 //   Aliasing:  C must not overlap A or W.
 void MatMul(const float* a, size_t lda, size_t m, const CompressedMatrixView& w, float* c,

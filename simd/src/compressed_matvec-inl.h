@@ -1,0 +1,71 @@
+// Per-target body of the compressed MatVec (compressed_matrix.h).
+#if defined(KVRT_SIMD_COMPRESSED_MATVEC_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef KVRT_SIMD_COMPRESSED_MATVEC_INL_H_
+#undef KVRT_SIMD_COMPRESSED_MATVEC_INL_H_
+#else
+#define KVRT_SIMD_COMPRESSED_MATVEC_INL_H_
+#endif
+
+#include <algorithm>
+#include <cstddef>
+
+#include "compressed_rows-inl.h"
+#include "hwy/highway.h"
+#include "kvrt/simd/compressed_matrix.h"
+#include "panel_columns-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace kvrt::simd::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// y for the columns of kPanels consecutive panels from `first_panel`: every panel row
+// is decoded once and contributes x[k]·W[k][n] to one FMA chain per column, in
+// ascending k from 0, exactly as the f32 MatVec (matvec-inl.h) does on the dequantized
+// matrix.
+template <template <class> class Rows, size_t kPanels, class D>
+HWY_INLINE void CompressedMatVecGroup(D d, const CompressedMatrixView& w, const float* x,
+                                      float* y, size_t first_panel) {
+  constexpr size_t kVecs = PanelVectors<D>();
+  constexpr size_t kBlockRows = Rows<D>::kBlockRows;
+  Rows<D> rows[kPanels];
+  hn::Vec<D> acc[kPanels][kVecs];
+  for (size_t g = 0; g < kPanels; ++g) {
+    rows[g].panel = w.panel(first_panel + g);
+    for (size_t v = 0; v < kVecs; ++v) acc[g][v] = hn::Zero(d);
+  }
+  for (size_t k0 = 0; k0 < w.rows; k0 += kBlockRows) {
+    for (size_t g = 0; g < kPanels; ++g) rows[g].LoadScales(d, k0);
+    HWY_UNROLL(1)
+    for (size_t k = k0; k < k0 + kBlockRows; ++k) {
+      const auto xk = hn::Set(d, x[k]);
+      HWY_UNROLL(4)
+      for (size_t g = 0; g < kPanels; ++g) {
+        hn::Vec<D> wk[kVecs];
+        rows[g].Row(d, k, wk);
+        HWY_UNROLL(16)
+        for (size_t v = 0; v < kVecs; ++v) acc[g][v] = hn::MulAdd(xk, wk[v], acc[g][v]);
+      }
+    }
+  }
+  for (size_t g = 0; g < kPanels; ++g) {
+    const size_t first_col = (first_panel + g) * kCompressedPanelWidth;
+    StorePanelRow<kVecs>(d, acc[g], std::min(kCompressedPanelWidth, w.cols - first_col),
+                         y + first_col);
+  }
+}
+
+// Groups of about eight accumulators (4 panels on AVX3, 2 on AVX2, 1 on the scalar
+// target), then single panels for the rest of the range.
+template <template <class> class Rows, class D>
+HWY_INLINE void CompressedMatVecPanels(D d, const CompressedMatrixView& w, const float* x,
+                                       float* y, size_t panel_begin, size_t panel_end) {
+  constexpr size_t kGroup = std::max<size_t>(1, 8 / PanelVectors<D>());
+  size_t p = panel_begin;
+  for (; p + kGroup <= panel_end; p += kGroup) CompressedMatVecGroup<Rows, kGroup>(d, w, x, y, p);
+  for (; p < panel_end; ++p) CompressedMatVecGroup<Rows, 1>(d, w, x, y, p);
+}
+
+}  // namespace kvrt::simd::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // KVRT_SIMD_COMPRESSED_MATVEC_INL_H_ toggle
