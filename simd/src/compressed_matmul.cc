@@ -14,13 +14,13 @@ void CompressedMatMul(const float* a, size_t lda, size_t m, const CompressedMatr
   const hn::ScalableTag<float> d;
   switch (w.type) {
     case WeightType::kBf16:
-      return CompressedMatMulPanels<Bf16Rows>(d, a, lda, m, w, c, ldc, panel_begin, panel_end);
+      return CompressedMatMulPanels<Bf16Rows, false>(d, a, lda, m, w, c, ldc, panel_begin, panel_end);
     case WeightType::kF16:
-      return CompressedMatMulPanels<F16Rows>(d, a, lda, m, w, c, ldc, panel_begin, panel_end);
+      return CompressedMatMulPanels<F16Rows, false>(d, a, lda, m, w, c, ldc, panel_begin, panel_end);
     case WeightType::kQ8_0:
-      return CompressedMatMulPanels<Q8Rows>(d, a, lda, m, w, c, ldc, panel_begin, panel_end);
+      return CompressedMatMulPanels<Q8Quants, true>(d, a, lda, m, w, c, ldc, panel_begin, panel_end);
     case WeightType::kQ4_0:
-      return CompressedMatMulPanels<Q4Rows>(d, a, lda, m, w, c, ldc, panel_begin, panel_end);
+      return CompressedMatMulPanels<Q4Quants, true>(d, a, lda, m, w, c, ldc, panel_begin, panel_end);
   }
 }
 

@@ -14,13 +14,13 @@ void CompressedMatVec(const CompressedMatrixView& w, const float* x, float* y,
   const hn::ScalableTag<float> d;
   switch (w.type) {
     case WeightType::kBf16:
-      return CompressedMatVecPanels<Bf16Rows>(d, w, x, y, panel_begin, panel_end);
+      return CompressedMatVecPanels<Bf16Rows, false>(d, w, x, y, panel_begin, panel_end);
     case WeightType::kF16:
-      return CompressedMatVecPanels<F16Rows>(d, w, x, y, panel_begin, panel_end);
+      return CompressedMatVecPanels<F16Rows, false>(d, w, x, y, panel_begin, panel_end);
     case WeightType::kQ8_0:
-      return CompressedMatVecPanels<Q8Rows>(d, w, x, y, panel_begin, panel_end);
+      return CompressedMatVecPanels<Q8Quants, true>(d, w, x, y, panel_begin, panel_end);
     case WeightType::kQ4_0:
-      return CompressedMatVecPanels<Q4Rows>(d, w, x, y, panel_begin, panel_end);
+      return CompressedMatVecPanels<Q4Quants, true>(d, w, x, y, panel_begin, panel_end);
   }
 }
 

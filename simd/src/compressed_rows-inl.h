@@ -1,15 +1,14 @@
 // Per-target decoders of compressed panel rows (layout: compressed_matrix.h), shared by
 // the compressed MatVec and MatMul. Each turns row k of one 32-column panel into the
-// panel's kVecs f32 vectors (columns in order), with exactly the values of at():
-// widening bf16/f16 is exact, and q·d, (q − 8)·d are exact products.
+// panel's kVecs f32 vectors (columns in order), exactly: bf16/f16 to the values of
+// at() (widening is exact), q8_0/q4_0 to their small integers.
 //   Bf16Rows: one 64-byte row is kVecs/2 vectors of u32 lanes; lane i holds column i
 //             (low half) and column i + 16 (high half): a shift and a mask, no convert.
 //   F16Rows:  F16C (hn::PromoteTo from float16_t).
-//   Q8Rows:   int8 → int32 (PromoteTo) → f32, times the block's column scales.
-//   Q4Rows:   one 16-byte row zero-extended to int32 lanes; the low nibbles are columns
-//             0..15, the high ones 16..31; float(q) − 8 (exact), times the scales.
-// Quantized decoders carry the 32 column scales of the current block (LoadScales at
-// every k % 32 == 0); kBlockRows is the number of rows they stay valid for.
+//   Q8Quants: int8 → int32 (PromoteTo) → f32, without the scale.
+//   Q4Quants: one 16-byte row zero-extended to int32 lanes; the low nibbles are columns
+//             0..15, the high ones 16..31; q − 8 as f32, without the scale.
+// The column scales of a block are loaded apart (LoadColumnScales).
 #if defined(KVRT_SIMD_COMPRESSED_ROWS_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef KVRT_SIMD_COMPRESSED_ROWS_INL_H_
 #undef KVRT_SIMD_COMPRESSED_ROWS_INL_H_
@@ -30,11 +29,9 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 template <class D>
 struct Bf16Rows {
-  static constexpr size_t kBlockRows = 1;  // no scales: any row count
   static constexpr size_t kVecs = PanelVectors<D>();
   const uint8_t* panel;
 
-  HWY_INLINE void LoadScales(D, size_t) {}
   HWY_INLINE void Row(D d, size_t k, hn::Vec<D>* w) const {
     const hn::RebindToUnsigned<D> du;
     const size_t lanes = hn::Lanes(d);
@@ -51,11 +48,9 @@ struct Bf16Rows {
 
 template <class D>
 struct F16Rows {
-  static constexpr size_t kBlockRows = 1;
   static constexpr size_t kVecs = PanelVectors<D>();
   const uint8_t* panel;
 
-  HWY_INLINE void LoadScales(D, size_t) {}
   HWY_INLINE void Row(D d, size_t k, hn::Vec<D>* w) const {
     const hn::Rebind<hwy::float16_t, D> dh;
     const size_t lanes = hn::Lanes(d);
@@ -65,7 +60,7 @@ struct F16Rows {
   }
 };
 
-// The 32 f16 column scales at the start of the q8_0/q4_0 block holding row k.
+// The 32 f16 column scales of the q8_0/q4_0 block holding row k, as f32.
 template <class D>
 HWY_INLINE void LoadColumnScales(D d, WeightType type, const uint8_t* panel, size_t k,
                                  hn::Vec<D>* scale) {
@@ -78,49 +73,57 @@ HWY_INLINE void LoadColumnScales(D d, WeightType type, const uint8_t* panel, siz
   for (size_t v = 0; v < kVecs; ++v) scale[v] = hn::PromoteTo(d, hn::LoadU(dh, scales + v * lanes));
 }
 
+// The quantized types are decoded WITHOUT their scale: Quants() gives the small integers
+// q (q8_0) or q − 8 (q4_0) as exact floats; the kernels apply the column scales once per
+// block of 32 rows (block-scaled accumulation, compressed_matrix.h).
 template <class D>
-struct Q8Rows {
-  static constexpr size_t kBlockRows = kQuantBlock;
+struct Q8Quants {
+  static constexpr WeightType kType = WeightType::kQ8_0;
   static constexpr size_t kVecs = PanelVectors<D>();
   const uint8_t* panel;
-  hn::Vec<D> scale[kVecs];
 
-  HWY_INLINE void LoadScales(D d, size_t k) { LoadColumnScales(d, WeightType::kQ8_0, panel, k, scale); }
-  HWY_INLINE void Row(D d, size_t k, hn::Vec<D>* w) const {
+  HWY_INLINE void Quants(D d, size_t k, hn::Vec<D>* q) const {
     const hn::RebindToSigned<D> di;
     const hn::Rebind<int8_t, D> di8;
     const size_t lanes = hn::Lanes(d);
     const auto* row = reinterpret_cast<const int8_t*>(panel + compressed::Q8RowOffset(k));
     HWY_UNROLL(16)
     for (size_t v = 0; v < kVecs; ++v) {
-      const auto q = hn::PromoteTo(di, hn::LoadU(di8, row + v * lanes));
-      w[v] = hn::Mul(hn::ConvertTo(d, q), scale[v]);
+      q[v] = hn::ConvertTo(d, hn::PromoteTo(di, hn::LoadU(di8, row + v * lanes)));
     }
   }
 };
 
+// On 16-lane targets a nibble indexes a one-vector table of the 16 values −8..7
+// (TableLookupLanes: no int→float conversion); elsewhere float(nibble) − 8, the same
+// exact values.
 template <class D>
-struct Q4Rows {
-  static constexpr size_t kBlockRows = kQuantBlock;
+struct Q4Quants {
+  static constexpr WeightType kType = WeightType::kQ4_0;
   static constexpr size_t kVecs = PanelVectors<D>();
+  static constexpr bool kTable = hn::MaxLanes(D()) == 16;
   const uint8_t* panel;
-  hn::Vec<D> scale[kVecs];
 
-  HWY_INLINE void LoadScales(D d, size_t k) { LoadColumnScales(d, WeightType::kQ4_0, panel, k, scale); }
-  HWY_INLINE void Row(D d, size_t k, hn::Vec<D>* w) const {
+  HWY_INLINE void Quants(D d, size_t k, hn::Vec<D>* q) const {
     const hn::RebindToSigned<D> di;
     const hn::Rebind<uint8_t, D> du8;
     const size_t lanes = hn::Lanes(d);
     const uint8_t* row = panel + compressed::Q4RowOffset(k);
     const auto low_nibble = hn::Set(di, 0xF);
-    const auto eight = hn::Set(d, 8.0f);
     HWY_UNROLL(16)
     for (size_t v = 0; v < kVecs / 2; ++v) {
       const auto bytes = hn::PromoteTo(di, hn::LoadU(du8, row + v * lanes));
-      const auto low = hn::Sub(hn::ConvertTo(d, hn::And(bytes, low_nibble)), eight);
-      const auto high = hn::Sub(hn::ConvertTo(d, hn::ShiftRight<4>(bytes)), eight);
-      w[v] = hn::Mul(low, scale[v]);
-      w[v + kVecs / 2] = hn::Mul(high, scale[v + kVecs / 2]);
+      const auto low = hn::And(bytes, low_nibble);
+      const auto high = hn::ShiftRight<4>(bytes);
+      if constexpr (kTable) {
+        const auto values = hn::Iota(d, -8.0f);
+        q[v] = hn::TableLookupLanes(values, hn::IndicesFromVec(d, low));
+        q[v + kVecs / 2] = hn::TableLookupLanes(values, hn::IndicesFromVec(d, high));
+      } else {
+        const auto eight = hn::Set(d, 8.0f);
+        q[v] = hn::Sub(hn::ConvertTo(d, low), eight);
+        q[v + kVecs / 2] = hn::Sub(hn::ConvertTo(d, high), eight);
+      }
     }
   }
 };
