@@ -12,7 +12,10 @@
 
 #include <chrono>
 #include <cstring>
+#include <map>
+#include <memory>
 #include <string>
+#include <tuple>
 
 #include "hwy/aligned_allocator.h"
 #include "kernel_bench_support.h"
@@ -44,6 +47,20 @@ struct CompressedWeights {
   simd::CompressedMatrixView view;
 };
 
+// Packed matrices shared by all rows and repetitions of one run (quantizing 768×32000
+// takes longer than measuring it), built on first use; rows run one at a time.
+class WeightCache {
+ public:
+  const CompressedWeights& Get(WeightType type, size_t rows, size_t cols) {
+    auto& slot = weights_[{type, rows, cols}];
+    if (slot == nullptr) slot = std::make_unique<CompressedWeights>(type, rows, cols);
+    return *slot;
+  }
+
+ private:
+  std::map<std::tuple<WeightType, size_t, size_t>, std::unique_ptr<CompressedWeights>> weights_;
+};
+
 std::string Shape(size_t rows, size_t cols) {
   return "K:" + std::to_string(rows) + "/N:" + std::to_string(cols);
 }
@@ -55,11 +72,12 @@ double SecondsOf(Fn&& fn) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-void RegisterRoofline(WeightType type, size_t rows, size_t cols, threading::ThreadPool& pool) {
+void RegisterRoofline(WeightType type, size_t rows, size_t cols, threading::ThreadPool& pool,
+                      const std::shared_ptr<WeightCache>& cache) {
   const std::string name = std::string("MatVecRoofline/") + simd::WeightTypeName(type) + "/" +
                            Shape(rows, cols) + "/threads:" + std::to_string(pool.threads());
   Timed(benchmark::RegisterBenchmark(name.c_str(), [=, &pool](State& state) {
-    const CompressedWeights w(type, rows, cols);
+    const CompressedWeights& w = cache->Get(type, rows, cols);
     const auto x = RandomRow<float>(rows, -1, 1);
     auto y = RandomRow<float>(cols, 0, 1);
     const size_t panels = w.view.panels();
@@ -96,7 +114,8 @@ void RegisterRoofline(WeightType type, size_t rows, size_t cols, threading::Thre
 }
 
 // Single thread, cached weights: the fast kernel against its scalar twin.
-void RegisterFastAndTwin(WeightType type, size_t rows, size_t cols) {
+void RegisterFastAndTwin(WeightType type, size_t rows, size_t cols,
+                         const std::shared_ptr<WeightCache>& cache) {
   using Fn = void (*)(const simd::CompressedMatrixView&, const float*, float*, size_t, size_t);
   const Fn fast = [](const simd::CompressedMatrixView& w, const float* x, float* y, size_t b,
                      size_t e) { simd::MatVec(w, x, y, b, e); };
@@ -106,7 +125,7 @@ void RegisterFastAndTwin(WeightType type, size_t rows, size_t cols) {
     const std::string name = std::string("MatVec/") + simd::WeightTypeName(type) + "/" +
                              implementation + "/weights:cached/" + Shape(rows, cols);
     Timed(benchmark::RegisterBenchmark(name.c_str(), [=, matvec = matvec](State& state) {
-      const CompressedWeights w(type, rows, cols);
+      const CompressedWeights& w = cache->Get(type, rows, cols);
       const auto x = RandomRow<float>(rows, -1, 1);
       auto y = RandomRow<float>(cols, 0, 1);
       for (auto _ : state) {
@@ -121,12 +140,12 @@ void RegisterFastAndTwin(WeightType type, size_t rows, size_t cols) {
 // Prefill: the f32 FMA peak of these threads is measured right before the loop, as for
 // the f32 MatMul rows (matmul_bench.cc).
 void RegisterMatMul(WeightType type, size_t m, size_t rows, size_t cols,
-                    threading::ThreadPool& pool) {
+                    threading::ThreadPool& pool, const std::shared_ptr<WeightCache>& cache) {
   const std::string name = std::string("MatMul/") + simd::WeightTypeName(type) + "/fast/M:" +
                            std::to_string(m) + "/" + Shape(rows, cols) +
                            "/threads:" + std::to_string(pool.threads());
   Timed(benchmark::RegisterBenchmark(name.c_str(), [=, &pool](State& state) {
-    const CompressedWeights w(type, rows, cols);
+    const CompressedWeights& w = cache->Get(type, rows, cols);
     const auto a = RandomRow<float>(m * rows, -1, 1);
     auto c = RandomRow<float>(m * cols, 0, 1);
     const double peak = MeasureFmaFlopsPerSecond(pool);
@@ -151,17 +170,18 @@ void RegisterMatMul(WeightType type, size_t m, size_t rows, size_t cols,
 
 void RegisterCompressedBenchmarks(threading::ThreadPool& one_thread,
                                   threading::ThreadPool& two_threads) {
+  auto cache = std::make_shared<WeightCache>();
   for (WeightType type : kTypes) {
     for (size_t cols : {2048, 32000}) {
-      RegisterRoofline(type, 768, cols, one_thread);
-      RegisterRoofline(type, 768, cols, two_threads);
+      RegisterRoofline(type, 768, cols, one_thread, cache);
+      RegisterRoofline(type, 768, cols, two_threads, cache);
     }
   }
   for (WeightType type : kTypes) {
-    RegisterMatMul(type, 512, 768, 768, one_thread);
-    RegisterMatMul(type, 512, 768, 768, two_threads);
+    RegisterMatMul(type, 512, 768, 768, one_thread, cache);
+    RegisterMatMul(type, 512, 768, 768, two_threads, cache);
   }
-  for (WeightType type : kTypes) RegisterFastAndTwin(type, 768, 2048);
+  for (WeightType type : kTypes) RegisterFastAndTwin(type, 768, 2048, cache);
 }
 
 }  // namespace kvrt::bench

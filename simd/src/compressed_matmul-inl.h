@@ -49,16 +49,17 @@ HWY_INLINE void DecodeQuantBlock(D d, const uint8_t* panel, size_t k0, size_t de
                                  DecodedBlock& block) {
   constexpr size_t kVecs = PanelVectors<D>();
   const size_t lanes = hn::Lanes(d);
-  Quants<D> rows;
-  rows.panel = panel;
-  for (size_t k = 0; k < depth; ++k) {
-    hn::Vec<D> q[kVecs];
-    rows.Quants(d, k0 + k, q);
-    for (size_t v = 0; v < kVecs; ++v) hn::Store(q[v], d, block.values + k * kCompressedPanelWidth + v * lanes);
-  }
+  using Q = Quants<D>;
   for (size_t b = 0; b < depth / kQuantBlock; ++b) {
+    const uint8_t* quant_block = panel + (k0 / kQuantBlock + b) * Q::kBlockBytes;
+    for (size_t r = 0; r < kQuantBlock; ++r) {
+      hn::Vec<D> q[kVecs];
+      Q::Decode(d, quant_block + compressed::kScaleBytes + r * Q::kRowBytes, q);
+      float* out = block.values + (b * kQuantBlock + r) * kCompressedPanelWidth;
+      for (size_t v = 0; v < kVecs; ++v) hn::Store(q[v], d, out + v * lanes);
+    }
     hn::Vec<D> scale[kVecs];
-    LoadColumnScales(d, Quants<D>::kType, panel, k0 + b * kQuantBlock, scale);
+    LoadColumnScales(d, quant_block, scale);
     for (size_t v = 0; v < kVecs; ++v) hn::Store(scale[v], d, block.scales + b * kCompressedPanelWidth + v * lanes);
   }
 }

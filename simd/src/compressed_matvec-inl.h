@@ -57,30 +57,33 @@ template <template <class> class Quants, size_t kPanels, class D>
 HWY_INLINE void BlockScaledMatVecGroup(D d, const CompressedMatrixView& w, const float* x,
                                        float* y, size_t first_panel) {
   constexpr size_t kVecs = PanelVectors<D>();
-  Quants<D> rows[kPanels];
+  using Q = Quants<D>;
+  const uint8_t* panel[kPanels];
   hn::Vec<D> acc[kPanels][kVecs];
   for (size_t g = 0; g < kPanels; ++g) {
-    rows[g].panel = w.panel(first_panel + g);
+    panel[g] = w.panel(first_panel + g);
     for (size_t v = 0; v < kVecs; ++v) acc[g][v] = hn::Zero(d);
   }
   for (size_t k0 = 0; k0 < w.rows; k0 += kQuantBlock) {
+    const size_t block_offset = k0 / kQuantBlock * Q::kBlockBytes;
     hn::Vec<D> partial[kPanels][kVecs];
     for (size_t g = 0; g < kPanels; ++g) {
       for (size_t v = 0; v < kVecs; ++v) partial[g][v] = hn::Zero(d);
     }
-    for (size_t k = k0; k < k0 + kQuantBlock; ++k) {
-      const auto xk = hn::Set(d, x[k]);
+    for (size_t r = 0; r < kQuantBlock; ++r) {
+      const auto xk = hn::Set(d, x[k0 + r]);
+      const size_t row_offset = block_offset + compressed::kScaleBytes + r * Q::kRowBytes;
       HWY_UNROLL(4)
       for (size_t g = 0; g < kPanels; ++g) {
         hn::Vec<D> q[kVecs];
-        rows[g].Quants(d, k, q);
+        Q::Decode(d, panel[g] + row_offset, q);
         HWY_UNROLL(16)
         for (size_t v = 0; v < kVecs; ++v) partial[g][v] = hn::MulAdd(xk, q[v], partial[g][v]);
       }
     }
     for (size_t g = 0; g < kPanels; ++g) {
       hn::Vec<D> scale[kVecs];
-      LoadColumnScales(d, Quants<D>::kType, rows[g].panel, k0, scale);
+      LoadColumnScales(d, panel[g] + block_offset, scale);
       for (size_t v = 0; v < kVecs; ++v) acc[g][v] = hn::MulAdd(scale[v], partial[g][v], acc[g][v]);
     }
   }
