@@ -111,11 +111,33 @@ float Bf16ToF32(uint16_t bits);
 // Scalar twin: each panel row is dequantized (at()), then exactly the f32 twin's order:
 // y[n] = Σ_k x[k]·W[k][n] from 0 in ascending k, every product rounded before it is added.
 //
-// MatVec (Highway, dispatched at run time; this commit: computed by the twin).
+// MatVec (Highway, dispatched at run time: AVX3, AVX2, scalar).
 //   Lanes:     f32 activations and accumulators; weights as stored.
-//   Range:     finite x and weights; K ≥ 0 (K = 0 gives zeros); panel_begin ≤ panel_end ≤
-//              panels().
-//   Aliasing:  y must not overlap x or w.
+//   Method:    each panel row is decoded in registers (compressed_rows-inl.h: bf16 by a
+//              shift or a mask, f16 by F16C, q8_0 by int8→f32, q4_0 by a nibble→f32
+//              table lookup on AVX-512), four panels streamed together as in the f32
+//              MatVec. Per column:
+//              bf16, f16: the exact form, ONE chain of fused multiply-adds of
+//                x[k]·at(k, n) over k = 0..K−1 ascending from 0: bit for bit the f32
+//                MatVec (matvec.h) on the dequantized matrix.
+//              q8_0, q4_0: block-scaled accumulation. For each block b of 32 rows in
+//                ascending order, P_b = one FMA chain from 0 over its rows of x[k]·q
+//                (q8_0: q; q4_0: q − 8; exact small integers), then
+//                acc = fma(d_b, P_b, acc) from acc = 0. One multiply per 32 weights
+//                instead of one per weight: the exact form (x·(q·d) per weight) is
+//                bound by the decode arithmetic, not by memory, on AVX-512 (measured:
+//                bench/kernels/compressed_bench.cc).
+//              Either way y[n] depends only on x, column n and K (not on the panel
+//              range, the thread split or M), and equals the rows of MatMul bit for bit
+//              on the same target.
+//   Max error: with Σ = Σ_k|x[k]·at(k, n)| and ε = FLT_EPSILON (u = ε/2):
+//              bf16, f16: |y[n] − twin| ≤ (K + 2)·ε·Σ (+ K·denorm_min): both sum the
+//                same exact products, the twin rounding each product.
+//              q8_0, q4_0: |y[n] − twin| ≤ (K + K/32 + 34)·(ε/2)·Σ
+//                (+ (K + K/32)·denorm_min): the P_b err by ≤ γ_32·Σ_b, the block chain
+//                by ≤ γ_{K/32}·Σ, the twin by ≤ γ_K·Σ (γ_n = n·u/(1 − n·u)); for
+//                K ≥ 32 this is within the f32 kernels' (K + 2)·ε·Σ.
+//              The scalar target has no FMA: bf16/f16 equal the twin there.
 void MatVec(const CompressedMatrixView& w, const float* x, float* y, size_t panel_begin,
             size_t panel_end);
 void MatVecScalar(const CompressedMatrixView& w, const float* x, float* y, size_t panel_begin,
@@ -127,7 +149,18 @@ void MatVecScalar(const CompressedMatrixView& w, const float* x, float* y, size_
 //
 // Scalar twin: row by row MatVecScalar.
 //
-// MatMul (Highway, dispatched at run time; this commit: computed by the twin).
+// MatMul (Highway, dispatched at run time).
+//   Method:    the f32 MatMul's loop nest (matmul.h). Each panel's K block (256 rows) is
+//              decoded once per M block (256 rows of A) into a 33 KiB stack tile (f32,
+//              f32 panel layout; for q8_0/q4_0 the integers and the column scales) and
+//              reused by every row tile. bf16/f16 run the f32 register-blocked
+//              micro-kernel (AVX-512: 8 rows × 32 columns) on the dequantized values, so
+//              C is the f32 MatMul on the dequantized matrix bit for bit; q8_0/q4_0 a
+//              block-scaled micro-kernel (AVX-512: 6 rows × 32 columns, a partial sum
+//              and an accumulator per element) doing MatVec's arithmetic. Either way
+//              every row equals MatVec of that row bit for bit on the same target,
+//              independent of M, the panel range and the thread split.
+//   Max error: as MatVec, per element with A's row as x.
 //   Range:     as MatVec; any M ≥ 0.
 //   Aliasing:  C must not overlap A or W.
 void MatMul(const float* a, size_t lda, size_t m, const CompressedMatrixView& w, float* c,
