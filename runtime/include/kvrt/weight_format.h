@@ -11,9 +11,10 @@
 // Gains and RoPE tables stay in the engine's precision.
 //
 // A q8_0 or q4_0 matrix needs K % 32 == 0; a matrix whose K is not a multiple of
-// 32 falls back to f16 (what llama.cpp's quantizer does for a type whose block
-// does not fit). Fallbacks are never errors: PlanWeightFormats lists them, and
-// the CLI reports them.
+// 32 falls back to f16, where llama.cpp's quantizer ends its fallback chain
+// (llama_tensor_get_type: a block type that does not divide ne[0] becomes F16;
+// for q8_0/q4_0 themselves llama.cpp refuses the tensor instead). Fallbacks are
+// never errors: PlanWeightFormats lists them, and the CLI reports them.
 #pragma once
 
 #include <cstddef>
