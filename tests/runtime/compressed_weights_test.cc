@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "allocation_counter.h"
 #include "golden_case.h"
 #include "formats/llmcp35/checkpoint.h"
 #include "kvrt/kv_cache.h"
@@ -270,6 +271,24 @@ TEST(CompressedWeightsTest, ResultsAreBitIdenticalForOneTwoAndThreeThreads) {
                 serial)
           << threads << " threads, " << WeightFormatName(format);
     }
+  }
+}
+
+TEST(CompressedWeightsTest, DecodingAllocatesNothing) {
+  SplitMix64 rng(2024);
+  const DecoderModel model = *DecoderModel::FromSeed(ModelConfig::Create(300, 96, 3, 160, 2, 80, 10000.0, 1e-5), rng);
+  threading::ThreadPool pool(2);
+  for (WeightFormat format : {WeightFormat::kBf16, WeightFormat::kF16, WeightFormat::kQ8_0, WeightFormat::kQ4_0}) {
+    CacheOptions cache_options;
+    cache_options.precision = Precision::kF32;
+    DecoderKvCache cache = *DecoderKvCache::Create(model, cache_options);
+    Result<DecoderKvSession> session = cache.Bind(model, Engine(Backend::kFast, Precision::kF32, format, &pool));
+    ASSERT_TRUE(session) << session.error().message();
+    ASSERT_TRUE(session->Prefill(Tokens(10, 4, 300)));
+    ASSERT_TRUE(session->Decode(1));  // warm the pool's workers
+    const uint64_t before = testing::HeapAllocationsInProcess();
+    for (uint32_t token = 0; token < 50; ++token) ASSERT_TRUE(session->Decode(token));
+    EXPECT_EQ(testing::HeapAllocationsInProcess(), before) << WeightFormatName(format);
   }
 }
 
