@@ -16,6 +16,7 @@
 #include "allocation_counter.h"
 #include "golden_case.h"
 #include "formats/llmcp35/checkpoint.h"
+#include "kvrt/generation.h"
 #include "kvrt/kv_cache.h"
 #include "kvrt/load_model.h"
 #include "kvrt/model.h"
@@ -290,6 +291,34 @@ TEST(CompressedWeightsTest, DecodingAllocatesNothing) {
     for (uint32_t token = 0; token < 50; ++token) ASSERT_TRUE(session->Decode(token));
     EXPECT_EQ(testing::HeapAllocationsInProcess(), before) << WeightFormatName(format);
   }
+}
+
+TEST(CompressedWeightsTest, UncachedOracleGenerationRunsOnTheSameWeights) {
+  // The complete-prefix reference loop and the cached reference session both run
+  // on the dequantized weights: the same tokens, and other ones than f64's.
+  const DecoderModel model = NarrowModel();
+  const std::vector<uint32_t> prompt = {3, 14, 15};
+  GenerationConfig config;
+  config.max_new_tokens = 12;
+  for (WeightFormat format : {WeightFormat::kQ4_0, WeightFormat::kBf16}) {
+    const EngineOptions oracle = Engine(Backend::kReference, Precision::kF64, format);
+    SplitMix64 a(1), b(1);
+    Result<GenerationResult> cached = GenerateCached(model, prompt, config, a, oracle);
+    Result<GenerationResult> uncached = GenerateUncached(model, prompt, config, b, oracle);
+    ASSERT_TRUE(cached && uncached);
+    EXPECT_EQ(cached->generated, uncached->generated) << WeightFormatName(format);
+  }
+  config.mode = SamplingMode::TemperatureTopK(1.0, 100);
+  std::vector<std::vector<uint32_t>> runs;
+  for (WeightFormat format : {WeightFormat::kAsStored, WeightFormat::kQ4_0}) {
+    SplitMix64 draws(5);
+    Result<GenerationResult> run =
+        GenerateUncached(model, prompt, config, draws, Engine(Backend::kReference, Precision::kF64, format));
+    ASSERT_TRUE(run);
+    runs.push_back(run->generated);
+  }
+  // Sampling from every logit makes the formats' different weights visible.
+  EXPECT_NE(runs[0], runs[1]);
 }
 
 size_t ArgMax(const std::vector<double>& logits) {
