@@ -124,9 +124,10 @@ float Bf16ToF32(uint16_t bits);
 //                ascending order, P_b = one FMA chain from 0 over its rows of x[k]·q
 //                (q8_0: q; q4_0: q − 8; exact small integers), then
 //                acc = fma(d_b, P_b, acc) from acc = 0. One multiply per 32 weights
-//                instead of one per weight: the exact form (x·(q·d) per weight) is
-//                bound by the decode arithmetic, not by memory, on AVX-512 (measured:
-//                bench/kernels/compressed_bench.cc).
+//                instead of one per weight. The exact form (one chain of x·(q·d)) is
+//                bound by the decode arithmetic, not by memory, on AVX-512: it measured
+//                1.3× (q8_0) and 2.0× (q4_0) the CPU time of this form on a cached
+//                768×2048 MatVec (bench/kernels/compressed_bench.cc, 2026-12-01).
 //              Either way y[n] depends only on x, column n and K (not on the panel
 //              range, the thread split or M), and equals the rows of MatMul bit for bit
 //              on the same target.
