@@ -19,9 +19,10 @@
 // panel). Every panel is a multiple of 64 bytes, so 64-byte aligned storage keeps
 // every panel, block and scale row aligned.
 //
-// Dequantized element (at(), the value every kernel multiplies by; always exact in
-// f32): bf16 and f16 widened; q8_0 float(q)·float(d); q4_0 float(q − 8)·float(d). The
-// products are exact because |q| < 2^8 and d has an 11-bit significand.
+// Dequantized element (at(): what the scalar twins and the bf16/f16 kernels multiply
+// by; always exact in f32): bf16 and f16 widened; q8_0 float(q)·float(d); q4_0
+// float(q − 8)·float(d). The products are exact because |q| ≤ 2^7 and d has an 11-bit
+// significand. The q8_0/q4_0 kernels sum x·q per block and apply d once (MatVec below).
 #pragma once
 
 #include <cstddef>
