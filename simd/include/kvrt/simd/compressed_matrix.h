@@ -19,9 +19,10 @@
 // panel). Every panel is a multiple of 64 bytes, so 64-byte aligned storage keeps
 // every panel, block and scale row aligned.
 //
-// Dequantized element (at(), the value every kernel multiplies by; always exact in
-// f32): bf16 and f16 widened; q8_0 float(q)·float(d); q4_0 float(q − 8)·float(d). The
-// products are exact because |q| < 2^8 and d has an 11-bit significand.
+// Dequantized element (at(): what the scalar twins and the bf16/f16 kernels multiply
+// by; always exact in f32): bf16 and f16 widened; q8_0 float(q)·float(d); q4_0
+// float(q − 8)·float(d). The products are exact because |q| ≤ 2^7 and d has an 11-bit
+// significand. The q8_0/q4_0 kernels sum x·q per block and apply d once (MatVec below).
 #pragma once
 
 #include <cstddef>
@@ -124,9 +125,10 @@ float Bf16ToF32(uint16_t bits);
 //                ascending order, P_b = one FMA chain from 0 over its rows of x[k]·q
 //                (q8_0: q; q4_0: q − 8; exact small integers), then
 //                acc = fma(d_b, P_b, acc) from acc = 0. One multiply per 32 weights
-//                instead of one per weight: the exact form (x·(q·d) per weight) is
-//                bound by the decode arithmetic, not by memory, on AVX-512 (measured:
-//                bench/kernels/compressed_bench.cc).
+//                instead of one per weight. The exact form (one chain of x·(q·d)) is
+//                bound by the decode arithmetic, not by memory, on AVX-512: it measured
+//                1.3× (q8_0) and 2.0× (q4_0) the CPU time of this form on a cached
+//                768×2048 MatVec (bench/kernels/compressed_bench.cc, 2026-12-01).
 //              Either way y[n] depends only on x, column n and K (not on the panel
 //              range, the thread split or M), and equals the rows of MatMul bit for bit
 //              on the same target.
