@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # CI's performance step: a short benchmark run (about a minute) whose in-run ratios
 # (fast kernel vs its scalar twin, complete-prefix replay vs cached decode, two
-# threads vs one) are checked against bench/perf_gate.json. Ratios measured within
+# threads vs one, a compressed MatVec vs a read of its own weight bytes, prefill vs
+# the FMA peak) are checked against bench/perf_gate.json. Ratios measured within
 # one run survive a noisy, shared machine; absolute times are only reported.
 # Repetitions are randomly interleaved, so that a burst of noise (another tenant on
 # the host, a stolen core) lands on both sides of a ratio instead of on one row.
@@ -14,7 +15,7 @@ OUT="$BUILD/perf"
 mkdir -p "$OUT"
 
 "$BUILD/bench/bench_kernels" \
-  --benchmark_filter='^(Dot|Softmax|ScaledAccumulate)/f32/(fast|twin)/n:256/|^MatMul/f32/fast/M:512/K:768/N:768/threads:1/|^MatMulScaling/f32/M:512/K:768/N:768/' \
+  --benchmark_filter='^(Dot|Softmax|ScaledAccumulate)/f32/(fast|twin)/n:256/|^MatMul/(f32|bf16|q8_0)/fast/M:512/K:768/N:768/threads:1/|^MatMulScaling/f32/M:512/K:768/N:768/|^MatVecRoofline/(bf16|f16|q8_0|q4_0)/K:768/N:32000/threads:1/|^MatVec/(bf16|f16|q8_0|q4_0)/(fast|twin)/weights:cached/K:768/N:2048/' \
   --benchmark_repetitions=7 --benchmark_min_time=0.05 --benchmark_enable_random_interleaving=true \
   --benchmark_out="$OUT/kernels.json" --benchmark_out_format=json > /dev/null
 "$BUILD/bench/bench_engine" \

@@ -33,4 +33,10 @@ void RegisterMatMulBenchmarks(threading::ThreadPool& one_thread,
 void RegisterMatMulScalingBenchmarks(threading::ThreadPool& one_thread,
                                      threading::ThreadPool& two_threads);
 
+// Compressed weights (bf16, f16, q8_0, q4_0): MatVecRoofline rows (read_bw_fraction
+// against a read of the matrix's own bytes, interleaved; 1 and 2 threads), MatMul with
+// fma_peak_fraction, and MatVec fast vs scalar twin.
+void RegisterCompressedBenchmarks(threading::ThreadPool& one_thread,
+                                  threading::ThreadPool& two_threads);
+
 }  // namespace kvrt::bench

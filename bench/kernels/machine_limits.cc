@@ -123,6 +123,24 @@ uint32_t ParallelStreamRead(threading::ThreadPool& pool, const void* data, size_
   return checksum;
 }
 
+uint32_t ParallelChunkedRead(threading::ThreadPool& pool, const void* data, size_t bytes,
+                             size_t tasks) {
+  const auto* words = static_cast<const uint32_t*>(data);
+  const size_t total_words = bytes / sizeof(uint32_t);
+  constexpr size_t kLineWords = 64 / sizeof(uint32_t);
+  const size_t task_words = (total_words / std::max<size_t>(1, tasks) + kLineWords - 1) / kLineWords * kLineWords;
+  const size_t count = task_words == 0 ? 1 : (total_words + task_words - 1) / task_words;
+  std::vector<uint32_t> sums(count);
+  pool.ParallelFor(count, [&](size_t task, size_t) {
+    const size_t begin = std::min(total_words, task * task_words);
+    sums[task] = HWY_DYNAMIC_DISPATCH(StreamSumU32)(words + begin,
+                                                    std::min(task_words, total_words - begin));
+  });
+  uint32_t checksum = 0;
+  for (uint32_t s : sums) checksum += s;
+  return checksum;
+}
+
 size_t LastLevelCacheBytes() {
   const long reported = sysconf(_SC_LEVEL3_CACHE_SIZE);
   return reported > 0 ? static_cast<size_t>(reported) : size_t{260} << 20;

@@ -34,6 +34,14 @@ size_t ThreadedFmaProbe(size_t threads, size_t iterations, float* sink);
 // once. Integer lanes, so any bit pattern reads at full speed. Returns a checksum.
 uint32_t ParallelStreamRead(threading::ThreadPool& pool, const void* data, size_t bytes);
 
+// Reads `bytes` (a multiple of 4) from `data` with `pool` as `tasks` equal parts (each a
+// multiple of 64 bytes but the last), each read as four sequential streams. Unlike
+// ParallelStreamRead, it splits a buffer of any size over the threads, so it measures the
+// bandwidth at which the pool reads a cache-resident buffer (a weight matrix itself, say)
+// as a panel-range split of a MatVec does. Returns a checksum.
+uint32_t ParallelChunkedRead(threading::ThreadPool& pool, const void* data, size_t bytes,
+                             size_t tasks);
+
 // Size of the last-level cache as the OS reports it (260 MiB on the target VM).
 size_t LastLevelCacheBytes();
 

@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
     kvrt::bench::RegisterMatMulBenchmarks(one_thread, two_threads);
     kvrt::bench::RegisterMatMulScalingBenchmarks(one_thread, two_threads);
     kvrt::bench::RegisterMatVecBenchmarks(one_thread, two_threads);
+    kvrt::bench::RegisterCompressedBenchmarks(one_thread, two_threads);
     kvrt::bench::RegisterVectorKernelBenchmarks();
     kvrt::bench::RegisterAttentionBenchmarks();
   };

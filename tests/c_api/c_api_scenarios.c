@@ -103,7 +103,8 @@ int CApiStepLogits(const char* model_path, const uint32_t* tokens, size_t count,
   kvrt_cache* cache = NULL;
   CHECK(kvrt_cache_create(model, 0, (kvrt_precision)precision, &cache) == NULL, 2);
   CHECK(kvrt_cache_capacity(cache) == 64 && kvrt_cache_len(cache) == 0 && kvrt_cache_bytes(cache) > 0, 3);
-  kvrt_engine_options engine = {(kvrt_backend)backend, (kvrt_precision)precision, 1, NULL};
+  kvrt_engine_options engine = {(kvrt_backend)backend, (kvrt_precision)precision, 1, NULL,
+                                KVRT_WEIGHTS_AS_STORED};
   kvrt_session* session = NULL;
   CHECK(kvrt_session_bind(cache, model, &engine, &session) == NULL, 4);
   /* The session keeps its cache and model alive. */
@@ -156,7 +157,8 @@ int CApiErrors(const char* model_path, const char* scratch_path, int* codes, siz
   CHECK(kvrt_model_load(model_path, &model) == NULL, 8);
   kvrt_cache* cache = NULL;
   CHECK(kvrt_cache_create(model, 0, KVRT_PRECISION_F32, &cache) == NULL, 9);
-  kvrt_engine_options reference_f32 = {KVRT_BACKEND_REFERENCE, KVRT_PRECISION_F32, 1, NULL};
+  kvrt_engine_options reference_f32 = {KVRT_BACKEND_REFERENCE, KVRT_PRECISION_F32, 1, NULL,
+                                       KVRT_WEIGHTS_AS_STORED};
   kvrt_session* session = NULL;
   error = kvrt_session_bind(cache, model, &reference_f32, &session);
   CHECK(error != NULL && session == NULL && strcmp(kvrt_error_name(error), "UnsupportedBackend") == 0, 10);
@@ -195,5 +197,37 @@ int CApiErrors(const char* model_path, const char* scratch_path, int* codes, siz
   kvrt_cache_free(cache);
   kvrt_model_free(model);
   *code_count = n;
+  return 0;
+}
+
+int CApiWeightsLogits(const char* model_path, const uint32_t* tokens, size_t count, int backend,
+                      int weights, double* logits, size_t vocabulary) {
+  kvrt_model* model = NULL;
+  CHECK(kvrt_model_load(model_path, &model) == NULL, 1);
+  const kvrt_precision precision = backend == KVRT_BACKEND_REFERENCE ? KVRT_PRECISION_F64 : KVRT_PRECISION_F32;
+  kvrt_cache* cache = NULL;
+  CHECK(kvrt_cache_create(model, 0, precision, &cache) == NULL, 2);
+  kvrt_engine_options engine = kvrt_engine_options_default();
+  CHECK(engine.weights == KVRT_WEIGHTS_AS_STORED, 3);
+  engine.backend = (kvrt_backend)backend;
+  engine.precision = precision;
+  engine.threads = 1;
+  engine.weights = (kvrt_weights)weights;
+  kvrt_session* session = NULL;
+  kvrt_error* error = kvrt_session_bind(cache, model, &engine, &session);
+  if (error != NULL) {
+    /* An unknown format: refused as InvalidArgument, nothing bound. */
+    const int refused = strcmp(kvrt_error_name(error), "InvalidArgument") == 0 && session == NULL;
+    kvrt_error_free(error);
+    kvrt_cache_free(cache);
+    kvrt_model_free(model);
+    return refused ? -1 : 4;
+  }
+  const double* row = NULL;
+  CHECK(kvrt_session_prefill(session, tokens, count, &row) == NULL && row != NULL, 5);
+  for (size_t i = 0; i < vocabulary; ++i) logits[i] = row[i];
+  kvrt_session_free(session);
+  kvrt_cache_free(cache);
+  kvrt_model_free(model);
   return 0;
 }

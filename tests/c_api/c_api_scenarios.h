@@ -30,6 +30,12 @@ int CApiStepLogits(const char* model_path, const uint32_t* tokens, size_t count,
  * `codes` (at most 8) so the C++ side can compare them with kvrt::ErrorCode. */
 int CApiErrors(const char* model_path, const char* scratch_path, int* codes, size_t* code_count);
 
+/* The last prefill logits of `tokens` with weight format `weights` (a
+ * kvrt_weights value) on the backend (f32 for fast, f64 for reference). Returns
+ * -1 when the bind refused the format as InvalidArgument. */
+int CApiWeightsLogits(const char* model_path, const uint32_t* tokens, size_t count, int backend,
+                      int weights, double* logits, size_t vocabulary);
+
 #ifdef __cplusplus
 }
 #endif

@@ -2,6 +2,9 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <vector>
+
+#include "kvrt/weight_format.h"
 
 
 namespace kvrt::cli {
@@ -20,8 +23,35 @@ size_t EngineThreads(const EngineOptions& engine) {
   return engine.backend == Backend::kFast && engine.pool != nullptr ? engine.pool->threads() : 1;
 }
 
+std::string DescribeEngineWeights(const DecoderModel& model, const EngineOptions& engine) {
+  const std::vector<MatrixWeightFormat> plan = PlanWeightFormats(model, engine.weights);
+  std::string text = "weights " + std::string(WeightFormatName(engine.weights)) + ":";
+  // Matrices per effective format, in the enum's order.
+  for (const WeightFormat format : {WeightFormat::kF32, WeightFormat::kBf16, WeightFormat::kF16,
+                                    WeightFormat::kQ8_0, WeightFormat::kQ4_0}) {
+    size_t count = 0;
+    for (const MatrixWeightFormat& matrix : plan) count += matrix.effective == format;
+    if (count) text += " " + std::string(WeightFormatName(format)) + " x" + std::to_string(count);
+  }
+  if (engine.weights != WeightFormat::kAsStored &&
+      (engine.backend == Backend::kReference || engine.precision == Precision::kF64)) {
+    text += " (dequantized, computed in f64)";
+  }
+  const std::string fallbacks = DescribeFallbacks(plan);
+  text += fallbacks.empty() ? "; no fallbacks" : "; fallbacks: " + fallbacks;
+  return text;
+}
+
 Result<EngineChoice> EngineFromFlags(const Flags& flags) {
   EngineChoice choice;
+  if (std::optional<std::string> weights = flags.Value("weights")) {
+    const std::optional<WeightFormat> format = ParseWeightFormat(*weights);
+    if (!format) {
+      return std::unexpected(InvalidArgument(
+          "--weights must be as-stored, f32, bf16, f16, q8_0 or q4_0, got '" + *weights + "'"));
+    }
+    choice.options.weights = *format;
+  }
   const std::string backend = flags.Value("backend").value_or("fast");
   const std::string precision = flags.Value("precision").value_or(backend == "reference" ? "f64" : "f32");
   if (backend == "reference") {

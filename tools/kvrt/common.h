@@ -30,6 +30,9 @@ inline constexpr FlagSpec kEngineFlags[] = {
     {"backend", true, "fast (default: Highway kernels, threads) or reference (scalar f64, bit-exact)"},
     {"precision", true, "f32 (default) or f64, for the fast backend"},
     {"threads", true, "worker threads of the fast backend (default: $KVRT_THREADS, else all cores)"},
+    {"weights", true,
+     "weight matrices as-stored (default: a GGUF's bf16/f16/q8_0/q4_0 as stored, else f32), f32, bf16, f16, "
+     "q8_0 or q4_0 (converted at load; with --backend reference: the f64 oracle on the dequantized values)"},
 };
 
 // The engine a command runs on, and the thread pool it borrows.
@@ -42,5 +45,9 @@ Result<EngineChoice> EngineFromFlags(const Flags& flags);
 
 // The threads the engine computes on: its pool's, or 1 (the calling thread).
 size_t EngineThreads(const EngineOptions& engine);
+
+// "weights q8_0: q8_0 14, f16 1; fallbacks: <matrix> q8_0 -> f16 (...)": what the
+// engine keeps `model`'s matrices in, for the engine's stderr line.
+std::string DescribeEngineWeights(const DecoderModel& model, const EngineOptions& engine);
 
 }  // namespace kvrt::cli

@@ -242,7 +242,7 @@ int RunGenerate(std::span<char* const> args) {
   if (!run) return ReportError(run.error());
   if (json) PrintJson(*run, GeneratedText(tokenizer, *run), rng.state(), cached, *engine);
   std::fflush(stdout);
-  PrintGenerationStats(stderr, loaded->model.config(), *engine, load_seconds, *run, clock, cached);
+  PrintGenerationStats(stderr, loaded->model, *engine, load_seconds, *run, clock, cached);
   return 0;
 }
 

@@ -17,11 +17,13 @@ size_t KvCacheBytes(const ModelConfig& config, Precision precision) {
   return 2 * config.layers * config.max_positions * config.kv_width() * element;
 }
 
-void PrintGenerationStats(std::FILE* out, const ModelConfig& config, const EngineOptions& engine,
+void PrintGenerationStats(std::FILE* out, const DecoderModel& model, const EngineOptions& engine,
                           double load_seconds, const GenerationResult& run,
                           const GenerationClock& clock, bool cached) {
+  const ModelConfig& config = model.config();
   const std::string backend(BackendName(engine.backend)), precision(PrecisionName(engine.precision));
-  std::fprintf(out, "kvrt: load %.3f s; engine %s %s; %s\n", load_seconds, backend.c_str(), precision.c_str(),
+  std::fprintf(out, "kvrt: load %.3f s; engine %s %s; %s; %s\n", load_seconds, backend.c_str(), precision.c_str(),
+               DescribeEngineWeights(model, engine).c_str(),
                BuildFactsLine(CurrentBuildFacts(EngineThreads(engine))).c_str());
   std::fprintf(out, "kvrt: stop: %s after %zu generated tokens\n", std::string(GenerationStopName(run.stop)).c_str(),
                run.generated.size());

@@ -10,6 +10,7 @@
 
 #include "kvrt/config.h"
 #include "kvrt/engine_options.h"
+#include "kvrt/model.h"
 #include "kvrt/generation.h"
 
 namespace kvrt::cli {
@@ -54,7 +55,8 @@ class GenerationClock {
 // Bytes of the keys and values a cache of the model's full context holds.
 size_t KvCacheBytes(const ModelConfig& config, Precision precision);
 
-void PrintGenerationStats(std::FILE* out, const ModelConfig& config, const EngineOptions& engine,
+// The first line names the engine and its weight formats (fallbacks included).
+void PrintGenerationStats(std::FILE* out, const DecoderModel& model, const EngineOptions& engine,
                           double load_seconds, const GenerationResult& run,
                           const GenerationClock& clock, bool cached);
 

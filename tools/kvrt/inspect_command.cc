@@ -6,6 +6,7 @@
 #include "common.h"
 #include "build_facts.h"
 #include "inspect_json.h"
+#include "inspect_weights.h"
 #include "json_writer.h"
 #include "formats/gguf/gguf_file.h"
 #include "formats/gguf/gguf_llama.h"
@@ -17,6 +18,9 @@ namespace {
 
 constexpr FlagSpec kFlags[] = {
     {"json", false, "print one JSON object instead of text"},
+    {"weights", true,
+     "list the format the fast engine keeps each weight matrix in for as-stored, f32, bf16, f16, q8_0 or "
+     "q4_0 (fallbacks marked) instead of the file summary"},
     {"help", false, "show this help"},
 };
 
@@ -235,13 +239,21 @@ int RunInspect(std::span<char* const> args) {
   Result<Flags> flags = Flags::Parse(args, kFlags, /*max_positional=*/1);
   if (!flags) return ReportError(flags.error());
   if (flags->Has("help")) {
-    std::printf("%s", Usage("kvrt inspect PATH [--json]   (LLMCP35 checkpoint, GGUF or llama2.c model.bin)", kFlags).c_str());
+    std::printf("%s", Usage("kvrt inspect PATH [--json] [--weights FORMAT]   (LLMCP35 checkpoint, GGUF or llama2.c model.bin)", kFlags).c_str());
     return 0;
   }
   if (flags->positional().size() != 1) {
     return ReportError(InvalidArgument("kvrt inspect takes exactly one model file path"));
   }
   const std::string& path = flags->positional()[0];
+  if (std::optional<std::string> weights = flags->Value("weights")) {
+    const std::optional<WeightFormat> requested = ParseWeightFormat(*weights);
+    if (!requested) {
+      return ReportError(
+          InvalidArgument("--weights must be as-stored, f32, bf16, f16, q8_0 or q4_0, got '" + *weights + "'"));
+    }
+    return PrintWeightPlan(path, *requested, flags->Has("json"));
+  }
   Result<ModelFormat> format = DetectModelFormat(path);
   if (!format) return ReportError(format.error());
   if (*format == ModelFormat::kGguf) return PrintGguf(path, flags->Has("json"));

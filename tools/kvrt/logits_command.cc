@@ -57,6 +57,12 @@ int RunLogits(std::span<char* const> args) {
   const EngineOptions* engine = &engine_choice->options;
   Result<LoadedModel> loaded = LoadModel(*path);
   if (!loaded) return ReportError(loaded.error());
+  if (flags->Has("weights")) {
+    // Never silent about a conversion: which formats the matrices ended up in.
+    std::fprintf(stderr, "kvrt: engine %s %s; %s\n", std::string(BackendName(engine->backend)).c_str(),
+                 std::string(PrecisionName(engine->precision)).c_str(),
+                 DescribeEngineWeights(loaded->model, *engine).c_str());
+  }
 
   const bool uncached = flags->Has("uncached");
   if (uncached) {
@@ -67,8 +73,13 @@ int RunLogits(std::span<char* const> args) {
       return ReportError(valid.error());
     }
   }
+  // The uncached reference pass runs on the format's dequantized weights too.
+  Result<DecoderModel> reference_model =
+      uncached && engine->backend == Backend::kReference ? loaded->model.Dequantized(engine->weights)
+                                                         : Result<DecoderModel>(loaded->model);
+  if (!reference_model) return ReportError(reference_model.error());
   Result<std::vector<double>> logits = uncached && engine->backend == Backend::kReference
-                                           ? LastLogitsCompletePrefix(loaded->model, *tokens)
+                                           ? LastLogitsCompletePrefix(*reference_model, *tokens)
                                            : CachedLogits(loaded->model, *tokens, *engine);
   if (!logits) return ReportError(logits.error());
 

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "kvrt/error.h"
+#include "kvrt/weight_format.h"
 
 namespace kvrt {
 
@@ -42,9 +43,16 @@ struct EngineOptions {
   // in chunks of this many rows and still committed once. At least 1.
   size_t max_rows_per_step = kDefaultMaxRowsPerStep;
   static constexpr size_t kDefaultMaxRowsPerStep = 512;
+  // The format the weight matrices are kept in (kvrt/weight_format.h). The fast
+  // f32 engine computes on the compressed matrices; fast f64 on their dequantized
+  // values in f64 panels (no bandwidth gain: a check of the same weights in f64);
+  // the reference engine on DecoderModel::Dequantized(weights), the oracle of the
+  // compressed kernels (kAsStored: the model's own exact values, bit-exact with
+  // the specification).
+  WeightFormat weights = WeightFormat::kAsStored;
 
-  // UnsupportedBackend for a backend or precision outside the enums, or a
-  // reference engine asked for anything but f64; InvalidArgument for
+  // UnsupportedBackend for a backend, precision or weight format outside the
+  // enums, or a reference engine asked for anything but f64; InvalidArgument for
   // max_rows_per_step 0.
   Result<void> Validate() const;
 };

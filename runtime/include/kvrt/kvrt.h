@@ -257,14 +257,29 @@ kvrt_error* kvrt_pool_create(size_t threads, kvrt_pool** out);
 size_t kvrt_pool_threads(const kvrt_pool* pool);
 void kvrt_pool_free(kvrt_pool* pool);
 
+/* The format of the weight matrices (kvrt/weight_format.h). AS_STORED (0, the
+ * default) keeps a GGUF's bf16/f16/q8_0/q4_0 tensors as stored and the rest in
+ * f32; the others convert every matrix at bind (q8_0/q4_0 fall back to f16 for a
+ * matrix whose input width is not a multiple of 32). With the reference backend
+ * the scalar f64 engine runs on the format's dequantized values (the oracle). */
+typedef enum kvrt_weights {
+  KVRT_WEIGHTS_AS_STORED = 0,
+  KVRT_WEIGHTS_F32 = 1,
+  KVRT_WEIGHTS_BF16 = 2,
+  KVRT_WEIGHTS_F16 = 3,
+  KVRT_WEIGHTS_Q8_0 = 4,
+  KVRT_WEIGHTS_Q4_0 = 5
+} kvrt_weights;
+
 typedef struct kvrt_engine_options {
   kvrt_backend backend;
   kvrt_precision precision; /* the reference backend needs KVRT_PRECISION_F64 */
   size_t threads;           /* fast backend without a pool: 0 = every core, 1 = the calling thread */
   kvrt_pool* pool;          /* fast backend: run on this pool (threads is then ignored); NULL: none */
+  kvrt_weights weights;     /* zero (an initializer without it): KVRT_WEIGHTS_AS_STORED */
 } kvrt_engine_options;
 
-/* Fast backend, f32, every core, no shared pool. */
+/* Fast backend, f32, every core, no shared pool, weights as stored. */
 kvrt_engine_options kvrt_engine_options_default(void);
 
 /* ---- Models and their tokenizer --------------------------------------------- */

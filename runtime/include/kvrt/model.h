@@ -122,6 +122,16 @@ class DecoderModel {
   // cache of this model.
   Result<DecoderModel> RebuildFromValues() const;
 
+  // The weights the fast f32 engine computes on with weight format `format`, as
+  // exact f64 values in a new model: every matrix (token table, the seven per
+  // block, an untied head) rounded to f32 or quantized and dequantized exactly as
+  // the fast engine packs it, fallbacks included; gains are the same nodes. The
+  // scalar f64 reference engine on this model is the oracle of the compressed
+  // kernels (EngineOptions{kReference, ..., weights = format} binds it). For
+  // kAsStored this is a handle on this model: its values are already exact (the
+  // spec's f64 values, or a GGUF tensor's exact dequantization).
+  Result<DecoderModel> Dequantized(WeightFormat format) const;
+
   // The in-process equivalent of an optimiser step (spec/kv-cache.md §5.2–5.3).
   // Validates every update first (index, size, finite values, revision overflow),
   // then takes an exclusive borrow of each listed parameter in list order; the

@@ -27,6 +27,7 @@
 
 #include "kvrt/buffer.h"
 #include "kvrt/error.h"
+#include "kvrt/weight_format.h"
 
 namespace kvrt {
 
@@ -40,17 +41,30 @@ enum class ParameterLayout : uint8_t {
   kTransposedPanelsF32,
 };
 
+// A matrix parameter's bytes as its file keeps them, when that is one of the
+// compressed weight formats (a GGUF tensor in bf16, f16, q8_0 or q4_0): ggml rows,
+// N rows of K elements of the x·W matrix [K, N] (for the token table [V, D]: V
+// rows of D). The fast engine uses them as stored (WeightFormat::kAsStored); the
+// parameter's values are their exact dequantization.
+struct StoredWeights {
+  WeightFormat format = WeightFormat::kF32;  // kF32: nothing stored
+  std::span<const uint8_t> bytes;
+  std::shared_ptr<const void> owner;  // keeps `bytes` alive (the file mapping)
+};
+
 class Parameter {
  public:
   // Copies `values` into a new node at revision 0. Fails with AllocationFailed.
   static Result<std::shared_ptr<Parameter>> Create(std::string name, std::vector<size_t> shape,
-                                                   std::span<const double> values);
+                                                   std::span<const double> values,
+                                                   StoredWeights stored = {});
   // A node over f32 panels of a 2-D `shape` (layout kPanelsF32 or
   // kTransposedPanelsF32); `panels` must hold PackedElementCount<float> of the
   // packed matrix.
   static Result<std::shared_ptr<Parameter>> CreatePanels(std::string name, std::vector<size_t> shape,
                                                          ParameterLayout layout,
-                                                         Buffer<float> panels);
+                                                         Buffer<float> panels,
+                                                         StoredWeights stored = {});
 
   Parameter(const Parameter&) = delete;
   Parameter& operator=(const Parameter&) = delete;
@@ -70,6 +84,11 @@ class Parameter {
   // A new node (revision 0) with this node's name, shape, layout and values.
   Result<std::shared_ptr<Parameter>> CopyAsNewNode() const;
   uint64_t revision() const { return revision_.load(std::memory_order_acquire); }
+  // The stored compressed bytes, while they still describe the values (revision
+  // 0: an update makes the new values the truth); nullptr otherwise.
+  const StoredWeights* stored() const {
+    return stored_.format != WeightFormat::kF32 && revision() == 0 ? &stored_ : nullptr;
+  }
   // Process-unique, never reused: handy for logging and hashing identities.
   uint64_t id() const { return id_; }
 
@@ -86,7 +105,7 @@ class Parameter {
   void AcquireShared() const;
   void ReleaseShared() const;
   Parameter(std::string name, std::vector<size_t> shape, ParameterLayout layout,
-            Buffer<double> values, Buffer<float> panels);
+            Buffer<double> values, Buffer<float> panels, StoredWeights stored);
 
   std::string name_;
   std::vector<size_t> shape_;
@@ -94,6 +113,7 @@ class Parameter {
   ParameterLayout layout_ = ParameterLayout::kDenseF64;
   Buffer<double> values_;  // kDenseF64
   Buffer<float> panels_;   // panel layouts
+  StoredWeights stored_;   // the file's compressed bytes, if any
   std::atomic<uint64_t> revision_{0};
   uint64_t id_;
   // > 0: that many shared borrows; 0: free; -1: an update holds it exclusively.

@@ -27,6 +27,14 @@ Result<EngineOptions> EngineFromC(const kvrt_engine_options* engine,
       return Fail(ErrorCode::kInvalidArgument, {},
                   "unknown precision " + std::to_string(static_cast<int>(chosen.precision)));
   }
+  // The C values equal WeightFormat's (both are stable, checked by a test).
+  const unsigned number = static_cast<unsigned>(chosen.weights);
+  const WeightFormat weights = static_cast<WeightFormat>(number & 0xFF);
+  if (number > 0xFF || !IsKnownWeightFormat(weights)) {
+    return Fail(ErrorCode::kInvalidArgument, {},
+                "unknown weights " + std::to_string(static_cast<int>(chosen.weights)));
+  }
+  options.weights = weights;
   if (options.backend == Backend::kReference && options.precision != Precision::kF64) {
     return Fail(ErrorCode::kUnsupportedBackend, {{"", std::string("f32")}},
                 "the reference backend computes in f64 only");
@@ -46,7 +54,7 @@ Result<EngineOptions> EngineFromC(const kvrt_engine_options* engine,
 extern "C" {
 
 kvrt_engine_options kvrt_engine_options_default(void) {
-  return kvrt_engine_options{KVRT_BACKEND_FAST, KVRT_PRECISION_F32, 0, nullptr};
+  return kvrt_engine_options{KVRT_BACKEND_FAST, KVRT_PRECISION_F32, 0, nullptr, KVRT_WEIGHTS_AS_STORED};
 }
 
 kvrt_error* kvrt_pool_create(size_t threads, kvrt_pool** out) {

@@ -71,7 +71,7 @@ Result<DecoderKvSession> DecoderKvCache::Bind(const DecoderModel& model,
   Result<std::unique_ptr<detail::Engine>> engine =
       Fail(ErrorCode::kUnsupportedBackend, {{"", std::string(BackendName(options.backend))}},
            "backend " + std::string(BackendName(options.backend)) + " is not available");
-  if (options.backend == Backend::kReference) engine = detail::CreateReferenceEngine(model, *this);
+  if (options.backend == Backend::kReference) engine = detail::CreateReferenceEngine(model, *this, options.weights);
   if (options.backend == Backend::kFast) engine = detail::CreateFastEngine(model, *this, options);
   if (!engine) return Fail(std::move(engine.error()));
   std::optional<Buffer<double>> logits =

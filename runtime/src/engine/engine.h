@@ -59,8 +59,11 @@ class Engine {
   virtual void Commit(const EngineStep& step, std::span<LayerKvCache> layers) = 0;
 };
 
-// The scalar f64 engine: bit-exact with the reference crate.
-Result<std::unique_ptr<Engine>> CreateReferenceEngine(const DecoderModel& model,
-                                                      const DecoderKvCache& cache);
+// The scalar f64 engine: bit-exact with the reference crate. With a weight format
+// other than kAsStored it runs on DecoderModel::Dequantized(weights) (made once
+// per format and cached on the model), the oracle of the compressed kernels.
+Result<std::unique_ptr<Engine>> CreateReferenceEngine(
+    const DecoderModel& model, const DecoderKvCache& cache,
+    WeightFormat weights = WeightFormat::kAsStored);
 
 }  // namespace kvrt::detail

@@ -22,6 +22,10 @@ Result<void> EngineOptions::Validate() const {
     return Fail(ErrorCode::kUnsupportedBackend, {{"", std::string("unknown")}},
                 "precision " + std::to_string(static_cast<int>(precision)) + " is not available");
   }
+  if (!IsKnownWeightFormat(weights)) {
+    return Fail(ErrorCode::kUnsupportedBackend, {{"", std::string("unknown")}},
+                "weight format " + std::to_string(static_cast<int>(weights)) + " is not available");
+  }
   // The reference engine is the bit-exact f64 path of the specification.
   if (backend == Backend::kReference && precision != Precision::kF64) {
     return Fail(ErrorCode::kUnsupportedBackend, {{"", std::string(PrecisionName(precision))}},

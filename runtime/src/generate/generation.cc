@@ -4,6 +4,7 @@
 #include <string>
 
 #include "generate/generation_loop.h"
+#include "model/model_internals.h"
 #include "kvrt/kv_cache.h"
 #include "engine/reference/complete_prefix.h"
 #include "kvrt/session.h"
@@ -249,7 +250,14 @@ Result<GenerationResult> GenerateUncached(const DecoderModel& model,
   result.prompt.assign(prompt.begin(), prompt.end());
   if (config.max_new_tokens == 0) return result;
   if (engine.backend == Backend::kReference) {
-    CompletePrefixSource source(model);
+    // With a weight format, the oracle's complete-prefix pass runs on the format's
+    // dequantized values (the model itself for kAsStored).
+    Result<std::shared_ptr<const DecoderModel>> oracle =
+        engine.weights == WeightFormat::kAsStored
+            ? Result<std::shared_ptr<const DecoderModel>>(nullptr)
+            : detail::ModelInternals::WeightsCache(model).Dequantized(model, engine.weights);
+    if (!oracle) return Fail(std::move(oracle.error()));
+    CompletePrefixSource source(*oracle ? **oracle : model);
     if (Result<void> ran = RunGenerationLoop(model_config, config, rng, source, on_token, result);
         !ran) {
       return Fail(std::move(ran.error()));

@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "kvrt/simd/pack_matrix.h"
+#include "model/weight_types.h"
 
 namespace kvrt::detail {
 namespace {
@@ -15,12 +16,33 @@ Error OutOfMemory(const std::string& what, size_t elements) {
 }
 
 // A parameter as a [K, N] matrix for x·W: the matrix itself, or the transpose of a
-// [V, D] table (transposed = true gives the [D, V] head).
+// [V, D] table (transposed = true gives the [D, V] head), in the format `plan`
+// gives it for the requested `format`.
 template <class T>
-Result<PackedWeight<T>> PackWeight(const ParameterPtr& parameter, bool transposed) {
+Result<PackedWeight<T>> PackWeight(const ParameterPtr& parameter, bool transposed,
+                                   const MatrixWeightFormat& plan, WeightFormat format) {
   const std::vector<size_t>& shape = parameter->shape();
   const size_t k = transposed ? shape[1] : shape[0], n = transposed ? shape[0] : shape[1];
   PackedWeight<T> packed;
+  if constexpr (std::is_same_v<T, float>) {
+    if (CompressedType(plan.effective)) {
+      Result<CompressedWeight> compressed = PackCompressedWeight(*parameter, transposed, plan);
+      if (!compressed) return Fail(std::move(compressed.error()));
+      packed.compressed = std::move(*compressed);
+      return packed;
+    }
+  } else if (format != WeightFormat::kAsStored) {
+    // f64 on the values the format gives the f32 engine (the oracle's weights).
+    std::optional<Buffer<double>> dense = Buffer<double>::Allocate(parameter->element_count());
+    std::optional<Buffer<T>> owned = Buffer<T>::Allocate(simd::PackedElementCount<T>(k, n));
+    if (!dense || !owned) return Fail(OutOfMemory(parameter->name(), k * n));
+    if (Result<void> values = QuantizedValues(*parameter, transposed, plan, dense->span()); !values) {
+      return Fail(std::move(values.error()));
+    }
+    packed.view = simd::PackMatrix(dense->data(), k, n, transposed, owned->data());
+    packed.owned = std::move(*owned);
+    return packed;
+  }
   const ParameterLayout aliasable =
       transposed ? ParameterLayout::kTransposedPanelsF32 : ParameterLayout::kPanelsF32;
   if constexpr (std::is_same_v<T, float>) {
@@ -66,14 +88,24 @@ Result<Buffer<T>> ConvertTable(const double* values, size_t count) {
 }  // namespace
 
 template <class T>
-Result<std::shared_ptr<const EngineWeights<T>>> PackEngineWeights(const DecoderModel& model) {
+Result<std::shared_ptr<const EngineWeights<T>>> PackEngineWeights(const DecoderModel& model,
+                                                                  WeightFormat format) {
   const ModelConfig& config = model.config();
   auto weights = std::make_shared<EngineWeights<T>>();
+  weights->format = format;
+  weights->plan = PlanWeightFormats(model, format);
+  // The plan lists the token table, 7 matrices per block, then an untied head.
+  auto plan_of = [&](size_t layer, BlockSlot slot) -> const MatrixWeightFormat& {
+    size_t within = 0;
+    while (kBlockMatrixSlots[within] != slot) ++within;
+    return weights->plan[1 + layer * kBlockMatrixSlots.size() + within];
+  };
   const std::vector<ParameterPtr>& parameters = model.parameters();
   for (size_t layer = 0; layer < config.layers; ++layer) {
     BlockWeights<T> block;
     auto matrix = [&](BlockSlot slot, PackedWeight<T>& out) -> Result<void> {
-      Result<PackedWeight<T>> packed = PackWeight<T>(parameters[BlockParameterIndex(layer, slot)], false);
+      Result<PackedWeight<T>> packed = PackWeight<T>(parameters[BlockParameterIndex(layer, slot)],
+                                                     false, plan_of(layer, slot), format);
       if (!packed) return Fail(std::move(packed.error()));
       out = std::move(*packed);
       return {};
@@ -95,11 +127,13 @@ Result<std::shared_ptr<const EngineWeights<T>>> PackEngineWeights(const DecoderM
   Result<Buffer<T>> final_norm = ConvertVector<T>(model.final_norm());
   if (!final_norm) return Fail(std::move(final_norm.error()));
   weights->final_norm = std::move(*final_norm);
-  Result<PackedWeight<T>> embedding = PackWeight<T>(parameters.front(), true);
+  Result<PackedWeight<T>> embedding =
+      PackWeight<T>(parameters.front(), true, weights->plan.front(), format);
   if (!embedding) return Fail(std::move(embedding.error()));
   weights->embedding = std::move(*embedding);
   if (!model.output_head_is_embedding()) {
-    Result<PackedWeight<T>> head = PackWeight<T>(parameters.back(), false);
+    Result<PackedWeight<T>> head =
+        PackWeight<T>(parameters.back(), false, weights->plan.back(), format);
     if (!head) return Fail(std::move(head.error()));
     weights->head = std::move(*head);
   }
@@ -116,13 +150,19 @@ Result<std::shared_ptr<const EngineWeights<T>>> PackEngineWeights(const DecoderM
 }
 
 template <class T>
-Result<std::shared_ptr<const EngineWeights<T>>> EngineWeightsCache::Get(const DecoderModel& model) {
+Result<std::shared_ptr<const EngineWeights<T>>> EngineWeightsCache::Get(const DecoderModel& model,
+                                                                        WeightFormat format) {
+  if (!IsKnownWeightFormat(format)) {
+    return Fail(ErrorCode::kUnsupportedBackend, {{"", std::string("unknown")}},
+                "weight format " + std::to_string(static_cast<int>(format)) + " is not available");
+  }
   std::lock_guard<std::mutex> lock(mutex_);
+  const size_t slot = static_cast<size_t>(format);
   std::shared_ptr<const EngineWeights<T>>& cached = [&]() -> auto& {
     if constexpr (std::is_same_v<T, float>) {
-      return f32_;
+      return f32_[slot];
     } else {
-      return f64_;
+      return f64_[slot];
     }
   }();
   bool current = cached != nullptr;
@@ -131,16 +171,38 @@ Result<std::shared_ptr<const EngineWeights<T>>> EngineWeightsCache::Get(const De
   }
   if (!current) {
     cached.reset();  // release a stale packing before building the next one
-    Result<std::shared_ptr<const EngineWeights<T>>> packed = PackEngineWeights<T>(model);
+    Result<std::shared_ptr<const EngineWeights<T>>> packed = PackEngineWeights<T>(model, format);
     if (!packed) return Fail(std::move(packed.error()));
     cached = std::move(*packed);
   }
   return cached;
 }
 
-template Result<std::shared_ptr<const EngineWeights<float>>> PackEngineWeights<float>(const DecoderModel&);
-template Result<std::shared_ptr<const EngineWeights<double>>> PackEngineWeights<double>(const DecoderModel&);
-template Result<std::shared_ptr<const EngineWeights<float>>> EngineWeightsCache::Get<float>(const DecoderModel&);
-template Result<std::shared_ptr<const EngineWeights<double>>> EngineWeightsCache::Get<double>(const DecoderModel&);
+Result<std::shared_ptr<const DecoderModel>> EngineWeightsCache::Dequantized(const DecoderModel& model,
+                                                                           WeightFormat format) {
+  if (!IsKnownWeightFormat(format)) {
+    return Fail(ErrorCode::kUnsupportedBackend, {{"", std::string("unknown")}},
+                "weight format " + std::to_string(static_cast<int>(format)) + " is not available");
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  DequantizedEntry& entry = dequantized_[static_cast<size_t>(format)];
+  bool current = entry.model != nullptr;
+  for (size_t i = 0; current && i < model.parameters().size(); ++i) {
+    current = entry.revisions[i] == model.parameters()[i]->revision();
+  }
+  if (!current) {
+    entry = {};
+    Result<DecoderModel> dequantized = model.Dequantized(format);
+    if (!dequantized) return Fail(std::move(dequantized.error()));
+    entry.model = std::make_shared<const DecoderModel>(std::move(*dequantized));
+    for (const ParameterPtr& parameter : model.parameters()) entry.revisions.push_back(parameter->revision());
+  }
+  return entry.model;
+}
+
+template Result<std::shared_ptr<const EngineWeights<float>>> PackEngineWeights<float>(const DecoderModel&, WeightFormat);
+template Result<std::shared_ptr<const EngineWeights<double>>> PackEngineWeights<double>(const DecoderModel&, WeightFormat);
+template Result<std::shared_ptr<const EngineWeights<float>>> EngineWeightsCache::Get<float>(const DecoderModel&, WeightFormat);
+template Result<std::shared_ptr<const EngineWeights<double>>> EngineWeightsCache::Get<double>(const DecoderModel&, WeightFormat);
 
 }  // namespace kvrt::detail

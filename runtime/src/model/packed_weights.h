@@ -6,6 +6,12 @@
 // head the token table transposed, which also serves the embedding lookup as
 // column gathers). Parameters already kept in f32 panels are aliased, not copied.
 // Gains and the RoPE tables are converted to T.
+//
+// Weight formats (kvrt/weight_format.h): in f32 a matrix planned in a compressed
+// format is packed in the kernels' compressed panels instead (`compressed`); in
+// f64 every matrix is f64 panels, of the values the format dequantizes to when a
+// format is asked for explicitly (so fast f64 checks the same weights as the
+// reference oracle, without the bandwidth savings).
 #pragma once
 
 #include <cstdint>
@@ -17,14 +23,20 @@
 #include "kvrt/error.h"
 #include "kvrt/model.h"
 #include "kvrt/simd/packed_matrix.h"
+#include "kvrt/weight_format.h"
+#include "model/compressed_weight.h"
 
 namespace kvrt::detail {
 
 template <class T>
 struct PackedWeight {
-  simd::PackedMatrixView<T> view;
+  simd::PackedMatrixView<T> view;  // f32/f64 panels, unless compressed
   Buffer<T> owned;      // the panels, unless aliased
   ParameterPtr source;  // keeps an aliased parameter's panels alive
+  CompressedWeight compressed;  // f32 engine only: the matrix in a compressed format
+
+  bool is_compressed() const { return compressed.view.data != nullptr; }
+  size_t cols() const { return is_compressed() ? compressed.view.cols : view.cols; }
 };
 
 template <class T>
@@ -43,26 +55,42 @@ struct EngineWeights {
   Buffer<T> rope_cos;          // [rope.tabulated(), hw/2]; later positions per step
   Buffer<T> rope_sin;          // [rope.tabulated(), hw/2]
   std::vector<uint64_t> revisions;  // of every parameter when packed
+  WeightFormat format = WeightFormat::kAsStored;  // as requested
+  std::vector<MatrixWeightFormat> plan;  // every matrix's format, fallbacks included
 
   const PackedWeight<T>& vocabulary_head(bool tied) const { return tied ? embedding : head; }
 };
 
-// Packed weights per precision, cached on a model (shared by copies of its handle)
-// and repacked when a parameter's revision moved since the last packing.
+// Packed weights per precision and weight format, cached on a model (shared by
+// copies of its handle) and repacked when a parameter's revision moved since the
+// last packing. Also the dequantized models the reference oracle runs on.
 class EngineWeightsCache {
  public:
   template <class T>
-  Result<std::shared_ptr<const EngineWeights<T>>> Get(const DecoderModel& model);
+  Result<std::shared_ptr<const EngineWeights<T>>> Get(
+      const DecoderModel& model, WeightFormat format = WeightFormat::kAsStored);
+
+  // DecoderModel::Dequantized(format), made once per format and revision.
+  Result<std::shared_ptr<const DecoderModel>> Dequantized(const DecoderModel& model,
+                                                          WeightFormat format);
 
  private:
+  static constexpr size_t kFormats = 6;
+  struct DequantizedEntry {
+    std::shared_ptr<const DecoderModel> model;
+    std::vector<uint64_t> revisions;
+  };
   std::mutex mutex_;
-  std::shared_ptr<const EngineWeights<float>> f32_;
-  std::shared_ptr<const EngineWeights<double>> f64_;
+  std::shared_ptr<const EngineWeights<float>> f32_[kFormats];
+  std::shared_ptr<const EngineWeights<double>> f64_[kFormats];
+  DequantizedEntry dequantized_[kFormats];
 };
 
-// Packs every weight of `model` for precision T. The caller holds shared borrows
-// of the parameters (values must not change while they are read).
+// Packs every weight of `model` for precision T and weight format `format`. The
+// caller holds shared borrows of the parameters (values must not change while
+// they are read).
 template <class T>
-Result<std::shared_ptr<const EngineWeights<T>>> PackEngineWeights(const DecoderModel& model);
+Result<std::shared_ptr<const EngineWeights<T>>> PackEngineWeights(
+    const DecoderModel& model, WeightFormat format = WeightFormat::kAsStored);
 
 }  // namespace kvrt::detail

@@ -22,17 +22,19 @@ std::unexpected<Error> NodeAllocationFailed() {
 }  // namespace
 
 Parameter::Parameter(std::string name, std::vector<size_t> shape, ParameterLayout layout,
-                     Buffer<double> values, Buffer<float> panels)
+                     Buffer<double> values, Buffer<float> panels, StoredWeights stored)
     : name_(std::move(name)),
       shape_(std::move(shape)),
       element_count_(CheckedProduct(shape_).value_or(0)),
       layout_(layout),
       values_(std::move(values)),
       panels_(std::move(panels)),
+      stored_(std::move(stored)),
       id_(next_parameter_id.fetch_add(1, std::memory_order_relaxed)) {}
 
 Result<std::shared_ptr<Parameter>> Parameter::Create(std::string name, std::vector<size_t> shape,
-                                                     std::span<const double> values) try {
+                                                     std::span<const double> values,
+                                                     StoredWeights stored) try {
   std::optional<Buffer<double>> buffer = Buffer<double>::Allocate(values.size());
   if (!buffer) {
     return Fail(
@@ -42,7 +44,7 @@ Result<std::shared_ptr<Parameter>> Parameter::Create(std::string name, std::vect
   std::copy(values.begin(), values.end(), buffer->data());
   return std::shared_ptr<Parameter>(new Parameter(std::move(name), std::move(shape),
                                                   ParameterLayout::kDenseF64, std::move(*buffer),
-                                                  Buffer<float>()));
+                                                  Buffer<float>(), std::move(stored)));
 } catch (const std::bad_alloc&) {
   return NodeAllocationFailed();
 }
@@ -50,7 +52,8 @@ Result<std::shared_ptr<Parameter>> Parameter::Create(std::string name, std::vect
 Result<std::shared_ptr<Parameter>> Parameter::CreatePanels(std::string name,
                                                            std::vector<size_t> shape,
                                                            ParameterLayout layout,
-                                                           Buffer<float> panels) try {
+                                                           Buffer<float> panels,
+                                                           StoredWeights stored) try {
   const bool transposed = layout == ParameterLayout::kTransposedPanelsF32;
   if (layout == ParameterLayout::kDenseF64 || shape.size() != 2 ||
       panels.size() != simd::PackedElementCount<float>(transposed ? shape[1] : shape[0],
@@ -59,20 +62,24 @@ Result<std::shared_ptr<Parameter>> Parameter::CreatePanels(std::string name,
                 "panels of " + name + " do not match its shape");
   }
   return std::shared_ptr<Parameter>(new Parameter(std::move(name), std::move(shape), layout,
-                                                  Buffer<double>(), std::move(panels)));
+                                                  Buffer<double>(), std::move(panels),
+                                                  std::move(stored)));
 } catch (const std::bad_alloc&) {
   return NodeAllocationFailed();
 }
 
 Result<std::shared_ptr<Parameter>> Parameter::CopyAsNewNode() const try {
-  if (is_dense()) return Create(name_, shape_, values_.span());
+  // The stored bytes describe the values only at revision 0, like the copy's.
+  StoredWeights stored = stored_;
+  if (revision() != 0) stored = {};
+  if (is_dense()) return Create(name_, shape_, values_.span(), std::move(stored));
   std::optional<Buffer<float>> copy = Buffer<float>::Allocate(panels_.size());
   if (!copy) {
     return Fail(ErrorCode::kAllocationFailed, {{"elements", uint64_t{panels_.size()}}},
                 "could not allocate a copy of " + name_);
   }
   std::copy(panels_.data(), panels_.data() + panels_.size(), copy->data());
-  return CreatePanels(name_, shape_, layout_, std::move(*copy));
+  return CreatePanels(name_, shape_, layout_, std::move(*copy), std::move(stored));
 } catch (const std::bad_alloc&) {
   return NodeAllocationFailed();  // the copies of the name and shape
 }

@@ -15,11 +15,13 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "engine/fast/block_attention.h"
 #include "model/packed_weights.h"
 #include "kvrt/simd/attention_scores.h"
+#include "kvrt/simd/compressed_matrix.h"
 #include "kvrt/simd/mix_values.h"
 #include "kvrt/simd/rms_norm.h"
 #include "kvrt/simd/rope.h"
@@ -177,14 +179,22 @@ class FastEngine final : public Engine {
     for (size_t j = 0; j < config_.model_width; ++j) y[j] += x[j];
   }
 
-  // Rows of the token table: column `token` of its transposed panels.
+  // Rows of the token table: column `token` of its transposed panels (compressed
+  // or not).
   void Embed(const EngineStep& step) {
-    const simd::PackedMatrixView<T>& table = weights_->embedding.view;
+    const PackedWeight<T>& embedding = weights_->embedding;
+    const simd::PackedMatrixView<T>& table = embedding.view;
     const size_t d = config_.model_width;
     for (size_t b = 0; b < step.batch; ++b) {
       for (size_t r = 0; r < step.rows; ++r) {
         const uint32_t token = step.tokens[b * step.token_stride + r];
         T* row = hidden_.data() + (b * step.rows + r) * d;
+        if constexpr (std::is_same_v<T, float>) {
+          if (embedding.is_compressed()) {
+            simd::GatherColumn(embedding.compressed.view, token, row);
+            continue;
+          }
+        }
         for (size_t k = 0; k < d; ++k) row[k] = table.at(k, token);
       }
     }
@@ -340,7 +350,7 @@ template <class T>
 Result<std::unique_ptr<Engine>> Create(const DecoderModel& model, const DecoderKvCache& cache,
                                        const EngineOptions& options) {
   Result<std::shared_ptr<const EngineWeights<T>>> weights =
-      ModelInternals::WeightsCache(model).template Get<T>(model);
+      ModelInternals::WeightsCache(model).template Get<T>(model, options.weights);
   if (!weights) return Fail(std::move(weights.error()));
   auto engine = std::make_unique<FastEngine<T>>(model, cache, std::move(*weights), options.pool,
                                                 options.max_rows_per_step);

@@ -1,7 +1,9 @@
 // One parallel pass of the engine over one or more packed matrices that read the
 // same input rows: Q|K|V, gate|up, or a single matrix. Each part writes its own
 // columns of a shared output row, so the matrices act as one fused matrix without
-// being copied into one.
+// being copied into one. A part is either f32/f64 panels or (f32 engine only) a
+// compressed matrix (kvrt/simd/compressed_matrix.h); parts of one product may
+// differ in type (a fallback keeps one matrix in f16 next to q8_0 ones).
 //
 // Work is cut into tasks from the problem size alone (panel tiles, and row tiles
 // for several rows), never from the thread count. Every output element is computed
@@ -12,9 +14,11 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "model/packed_weights.h"
+#include "kvrt/simd/compressed_matrix.h"
 #include "kvrt/simd/matmul.h"
 #include "kvrt/simd/matvec.h"
 #include "kvrt/threading/thread_pool.h"
@@ -29,9 +33,11 @@ class MatrixProduct {
   explicit MatrixProduct(std::vector<const PackedWeight<T>*> parts) {
     size_t offset = 0, total_panels = 0;
     for (const PackedWeight<T>* part : parts) {
-      parts_.push_back({&part->view, offset});
-      offset += part->view.cols;
-      total_panels += part->view.panels();
+      const bool compressed = part->is_compressed();
+      const size_t panels = compressed ? part->compressed.view.panels() : part->view.panels();
+      parts_.push_back({&part->view, compressed ? &part->compressed.view : nullptr, offset, panels});
+      offset += part->cols();
+      total_panels += panels;
     }
     width_ = offset;
     // About 32 tasks per pass for one row (enough to balance a few threads), at
@@ -43,7 +49,7 @@ class MatrixProduct {
       std::vector<Task>& tasks = several_rows ? matrix_tasks_ : vector_tasks_;
       const size_t tile = several_rows ? matrix_tile_ : vector_tile_;
       for (uint32_t p = 0; p < parts_.size(); ++p) {
-        const size_t panels = parts_[p].view->panels();
+        const size_t panels = parts_[p].panels;
         for (size_t begin = 0; begin < panels; begin += tile) {
           tasks.push_back({p, static_cast<uint32_t>(begin),
                            static_cast<uint32_t>(std::min(panels, begin + tile))});
@@ -61,6 +67,12 @@ class MatrixProduct {
       auto body = [&](size_t index, size_t) {
         const Task& task = vector_tasks_[index];
         const Part& part = parts_[task.part];
+        if constexpr (std::is_same_v<T, float>) {
+          if (part.compressed != nullptr) {
+            simd::MatVec(*part.compressed, a, c + part.offset, task.panel_begin, task.panel_end);
+            return;
+          }
+        }
         simd::MatVec(*part.view, a, c + part.offset, task.panel_begin, task.panel_end);
       };
       threading::ParallelFor(pool, vector_tasks_.size(), body);
@@ -72,6 +84,13 @@ class MatrixProduct {
       const size_t row = (index / matrix_tasks_.size()) * kRowTile;
       const size_t rows = std::min(kRowTile, m - row);
       const Part& part = parts_[task.part];
+      if constexpr (std::is_same_v<T, float>) {
+        if (part.compressed != nullptr) {
+          simd::MatMul(a + row * lda, lda, rows, *part.compressed, c + row * ldc + part.offset, ldc,
+                       task.panel_begin, task.panel_end);
+          return;
+        }
+      }
       simd::MatMul(a + row * lda, lda, rows, *part.view, c + row * ldc + part.offset, ldc,
                    task.panel_begin, task.panel_end);
     };
@@ -83,7 +102,9 @@ class MatrixProduct {
 
   struct Part {
     const simd::PackedMatrixView<T>* view;
+    const simd::CompressedMatrixView* compressed;  // set: run the compressed kernels
     size_t offset;
+    size_t panels;
   };
   struct Task {
     uint32_t part;

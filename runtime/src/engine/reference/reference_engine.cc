@@ -6,6 +6,7 @@
 
 #include "engine/engine.h"
 #include "engine/reference/reference_ops.h"
+#include "model/model_internals.h"
 
 namespace kvrt::detail {
 namespace {
@@ -68,9 +69,20 @@ class ReferenceEngine final : public Engine {
 }  // namespace
 
 Result<std::unique_ptr<Engine>> CreateReferenceEngine(const DecoderModel& model,
-                                                      const DecoderKvCache& cache) {
+                                                      const DecoderKvCache& cache,
+                                                      WeightFormat weights) {
   const ModelConfig& config = model.config();
-  Result<ReferenceRowForward> forward = ReferenceRowForward::Create(model, cache.batch_size(), 1);
+  // The forward keeps its own handle on the model it runs, so a dequantized model
+  // lives as long as the engine, whatever the cache does later.
+  std::shared_ptr<const DecoderModel> dequantized;
+  if (weights != WeightFormat::kAsStored) {
+    Result<std::shared_ptr<const DecoderModel>> cached =
+        ModelInternals::WeightsCache(model).Dequantized(model, weights);
+    if (!cached) return Fail(std::move(cached.error()));
+    dequantized = std::move(*cached);
+  }
+  Result<ReferenceRowForward> forward = ReferenceRowForward::Create(
+      dequantized ? *dequantized : model, cache.batch_size(), 1);
   if (!forward) return Fail(std::move(forward.error()));
   const size_t lanes = cache.batch_size() * config.kv_heads;
   const size_t per_layer = lanes * config.head_width();

@@ -67,14 +67,30 @@ Result<void> ReadTensor(const TensorInfo& tensor, const std::string& name, const
   return {};
 }
 
-Result<ParameterPtr> BuildParameter(const TensorInfo& tensor, std::string name, std::vector<size_t> shape,
-                                    bool token_table, ModelStorage storage, std::vector<float>& row_values) {
+// A matrix tensor in one of the compressed weight formats, kept by reference so
+// the fast engine can use it as stored (WeightFormat::kAsStored).
+StoredWeights StoredForm(const GgufFile& file, const TensorInfo& tensor, bool gain) {
+  if (gain) return {};
+  WeightFormat format = WeightFormat::kF32;
+  switch (tensor.type) {
+    case GgmlType::kBF16: format = WeightFormat::kBf16; break;
+    case GgmlType::kF16: format = WeightFormat::kF16; break;
+    case GgmlType::kQ8_0: format = WeightFormat::kQ8_0; break;
+    case GgmlType::kQ4_0: format = WeightFormat::kQ4_0; break;
+    default: return {};
+  }
+  return StoredWeights{format, tensor.data, file.mapping()};
+}
+
+Result<ParameterPtr> BuildParameter(const GgufFile& file, const TensorInfo& tensor, std::string name,
+                                    std::vector<size_t> shape, bool token_table, ModelStorage storage,
+                                    std::vector<float>& row_values) {
   const bool gain = shape.size() == 1;
   if (gain || storage == ModelStorage::kDenseF64) {
     std::vector<double> values(tensor.elements);
     Destination to{gain, token_table, &values, nullptr};
     if (auto read = ReadTensor(tensor, name, to, row_values); !read) return Fail(std::move(read.error()));
-    return Parameter::Create(std::move(name), std::move(shape), values);
+    return Parameter::Create(std::move(name), std::move(shape), values, StoredForm(file, tensor, gain));
   }
   const size_t k = tensor.ne[0], n = tensor.ne[1];  // the [K, N] matrix in panels
   std::optional<Buffer<float>> panels = Buffer<float>::Allocate(simd::PackedElementCount<float>(k, n));
@@ -86,7 +102,7 @@ Result<ParameterPtr> BuildParameter(const TensorInfo& tensor, std::string name, 
   if (auto read = ReadTensor(tensor, name, to, row_values); !read) return Fail(std::move(read.error()));
   return Parameter::CreatePanels(std::move(name), std::move(shape),
                                  token_table ? ParameterLayout::kTransposedPanelsF32 : ParameterLayout::kPanelsF32,
-                                 std::move(*panels));
+                                 std::move(*panels), StoredForm(file, tensor, false));
 }
 
 }  // namespace
@@ -104,7 +120,7 @@ Result<DecoderModel> BuildLlamaModel(const GgufFile& file, ModelStorage storage)
   std::vector<float> row_values;
   for (size_t i = 0; i < names.size(); ++i) {
     const TensorInfo& tensor = *file.FindTensor(GgufTensorName(*config, i));
-    Result<ParameterPtr> node = BuildParameter(tensor, names[i], shapes[i], i == 0, storage, row_values);
+    Result<ParameterPtr> node = BuildParameter(file, tensor, names[i], shapes[i], i == 0, storage, row_values);
     if (!node) return Fail(std::move(node.error()));
     nodes.push_back(std::move(*node));
   }

@@ -1,0 +1,160 @@
+// Weight-format benchmarks on the TinyStories shapes (fast f32 engine):
+//   Weights/<model>/<format>/decode/threads:<n>    decode tokens/s; roofline_fraction
+//       against a read-bandwidth probe over a freshly allocated, paged-in buffer of
+//       the SAME size as the model's weights in that format (a q4_0 110M fits the
+//       large shared L3, so a DRAM-only roofline would overstate what is possible)
+//   Weights/<model>/<format>/prefill/threads:<n>   512-token prefill tokens/s;
+//       roofline_fraction = FLOPs executed / (time × in-run f32 FMA peak), FLOPs
+//       counted as executed: 2·T per weight of the blocks, the T²-triangle of
+//       attention, the head once (only the last row reaches the vocabulary)
+// Formats: f32, bf16, f16, q8_0, q4_0, converted at load. Select them with
+// --benchmark_filter='^Weights/' (CI's perf gate does not run them).
+#include <benchmark/benchmark.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "engine_benchmarks.h"
+#include "kvrt/kv_cache.h"
+#include "kvrt/session.h"
+#include "kvrt/simd/compressed_matrix.h"
+#include "kvrt/simd/packed_matrix.h"
+#include "kvrt/weight_format.h"
+#include "machine_limits.h"
+#include "model/weight_types.h"
+#include "synthetic_models.h"
+
+namespace kvrt::bench {
+namespace {
+
+constexpr WeightFormat kFormats[] = {WeightFormat::kF32, WeightFormat::kBf16, WeightFormat::kF16,
+                                     WeightFormat::kQ8_0, WeightFormat::kQ4_0};
+
+struct WeightSession {
+  WeightSession(const DecoderModel& model, threading::ThreadPool* pool, WeightFormat format) {
+    CacheOptions cache_options;
+    cache_options.precision = Precision::kF32;
+    cache = std::make_unique<DecoderKvCache>(*DecoderKvCache::Create(model, cache_options));
+    EngineOptions engine;
+    engine.backend = Backend::kFast;
+    engine.precision = Precision::kF32;
+    engine.pool = pool;
+    engine.weights = format;
+    Result<DecoderKvSession> bound = cache->Bind(model, engine);
+    if (!bound) throw std::runtime_error(bound.error().message());
+    session = std::make_unique<DecoderKvSession>(std::move(*bound));
+  }
+  void Prefill(std::span<const uint32_t> tokens) {
+    session->Reset();
+    if (!session->Prefill(tokens)) throw std::runtime_error("prefill failed");
+  }
+  std::unique_ptr<DecoderKvCache> cache;
+  std::unique_ptr<DecoderKvSession> session;
+};
+
+// Bytes a decode step reads in `format`: every matrix in the layout the engine
+// packed it in (compressed panels, or f32 panels), and the f32 gains.
+double FormatWeightBytes(const DecoderModel& model, WeightFormat format) {
+  double bytes = 0;
+  for (const MatrixWeightFormat& matrix : PlanWeightFormats(model, format)) {
+    const std::optional<simd::WeightType> type = detail::CompressedType(matrix.effective);
+    bytes += type ? static_cast<double>(simd::CompressedMatrixBytes(*type, matrix.rows, matrix.cols))
+                  : 4.0 * static_cast<double>(simd::PackedElementCount<float>(matrix.rows, matrix.cols));
+  }
+  for (const ParameterPtr& parameter : model.parameters()) {
+    if (parameter->shape().size() == 1) bytes += 4.0 * static_cast<double>(parameter->element_count());
+  }
+  return bytes;
+}
+
+// Read bytes/s of `pool` over a buffer of `bytes`, allocated and paged in for this
+// measurement (the best of three MeasureReadBytesPerSecond calls).
+double ReadBandwidthAtSize(threading::ThreadPool& pool, double bytes) {
+  const size_t size = (static_cast<size_t>(bytes) + 63) / 64 * 64;
+  void* buffer = std::aligned_alloc(64, size);
+  if (buffer == nullptr) throw std::bad_alloc();
+  std::memset(buffer, 1, size);
+  double best = 0;
+  for (int i = 0; i < 3; ++i) best = std::max(best, MeasureReadBytesPerSecond(pool, buffer, size));
+  std::free(buffer);
+  return best;
+}
+
+void SetRates(benchmark::State& state, double tokens, double roofline_tokens_per_second) {
+  state.SetItemsProcessed(static_cast<int64_t>(tokens));
+  state.counters["tokens_per_second"] = benchmark::Counter(tokens, benchmark::Counter::kIsRate);
+  state.counters["roofline_fraction"] =
+      benchmark::Counter(tokens / roofline_tokens_per_second, benchmark::Counter::kIsRate);
+  state.counters["roofline_tokens_per_second"] = roofline_tokens_per_second;
+}
+
+void WeightsDecode(benchmark::State& state, const ModelShape* shape, WeightFormat format,
+                   threading::ThreadPool* pool) {
+  constexpr size_t kPrompt = 64, kDecodesPerPrompt = 256;
+  const DecoderModel& model = SyntheticModel(*shape);
+  WeightSession bound(model, pool, format);
+  const std::vector<uint32_t> prompt = PromptTokens(kPrompt + kDecodesPerPrompt, shape->vocab);
+  const double weight_bytes = FormatWeightBytes(model, format);
+  const double bandwidth = ReadBandwidthAtSize(*pool, weight_bytes);
+  bound.Prefill(std::span<const uint32_t>(prompt).first(kPrompt));
+  size_t decoded = 0;
+  for (auto _ : state) {
+    if (decoded == kDecodesPerPrompt) {  // keep the context short: weights dominate
+      state.PauseTiming();
+      bound.Prefill(std::span<const uint32_t>(prompt).first(kPrompt));
+      decoded = 0;
+      state.ResumeTiming();
+    }
+    if (!bound.session->Decode(prompt[kPrompt + decoded++])) state.SkipWithError("decode failed");
+  }
+  SetRates(state, static_cast<double>(state.iterations()), bandwidth / weight_bytes);
+  state.counters["read_bw_GBps"] = bandwidth / 1e9;
+  state.counters["weight_MB"] = weight_bytes / 1e6;
+}
+
+// FLOPs of a T-token prefill from position 0, as the engine executes them.
+double PrefillFlops(const ModelShape& shape, size_t tokens) {
+  const double t = static_cast<double>(tokens), d = static_cast<double>(shape.dim);
+  const double f = static_cast<double>(shape.ffn), l = static_cast<double>(shape.layers);
+  const double block_weights = 4 * d * d + 3 * d * f;  // q, k, v, o (no GQA), gate, up, down
+  const double attention = 2.0 * t * (t + 1) / 2 * d * 2;  // scores and mix, causal triangle
+  return l * (2 * t * block_weights + attention) + 2 * d * static_cast<double>(shape.vocab);
+}
+
+void WeightsPrefill(benchmark::State& state, const ModelShape* shape, WeightFormat format,
+                    threading::ThreadPool* pool) {
+  constexpr size_t kTokens = 512;
+  const DecoderModel& model = SyntheticModel(*shape);
+  WeightSession bound(model, pool, format);
+  const std::vector<uint32_t> prompt = PromptTokens(kTokens, shape->vocab);
+  const double peak = MeasureFmaFlopsPerSecond(*pool);
+  for (auto _ : state) bound.Prefill(prompt);
+  SetRates(state, static_cast<double>(kTokens * state.iterations()),
+           peak / PrefillFlops(*shape, kTokens) * kTokens);
+  state.counters["fma_peak_GFLOPs"] = peak / 1e9;
+}
+
+}  // namespace
+
+void RegisterWeightBenchmarks(threading::ThreadPool& one_thread, threading::ThreadPool& two_threads) {
+  for (const ModelShape& shape : TinyStoriesShapes()) {
+    for (WeightFormat format : kFormats) {
+      for (threading::ThreadPool* pool : {&one_thread, &two_threads}) {
+        const std::string name = "Weights/" + std::string(shape.name) + "/" +
+                                 std::string(WeightFormatName(format)) + "/";
+        const std::string threads = "/threads:" + std::to_string(pool->threads());
+        benchmark::RegisterBenchmark((name + "decode" + threads).c_str(), WeightsDecode, &shape, format, pool)
+            ->UseRealTime()
+            ->Unit(benchmark::kMillisecond);
+        benchmark::RegisterBenchmark((name + "prefill" + threads).c_str(), WeightsPrefill, &shape, format, pool)
+            ->UseRealTime()
+            ->Unit(benchmark::kMillisecond);
+      }
+    }
+  }
+}
+
+}  // namespace kvrt::bench

@@ -1,0 +1,187 @@
+// Compressed weights (bf16, f16, q8_0, q4_0; simd/compressed_matrix.h): MatVec against
+// the roofline that means something for it, the read bandwidth of a buffer of the
+// matrix's own size; MatVec fast vs scalar twin; MatMul against the f32 FMA peak.
+//
+// MatVecRoofline rows: the weights are the matrix itself, cache-resident when small
+// (768×2048 is 0.9–3 MB, 768×32000 14–49 MB, within this machine's 260 MB L3). Every
+// iteration runs the MatVec and a read of the very same bytes (ParallelChunkedRead,
+// split into as many pool tasks as the MatVec), in alternating order, so both see the
+// same cache state and the same neighbours; read_bw_fraction is read time / MatVec
+// time (1.0 = the kernel streams its weights as fast as a plain read can).
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+
+#include "hwy/aligned_allocator.h"
+#include "kernel_bench_support.h"
+#include "kernel_benchmarks.h"
+#include "kvrt/simd/compressed_matrix.h"
+#include "machine_limits.h"
+#include "packed_weights.h"
+
+namespace kvrt::bench {
+namespace {
+
+using benchmark::State;
+using simd::WeightType;
+
+constexpr WeightType kTypes[] = {WeightType::kBf16, WeightType::kF16, WeightType::kQ8_0,
+                                 WeightType::kQ4_0};
+
+// A random [K, N] matrix quantized and packed by PackCompressed, 64-byte aligned.
+struct CompressedWeights {
+  CompressedWeights(WeightType type, size_t rows, size_t cols)
+      : bytes(simd::CompressedMatrixBytes(type, rows, cols)),
+        storage(hwy::AllocateAligned<uint8_t>(bytes)) {
+    const auto dense = RandomRow<float>(rows * cols, -1, 1, rows * 31 + cols);
+    simd::PackCompressed(type, dense.get(), rows, cols, false, storage.get());
+    view = {type, storage.get(), rows, cols};
+  }
+  size_t bytes;
+  hwy::AlignedFreeUniquePtr<uint8_t[]> storage;
+  simd::CompressedMatrixView view;
+};
+
+// Packed matrices shared by all rows and repetitions of one run (quantizing 768×32000
+// takes longer than measuring it), built on first use; rows run one at a time.
+class WeightCache {
+ public:
+  const CompressedWeights& Get(WeightType type, size_t rows, size_t cols) {
+    auto& slot = weights_[{type, rows, cols}];
+    if (slot == nullptr) slot = std::make_unique<CompressedWeights>(type, rows, cols);
+    return *slot;
+  }
+
+ private:
+  std::map<std::tuple<WeightType, size_t, size_t>, std::unique_ptr<CompressedWeights>> weights_;
+};
+
+std::string Shape(size_t rows, size_t cols) {
+  return "K:" + std::to_string(rows) + "/N:" + std::to_string(cols);
+}
+
+template <class Fn>
+double SecondsOf(Fn&& fn) {
+  const auto start = std::chrono::steady_clock::now();
+  fn();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+void RegisterRoofline(WeightType type, size_t rows, size_t cols, threading::ThreadPool& pool,
+                      const std::shared_ptr<WeightCache>& cache) {
+  const std::string name = std::string("MatVecRoofline/") + simd::WeightTypeName(type) + "/" +
+                           Shape(rows, cols) + "/threads:" + std::to_string(pool.threads());
+  Timed(benchmark::RegisterBenchmark(name.c_str(), [=, &pool](State& state) {
+    const CompressedWeights& w = cache->Get(type, rows, cols);
+    const auto x = RandomRow<float>(rows, -1, 1);
+    auto y = RandomRow<float>(cols, 0, 1);
+    const size_t panels = w.view.panels();
+    auto matvec = [&] {
+      ForEachPanelRange(pool, panels, [&](size_t begin, size_t end) {
+        simd::MatVec(w.view, x.get(), y.get(), begin, end);
+      });
+      benchmark::ClobberMemory();
+    };
+    uint32_t checksum = 0;
+    auto read = [&] { checksum += ParallelChunkedRead(pool, w.storage.get(), w.bytes, PanelTasks(panels)); };
+    matvec();  // both sides start from the same, warm cache
+    read();
+    double matvec_seconds = 0, read_seconds = 0;
+    bool matvec_first = true;
+    for (auto _ : state) {
+      if (matvec_first) {
+        matvec_seconds += SecondsOf(matvec);
+        read_seconds += SecondsOf(read);
+      } else {
+        read_seconds += SecondsOf(read);
+        matvec_seconds += SecondsOf(matvec);
+      }
+      matvec_first = !matvec_first;
+    }
+    benchmark::DoNotOptimize(checksum);
+    const double iterations = static_cast<double>(state.iterations());
+    const double bytes = static_cast<double>(w.bytes);
+    state.counters["read_bw_fraction"] = read_seconds / matvec_seconds;
+    state.counters["read_bw_bytes/s"] = bytes * iterations / read_seconds;
+    state.counters["matvec_bytes/s"] = bytes * iterations / matvec_seconds;
+    state.counters["weight_bytes"] = bytes;
+  }));
+}
+
+// Single thread, cached weights: the fast kernel against its scalar twin.
+void RegisterFastAndTwin(WeightType type, size_t rows, size_t cols,
+                         const std::shared_ptr<WeightCache>& cache) {
+  using Fn = void (*)(const simd::CompressedMatrixView&, const float*, float*, size_t, size_t);
+  const Fn fast = [](const simd::CompressedMatrixView& w, const float* x, float* y, size_t b,
+                     size_t e) { simd::MatVec(w, x, y, b, e); };
+  const Fn twin = [](const simd::CompressedMatrixView& w, const float* x, float* y, size_t b,
+                     size_t e) { simd::MatVecScalar(w, x, y, b, e); };
+  for (auto [implementation, matvec] : {std::pair{"fast", fast}, std::pair{"twin", twin}}) {
+    const std::string name = std::string("MatVec/") + simd::WeightTypeName(type) + "/" +
+                             implementation + "/weights:cached/" + Shape(rows, cols);
+    Timed(benchmark::RegisterBenchmark(name.c_str(), [=, matvec = matvec](State& state) {
+      const CompressedWeights& w = cache->Get(type, rows, cols);
+      const auto x = RandomRow<float>(rows, -1, 1);
+      auto y = RandomRow<float>(cols, 0, 1);
+      for (auto _ : state) {
+        matvec(w.view, x.get(), y.get(), 0, w.view.panels());
+        benchmark::ClobberMemory();
+      }
+      SetThroughput(state, static_cast<double>(rows * cols), static_cast<double>(w.bytes));
+    }));
+  }
+}
+
+// Prefill: the f32 FMA peak of these threads is measured right before the loop, as for
+// the f32 MatMul rows (matmul_bench.cc).
+void RegisterMatMul(WeightType type, size_t m, size_t rows, size_t cols,
+                    threading::ThreadPool& pool, const std::shared_ptr<WeightCache>& cache) {
+  const std::string name = std::string("MatMul/") + simd::WeightTypeName(type) + "/fast/M:" +
+                           std::to_string(m) + "/" + Shape(rows, cols) +
+                           "/threads:" + std::to_string(pool.threads());
+  Timed(benchmark::RegisterBenchmark(name.c_str(), [=, &pool](State& state) {
+    const CompressedWeights& w = cache->Get(type, rows, cols);
+    const auto a = RandomRow<float>(m * rows, -1, 1);
+    auto c = RandomRow<float>(m * cols, 0, 1);
+    const double peak = MeasureFmaFlopsPerSecond(pool);
+    const LoopClock clock;
+    for (auto _ : state) {
+      ForEachPanelRange(pool, w.view.panels(), [&](size_t begin, size_t end) {
+        simd::MatMul(a.get(), rows, m, w.view, c.get(), cols, begin, end);
+      });
+      benchmark::ClobberMemory();
+    }
+    const double flops = 2.0 * static_cast<double>(m * rows * cols);
+    SetThroughput(state, static_cast<double>(m * rows * cols),
+                  static_cast<double>((m * rows + m * cols) * sizeof(float) + w.bytes));
+    state.counters["FLOP/s"] = benchmark::Counter(flops * static_cast<double>(state.iterations()),
+                                                  benchmark::Counter::kIsRate);
+    state.counters["fma_peak_fraction"] = clock.FractionOfLimit(state, flops, peak);
+    state.counters["peak_FLOP/s"] = peak;
+  }));
+}
+
+}  // namespace
+
+void RegisterCompressedBenchmarks(threading::ThreadPool& one_thread,
+                                  threading::ThreadPool& two_threads) {
+  auto cache = std::make_shared<WeightCache>();
+  for (WeightType type : kTypes) {
+    for (size_t cols : {2048, 32000}) {
+      RegisterRoofline(type, 768, cols, one_thread, cache);
+      RegisterRoofline(type, 768, cols, two_threads, cache);
+    }
+  }
+  for (WeightType type : kTypes) {
+    RegisterMatMul(type, 512, 768, 768, one_thread, cache);
+    RegisterMatMul(type, 512, 768, 768, two_threads, cache);
+  }
+  for (WeightType type : kTypes) RegisterFastAndTwin(type, 768, 2048, cache);
+}
+
+}  // namespace kvrt::bench

@@ -1,0 +1,75 @@
+// The number format the fast engine keeps a model's weight matrices in.
+//
+// Decode reads every weight once per token, so fewer bytes per weight is faster
+// decode: f32 costs 4 bytes, bf16 and f16 2, q8_0 1.0625 and q4_0 0.5625 (ggml's
+// block formats: 32 weights along the input dimension K share one f16 scale).
+//
+// kAsStored keeps what the file holds: a GGUF tensor already in bf16, f16, q8_0
+// or q4_0 is used as stored (repacked losslessly), everything else is f32. An
+// explicit format converts every matrix (the seven per block, the token table and
+// the vocabulary head) from its f32-rounded values when the weights are packed.
+// Gains and RoPE tables stay in the engine's precision.
+//
+// A q8_0 or q4_0 matrix needs K % 32 == 0; a matrix whose K is not a multiple of
+// 32 falls back to f16, where llama.cpp's quantizer ends its fallback chain
+// (llama_tensor_get_type: a block type that does not divide ne[0] becomes F16;
+// for q8_0/q4_0 themselves llama.cpp refuses the tensor instead). Fallbacks are
+// never errors: PlanWeightFormats lists them, and the CLI reports them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kvrt {
+
+class DecoderModel;
+
+// Stable values (the C API's KVRT_WEIGHTS_* mirror them).
+enum class WeightFormat : uint8_t {
+  kAsStored = 0,
+  kF32 = 1,
+  kBf16 = 2,
+  kF16 = 3,
+  kQ8_0 = 4,
+  kQ4_0 = 5,
+};
+
+// "as-stored", "f32", "bf16", "f16", "q8_0", "q4_0" ("unknown" outside the enum).
+std::string_view WeightFormatName(WeightFormat format);
+// The inverse of WeightFormatName for the six names; nullopt for anything else.
+std::optional<WeightFormat> ParseWeightFormat(std::string_view name);
+// Within the enum.
+bool IsKnownWeightFormat(WeightFormat format);
+// Bytes per weight of a matrix kept in `format` (kAsStored: nan, it depends).
+double WeightFormatBytesPerWeight(WeightFormat format);
+
+// The format one matrix of a model is kept in for a requested format.
+struct MatrixWeightFormat {
+  size_t parameter = 0;     // index in DecoderModel::parameters()
+  std::string name;         // the parameter's name
+  size_t rows = 0;          // K of x·W (for the token table: D)
+  size_t cols = 0;          // N (for the token table: V)
+  WeightFormat effective = WeightFormat::kF32;  // never kAsStored
+  // The format asked for (resolved: kAsStored becomes the stored type) did not
+  // fit this matrix and `effective` is the fallback.
+  bool fallback = false;
+  WeightFormat wanted = WeightFormat::kF32;
+  // Kept in the file's own bytes (kAsStored on a compressed GGUF tensor).
+  bool as_stored = false;
+};
+
+// Every weight matrix of `model` (token table, per block query, key, value,
+// output, gate, up, down, then an untied head) with the format the fast f32
+// engine keeps it in for `requested`. Cheap: reads shapes and stored types only.
+std::vector<MatrixWeightFormat> PlanWeightFormats(const DecoderModel& model,
+                                                  WeightFormat requested);
+
+// Fallbacks of a plan as one line, e.g. "blocks.0.ffn.down.weight q8_0 -> f16
+// (K = 48 is not a multiple of 32)"; empty when there are none.
+std::string DescribeFallbacks(const std::vector<MatrixWeightFormat>& plan);
+
+}  // namespace kvrt

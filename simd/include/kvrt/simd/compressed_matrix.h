@@ -1,0 +1,173 @@
+// Weight matrices kept compressed: bf16, f16, q8_0 and q4_0 in the column-panel
+// layout of the fast matrix kernels, and their matrix–vector (decode) and
+// matrix–matrix (prefill) products with f32 activations and f32 accumulation.
+//
+// A matrix W is [rows = K inputs, cols = N outputs], applied as y = x·W like the f32
+// kernels (matvec.h, matmul.h). It is stored as ceil(N / 32) column panels of 32
+// columns, each panel the K rows of its columns; the columns past N in the last
+// panel are zero (their every element dequantizes to +0). Per panel:
+//   bf16, f16: K rows of 32 uint16 (64 bytes per row). f16 rows hold columns 0..31
+//              in order; bf16 rows interleave the halves of the panel, slot 2i =
+//              column i and slot 2i+1 = column i+16, so that one 32-bit lane holds
+//              columns i and i+16 and a shift or a mask turns it into two floats.
+//   q8_0:      K/32 blocks of 1088 bytes, one per 32 rows: 32 f16 scales d (one per
+//              column), then the 32 rows of 32 int8 quants q, row by row.
+//   q4_0:      K/32 blocks of 576 bytes: 32 f16 scales, then 32 rows of 16 bytes;
+//              byte j of a row holds column j in its low nibble and column j+16 in
+//              its high nibble (unsigned quants q in 0..15).
+// Bytes per weight are ggml's: 2, 2, 34/32 and 18/32 (plus the padding of the last
+// panel). Every panel is a multiple of 64 bytes, so 64-byte aligned storage keeps
+// every panel, block and scale row aligned.
+//
+// Dequantized element (at(): what the scalar twins and the bf16/f16 kernels multiply
+// by; always exact in f32): bf16 and f16 widened; q8_0 float(q)·float(d); q4_0
+// float(q − 8)·float(d). The products are exact because |q| ≤ 2^7 and d has an 11-bit
+// significand. The q8_0/q4_0 kernels sum x·q per block and apply d once (MatVec below).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace kvrt::simd {
+
+enum class WeightType : uint8_t { kBf16, kF16, kQ8_0, kQ4_0 };  // compressed types only
+
+// Rows (along K) of one q8_0 / q4_0 block, i.e. of one scale.
+inline constexpr size_t kQuantBlock = 32;
+// Columns per panel of every compressed type (the f32 kernels' kPanelWidth<float>).
+inline constexpr size_t kCompressedPanelWidth = 32;
+
+// "bf16", "f16", "q8_0", "q4_0".
+const char* WeightTypeName(WeightType type);
+
+// True when a [rows=K, cols=N] matrix can be stored in `type` (q8_0/q4_0 need K % 32 == 0).
+bool FitsWeightType(WeightType type, size_t rows);
+
+// Bytes of the packed compressed storage of a [K, N] matrix (column panels of 32 columns,
+// the last panel zero-padded); requires FitsWeightType. Returns SIZE_MAX on overflow.
+size_t CompressedMatrixBytes(WeightType type, size_t rows, size_t cols);
+
+// Bytes of one tensor row (K elements of one output column) as ggml stores it in a GGUF
+// file: 2·K for bf16/f16, 34·K/32 for q8_0, 18·K/32 for q4_0; requires FitsWeightType.
+size_t GgmlRowBytes(WeightType type, size_t rows_k);
+
+struct CompressedMatrixView {
+  WeightType type = WeightType::kBf16;
+  const uint8_t* data = nullptr;  // 64-byte aligned, CompressedMatrixBytes(type, rows, cols)
+  size_t rows = 0;                // K (inputs)
+  size_t cols = 0;                // N (outputs)
+
+  size_t panels() const { return (cols + kCompressedPanelWidth - 1) / kCompressedPanelWidth; }
+  // Bytes of one panel (CompressedMatrixBytes of a 32-column matrix).
+  size_t panel_bytes() const;
+  const uint8_t* panel(size_t p) const { return data + p * panel_bytes(); }
+  // The dequantized element, exactly as the kernels use it. Defined for every n in
+  // [0, panels()·32): the padding columns give +0.
+  float at(size_t k, size_t n) const;
+};
+
+// Quantize + pack a dense f32 matrix into `out` (CompressedMatrixBytes(type, rows, cols)
+// bytes; requires FitsWeightType). `source` is [K, N] row-major, or [N, K] row-major when
+// source_is_transposed (like simd::PackMatrix). Quantization follows ggml's reference
+// quantizers bit for bit, along K (one block = 32 consecutive k of one column, as a ggml
+// tensor row of K elements is quantized): see QuantizeBlockQ8_0/Q4_0, F32ToBf16 and
+// F32ToF16 below. `out` must not overlap `source`.
+void PackCompressed(WeightType type, const float* source, size_t rows, size_t cols,
+                    bool source_is_transposed, uint8_t* out);
+
+// Repack a tensor as stored in a GGUF file, LOSSLESSLY (same scales, same quants): ggml data
+// is N rows of K elements each (ne0 = K contiguous); bf16/f16: K uint16 per row; q8_0: K/32
+// blocks of {f16 d; int8 qs[32]} (34 bytes); q4_0: K/32 blocks of {f16 d; uint8 qs[16]} (18
+// bytes), element j of a block = (qs[j] & 0xF) − 8 for j < 16, (qs[j−16] >> 4) − 8 for
+// j ≥ 16. Requires FitsWeightType(type, rows_k). `out` must not overlap `ggml_rows`.
+// PackCompressed(type, W) == RepackGgml(type, ggml quantization of Wᵀ's rows), byte for byte.
+void RepackGgml(WeightType type, const uint8_t* ggml_rows, size_t rows_k, size_t cols_n,
+                uint8_t* out);
+
+// Column n (< cols) dequantized into out[0..K) (the embedding lookup of a transposed token
+// table): out[k] = w.at(k, n).
+void GatherColumn(const CompressedMatrixView& w, size_t n, float* out);
+
+// ggml's reference block quantizers (quantize_row_q8_0_ref / quantize_row_q4_0_ref), one
+// block of 32 values into ggml's bytes (little-endian f16 d first):
+//   q8_0: d = amax/127, id = d ? 1/d : 0, q = roundf(x·id)                  (34 bytes)
+//   q4_0: m = the first element of largest |x| (sign kept), d = m/−8, id = d ? 1/d : 0,
+//         q = min(15, (int8_t)(x·id + 8.5f)), qs[j] = q[j] | q[j+16] << 4  (18 bytes)
+// d is rounded to f16 only when stored: the quants use the f32 id. Finite inputs.
+void QuantizeBlockQ8_0(const float* x, uint8_t* out);
+void QuantizeBlockQ4_0(const float* x, uint8_t* out);
+
+// Half-precision conversions. F32ToF16: IEEE round to nearest even (overflow → ±inf,
+// NaN → quiet NaN). F32ToBf16: round to nearest even like ggml_fp32_to_bf16 (NaN made
+// quiet, its top payload bits kept). The widening conversions are exact.
+uint16_t F32ToF16(float value);
+float F16ToF32(uint16_t bits);
+uint16_t F32ToBf16(float value);
+float Bf16ToF32(uint16_t bits);
+
+// y = x·W for the columns of the panels [panel_begin, panel_end), i.e. y[n] for n in
+// [panel_begin·32, min(panel_end·32, N)), and nothing else (the engine splits the panels
+// over threads). Same shapes and semantics as simd::MatVec for f32 (matvec.h).
+//
+// Scalar twin: each panel row is dequantized (at()), then exactly the f32 twin's order:
+// y[n] = Σ_k x[k]·W[k][n] from 0 in ascending k, every product rounded before it is added.
+//
+// MatVec (Highway, dispatched at run time: AVX3, AVX2, scalar).
+//   Lanes:     f32 activations and accumulators; weights as stored.
+//   Method:    each panel row is decoded in registers (compressed_rows-inl.h: bf16 by a
+//              shift or a mask, f16 by F16C, q8_0 by int8→f32, q4_0 by a nibble→f32
+//              table lookup on AVX-512), four panels streamed together as in the f32
+//              MatVec. Per column:
+//              bf16, f16: the exact form, ONE chain of fused multiply-adds of
+//                x[k]·at(k, n) over k = 0..K−1 ascending from 0: bit for bit the f32
+//                MatVec (matvec.h) on the dequantized matrix.
+//              q8_0, q4_0: block-scaled accumulation. For each block b of 32 rows in
+//                ascending order, P_b = one FMA chain from 0 over its rows of x[k]·q
+//                (q8_0: q; q4_0: q − 8; exact small integers), then
+//                acc = fma(d_b, P_b, acc) from acc = 0. One multiply per 32 weights
+//                instead of one per weight. The exact form (one chain of x·(q·d)) is
+//                bound by the decode arithmetic, not by memory, on AVX-512: it measured
+//                1.3× (q8_0) and 2.0× (q4_0) the CPU time of this form on a cached
+//                768×2048 MatVec (bench/kernels/compressed_bench.cc, 2026-12-01).
+//              Either way y[n] depends only on x, column n and K (not on the panel
+//              range, the thread split or M), and equals the rows of MatMul bit for bit
+//              on the same target.
+//   Max error: with Σ = Σ_k|x[k]·at(k, n)| and ε = FLT_EPSILON (u = ε/2):
+//              bf16, f16: |y[n] − twin| ≤ (K + 2)·ε·Σ (+ K·denorm_min): both sum the
+//                same exact products, the twin rounding each product.
+//              q8_0, q4_0: |y[n] − twin| ≤ (K + K/32 + 34)·(ε/2)·Σ
+//                (+ (K + K/32)·denorm_min): the P_b err by ≤ γ_32·Σ_b, the block chain
+//                by ≤ γ_{K/32}·Σ, the twin by ≤ γ_K·Σ (γ_n = n·u/(1 − n·u)); for
+//                K ≥ 32 this is within the f32 kernels' (K + 2)·ε·Σ.
+//              The scalar target has no FMA: bf16/f16 equal the twin there.
+void MatVec(const CompressedMatrixView& w, const float* x, float* y, size_t panel_begin,
+            size_t panel_end);
+void MatVecScalar(const CompressedMatrixView& w, const float* x, float* y, size_t panel_begin,
+                  size_t panel_end);
+
+// C = A·W for prefill: A is [M, K] row-major with row stride lda ≥ K, C is [M, N] with row
+// stride ldc ≥ N; writes C[m][n] for every m < M and the columns n of the panels
+// [panel_begin, panel_end), and nothing else. Same semantics as simd::MatMul (matmul.h).
+//
+// Scalar twin: row by row MatVecScalar.
+//
+// MatMul (Highway, dispatched at run time).
+//   Method:    the f32 MatMul's loop nest (matmul.h). Each panel's K block (256 rows) is
+//              decoded once per M block (256 rows of A) into a 33 KiB stack tile (f32,
+//              f32 panel layout; for q8_0/q4_0 the integers and the column scales) and
+//              reused by every row tile. bf16/f16 run the f32 register-blocked
+//              micro-kernel (AVX-512: 8 rows × 32 columns) on the dequantized values, so
+//              C is the f32 MatMul on the dequantized matrix bit for bit; q8_0/q4_0 a
+//              block-scaled micro-kernel (AVX-512: 6 rows × 32 columns, a partial sum
+//              and an accumulator per element) doing MatVec's arithmetic. Either way
+//              every row equals MatVec of that row bit for bit on the same target,
+//              independent of M, the panel range and the thread split.
+//   Max error: as MatVec, per element with A's row as x.
+//   Range:     as MatVec; any M ≥ 0.
+//   Aliasing:  C must not overlap A or W.
+void MatMul(const float* a, size_t lda, size_t m, const CompressedMatrixView& w, float* c,
+            size_t ldc, size_t panel_begin, size_t panel_end);
+void MatMulScalar(const float* a, size_t lda, size_t m, const CompressedMatrixView& w, float* c,
+                  size_t ldc, size_t panel_begin, size_t panel_end);
+
+}  // namespace kvrt::simd

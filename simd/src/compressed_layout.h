@@ -1,0 +1,97 @@
+// Byte offsets inside one compressed panel (the layout compressed_matrix.h describes),
+// shared by the packers, at(), the scalar twins and the Highway kernels, so that they
+// cannot disagree about where an element lives.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "kvrt/simd/compressed_matrix.h"
+
+namespace kvrt::simd::compressed {
+
+inline constexpr size_t kWidth = kCompressedPanelWidth;          // columns per panel
+inline constexpr size_t kHalfRowBytes = kWidth * sizeof(uint16_t);  // one bf16/f16 row: 64
+inline constexpr size_t kScaleBytes = kWidth * sizeof(uint16_t);    // 32 f16 scales: 64
+inline constexpr size_t kQ8RowBytes = kWidth;                       // 32 int8
+inline constexpr size_t kQ4RowBytes = kWidth / 2;                   // 32 nibbles
+inline constexpr size_t kQ8BlockBytes = kScaleBytes + kQuantBlock * kQ8RowBytes;  // 1088
+inline constexpr size_t kQ4BlockBytes = kScaleBytes + kQuantBlock * kQ4RowBytes;  // 576
+inline constexpr size_t kGgmlQ8BlockBytes = 2 + kQuantBlock;      // {f16 d; int8 qs[32]}
+inline constexpr size_t kGgmlQ4BlockBytes = 2 + kQuantBlock / 2;  // {f16 d; uint8 qs[16]}
+// The q4_0 quant of a padding (or all-zero) column: (8 − 8)·0 = +0.
+inline constexpr uint8_t kQ4Zero = 8;
+
+static_assert(kQ8BlockBytes % 64 == 0 && kQ4BlockBytes % 64 == 0 && kHalfRowBytes % 64 == 0,
+              "panels must keep 64-byte alignment");
+
+// Bytes of one panel of K rows. Overflow is the caller's (CompressedMatrixBytes) check.
+inline size_t PanelBytes(WeightType type, size_t rows) {
+  switch (type) {
+    case WeightType::kBf16:
+    case WeightType::kF16:
+      return rows * kHalfRowBytes;
+    case WeightType::kQ8_0:
+      return rows / kQuantBlock * kQ8BlockBytes;
+    case WeightType::kQ4_0:
+      return rows / kQuantBlock * kQ4BlockBytes;
+  }
+  return 0;
+}
+
+// uint16 slot of column j (< 32) in a bf16 row: the halves of the panel interleaved.
+inline constexpr size_t Bf16Slot(size_t j) { return j < kWidth / 2 ? 2 * j : 2 * (j - kWidth / 2) + 1; }
+
+// Offsets of row k's data within a q8_0 / q4_0 panel, and of its block's scales.
+inline size_t QuantBlockOffset(WeightType type, size_t k) {
+  return k / kQuantBlock * (type == WeightType::kQ8_0 ? kQ8BlockBytes : kQ4BlockBytes);
+}
+inline size_t Q8RowOffset(size_t k) {
+  return QuantBlockOffset(WeightType::kQ8_0, k) + kScaleBytes + k % kQuantBlock * kQ8RowBytes;
+}
+inline size_t Q4RowOffset(size_t k) {
+  return QuantBlockOffset(WeightType::kQ4_0, k) + kScaleBytes + k % kQuantBlock * kQ4RowBytes;
+}
+
+inline uint16_t LoadU16(const uint8_t* p) {
+  uint16_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+inline void StoreU16(uint8_t* p, uint16_t v) { std::memcpy(p, &v, sizeof(v)); }
+
+// Row k of a panel dequantized into out[0..32): the values at() returns, in column order.
+inline void DequantizeRow(WeightType type, const uint8_t* panel, size_t k, float* out) {
+  switch (type) {
+    case WeightType::kBf16: {
+      const uint8_t* row = panel + k * kHalfRowBytes;
+      for (size_t j = 0; j < kWidth; ++j) out[j] = Bf16ToF32(LoadU16(row + 2 * Bf16Slot(j)));
+      return;
+    }
+    case WeightType::kF16: {
+      const uint8_t* row = panel + k * kHalfRowBytes;
+      for (size_t j = 0; j < kWidth; ++j) out[j] = F16ToF32(LoadU16(row + 2 * j));
+      return;
+    }
+    case WeightType::kQ8_0: {
+      const uint8_t* scales = panel + QuantBlockOffset(type, k);
+      const auto* row = reinterpret_cast<const int8_t*>(panel + Q8RowOffset(k));
+      for (size_t j = 0; j < kWidth; ++j) {
+        out[j] = static_cast<float>(row[j]) * F16ToF32(LoadU16(scales + 2 * j));
+      }
+      return;
+    }
+    case WeightType::kQ4_0: {
+      const uint8_t* scales = panel + QuantBlockOffset(type, k);
+      const uint8_t* row = panel + Q4RowOffset(k);
+      for (size_t j = 0; j < kWidth; ++j) {
+        const int q = j < kWidth / 2 ? row[j] & 0xF : row[j - kWidth / 2] >> 4;
+        out[j] = static_cast<float>(q - 8) * F16ToF32(LoadU16(scales + 2 * j));
+      }
+      return;
+    }
+  }
+}
+
+}  // namespace kvrt::simd::compressed

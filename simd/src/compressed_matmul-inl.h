@@ -1,0 +1,192 @@
+// Per-target body of the compressed MatMul (compressed_matrix.h): the f32 MatMul's loop
+// nest (matmul-inl.h) over panel K blocks decoded once per tile into a stack buffer.
+#if defined(KVRT_SIMD_COMPRESSED_MATMUL_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef KVRT_SIMD_COMPRESSED_MATMUL_INL_H_
+#undef KVRT_SIMD_COMPRESSED_MATMUL_INL_H_
+#else
+#define KVRT_SIMD_COMPRESSED_MATMUL_INL_H_
+#endif
+
+#include <algorithm>
+#include <cstddef>
+
+#include "compressed_rows-inl.h"
+#include "hwy/highway.h"
+#include "kvrt/simd/compressed_matrix.h"
+#include "matmul-inl.h"
+#include "panel_columns-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace kvrt::simd::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// A panel's K block [k0, k0 + depth) decoded for the micro-kernels, in the f32 panel
+// layout: `values` [depth][32] (bf16/f16: at(); q8_0/q4_0: their integers q or q − 8)
+// and, for the quantized types, `scales` [depth / 32][32].
+struct DecodedBlock {
+  static constexpr size_t kDepth = kDepthBlock<float>;  // 256 rows: a 32 KiB tile
+  static_assert(kDepth % kQuantBlock == 0, "K blocks must hold whole scale blocks");
+  HWY_ALIGN float values[kDepth * kCompressedPanelWidth];
+  HWY_ALIGN float scales[kDepth / kQuantBlock * kCompressedPanelWidth];
+};
+
+template <template <class> class Rows, class D>
+HWY_INLINE void DecodeHalfBlock(D d, const uint8_t* panel, size_t k0, size_t depth,
+                                DecodedBlock& block) {
+  constexpr size_t kVecs = PanelVectors<D>();
+  const size_t lanes = hn::Lanes(d);
+  Rows<D> rows;
+  rows.panel = panel;
+  for (size_t k = 0; k < depth; ++k) {
+    hn::Vec<D> wk[kVecs];
+    rows.Row(d, k0 + k, wk);
+    for (size_t v = 0; v < kVecs; ++v) hn::Store(wk[v], d, block.values + k * kCompressedPanelWidth + v * lanes);
+  }
+}
+
+template <template <class> class Quants, class D>
+HWY_INLINE void DecodeQuantBlock(D d, const uint8_t* panel, size_t k0, size_t depth,
+                                 DecodedBlock& block) {
+  constexpr size_t kVecs = PanelVectors<D>();
+  const size_t lanes = hn::Lanes(d);
+  using Q = Quants<D>;
+  for (size_t b = 0; b < depth / kQuantBlock; ++b) {
+    const uint8_t* quant_block = panel + (k0 / kQuantBlock + b) * Q::kBlockBytes;
+    for (size_t r = 0; r < kQuantBlock; ++r) {
+      hn::Vec<D> q[kVecs];
+      Q::Decode(d, quant_block + compressed::kScaleBytes + r * Q::kRowBytes, q);
+      float* out = block.values + (b * kQuantBlock + r) * kCompressedPanelWidth;
+      for (size_t v = 0; v < kVecs; ++v) hn::Store(q[v], d, out + v * lanes);
+    }
+    hn::Vec<D> scale[kVecs];
+    LoadColumnScales(d, quant_block, scale);
+    for (size_t v = 0; v < kVecs; ++v) hn::Store(scale[v], d, block.scales + b * kCompressedPanelWidth + v * lanes);
+  }
+}
+
+// Rows of the block-scaled register tile: accumulators and partial sums for every row
+// (2·kRows·kVecs registers) plus the panel row and a broadcast. AVX3: 6 rows × 2
+// vectors (24 + 3 of 32 registers); AVX2 and scalar: 1 row.
+template <class D>
+constexpr size_t BlockScaledTileRows() {
+  constexpr size_t kRegisters = HWY_MAX_BYTES >= 64 ? 32 : 16;
+  return std::max<size_t>(1, (kRegisters - 8) / (2 * PanelVectors<D>()));
+}
+
+// The block-scaled micro-kernel: C[0..kRows)[0..valid) continued over `depth` rows
+// (whole blocks of 32): per block, one FMA chain of A[r][k]·q from 0 per element, then
+// acc = fma(d, partial, acc), the arithmetic of BlockScaledMatVecGroup.
+template <size_t kRows, class D>
+HWY_INLINE void BlockScaledMatMulTile(D d, const float* a, size_t lda, const DecodedBlock& block,
+                                      size_t depth, bool continue_c, size_t valid, float* c,
+                                      size_t ldc) {
+  constexpr size_t kWidth = kCompressedPanelWidth;
+  constexpr size_t kVecs = PanelVectors<D>();
+  const size_t lanes = hn::Lanes(d);
+  hn::Vec<D> acc[kRows][kVecs];
+  for (size_t r = 0; r < kRows; ++r) {
+    if (continue_c) {
+      LoadPanelRow<kVecs>(d, c + r * ldc, valid, acc[r]);
+    } else {
+      for (size_t v = 0; v < kVecs; ++v) acc[r][v] = hn::Zero(d);
+    }
+  }
+  for (size_t b = 0; b < depth / kQuantBlock; ++b) {
+    hn::Vec<D> partial[kRows][kVecs];
+    for (size_t r = 0; r < kRows; ++r) {
+      for (size_t v = 0; v < kVecs; ++v) partial[r][v] = hn::Zero(d);
+    }
+    for (size_t k = b * kQuantBlock; k < (b + 1) * kQuantBlock; ++k) {
+      const float* q_row = block.values + k * kWidth;
+      hn::Vec<D> q[kVecs];
+      HWY_UNROLL(16)
+      for (size_t v = 0; v < kVecs; ++v) q[v] = hn::Load(d, q_row + v * lanes);
+      HWY_UNROLL(16)
+      for (size_t r = 0; r < kRows; ++r) {
+        const auto a_rk = hn::Set(d, a[r * lda + k]);
+        HWY_UNROLL(16)
+        for (size_t v = 0; v < kVecs; ++v) partial[r][v] = hn::MulAdd(a_rk, q[v], partial[r][v]);
+      }
+    }
+    const float* scale_row = block.scales + b * kWidth;
+    HWY_UNROLL(16)
+    for (size_t v = 0; v < kVecs; ++v) {
+      const auto scale = hn::Load(d, scale_row + v * lanes);
+      HWY_UNROLL(16)
+      for (size_t r = 0; r < kRows; ++r) acc[r][v] = hn::MulAdd(scale, partial[r][v], acc[r][v]);
+    }
+  }
+  for (size_t r = 0; r < kRows; ++r) StorePanelRow<kVecs>(d, acc[r], valid, c + r * ldc);
+}
+
+// The row tile of either micro-kernel with exactly `rows` (< full tile) rows.
+template <bool kBlockScaled, size_t kRows, class D>
+HWY_INLINE void CompressedRemainderTile(D d, size_t rows, const float* a, size_t lda,
+                                        const DecodedBlock& block, size_t depth, bool continue_c,
+                                        size_t valid, float* c, size_t ldc) {
+  if constexpr (kRows > 0) {
+    if (rows != kRows) {
+      return CompressedRemainderTile<kBlockScaled, kRows - 1>(d, rows, a, lda, block, depth,
+                                                              continue_c, valid, c, ldc);
+    }
+    if constexpr (kBlockScaled) {
+      BlockScaledMatMulTile<kRows>(d, a, lda, block, depth, continue_c, valid, c, ldc);
+    } else {
+      MatMulTile<kRows>(d, a, lda, block.values, depth, continue_c, valid, c, ldc);
+    }
+  }
+}
+
+// Loop nest of MatMulPanels (matmul-inl.h): M blocks → K blocks in ascending order →
+// panels → row tiles, each panel's K block decoded into a stack DecodedBlock (33 KiB)
+// once per M block (up to 256 rows of A) and reused by every row tile. bf16/f16 run the
+// f32 micro-kernel on the dequantized values; q8_0/q4_0 the block-scaled one. Storing
+// and reloading C between K blocks rounds nothing, so every C[m][n] is computed by the
+// same operations as MatVec on row m.
+template <template <class> class Rows, bool kBlockScaled, class D>
+HWY_INLINE void CompressedMatMulPanels(D d, const float* a, size_t lda, size_t m,
+                                       const CompressedMatrixView& w, float* c, size_t ldc,
+                                       size_t panel_begin, size_t panel_end) {
+  constexpr size_t kWidth = kCompressedPanelWidth;
+  constexpr size_t kRows = kBlockScaled ? BlockScaledTileRows<D>() : TileRows<D>();
+  static_assert(kWidth == kPanelWidth<float>, "decoded blocks are f32 panels");
+  DecodedBlock block;
+  const size_t depth_total = w.rows;
+  for (size_t m0 = 0; m0 < m; m0 += kRowBlock) {
+    const size_t rows = std::min(kRowBlock, m - m0);
+    // K = 0 still runs one (empty) block, which stores zeros like the twin.
+    size_t k0 = 0;
+    do {
+      const size_t depth = std::min(DecodedBlock::kDepth, depth_total - k0);
+      const bool continue_c = k0 > 0;
+      for (size_t p = panel_begin; p < panel_end; ++p) {
+        const size_t col0 = p * kWidth;
+        const size_t valid = std::min(kWidth, w.cols - col0);
+        if constexpr (kBlockScaled) {
+          DecodeQuantBlock<Rows>(d, w.panel(p), k0, depth, block);
+        } else {
+          DecodeHalfBlock<Rows>(d, w.panel(p), k0, depth, block);
+        }
+        const float* a_block = a + m0 * lda + k0;
+        float* c_block = c + m0 * ldc + col0;
+        size_t r = 0;
+        for (; r + kRows <= rows; r += kRows) {
+          CompressedRemainderTile<kBlockScaled, kRows>(d, kRows, a_block + r * lda, lda, block,
+                                                       depth, continue_c, valid,
+                                                       c_block + r * ldc, ldc);
+        }
+        if (r < rows) {
+          CompressedRemainderTile<kBlockScaled, kRows - 1>(d, rows - r, a_block + r * lda, lda,
+                                                           block, depth, continue_c, valid,
+                                                           c_block + r * ldc, ldc);
+        }
+      }
+      k0 += depth;
+    } while (k0 < depth_total);
+  }
+}
+
+}  // namespace kvrt::simd::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // KVRT_SIMD_COMPRESSED_MATMUL_INL_H_ toggle

@@ -1,0 +1,43 @@
+// Run-time dispatch of the compressed MatMul (compressed_matrix.h).
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "compressed_matmul.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+
+#include "compressed_matmul-inl.h"
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace kvrt::simd::HWY_NAMESPACE {
+
+void CompressedMatMul(const float* a, size_t lda, size_t m, const CompressedMatrixView& w,
+                      float* c, size_t ldc, size_t panel_begin, size_t panel_end) {
+  const hn::ScalableTag<float> d;
+  switch (w.type) {
+    case WeightType::kBf16:
+      return CompressedMatMulPanels<Bf16Rows, false>(d, a, lda, m, w, c, ldc, panel_begin, panel_end);
+    case WeightType::kF16:
+      return CompressedMatMulPanels<F16Rows, false>(d, a, lda, m, w, c, ldc, panel_begin, panel_end);
+    case WeightType::kQ8_0:
+      return CompressedMatMulPanels<Q8Quants, true>(d, a, lda, m, w, c, ldc, panel_begin, panel_end);
+    case WeightType::kQ4_0:
+      return CompressedMatMulPanels<Q4Quants, true>(d, a, lda, m, w, c, ldc, panel_begin, panel_end);
+  }
+}
+
+}  // namespace kvrt::simd::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+#include "kvrt/simd/compressed_matrix.h"
+
+namespace kvrt::simd {
+
+HWY_EXPORT(CompressedMatMul);
+
+void MatMul(const float* a, size_t lda, size_t m, const CompressedMatrixView& w, float* c,
+            size_t ldc, size_t panel_begin, size_t panel_end) {
+  HWY_DYNAMIC_DISPATCH(CompressedMatMul)(a, lda, m, w, c, ldc, panel_begin, panel_end);
+}
+
+}  // namespace kvrt::simd
+#endif  // HWY_ONCE

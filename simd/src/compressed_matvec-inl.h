@@ -1,0 +1,117 @@
+// Per-target body of the compressed MatVec (compressed_matrix.h).
+#if defined(KVRT_SIMD_COMPRESSED_MATVEC_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef KVRT_SIMD_COMPRESSED_MATVEC_INL_H_
+#undef KVRT_SIMD_COMPRESSED_MATVEC_INL_H_
+#else
+#define KVRT_SIMD_COMPRESSED_MATVEC_INL_H_
+#endif
+
+#include <algorithm>
+#include <cstddef>
+
+#include "compressed_rows-inl.h"
+#include "hwy/highway.h"
+#include "kvrt/simd/compressed_matrix.h"
+#include "panel_columns-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace kvrt::simd::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// bf16/f16, the exact form: y for the columns of kPanels consecutive panels from
+// `first_panel`; every panel row is decoded once to the values of at() and contributes
+// x[k]·W[k][n] to one FMA chain per column, in ascending k from 0, exactly as the f32
+// MatVec (matvec-inl.h) does on the dequantized matrix.
+template <template <class> class Rows, size_t kPanels, class D>
+HWY_INLINE void ExactMatVecGroup(D d, const CompressedMatrixView& w, const float* x, float* y,
+                                 size_t first_panel) {
+  constexpr size_t kVecs = PanelVectors<D>();
+  Rows<D> rows[kPanels];
+  hn::Vec<D> acc[kPanels][kVecs];
+  for (size_t g = 0; g < kPanels; ++g) {
+    rows[g].panel = w.panel(first_panel + g);
+    for (size_t v = 0; v < kVecs; ++v) acc[g][v] = hn::Zero(d);
+  }
+  for (size_t k = 0; k < w.rows; ++k) {
+    const auto xk = hn::Set(d, x[k]);
+    HWY_UNROLL(4)
+    for (size_t g = 0; g < kPanels; ++g) {
+      hn::Vec<D> wk[kVecs];
+      rows[g].Row(d, k, wk);
+      HWY_UNROLL(16)
+      for (size_t v = 0; v < kVecs; ++v) acc[g][v] = hn::MulAdd(xk, wk[v], acc[g][v]);
+    }
+  }
+  for (size_t g = 0; g < kPanels; ++g) {
+    const size_t first_col = (first_panel + g) * kCompressedPanelWidth;
+    StorePanelRow<kVecs>(d, acc[g], std::min(kCompressedPanelWidth, w.cols - first_col),
+                         y + first_col);
+  }
+}
+
+// q8_0/q4_0, block-scaled accumulation: per block b of 32 rows, one FMA chain over its
+// rows in ascending k of x[k]·q (q8_0: q; q4_0: q − 8; exact floats) from 0 gives the
+// partial sum P_b, and the column's accumulator becomes fma(d_b, P_b, acc), blocks in
+// ascending order from 0. One multiply per 32 weights instead of per weight.
+template <template <class> class Quants, size_t kPanels, class D>
+HWY_INLINE void BlockScaledMatVecGroup(D d, const CompressedMatrixView& w, const float* x,
+                                       float* y, size_t first_panel) {
+  constexpr size_t kVecs = PanelVectors<D>();
+  using Q = Quants<D>;
+  const uint8_t* panel[kPanels];
+  hn::Vec<D> acc[kPanels][kVecs];
+  for (size_t g = 0; g < kPanels; ++g) {
+    panel[g] = w.panel(first_panel + g);
+    for (size_t v = 0; v < kVecs; ++v) acc[g][v] = hn::Zero(d);
+  }
+  for (size_t k0 = 0; k0 < w.rows; k0 += kQuantBlock) {
+    const size_t block_offset = k0 / kQuantBlock * Q::kBlockBytes;
+    hn::Vec<D> partial[kPanels][kVecs];
+    for (size_t g = 0; g < kPanels; ++g) {
+      for (size_t v = 0; v < kVecs; ++v) partial[g][v] = hn::Zero(d);
+    }
+    for (size_t r = 0; r < kQuantBlock; ++r) {
+      const auto xk = hn::Set(d, x[k0 + r]);
+      const size_t row_offset = block_offset + compressed::kScaleBytes + r * Q::kRowBytes;
+      HWY_UNROLL(4)
+      for (size_t g = 0; g < kPanels; ++g) {
+        hn::Vec<D> q[kVecs];
+        Q::Decode(d, panel[g] + row_offset, q);
+        HWY_UNROLL(16)
+        for (size_t v = 0; v < kVecs; ++v) partial[g][v] = hn::MulAdd(xk, q[v], partial[g][v]);
+      }
+    }
+    for (size_t g = 0; g < kPanels; ++g) {
+      hn::Vec<D> scale[kVecs];
+      LoadColumnScales(d, panel[g] + block_offset, scale);
+      for (size_t v = 0; v < kVecs; ++v) acc[g][v] = hn::MulAdd(scale[v], partial[g][v], acc[g][v]);
+    }
+  }
+  for (size_t g = 0; g < kPanels; ++g) {
+    const size_t first_col = (first_panel + g) * kCompressedPanelWidth;
+    StorePanelRow<kVecs>(d, acc[g], std::min(kCompressedPanelWidth, w.cols - first_col),
+                         y + first_col);
+  }
+}
+
+// Groups of about eight accumulators (4 panels on AVX3, 2 on AVX2, 1 on the scalar
+// target), then single panels for the rest of the range. Each column's arithmetic is
+// the same in a group or alone.
+template <template <class> class Rows, bool kBlockScaled, class D>
+HWY_INLINE void CompressedMatVecPanels(D d, const CompressedMatrixView& w, const float* x,
+                                       float* y, size_t panel_begin, size_t panel_end) {
+  constexpr size_t kGroup = std::max<size_t>(1, 8 / PanelVectors<D>());
+  size_t p = panel_begin;
+  if constexpr (kBlockScaled) {
+    for (; p + kGroup <= panel_end; p += kGroup) BlockScaledMatVecGroup<Rows, kGroup>(d, w, x, y, p);
+    for (; p < panel_end; ++p) BlockScaledMatVecGroup<Rows, 1>(d, w, x, y, p);
+  } else {
+    for (; p + kGroup <= panel_end; p += kGroup) ExactMatVecGroup<Rows, kGroup>(d, w, x, y, p);
+    for (; p < panel_end; ++p) ExactMatVecGroup<Rows, 1>(d, w, x, y, p);
+  }
+}
+
+}  // namespace kvrt::simd::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // KVRT_SIMD_COMPRESSED_MATVEC_INL_H_ toggle

@@ -1,0 +1,43 @@
+// Run-time dispatch of the compressed MatVec (compressed_matrix.h).
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "compressed_matvec.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+
+#include "compressed_matvec-inl.h"
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace kvrt::simd::HWY_NAMESPACE {
+
+void CompressedMatVec(const CompressedMatrixView& w, const float* x, float* y,
+                      size_t panel_begin, size_t panel_end) {
+  const hn::ScalableTag<float> d;
+  switch (w.type) {
+    case WeightType::kBf16:
+      return CompressedMatVecPanels<Bf16Rows, false>(d, w, x, y, panel_begin, panel_end);
+    case WeightType::kF16:
+      return CompressedMatVecPanels<F16Rows, false>(d, w, x, y, panel_begin, panel_end);
+    case WeightType::kQ8_0:
+      return CompressedMatVecPanels<Q8Quants, true>(d, w, x, y, panel_begin, panel_end);
+    case WeightType::kQ4_0:
+      return CompressedMatVecPanels<Q4Quants, true>(d, w, x, y, panel_begin, panel_end);
+  }
+}
+
+}  // namespace kvrt::simd::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+#include "kvrt/simd/compressed_matrix.h"
+
+namespace kvrt::simd {
+
+HWY_EXPORT(CompressedMatVec);
+
+void MatVec(const CompressedMatrixView& w, const float* x, float* y, size_t panel_begin,
+            size_t panel_end) {
+  HWY_DYNAMIC_DISPATCH(CompressedMatVec)(w, x, y, panel_begin, panel_end);
+}
+
+}  // namespace kvrt::simd
+#endif  // HWY_ONCE

@@ -1,0 +1,193 @@
+// Sizes, packing (PackCompressed from f32, RepackGgml from GGUF bytes), element access
+// and column gathers of compressed matrices (compressed_matrix.h). Load-time code, plain
+// C++: the element writers below are the only code that places values in a panel, and
+// DequantizeRow (compressed_layout.h) the only code that reads them back.
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+#include "compressed_layout.h"
+#include "kvrt/simd/compressed_matrix.h"
+
+namespace kvrt::simd {
+namespace {
+
+using compressed::kWidth;
+
+// Where the values of one ggml block (or one 16-bit element) go inside a panel.
+struct PanelWriter {
+  WeightType type;
+  size_t rows;
+  uint8_t* out;
+
+  uint8_t* Panel(size_t n) const { return out + n / kWidth * compressed::PanelBytes(type, rows); }
+
+  void Half(size_t k, size_t n, uint16_t bits) const {
+    const size_t j = n % kWidth;
+    const size_t slot = type == WeightType::kBf16 ? compressed::Bf16Slot(j) : j;
+    compressed::StoreU16(Panel(n) + k * compressed::kHalfRowBytes + 2 * slot, bits);
+  }
+  // One ggml block (ggml bytes: f16 d, then the quants) of column n, rows k0..k0+32.
+  void Q8Block(size_t k0, size_t n, const uint8_t* block) const {
+    uint8_t* panel = Panel(n);
+    const size_t j = n % kWidth;
+    std::memcpy(panel + compressed::QuantBlockOffset(type, k0) + 2 * j, block, 2);
+    for (size_t r = 0; r < kQuantBlock; ++r) panel[compressed::Q8RowOffset(k0 + r) + j] = block[2 + r];
+  }
+  void Q4Block(size_t k0, size_t n, const uint8_t* block) const {
+    uint8_t* panel = Panel(n);
+    const size_t j = n % kWidth;
+    std::memcpy(panel + compressed::QuantBlockOffset(type, k0) + 2 * j, block, 2);
+    constexpr size_t kHalf = kQuantBlock / 2;
+    for (size_t r = 0; r < kQuantBlock; ++r) {
+      const uint8_t packed = block[2 + r % kHalf];
+      const uint8_t q = r < kHalf ? packed & 0xF : packed >> 4;
+      SetNibble(panel + compressed::Q4RowOffset(k0 + r), j, q);
+    }
+  }
+  static void SetNibble(uint8_t* row, size_t j, uint8_t q) {
+    uint8_t& byte = row[j % (kWidth / 2)];
+    byte = j < kWidth / 2 ? static_cast<uint8_t>((byte & 0xF0) | q)
+                          : static_cast<uint8_t>((byte & 0x0F) | (q << 4));
+  }
+
+  // Zeroes the whole storage and gives the q4_0 quants their zero value (8), so that
+  // padding columns dequantize to +0 and every byte is written.
+  void Clear(size_t cols) const {
+    const size_t panels = (cols + kWidth - 1) / kWidth;
+    const size_t bytes = panels * compressed::PanelBytes(type, rows);
+    std::memset(out, 0, bytes);
+    if (type != WeightType::kQ4_0) return;
+    for (size_t p = 0; p < panels; ++p) {
+      uint8_t* panel = out + p * compressed::PanelBytes(type, rows);
+      for (size_t k = 0; k < rows; ++k) {
+        std::memset(panel + compressed::Q4RowOffset(k), compressed::kQ4Zero * 0x11,
+                    compressed::kQ4RowBytes);
+      }
+    }
+  }
+};
+
+}  // namespace
+
+const char* WeightTypeName(WeightType type) {
+  switch (type) {
+    case WeightType::kBf16: return "bf16";
+    case WeightType::kF16: return "f16";
+    case WeightType::kQ8_0: return "q8_0";
+    case WeightType::kQ4_0: return "q4_0";
+  }
+  return "?";
+}
+
+bool FitsWeightType(WeightType type, size_t rows) {
+  switch (type) {
+    case WeightType::kBf16:
+    case WeightType::kF16:
+      return true;
+    case WeightType::kQ8_0:
+    case WeightType::kQ4_0:
+      return rows % kQuantBlock == 0;
+  }
+  return false;
+}
+
+size_t CompressedMatrixBytes(WeightType type, size_t rows, size_t cols) {
+  constexpr size_t kMax = std::numeric_limits<size_t>::max();
+  // The largest per-row cost is 64 bytes (bf16/f16), so rows ≤ kMax / 64 keeps
+  // PanelBytes from overflowing.
+  if (rows > kMax / compressed::kHalfRowBytes) return kMax;
+  const size_t panel = compressed::PanelBytes(type, rows);
+  const size_t panels = cols / kWidth + (cols % kWidth != 0 ? 1 : 0);
+  if (panel != 0 && panels > kMax / panel) return kMax;
+  return panels * panel;
+}
+
+size_t GgmlRowBytes(WeightType type, size_t rows_k) {
+  switch (type) {
+    case WeightType::kBf16:
+    case WeightType::kF16:
+      return rows_k * sizeof(uint16_t);
+    case WeightType::kQ8_0:
+      return rows_k / kQuantBlock * compressed::kGgmlQ8BlockBytes;
+    case WeightType::kQ4_0:
+      return rows_k / kQuantBlock * compressed::kGgmlQ4BlockBytes;
+  }
+  return 0;
+}
+
+size_t CompressedMatrixView::panel_bytes() const { return compressed::PanelBytes(type, rows); }
+
+float CompressedMatrixView::at(size_t k, size_t n) const {
+  float row[kWidth];
+  compressed::DequantizeRow(type, panel(n / kWidth), k, row);
+  return row[n % kWidth];
+}
+
+void GatherColumn(const CompressedMatrixView& w, size_t n, float* out) {
+  const uint8_t* panel = w.panel(n / kWidth);
+  float row[kWidth];
+  for (size_t k = 0; k < w.rows; ++k) {
+    compressed::DequantizeRow(w.type, panel, k, row);
+    out[k] = row[n % kWidth];
+  }
+}
+
+void PackCompressed(WeightType type, const float* source, size_t rows, size_t cols,
+                    bool source_is_transposed, uint8_t* out) {
+  const PanelWriter writer{type, rows, out};
+  writer.Clear(cols);
+  const auto element = [&](size_t k, size_t n) {
+    return source_is_transposed ? source[n * rows + k] : source[k * cols + n];
+  };
+  for (size_t n = 0; n < cols; ++n) {
+    if (type == WeightType::kBf16 || type == WeightType::kF16) {
+      for (size_t k = 0; k < rows; ++k) {
+        const float v = element(k, n);
+        writer.Half(k, n, type == WeightType::kBf16 ? F32ToBf16(v) : F32ToF16(v));
+      }
+      continue;
+    }
+    for (size_t k0 = 0; k0 < rows; k0 += kQuantBlock) {
+      float values[kQuantBlock];
+      for (size_t r = 0; r < kQuantBlock; ++r) values[r] = element(k0 + r, n);
+      uint8_t block[compressed::kGgmlQ8BlockBytes];
+      if (type == WeightType::kQ8_0) {
+        QuantizeBlockQ8_0(values, block);
+        writer.Q8Block(k0, n, block);
+      } else {
+        QuantizeBlockQ4_0(values, block);
+        writer.Q4Block(k0, n, block);
+      }
+    }
+  }
+}
+
+void RepackGgml(WeightType type, const uint8_t* ggml_rows, size_t rows_k, size_t cols_n,
+                uint8_t* out) {
+  const PanelWriter writer{type, rows_k, out};
+  writer.Clear(cols_n);
+  const size_t row_bytes = GgmlRowBytes(type, rows_k);
+  for (size_t n = 0; n < cols_n; ++n) {
+    const uint8_t* row = ggml_rows + n * row_bytes;
+    switch (type) {
+      case WeightType::kBf16:
+      case WeightType::kF16:
+        for (size_t k = 0; k < rows_k; ++k) writer.Half(k, n, compressed::LoadU16(row + 2 * k));
+        break;
+      case WeightType::kQ8_0:
+        for (size_t b = 0; b < rows_k / kQuantBlock; ++b) {
+          writer.Q8Block(b * kQuantBlock, n, row + b * compressed::kGgmlQ8BlockBytes);
+        }
+        break;
+      case WeightType::kQ4_0:
+        for (size_t b = 0; b < rows_k / kQuantBlock; ++b) {
+          writer.Q4Block(b * kQuantBlock, n, row + b * compressed::kGgmlQ4BlockBytes);
+        }
+        break;
+    }
+  }
+}
+
+}  // namespace kvrt::simd

@@ -1,0 +1,131 @@
+// Per-target decoders of compressed panel rows (layout: compressed_matrix.h), shared by
+// the compressed MatVec and MatMul. Each turns row k of one 32-column panel into the
+// panel's kVecs f32 vectors (columns in order), exactly: bf16/f16 to the values of
+// at() (widening is exact), q8_0/q4_0 to their small integers.
+//   Bf16Rows: one 64-byte row is kVecs/2 vectors of u32 lanes; lane i holds column i
+//             (low half) and column i + 16 (high half): a shift and a mask, no convert.
+//   F16Rows:  F16C (hn::PromoteTo from float16_t).
+//   Q8Quants: int8 → int32 (PromoteTo) → f32, without the scale.
+//   Q4Quants: one 16-byte row zero-extended to int32 lanes; the low nibbles are columns
+//             0..15, the high ones 16..31; q − 8 as f32 (a table lookup on AVX-512),
+//             without the scale.
+// The column scales of a block are loaded apart (LoadColumnScales).
+#if defined(KVRT_SIMD_COMPRESSED_ROWS_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef KVRT_SIMD_COMPRESSED_ROWS_INL_H_
+#undef KVRT_SIMD_COMPRESSED_ROWS_INL_H_
+#else
+#define KVRT_SIMD_COMPRESSED_ROWS_INL_H_
+#endif
+
+#include <cstddef>
+#include <cstdint>
+
+#include "compressed_layout.h"
+#include "hwy/highway.h"
+#include "panel_columns-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace kvrt::simd::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+template <class D>
+struct Bf16Rows {
+  static constexpr size_t kVecs = PanelVectors<D>();
+  const uint8_t* panel;
+
+  HWY_INLINE void Row(D d, size_t k, hn::Vec<D>* w) const {
+    const hn::RebindToUnsigned<D> du;
+    const size_t lanes = hn::Lanes(d);
+    const auto* row = reinterpret_cast<const uint32_t*>(panel + k * compressed::kHalfRowBytes);
+    const auto high_half = hn::Set(du, 0xFFFF0000u);
+    HWY_UNROLL(16)
+    for (size_t v = 0; v < kVecs / 2; ++v) {
+      const auto pair = hn::LoadU(du, row + v * lanes);
+      w[v] = hn::BitCast(d, hn::ShiftLeft<16>(pair));
+      w[v + kVecs / 2] = hn::BitCast(d, hn::And(pair, high_half));
+    }
+  }
+};
+
+template <class D>
+struct F16Rows {
+  static constexpr size_t kVecs = PanelVectors<D>();
+  const uint8_t* panel;
+
+  HWY_INLINE void Row(D d, size_t k, hn::Vec<D>* w) const {
+    const hn::Rebind<hwy::float16_t, D> dh;
+    const size_t lanes = hn::Lanes(d);
+    const auto* row = reinterpret_cast<const hwy::float16_t*>(panel + k * compressed::kHalfRowBytes);
+    HWY_UNROLL(16)
+    for (size_t v = 0; v < kVecs; ++v) w[v] = hn::PromoteTo(d, hn::LoadU(dh, row + v * lanes));
+  }
+};
+
+// The 32 f16 column scales of a q8_0/q4_0 block (at the block's start), as f32.
+template <class D>
+HWY_INLINE void LoadColumnScales(D d, const uint8_t* block, hn::Vec<D>* scale) {
+  constexpr size_t kVecs = PanelVectors<D>();
+  const hn::Rebind<hwy::float16_t, D> dh;
+  const size_t lanes = hn::Lanes(d);
+  const auto* scales = reinterpret_cast<const hwy::float16_t*>(block);
+  HWY_UNROLL(16)
+  for (size_t v = 0; v < kVecs; ++v) scale[v] = hn::PromoteTo(d, hn::LoadU(dh, scales + v * lanes));
+}
+
+// The quantized types are decoded WITHOUT their scale: Decode() turns one row of a
+// block into the small integers q (q8_0) or q − 8 (q4_0) as exact floats; the kernels
+// apply the column scales once per block of 32 rows (block-scaled accumulation,
+// compressed_matrix.h). A block is its scales, then kQuantBlock rows of kRowBytes.
+template <class D>
+struct Q8Quants {
+  static constexpr size_t kBlockBytes = compressed::kQ8BlockBytes;
+  static constexpr size_t kRowBytes = compressed::kQ8RowBytes;
+
+  static HWY_INLINE void Decode(D d, const uint8_t* row, hn::Vec<D>* q) {
+    constexpr size_t kVecs = PanelVectors<D>();
+    const hn::RebindToSigned<D> di;
+    const hn::Rebind<int8_t, D> di8;
+    const size_t lanes = hn::Lanes(d);
+    const auto* quants = reinterpret_cast<const int8_t*>(row);
+    HWY_UNROLL(16)
+    for (size_t v = 0; v < kVecs; ++v) {
+      q[v] = hn::ConvertTo(d, hn::PromoteTo(di, hn::LoadU(di8, quants + v * lanes)));
+    }
+  }
+};
+
+// On AVX-512 a nibble indexes a one-vector table of the 16 values −8..7 (VPERMPS, no
+// int→float conversion). VPERMPS reads only bits 3:0 of each index, so the low nibble
+// needs no mask; Highway's TableLookupLanes requires in-range indices, hence the
+// intrinsic. Elsewhere float(nibble) − 8: the same exact values.
+template <class D>
+struct Q4Quants {
+  static constexpr size_t kBlockBytes = compressed::kQ4BlockBytes;
+  static constexpr size_t kRowBytes = compressed::kQ4RowBytes;
+
+  static HWY_INLINE void Decode(D d, const uint8_t* row, hn::Vec<D>* q) {
+    constexpr size_t kVecs = PanelVectors<D>();
+    const hn::RebindToSigned<D> di;
+    const hn::Rebind<uint8_t, D> du8;
+    const size_t lanes = hn::Lanes(d);
+    HWY_UNROLL(16)
+    for (size_t v = 0; v < kVecs / 2; ++v) {
+      const auto bytes = hn::PromoteTo(di, hn::LoadU(du8, row + v * lanes));
+      const auto high = hn::ShiftRight<4>(bytes);
+#if HWY_TARGET == HWY_AVX3
+      const auto values = hn::Iota(d, -8.0f);
+      q[v] = hn::Vec<D>{_mm512_permutexvar_ps(bytes.raw, values.raw)};
+      q[v + kVecs / 2] = hn::Vec<D>{_mm512_permutexvar_ps(high.raw, values.raw)};
+#else
+      const auto eight = hn::Set(d, 8.0f);
+      q[v] = hn::Sub(hn::ConvertTo(d, hn::And(bytes, hn::Set(di, 0xF))), eight);
+      q[v + kVecs / 2] = hn::Sub(hn::ConvertTo(d, high), eight);
+#endif
+    }
+  }
+};
+
+}  // namespace kvrt::simd::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // KVRT_SIMD_COMPRESSED_ROWS_INL_H_ toggle

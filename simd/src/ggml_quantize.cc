@@ -1,0 +1,45 @@
+// ggml's reference block quantizers (compressed_matrix.h), written from the published
+// algorithm: the same float operations in the same order, so the same bits.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include "compressed_layout.h"
+#include "kvrt/simd/compressed_matrix.h"
+
+namespace kvrt::simd {
+
+void QuantizeBlockQ8_0(const float* x, uint8_t* out) {
+  float amax = 0.0f;
+  for (size_t j = 0; j < kQuantBlock; ++j) amax = std::max(amax, std::fabs(x[j]));
+  const float d = amax / 127.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  compressed::StoreU16(out, F32ToF16(d));
+  for (size_t j = 0; j < kQuantBlock; ++j) {
+    out[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(std::round(x[j] * id)));
+  }
+}
+
+void QuantizeBlockQ4_0(const float* x, uint8_t* out) {
+  // The first element of largest magnitude, with its sign: it maps to q = 0 (−8·d).
+  float amax = 0.0f, max = 0.0f;
+  for (size_t j = 0; j < kQuantBlock; ++j) {
+    if (amax < std::fabs(x[j])) {
+      amax = std::fabs(x[j]);
+      max = x[j];
+    }
+  }
+  const float d = max / -8.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  compressed::StoreU16(out, F32ToF16(d));
+  const auto quant = [id](float v) {
+    // x·id + 8.5 lies in [0.5, 16.5] for |x| ≤ amax: truncation is floor, then clamp.
+    return static_cast<uint8_t>(std::min(15, static_cast<int>(static_cast<int8_t>(v * id + 8.5f))));
+  };
+  constexpr size_t kHalf = kQuantBlock / 2;
+  for (size_t j = 0; j < kHalf; ++j) {
+    out[2 + j] = static_cast<uint8_t>(quant(x[j]) | (quant(x[kHalf + j]) << 4));
+  }
+}
+
+}  // namespace kvrt::simd

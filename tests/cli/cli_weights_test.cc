@@ -1,0 +1,97 @@
+// --weights on the CLI: strict parsing (exit 2 with a typed error line), the
+// engine's stderr line naming the formats and every fallback, `inspect --weights`
+// listing each matrix's effective type, and `logits` of the fast engine within
+// 1e-4 of the reference oracle on the same dequantized weights.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "cli_runner.h"
+#include "test_support.h"
+
+namespace kvrt {
+namespace {
+
+using testing::RunKvrt;
+
+const std::string kDemo = testing::FixturePath("demo/demo.ckpt");
+const std::string kTinyQ8 = testing::FixturePath("gguf/tiny-q8_0.gguf");
+
+TEST(CliWeightsTest, AnUnknownFormatIsATypedUsageError) {
+  for (const char* command : {"logits", "generate"}) {
+    for (const char* bad : {"q5_0", "Q8_0", "", "f32,q8_0"}) {
+      const testing::CliRun run = RunKvrt({command, "--model", kDemo, "--tokens", "1,2", "--weights", bad});
+      EXPECT_EQ(run.status, 2) << command << " " << bad;
+      EXPECT_NE(run.err.find("error: InvalidArgument: "), std::string::npos) << run.err;
+    }
+  }
+  const testing::CliRun inspect = RunKvrt({"inspect", kDemo, "--weights", "int8"});
+  EXPECT_EQ(inspect.status, 2);
+  EXPECT_NE(inspect.err.find("error: InvalidArgument: --weights must be"), std::string::npos) << inspect.err;
+}
+
+TEST(CliWeightsTest, TheEngineLineNamesTheFormatAndEveryFallback) {
+  const testing::CliRun run = RunKvrt({"generate", "--model", kDemo, "--tokens", "67,118", "--max-new-tokens", "4",
+                                       "--weights", "q8_0", "--threads", "1"});
+  ASSERT_EQ(run.status, 0) << run.err;
+  // The demo's F = 172 is not a multiple of 32: both down projections are f16.
+  EXPECT_NE(run.err.find("engine fast f32; weights q8_0: f16 x2 q8_0 x13; fallbacks: "
+                         "blocks.0.ffn.down.weight q8_0 -> f16 (K = 172 is not a multiple of 32), "
+                         "blocks.1.ffn.down.weight q8_0 -> f16"),
+            std::string::npos)
+      << run.err;
+  const testing::CliRun stored = RunKvrt({"generate", "--model", kTinyQ8, "--tokens", "1,450", "--max-new-tokens",
+                                          "2", "--threads", "1", "--no-eos"});
+  ASSERT_EQ(stored.status, 0) << stored.err;
+  EXPECT_NE(stored.err.find("; weights as-stored: q8_0 x16; no fallbacks"), std::string::npos) << stored.err;
+}
+
+TEST(CliWeightsTest, InspectListsEachMatrixsEffectiveType) {
+  const testing::CliRun run = RunKvrt({"inspect", kDemo, "--weights", "q4_0", "--json"});
+  ASSERT_EQ(run.status, 0) << run.err;
+  const nlohmann::json json = nlohmann::json::parse(run.out);
+  const nlohmann::json& weights = json.at("weights");
+  EXPECT_EQ(weights.at("requested"), "q4_0");
+  EXPECT_EQ(weights.at("fallbacks"), 2);
+  ASSERT_EQ(weights.at("matrices").size(), 15u);  // token table + 2 × 7, tied head
+  for (const nlohmann::json& matrix : weights.at("matrices")) {
+    const bool down = matrix.at("name").get<std::string>().find("ffn.down") != std::string::npos;
+    EXPECT_EQ(matrix.at("type"), down ? "f16" : "q4_0") << matrix.dump();
+    EXPECT_EQ(matrix.at("fallback"), down) << matrix.dump();
+  }
+  const testing::CliRun text = RunKvrt({"inspect", kDemo, "--weights", "q4_0"});
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_NE(text.out.find("blocks.1.ffn.down.weight                 [172, 64] f16   (fallback from q4_0: K = 172 "
+                          "is not a multiple of 32)"),
+            std::string::npos)
+      << text.out;
+}
+
+std::vector<double> Logits(const std::vector<std::string>& args) {
+  const testing::CliRun run = RunKvrt(args);
+  EXPECT_EQ(run.status, 0) << run.err;
+  if (run.status != 0) return {};
+  return nlohmann::json::parse(run.out).at("logits").get<std::vector<double>>();
+}
+
+TEST(CliWeightsTest, FastLogitsAreWithinToleranceOfTheReferenceOracle) {
+  for (const std::string format : {"bf16", "q8_0", "q4_0"}) {
+    const std::vector<std::string> base = {"logits", "--model", kDemo, "--tokens", "67,118,34,102", "--json",
+                                           "--weights", format};
+    std::vector<std::string> fast = base, reference = base, uncached = base;
+    fast.insert(fast.end(), {"--threads", "2"});
+    reference.insert(reference.end(), {"--backend", "reference"});
+    uncached.insert(uncached.end(), {"--backend", "reference", "--uncached"});
+    const std::vector<double> a = Logits(fast), b = Logits(reference), c = Logits(uncached);
+    ASSERT_EQ(a.size(), 358u);
+    ASSERT_EQ(b.size(), a.size());
+    EXPECT_EQ(b, c) << format;  // the cached and complete-prefix oracles agree bit for bit
+    for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 1e-4) << format << " logit " << i;
+  }
+}
+
+}  // namespace
+}  // namespace kvrt

@@ -1,0 +1,251 @@
+// The compressed matrix kernels (compressed_matrix.h) on every compiled target: MatVec
+// and MatMul against their scalar twins with the derived bounds; bit for bit against a
+// scalar emulation of the documented arithmetic (bf16/f16: one FMA chain per output, so
+// also the f32 kernels on the dequantized matrix; q8_0/q4_0: block-scaled accumulation);
+// MatMul rows equal to MatVec; no dependence on the panel range.
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "hwy/aligned_allocator.h"
+#include "hwy/tests/hwy_gtest.h"
+#include "kvrt/simd/compressed_matrix.h"
+#include "kvrt/simd/matmul.h"
+#include "kvrt/simd/matvec.h"
+#include "kvrt/simd/pack_matrix.h"
+#include "simd_test_support.h"
+
+namespace kvrt::simd {
+namespace {
+
+using simd_test::GuardedBuffer;
+using simd_test::Inputs;
+
+class CompressedKernelsTest : public hwy::TestWithParamTarget {};
+HWY_TARGET_INSTANTIATE_TEST_SUITE_P(CompressedKernelsTest);
+
+constexpr WeightType kAllTypes[] = {WeightType::kBf16, WeightType::kF16, WeightType::kQ8_0,
+                                    WeightType::kQ4_0};
+constexpr float kUntouched = -5.0f;
+
+// A random matrix packed in `type` at an offset from a 64-byte boundary (the kernels
+// must not rely on alignment), with its dequantized f32 copy packed by PackMatrix.
+struct CompressedCase {
+  CompressedCase(WeightType type, size_t rows, size_t cols, size_t offset, Inputs& inputs)
+      : storage(hwy::AllocateAligned<uint8_t>(CompressedMatrixBytes(type, rows, cols) + 64)),
+        dequantized(rows * cols),
+        f32_storage(PackedElementCount<float>(rows, cols), 0) {
+    auto dense = inputs.Uniform<float>(rows * cols, -1, 1);
+    // Some blocks far larger than others, so the scales differ.
+    for (size_t i = 0; i < dense.size(); i += 97) dense[i] *= 50.0f;
+    uint8_t* data = storage.get() + offset;
+    PackCompressed(type, dense.data(), rows, cols, false, data);
+    view = {type, data, rows, cols};
+    for (size_t k = 0; k < rows; ++k) {
+      for (size_t n = 0; n < cols; ++n) dequantized[k * cols + n] = view.at(k, n);
+    }
+    f32_view = PackMatrix(dequantized.data(), rows, cols, false, f32_storage.data());
+    // The quantized types' integers and scales, from ggml's quantizer (which
+    // PackCompressed follows bit for bit: compressed_pack_test.cc).
+    if (type == WeightType::kQ8_0 || type == WeightType::kQ4_0) {
+      quants.resize(rows * cols);
+      scales.resize(rows / kQuantBlock * cols);
+      std::vector<float> column(kQuantBlock);
+      uint8_t block[34];
+      for (size_t n = 0; n < cols; ++n) {
+        for (size_t b = 0; b < rows / kQuantBlock; ++b) {
+          for (size_t r = 0; r < kQuantBlock; ++r) column[r] = dense[(b * kQuantBlock + r) * cols + n];
+          if (type == WeightType::kQ8_0) QuantizeBlockQ8_0(column.data(), block);
+          if (type == WeightType::kQ4_0) QuantizeBlockQ4_0(column.data(), block);
+          scales[b * cols + n] = F16ToF32(static_cast<uint16_t>(block[0] | block[1] << 8));
+          for (size_t r = 0; r < kQuantBlock; ++r) {
+            const int q = type == WeightType::kQ8_0 ? static_cast<int8_t>(block[2 + r])
+                          : r < 16                  ? (block[2 + r] & 0xF) - 8
+                                                    : (block[2 + r - 16] >> 4) - 8;
+            quants[(b * kQuantBlock + r) * cols + n] = static_cast<float>(q);
+          }
+        }
+      }
+    }
+  }
+
+  // y[n] as the fast kernels compute it (compressed_matrix.h, Method), with fused
+  // multiply-adds where the target has them and multiply-then-add where it has not.
+  float Emulated(const float* x, size_t n, bool fused) const {
+    const auto mul_add = [fused](float a, float b, float c) {
+      if (fused) return std::fma(a, b, c);
+      const float product = a * b;
+      return product + c;
+    };
+    const size_t rows = view.rows, cols = view.cols;
+    float acc = 0.0f;
+    if (quants.empty()) {
+      for (size_t k = 0; k < rows; ++k) acc = mul_add(x[k], dequantized[k * cols + n], acc);
+      return acc;
+    }
+    for (size_t b = 0; b < rows / kQuantBlock; ++b) {
+      float partial = 0.0f;
+      for (size_t k = b * kQuantBlock; k < (b + 1) * kQuantBlock; ++k) {
+        partial = mul_add(x[k], quants[k * cols + n], partial);
+      }
+      acc = mul_add(scales[b * cols + n], partial, acc);
+    }
+    return acc;
+  }
+  bool BlockScaled() const { return view.type == WeightType::kQ8_0 || view.type == WeightType::kQ4_0; }
+
+  // The derived bound against the twin (compressed_matrix.h, Max error).
+  long double TwinBound(const float* x, size_t n) const {
+    const long double abs_sum = AbsColumnSum(x, n);
+    const size_t rows = view.rows;
+    if (!BlockScaled()) return simd_test::SumOfProductsBound<float>(rows, abs_sum);
+    const long double blocks = static_cast<long double>(rows / kQuantBlock);
+    return (static_cast<long double>(rows) + blocks + 34) * simd_test::Epsilon<float>() / 2 * abs_sum +
+           (static_cast<long double>(rows) + blocks) * simd_test::DenormMin<float>();
+  }
+  // Σ_k |x[k]·W[k][n]| over the dequantized weights.
+  long double AbsColumnSum(const float* x, size_t n) const {
+    long double sum = 0;
+    for (size_t k = 0; k < view.rows; ++k) {
+      sum += std::fabs(static_cast<long double>(x[k]) * dequantized[k * view.cols + n]);
+    }
+    return sum;
+  }
+
+  hwy::AlignedFreeUniquePtr<uint8_t[]> storage;
+  CompressedMatrixView view;
+  std::vector<float> dequantized;  // [K, N]
+  GuardedBuffer<float> f32_storage;
+  PackedMatrixView<float> f32_view;
+  std::vector<float> quants;  // q8_0: q, q4_0: q − 8, [K, N]; empty for bf16/f16
+  std::vector<float> scales;  // [K / 32, N]
+};
+
+std::vector<size_t> RowCounts(WeightType type) {
+  if (type == WeightType::kQ8_0 || type == WeightType::kQ4_0) return {0, 32, 64, 96, 160, 288, 544};
+  return {0, 1, 2, 7, 32, 33, 100, 255, 257, 544};
+}
+
+// Every N % 32 and N % 16 class, up to several panels.
+std::vector<size_t> ColumnCounts() {
+  std::vector<size_t> cols;
+  for (size_t n = 1; n <= 33; ++n) cols.push_back(n);
+  for (size_t n : {47, 48, 63, 64, 65, 100, 129, 161}) cols.push_back(n);
+  return cols;
+}
+
+TEST_P(CompressedKernelsTest, MatVecMatchesTwinAndEmulation) {
+  const bool scalar_target = GetParam() == HWY_SCALAR;
+  for (WeightType type : kAllTypes) {
+    for (size_t rows : RowCounts(type)) {
+      for (size_t cols : ColumnCounts()) {
+        Inputs inputs(simd_test::CaseSeed(rows, cols, static_cast<size_t>(type)));
+        CompressedCase w(type, rows, cols, (rows + cols) % 2 == 0 ? 0 : 4, inputs);
+        const auto x = inputs.Uniform<float>(rows, -1, 1);
+        GuardedBuffer<float> x_buffer(rows, 1), y(cols, 3), y_f32(cols, 0);
+        x_buffer.CopyFrom(x);
+        std::vector<float> twin(cols);
+        MatVecScalar(w.view, x.data(), twin.data(), 0, w.view.panels());
+        MatVec(w.view, x_buffer.data(), y.data(), 0, w.view.panels());
+        MatVec(w.f32_view, x.data(), y_f32.data(), 0, w.f32_view.panels());
+        const auto where = ::testing::Message()
+                           << WeightTypeName(type) << " K=" << rows << " N=" << cols;
+        ASSERT_TRUE(y.GuardsIntact()) << where;
+        if (!w.BlockScaled()) {
+          ASSERT_TRUE(simd_test::SameBits(y.data(), y_f32.data(), cols)) << where;
+        }
+        for (size_t n = 0; n < cols; ++n) {
+          const float expected = w.Emulated(x.data(), n, !scalar_target);
+          ASSERT_TRUE(simd_test::SameBits(&y[n], &expected, 1)) << where << " n=" << n << ": " << y[n] << " vs " << expected;
+          ASSERT_TRUE(simd_test::WithinBound(y[n], twin[n], w.TwinBound(x.data(), n))) << where << " n=" << n;
+        }
+        // No FMA on the scalar target: bf16/f16 make the same roundings in the same order.
+        if (scalar_target && !w.BlockScaled()) {
+          ASSERT_TRUE(simd_test::SameBits(y.data(), twin.data(), cols)) << where;
+        }
+      }
+    }
+  }
+}
+
+// C = A·W for M = 1..17 (every remainder of the row tiles), strided A and C: within the
+// bound of the twin, every row bit for bit MatVec of that row, padding of C untouched.
+void ExpectMatMul(WeightType type, size_t m, size_t rows, size_t cols, bool scalar_target) {
+  const size_t lda = rows + 3, ldc = cols + 2;
+  Inputs inputs(simd_test::CaseSeed(m, rows, cols * 4 + static_cast<size_t>(type)));
+  CompressedCase w(type, rows, cols, 0, inputs);
+  const auto a = inputs.Uniform<float>(m * lda, -1, 1);
+  GuardedBuffer<float> c(m * ldc, 1);
+  for (size_t i = 0; i < m * ldc; ++i) c[i] = kUntouched;
+  std::vector<float> twin(m * ldc, kUntouched), c_f32(m * ldc, kUntouched);
+  MatMulScalar(a.data(), lda, m, w.view, twin.data(), ldc, 0, w.view.panels());
+  MatMul(a.data(), lda, m, w.view, c.data(), ldc, 0, w.view.panels());
+  MatMul(a.data(), lda, m, w.f32_view, c_f32.data(), ldc, 0, w.f32_view.panels());
+  const auto where = ::testing::Message()
+                     << WeightTypeName(type) << " M=" << m << " K=" << rows << " N=" << cols;
+  ASSERT_TRUE(c.GuardsIntact()) << where;
+  if (!w.BlockScaled()) {
+    ASSERT_TRUE(simd_test::SameBits(c.data(), c_f32.data(), m * ldc)) << where;
+  }
+  std::vector<float> y(cols);
+  for (size_t r = 0; r < m; ++r) {
+    MatVec(w.view, a.data() + r * lda, y.data(), 0, w.view.panels());
+    ASSERT_TRUE(simd_test::SameBits(y.data(), c.data() + r * ldc, cols)) << where << " row " << r;
+    for (size_t n = 0; n < cols; ++n) {
+      ASSERT_TRUE(simd_test::WithinBound(c[r * ldc + n], twin[r * ldc + n],
+                                         w.TwinBound(a.data() + r * lda, n)))
+          << where << " at (" << r << ", " << n << ")";
+    }
+    for (size_t n = cols; n < ldc; ++n) ASSERT_EQ(c[r * ldc + n], kUntouched) << where;
+  }
+  if (scalar_target && !w.BlockScaled()) {
+    ASSERT_TRUE(simd_test::SameBits(c.data(), twin.data(), m * ldc)) << where;
+  }
+}
+
+TEST_P(CompressedKernelsTest, MatMulMatchesTwinAndEqualsMatVecRows) {
+  const bool scalar_target = GetParam() == HWY_SCALAR;
+  for (WeightType type : kAllTypes) {
+    for (size_t m = 1; m <= 17; ++m) {
+      for (size_t rows : {32, 96, 288}) {
+        for (size_t cols : {1, 17, 32, 33, 100}) {
+          ExpectMatMul(type, m, rows, cols, scalar_target);
+          if (HasFatalFailure()) return;
+        }
+      }
+    }
+    // K = 0, and more rows than one M block and more depth than one K block.
+    ExpectMatMul(type, 5, 0, 40, scalar_target);
+    ExpectMatMul(type, 300, 576, 70, scalar_target);
+    if (HasFatalFailure()) return;
+  }
+}
+
+// Any split of the panels into ranges gives the same bits, and a range writes only its
+// own columns; MatMul likewise.
+TEST_P(CompressedKernelsTest, SplitInvariant) {
+  for (WeightType type : kAllTypes) {
+    const size_t rows = 320, cols = 7 * 32 - 5, m = 11;
+    Inputs inputs(simd_test::CaseSeed(rows, cols, 7 + static_cast<size_t>(type)));
+    CompressedCase w(type, rows, cols, 0, inputs);
+    const auto a = inputs.Uniform<float>(m * rows, -1, 1);
+    const size_t panels = w.view.panels();
+    std::vector<float> whole(cols), whole_c(m * cols);
+    MatVec(w.view, a.data(), whole.data(), 0, panels);
+    MatMul(a.data(), rows, m, w.view, whole_c.data(), cols, 0, panels);
+    for (size_t split = 0; split <= panels; ++split) {
+      std::vector<float> y(cols, kUntouched), c(m * cols, kUntouched);
+      MatVec(w.view, a.data(), y.data(), 0, split);
+      for (size_t n = split * 32; n < cols; ++n) ASSERT_EQ(y[n], kUntouched) << "n=" << n;
+      MatVec(w.view, a.data(), y.data(), split, panels);
+      ASSERT_TRUE(simd_test::SameBits(y.data(), whole.data(), cols)) << "split=" << split;
+      MatMul(a.data(), rows, m, w.view, c.data(), cols, 0, split);
+      MatMul(a.data(), rows, m, w.view, c.data(), cols, split, panels);
+      ASSERT_TRUE(simd_test::SameBits(c.data(), whole_c.data(), m * cols)) << "split=" << split;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kvrt::simd

@@ -1,0 +1,363 @@
+// Compressed weights (compressed_matrix.h): the half-precision conversions, ggml's block
+// quantizers on hand-computed blocks, PackCompressed against RepackGgml of the same ggml
+// bytes, at() against an independent decode of those bytes, and zero padding. No
+// dispatch, so plain tests.
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "hwy/aligned_allocator.h"
+#include "kvrt/simd/compressed_matrix.h"
+#include "kvrt/simd/matmul.h"
+#include "kvrt/simd/matvec.h"
+#include "kvrt/simd/pack_matrix.h"
+#include "simd_test_support.h"
+
+namespace kvrt::simd {
+namespace {
+
+using simd_test::Inputs;
+
+constexpr WeightType kAllTypes[] = {WeightType::kBf16, WeightType::kF16, WeightType::kQ8_0,
+                                    WeightType::kQ4_0};
+
+uint32_t Bits(float v) {
+  uint32_t b;
+  std::memcpy(&b, &v, 4);
+  return b;
+}
+float FromBits(uint32_t b) {
+  float v;
+  std::memcpy(&v, &b, 4);
+  return v;
+}
+uint16_t U16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
+
+// ---- half precision -------------------------------------------------------------------
+
+TEST(HalfFloatTest, F16KnownValues) {
+  EXPECT_EQ(F32ToF16(1.0f), 0x3C00);
+  EXPECT_EQ(F32ToF16(-2.0f), 0xC000);
+  EXPECT_EQ(F32ToF16(65504.0f), 0x7BFF);              // largest finite
+  EXPECT_EQ(F32ToF16(65519.996f), 0x7BFF);            // just below the tie to inf
+  EXPECT_EQ(F32ToF16(65520.0f), 0x7C00);              // tie with an odd significand: inf
+  EXPECT_EQ(F32ToF16(std::ldexp(1.0f, -24)), 0x0001);  // smallest subnormal
+  EXPECT_EQ(F32ToF16(std::ldexp(1.0f, -25)), 0x0000);  // tie to even: 0
+  EXPECT_EQ(F32ToF16(std::ldexp(1.5f, -25)), 0x0001);
+  EXPECT_EQ(F32ToF16(std::ldexp(3.0f, -25)), 0x0002);  // 1.5 units: tie to even 2
+  EXPECT_EQ(F32ToF16(std::ldexp(1.0f, -14)), 0x0400);  // smallest normal
+  EXPECT_EQ(F32ToF16(1.0f / 3.0f), 0x3555);
+  EXPECT_EQ(F32ToF16(-0.0f), 0x8000);
+  EXPECT_EQ(F32ToF16(std::numeric_limits<float>::infinity()), 0x7C00);
+  EXPECT_EQ(F32ToF16(FromBits(0x7F800001)) & 0x7E00, 0x7E00);  // NaN stays a quiet NaN
+  EXPECT_EQ(F16ToF32(0x0001), std::ldexp(1.0f, -24));
+  EXPECT_EQ(F16ToF32(0x3555), 0.333251953125f);
+  EXPECT_EQ(Bits(F16ToF32(0x8000)), 0x80000000u);
+}
+
+// Every finite f16 survives the round trip, and the midpoint between two neighbours
+// rounds to the one with an even significand.
+TEST(HalfFloatTest, F16RoundTripAndTiesToEven) {
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    if ((h & 0x7C00) == 0x7C00) continue;  // inf, NaN
+    const float v = F16ToF32(static_cast<uint16_t>(h));
+    ASSERT_EQ(F32ToF16(v), h) << std::hex << h;
+    if ((h & 0x7FFF) == 0x7BFF) continue;
+    const double next = F16ToF32(static_cast<uint16_t>(h + 1));
+    const float mid = static_cast<float>((static_cast<double>(v) + next) / 2);  // exact
+    const uint32_t even = (h & 1) == 0 ? h : h + 1;
+    ASSERT_EQ(F32ToF16(mid), even) << std::hex << h;
+    ASSERT_EQ(F32ToF16(std::nextafter(mid, 0.0f)), h) << std::hex << h;
+  }
+}
+
+TEST(HalfFloatTest, Bf16RoundsToNearestEvenLikeGgml) {
+  EXPECT_EQ(F32ToBf16(1.0f), 0x3F80);
+  EXPECT_EQ(F32ToBf16(FromBits(0x3F808000)), 0x3F80);  // tie, even stays
+  EXPECT_EQ(F32ToBf16(FromBits(0x3F818000)), 0x3F82);  // tie, odd rounds up
+  EXPECT_EQ(F32ToBf16(FromBits(0x3F808001)), 0x3F81);
+  EXPECT_EQ(F32ToBf16(FromBits(0x7F7FFFFF)), 0x7F80);  // overflow to inf
+  EXPECT_EQ(F32ToBf16(FromBits(0x7F800001)), 0x7FC0);  // NaN made quiet
+  EXPECT_EQ(F32ToBf16(FromBits(0xFF812345)), 0xFFC1);  // payload top bits kept
+  EXPECT_EQ(Bits(Bf16ToF32(0xBF80)), 0xBF800000u);
+}
+
+// ---- ggml block quantizers --------------------------------------------------------------
+
+// amax = 127 gives d = 1 and id = 1: the quants are roundf(x), halves away from zero.
+TEST(GgmlQuantizeTest, Q8_0HandBlockUnitScale) {
+  float x[32] = {127.0f, -2.5f, 2.5f, 0.5f, -0.5f, 1.49f, -126.6f, 0.0f};
+  for (int j = 8; j < 32; ++j) x[j] = static_cast<float>(j - 20);
+  uint8_t out[34];
+  QuantizeBlockQ8_0(x, out);
+  EXPECT_EQ(U16(out), 0x3C00);
+  const int expected[8] = {127, -3, 3, 1, -1, 1, -127, 0};
+  for (int j = 0; j < 8; ++j) EXPECT_EQ(static_cast<int8_t>(out[2 + j]), expected[j]) << j;
+  for (int j = 8; j < 32; ++j) EXPECT_EQ(static_cast<int8_t>(out[2 + j]), j - 20) << j;
+}
+
+// amax = 1: d = 1/127 in f32 is stored as f16 0x2008 (2^−7·(1 + 8/1024)), but the quants
+// use the f32 id = 1/d: x = 100.498/127 gives x·id ≈ 100.498 → 100, where the stored f16
+// scale (1/d16 ≈ 127.0078) would have given 101. An all-zero block has d = 0, q = 0.
+TEST(GgmlQuantizeTest, Q8_0UsesTheF32InverseScale) {
+  float x[32] = {};
+  x[0] = -1.0f;
+  x[1] = 100.498f / 127.0f;
+  x[2] = 0.25f;  // 31.75 → 32
+  uint8_t out[34];
+  QuantizeBlockQ8_0(x, out);
+  EXPECT_EQ(U16(out), 0x2008);
+  EXPECT_EQ(static_cast<int8_t>(out[2]), -127);
+  EXPECT_EQ(static_cast<int8_t>(out[3]), 100);
+  EXPECT_EQ(static_cast<int8_t>(out[4]), 32);
+  const float zeros[32] = {};
+  QuantizeBlockQ8_0(zeros, out);
+  for (uint8_t b : out) EXPECT_EQ(b, 0);
+}
+
+// The largest |x| is −8 (first), so d = 1, id = 1 and q = min(15, trunc(x + 8.5)).
+TEST(GgmlQuantizeTest, Q4_0HandBlockNegativeMax) {
+  float x[32] = {-8.0f, 7.0f, 7.9f, 0.0f, -0.5f, -0.51f, 0.49f, 0.5f, 8.0f};
+  const int expected_low[9] = {0, 15, 15, 8, 8, 7, 8, 9, 15};
+  for (int j = 16; j < 32; ++j) x[j] = static_cast<float>(j - 24);  // high nibbles 0..15
+  uint8_t out[18];
+  QuantizeBlockQ4_0(x, out);
+  EXPECT_EQ(U16(out), 0x3C00);  // d = −8 / −8 = 1
+  for (int j = 0; j < 16; ++j) {
+    const int low = j < 9 ? expected_low[j] : 8;  // x = 0 beyond the listed values
+    EXPECT_EQ(out[2 + j] & 0xF, low) << j;
+    EXPECT_EQ(out[2 + j] >> 4, j) << j;
+  }
+}
+
+// A positive maximum gives a negative scale (d = 8/−8 = −1); of two elements with the
+// same |x|, the first sets the sign.
+TEST(GgmlQuantizeTest, Q4_0SignOfTheFirstLargestElement) {
+  float x[32] = {};
+  x[3] = 8.0f;
+  x[5] = -7.0f;
+  uint8_t out[18];
+  QuantizeBlockQ4_0(x, out);
+  EXPECT_EQ(U16(out), 0xBC00);                 // d = −1
+  EXPECT_EQ(out[2 + 3] & 0xF, 0);              // trunc(−8 + 8.5) = 0: (0 − 8)·−1 = 8
+  EXPECT_EQ(out[2 + 5] & 0xF, 15);             // trunc(7 + 8.5) = 15: 7·−1 = −7
+  EXPECT_EQ(out[2 + 0], 8 | 8 << 4);           // zeros: q = 8
+  float ties[32] = {};
+  ties[0] = 4.0f;
+  ties[20] = -4.0f;
+  QuantizeBlockQ4_0(ties, out);
+  EXPECT_EQ(U16(out), 0xB800);  // 4 first: d = −0.5
+  ties[0] = -4.0f;
+  ties[20] = 4.0f;
+  QuantizeBlockQ4_0(ties, out);
+  EXPECT_EQ(U16(out), 0x3800);  // −4 first: d = 0.5
+}
+
+// ---- sizes ---------------------------------------------------------------------------------
+
+TEST(CompressedMatrixTest, SizesAreGgmlBytesPerWeight) {
+  EXPECT_TRUE(FitsWeightType(WeightType::kBf16, 7));
+  EXPECT_TRUE(FitsWeightType(WeightType::kF16, 7));
+  EXPECT_FALSE(FitsWeightType(WeightType::kQ8_0, 48));
+  EXPECT_TRUE(FitsWeightType(WeightType::kQ4_0, 64));
+  EXPECT_EQ(CompressedMatrixBytes(WeightType::kBf16, 7, 33), 2u * 7 * 2 * 32);
+  EXPECT_EQ(CompressedMatrixBytes(WeightType::kF16, 768, 768), 768u * 768 * 2);
+  EXPECT_EQ(CompressedMatrixBytes(WeightType::kQ8_0, 768, 768), 768u * 768 * 34 / 32);
+  EXPECT_EQ(CompressedMatrixBytes(WeightType::kQ4_0, 768, 768), 768u * 768 * 18 / 32);
+  EXPECT_EQ(CompressedMatrixBytes(WeightType::kQ4_0, 64, 33), 2u * 2 * 576);
+  EXPECT_EQ(CompressedMatrixBytes(WeightType::kQ8_0, 0, 100), 0u);
+  const size_t huge = std::numeric_limits<size_t>::max() / 4;
+  EXPECT_EQ(CompressedMatrixBytes(WeightType::kBf16, huge, 32), SIZE_MAX);
+  EXPECT_EQ(CompressedMatrixBytes(WeightType::kQ8_0, 1u << 20, huge), SIZE_MAX);
+  EXPECT_EQ(GgmlRowBytes(WeightType::kQ8_0, 64), 68u);
+  EXPECT_EQ(GgmlRowBytes(WeightType::kQ4_0, 64), 36u);
+  EXPECT_EQ(GgmlRowBytes(WeightType::kF16, 5), 10u);
+}
+
+// ---- packing ------------------------------------------------------------------------------
+
+// ggml's layout of a [K, N] matrix: N rows of K, quantized by the block quantizers.
+std::vector<uint8_t> GgmlRows(WeightType type, const std::vector<float>& dense, size_t rows,
+                              size_t cols) {
+  const size_t row_bytes = GgmlRowBytes(type, rows);
+  std::vector<uint8_t> out(cols * row_bytes);
+  std::vector<float> column(rows);
+  for (size_t n = 0; n < cols; ++n) {
+    for (size_t k = 0; k < rows; ++k) column[k] = dense[k * cols + n];
+    uint8_t* row = out.data() + n * row_bytes;
+    for (size_t k = 0; k < rows; ++k) {
+      if (type == WeightType::kBf16 || type == WeightType::kF16) {
+        const uint16_t h = type == WeightType::kBf16 ? F32ToBf16(column[k]) : F32ToF16(column[k]);
+        row[2 * k] = static_cast<uint8_t>(h);
+        row[2 * k + 1] = static_cast<uint8_t>(h >> 8);
+      }
+    }
+    for (size_t b = 0; b < rows / 32 && type == WeightType::kQ8_0; ++b) {
+      QuantizeBlockQ8_0(column.data() + 32 * b, row + 34 * b);
+    }
+    for (size_t b = 0; b < rows / 32 && type == WeightType::kQ4_0; ++b) {
+      QuantizeBlockQ4_0(column.data() + 32 * b, row + 18 * b);
+    }
+  }
+  return out;
+}
+
+// Element (k, n) decoded from ggml's bytes as ggml's dequantizers do.
+float GgmlElement(WeightType type, const std::vector<uint8_t>& ggml, size_t rows, size_t k,
+                  size_t n) {
+  const uint8_t* row = ggml.data() + n * GgmlRowBytes(type, rows);
+  switch (type) {
+    case WeightType::kBf16: return FromBits(static_cast<uint32_t>(U16(row + 2 * k)) << 16);
+    case WeightType::kF16: return F16ToF32(U16(row + 2 * k));
+    case WeightType::kQ8_0: {
+      const uint8_t* block = row + 34 * (k / 32);
+      return static_cast<float>(static_cast<int8_t>(block[2 + k % 32])) * F16ToF32(U16(block));
+    }
+    case WeightType::kQ4_0: {
+      const uint8_t* block = row + 18 * (k / 32);
+      const size_t j = k % 32;
+      const int q = j < 16 ? block[2 + j] & 0xF : block[2 + j - 16] >> 4;
+      return static_cast<float>(q - 8) * F16ToF32(U16(block));
+    }
+  }
+  return NAN;
+}
+
+struct Packed {
+  hwy::AlignedFreeUniquePtr<uint8_t[]> bytes;
+  CompressedMatrixView view;
+};
+Packed Allocate(WeightType type, size_t rows, size_t cols, uint8_t fill) {
+  const size_t size = CompressedMatrixBytes(type, rows, cols);
+  Packed p{hwy::AllocateAligned<uint8_t>(size + 1), {}};
+  std::memset(p.bytes.get(), fill, size + 1);
+  p.view = {type, p.bytes.get(), rows, cols};
+  return p;
+}
+
+// For every type, shapes with every N % 32 class of interest: PackCompressed (from either
+// source orientation) equals RepackGgml of ggml's bytes byte for byte, every byte of the
+// storage is written, at() equals ggml's dequantization, GatherColumn equals at(), and the
+// padding columns are +0.
+TEST(CompressedMatrixTest, PackEqualsRepackAndAtEqualsGgmlDequantization) {
+  for (WeightType type : kAllTypes) {
+    for (size_t rows : {32, 64, 96, 256}) {
+      for (size_t cols : {1, 5, 16, 31, 32, 33, 64, 70}) {
+        Inputs inputs(simd_test::CaseSeed(rows, cols, static_cast<size_t>(type)));
+        auto dense = inputs.Uniform<float>(rows * cols, -1, 1);
+        dense[0] = 3.0f;  // blocks with very different scales
+        std::vector<float> transposed(rows * cols);
+        for (size_t k = 0; k < rows; ++k) {
+          for (size_t n = 0; n < cols; ++n) transposed[n * rows + k] = dense[k * cols + n];
+        }
+        const auto ggml = GgmlRows(type, dense, rows, cols);
+        const size_t size = CompressedMatrixBytes(type, rows, cols);
+        Packed from_ggml = Allocate(type, rows, cols, 0xA5);
+        Packed packed = Allocate(type, rows, cols, 0x5A);
+        Packed packed_t = Allocate(type, rows, cols, 0x77);
+        RepackGgml(type, ggml.data(), rows, cols, from_ggml.bytes.get());
+        PackCompressed(type, dense.data(), rows, cols, false, packed.bytes.get());
+        PackCompressed(type, transposed.data(), rows, cols, true, packed_t.bytes.get());
+        const auto where = ::testing::Message() << WeightTypeName(type) << " K=" << rows << " N=" << cols;
+        ASSERT_EQ(std::memcmp(from_ggml.bytes.get(), packed.bytes.get(), size), 0) << where;
+        ASSERT_EQ(std::memcmp(packed_t.bytes.get(), packed.bytes.get(), size), 0) << where;
+        ASSERT_EQ(packed.bytes[size], 0x5A) << where << ": wrote past the end";
+        const CompressedMatrixView& w = packed.view;
+        std::vector<float> column(rows);
+        for (size_t n = 0; n < w.panels() * 32; ++n) {
+          if (n < cols) GatherColumn(w, n, column.data());
+          for (size_t k = 0; k < rows; ++k) {
+            if (n >= cols) {
+              ASSERT_EQ(Bits(w.at(k, n)), 0u) << where << " padding k=" << k << " n=" << n;
+              continue;
+            }
+            const float expected = GgmlElement(type, ggml, rows, k, n);
+            ASSERT_EQ(Bits(w.at(k, n)), Bits(expected)) << where << " k=" << k << " n=" << n;
+            ASSERT_EQ(Bits(column[k]), Bits(expected)) << where << " k=" << k << " n=" << n;
+          }
+        }
+      }
+    }
+  }
+}
+
+// bf16 and f16 store any K, and each element is the rounded source element.
+TEST(CompressedMatrixTest, HalfTypesAnyRowCount) {
+  for (size_t rows : {1, 7, 33}) {
+    Inputs inputs(simd_test::CaseSeed(rows));
+    const auto dense = inputs.WideExponents<float>(rows * 40, 1, 20);
+    for (WeightType type : {WeightType::kBf16, WeightType::kF16}) {
+      Packed p = Allocate(type, rows, 40, 0xFF);
+      PackCompressed(type, dense.data(), rows, 40, false, p.bytes.get());
+      for (size_t k = 0; k < rows; ++k) {
+        for (size_t n = 0; n < 64; ++n) {
+          const float expected =
+              n >= 40 ? 0.0f
+                      : (type == WeightType::kBf16 ? Bf16ToF32(F32ToBf16(dense[k * 40 + n]))
+                                                   : F16ToF32(F32ToF16(dense[k * 40 + n])));
+          ASSERT_EQ(Bits(p.view.at(k, n)), Bits(expected)) << k << " " << n;
+        }
+      }
+    }
+  }
+}
+
+// ggml bytes that the quantizers never produce (q8_0 quant −128, any q4_0 nibble with
+// any scale, f16 subnormal scales) survive RepackGgml unchanged.
+TEST(CompressedMatrixTest, RepackIsLosslessForArbitraryBytes) {
+  const size_t rows = 64, cols = 37;
+  for (WeightType type : kAllTypes) {
+    std::vector<uint8_t> ggml(cols * GgmlRowBytes(type, rows));
+    uint32_t state = 12345;
+    for (uint8_t& b : ggml) {
+      state = state * 1664525u + 1013904223u;
+      b = static_cast<uint8_t>(state >> 24);
+    }
+    // Keep the halves and scales finite (exponent field not all ones).
+    const size_t stride = type == WeightType::kQ8_0 ? 34 : type == WeightType::kQ4_0 ? 18 : 2;
+    for (size_t i = 0; i < ggml.size(); i += stride) {
+      const bool bf16 = type == WeightType::kBf16;
+      if (bf16 ? (ggml[i + 1] & 0x7F) == 0x7F : (ggml[i + 1] & 0x7C) == 0x7C) ggml[i + 1] ^= 0x40;
+    }
+    Packed p = Allocate(type, rows, cols, 0);
+    RepackGgml(type, ggml.data(), rows, cols, p.bytes.get());
+    for (size_t n = 0; n < cols; ++n) {
+      for (size_t k = 0; k < rows; ++k) {
+        ASSERT_EQ(Bits(p.view.at(k, n)), Bits(GgmlElement(type, ggml, rows, k, n)))
+            << WeightTypeName(type) << " k=" << k << " n=" << n;
+      }
+    }
+  }
+}
+
+// The twins are the f32 twins on the dequantized matrix, bit for bit (same products, same
+// order), for panel ranges and strided MatMul rows.
+TEST(CompressedMatrixTest, TwinsEqualF32TwinsOnTheDequantizedMatrix) {
+  const size_t rows = 96, cols = 75, m = 3, ldc = cols + 1;
+  for (WeightType type : kAllTypes) {
+    Inputs inputs(simd_test::CaseSeed(rows, cols, 3 + static_cast<size_t>(type)));
+    const auto dense = inputs.Uniform<float>(rows * cols, -2, 2);
+    const auto a = inputs.Uniform<float>(m * rows, -1, 1);
+    Packed p = Allocate(type, rows, cols, 0);
+    PackCompressed(type, dense.data(), rows, cols, false, p.bytes.get());
+    std::vector<float> dequantized(rows * cols), f32(PackedElementCount<float>(rows, cols));
+    for (size_t k = 0; k < rows; ++k) {
+      for (size_t n = 0; n < cols; ++n) dequantized[k * cols + n] = p.view.at(k, n);
+    }
+    const auto f32_view = PackMatrix(dequantized.data(), rows, cols, false, f32.data());
+    std::vector<float> y(cols, -1), y_f32(cols, -1), c(m * ldc, -1), c_f32(m * ldc, -1);
+    MatVecScalar(p.view, a.data(), y.data(), 1, 3);
+    MatVecScalar(f32_view, a.data(), y_f32.data(), 1, 3);
+    ASSERT_TRUE(simd_test::SameBits(y.data(), y_f32.data(), cols)) << WeightTypeName(type);
+    ASSERT_EQ(y[31], -1.0f);
+    MatMulScalar(a.data(), rows, m, p.view, c.data(), ldc, 0, 3);
+    MatMulScalar(a.data(), rows, m, f32_view, c_f32.data(), ldc, 0, 3);
+    ASSERT_TRUE(simd_test::SameBits(c.data(), c_f32.data(), c.size())) << WeightTypeName(type);
+  }
+}
+
+}  // namespace
+}  // namespace kvrt::simd
