@@ -55,13 +55,19 @@ inline void CpuRelax() {
 #endif
 }
 
-// Polls `ready` for up to kSpinWindow; true as soon as it holds.
+// Polls `ready` for up to kSpinWindow; true as soon as it holds. A pool with more
+// threads than the machine has cores also yields while it polls: the thread it
+// waits for may be one that a spinning thread keeps off its core.
 template <class Ready>
-bool SpinUntil(Ready&& ready) {
+bool SpinUntil(bool oversubscribed, Ready&& ready) {
   const auto deadline = std::chrono::steady_clock::now() + kSpinWindow;
   for (unsigned polls = 1;; ++polls) {
     if (ready()) return true;
-    CpuRelax();
+    if (oversubscribed) {
+      std::this_thread::yield();
+    } else {
+      CpuRelax();
+    }
     if (polls % 16 == 0 && std::chrono::steady_clock::now() > deadline) return false;
   }
 }
@@ -75,7 +81,7 @@ thread_local size_t current_worker = 0;
 }  // namespace
 
 struct ThreadPool::Workers {
-  explicit Workers(size_t workers) {
+  explicit Workers(size_t workers) : oversubscribed(workers + 1 > HardwareThreads()) {
     threads.reserve(workers);
     try {
       for (size_t w = 1; w <= workers; ++w) threads.emplace_back([this, w] { Loop(w); });
@@ -124,7 +130,7 @@ struct ThreadPool::Workers {
   // Ends job `open`: no worker checks in after this, and the ones in have left.
   void Close(uint32_t open) {
     epoch.store(open + 1, std::memory_order_seq_cst);
-    if (!SpinUntil([&] { return active.load(std::memory_order_acquire) == 0; })) {
+    if (!SpinUntil(oversubscribed, [&] { return active.load(std::memory_order_acquire) == 0; })) {
       caller_waiting.store(true, std::memory_order_seq_cst);
       for (uint32_t left; (left = active.load(std::memory_order_seq_cst)) != 0;) {
         active.wait(left, std::memory_order_seq_cst);
@@ -145,7 +151,7 @@ struct ThreadPool::Workers {
     uint32_t seen = 0;
     for (;;) {
       uint32_t now = seen;
-      if (!SpinUntil([&] { return (now = epoch.load(std::memory_order_acquire)) != seen; })) {
+      if (!SpinUntil(oversubscribed, [&] { return (now = epoch.load(std::memory_order_acquire)) != seen; })) {
         sleepers.fetch_add(1, std::memory_order_seq_cst);
         while ((now = epoch.load(std::memory_order_seq_cst)) == seen) {
           epoch.wait(seen, std::memory_order_seq_cst);
@@ -164,7 +170,8 @@ struct ThreadPool::Workers {
     }
   }
 
-  std::mutex mutex;  // one caller at a time
+  const bool oversubscribed;  // more threads than cores
+  std::mutex mutex;           // one caller at a time
   std::vector<std::thread> threads;
 
   // The job and the epoch, written by the caller, read by the workers.
