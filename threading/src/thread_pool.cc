@@ -12,8 +12,8 @@
 // One job at a time (callers take turns on a mutex):
 //   open    the caller writes the job (task, count, next = 0), then makes the epoch
 //           odd; workers asleep are woken only if some are.
-//   run     every thread that checked in, the caller included, claims task indices
-//           from `next` until none is left. Which thread runs a task never changes
+//   run     every thread that checked in, the caller included, claims runs of task
+//           indices from `next` until none is left. Which thread runs a task never changes
 //           what the task computes, so the results are the same for any thread
 //           count.
 //   close   the caller makes the epoch even once every index is claimed, then
@@ -27,10 +27,11 @@
 // The happens-before edges are the ones ParallelFor promises and no more: the
 // caller's writes happen before every task (epoch release → acquire), every task
 // happens before ParallelFor returns (check-out release → the caller's acquire).
-// Task indices are claimed with relaxed increments, so two tasks of one call stay
+// Task indices are claimed with relaxed compare-exchanges, so two tasks of one call stay
 // unordered and ThreadSanitizer still reports a task writing another's output.
 #include "kvrt/threading/thread_pool.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <mutex>
@@ -81,7 +82,8 @@ thread_local size_t current_worker = 0;
 }  // namespace
 
 struct ThreadPool::Workers {
-  explicit Workers(size_t workers) : oversubscribed(workers + 1 > HardwareThreads()) {
+  explicit Workers(size_t workers)
+      : oversubscribed(workers + 1 > HardwareThreads()), share(2 * (workers + 1)) {
     threads.reserve(workers);
     try {
       for (size_t w = 1; w <= workers; ++w) threads.emplace_back([this, w] { Loop(w); });
@@ -139,8 +141,19 @@ struct ThreadPool::Workers {
     }
   }
 
+  // Claims runs of task indices until none is left. A run is a share of what is
+  // left (1/(2·threads), at least one task): few claims while much is left, single
+  // tasks at the end, where they balance the threads. Every claim moves `next`'s
+  // cache line between cores, which costs about as much as a small task.
   void RunTasks(size_t worker) {
-    for (size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < num_tasks;) (*task)(i, worker);
+    size_t begin = next.load(std::memory_order_relaxed);
+    for (;;) {
+      if (begin >= num_tasks) return;
+      const size_t run = std::max<size_t>(1, (num_tasks - begin) / share);
+      if (!next.compare_exchange_weak(begin, begin + run, std::memory_order_relaxed)) continue;
+      for (size_t i = begin; i < begin + run; ++i) (*task)(i, worker);
+      begin = next.load(std::memory_order_relaxed);
+    }
   }
 
   void Loop(size_t worker) {
@@ -171,6 +184,7 @@ struct ThreadPool::Workers {
   }
 
   const bool oversubscribed;  // more threads than cores
+  const size_t share;         // a claim takes 1/share of the tasks left
   std::mutex mutex;           // one caller at a time
   std::vector<std::thread> threads;
 
