@@ -1,4 +1,4 @@
-// Under ThreadSanitizer, the pool's hand-off annotations (thread_pool.cc) must
+// Under ThreadSanitizer, the pool's synchronisation (thread_pool.cc) must
 // order the caller with its tasks without ordering the tasks among themselves:
 // a real race between two tasks is still reported. Skipped in other builds.
 #include <gtest/gtest.h>
@@ -35,7 +35,7 @@ double RunTasks(bool racy) {
 TEST(ThreadSanitizerProbeTest, TasksWritingOneElementAreReportedAsARace) {
 #if defined(KVRT_TEST_UNDER_TSAN)
   // The child re-executes this binary and reads TSAN_OPTIONS at start-up: keep
-  // the suite's options (the TBB suppressions) and stop with exit code 66 at
+  // the suite's options (the suppressions file) and stop with exit code 66 at
   // the first report, which must name this file's racy write.
   const char* inherited = std::getenv("TSAN_OPTIONS");
   const std::string options = std::string(inherited ? inherited : "") + ":halt_on_error=1:exitcode=66";
