@@ -144,7 +144,7 @@ size_t BandwidthProbeBytes() { return std::max(size_t{1} << 30, 4 * LastLevelCac
 namespace {
 
 // Where the sized probe leaves its checksum, so its reads cannot be elided.
-volatile uint32_t benchmark_sink = 0;
+volatile uint32_t sized_probe_sink = 0;
 
 template <class Fn>
 double Seconds(Fn&& fn) {
@@ -198,7 +198,7 @@ double MeasureSizedReadBytesPerSecond(threading::ThreadPool& pool, size_t bytes)
     best = std::max(best, static_cast<double>(read) / seconds);
   }
   std::free(buffer);
-  benchmark_sink = checksum;
+  sized_probe_sink = checksum;
   return best;
 }
 
