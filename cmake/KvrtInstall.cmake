@@ -44,7 +44,7 @@ includedir=${prefix}/@CMAKE_INSTALL_INCLUDEDIR@
 Name: kvrt
 Description: @PROJECT_DESCRIPTION@ (C API: kvrt/kvrt.h; C++23 API: kvrt/*.h)
 Version: @PROJECT_VERSION@
-Requires: libhwy libhwy-contrib tbb libpcre2-8
+Requires: libhwy libhwy-contrib libpcre2-8
 Cflags: -I${includedir}
 Libs: -L${libdir} -lkvrt -lkvrt_simd -lkvrt_threading -lstdc++ -lm -lpthread
 ]=])

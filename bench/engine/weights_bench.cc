@@ -70,19 +70,6 @@ double FormatWeightBytes(const DecoderModel& model, WeightFormat format) {
   return bytes;
 }
 
-// Read bytes/s of `pool` over a buffer of `bytes`, allocated and paged in for this
-// measurement (the best of three MeasureReadBytesPerSecond calls).
-double ReadBandwidthAtSize(threading::ThreadPool& pool, double bytes) {
-  const size_t size = (static_cast<size_t>(bytes) + 63) / 64 * 64;
-  void* buffer = std::aligned_alloc(64, size);
-  if (buffer == nullptr) throw std::bad_alloc();
-  std::memset(buffer, 1, size);
-  double best = 0;
-  for (int i = 0; i < 3; ++i) best = std::max(best, MeasureReadBytesPerSecond(pool, buffer, size));
-  std::free(buffer);
-  return best;
-}
-
 void SetRates(benchmark::State& state, double tokens, double roofline_tokens_per_second) {
   state.SetItemsProcessed(static_cast<int64_t>(tokens));
   state.counters["tokens_per_second"] = benchmark::Counter(tokens, benchmark::Counter::kIsRate);
@@ -98,7 +85,11 @@ void WeightsDecode(benchmark::State& state, const ModelShape* shape, WeightForma
   WeightSession bound(model, pool, format);
   const std::vector<uint32_t> prompt = PromptTokens(kPrompt + kDecodesPerPrompt, shape->vocab);
   const double weight_bytes = FormatWeightBytes(model, format);
-  const double bandwidth = ReadBandwidthAtSize(*pool, weight_bytes);
+  const double bandwidth = MeasureSizedReadBytesPerSecond(*pool, static_cast<size_t>(weight_bytes));
+  if (bandwidth <= 0) {
+    state.SkipWithError("no buffer for the bandwidth probe");
+    return;
+  }
   bound.Prefill(std::span<const uint32_t>(prompt).first(kPrompt));
   size_t decoded = 0;
   for (auto _ : state) {

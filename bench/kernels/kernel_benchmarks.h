@@ -6,7 +6,8 @@
 namespace kvrt::bench {
 
 // MachineLimits/FmaPeak (FLOP/s) and MachineLimits/ReadBandwidth (bytes/s) rows for
-// 1 and 2 threads.
+// 1 and 2 threads, and MachineLimits/PoolStep15M (the pool's fork-join cost in one
+// 15M decode step) for 2.
 void RegisterMachineLimitBenchmarks(threading::ThreadPool& one_thread,
                                     threading::ThreadPool& two_threads);
 

@@ -61,6 +61,8 @@ HWY_AFTER_NAMESPACE();
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <thread>
 #include <vector>
 
@@ -107,38 +109,36 @@ size_t ThreadedFmaProbe(size_t threads, size_t iterations, float* sink) {
   return total;
 }
 
-uint32_t ParallelStreamRead(threading::ThreadPool& pool, const void* data, size_t bytes) {
-  constexpr size_t kTaskWords = (16u << 20) / sizeof(uint32_t);
+namespace {
+
+// Sums `bytes` of `data` in tasks of `task_bytes` (a multiple of 4).
+uint32_t StreamRead(threading::ThreadPool& pool, const void* data, size_t bytes, size_t task_bytes) {
+  const size_t task_words = task_bytes / sizeof(uint32_t);
   const auto* words = static_cast<const uint32_t*>(data);
   const size_t total_words = bytes / sizeof(uint32_t);
-  const size_t tasks = (total_words + kTaskWords - 1) / kTaskWords;
+  const size_t tasks = (total_words + task_words - 1) / task_words;
   std::vector<uint32_t> sums(tasks);
   pool.ParallelFor(tasks, [&](size_t task, size_t) {
-    const size_t begin = task * kTaskWords;
-    sums[task] = HWY_DYNAMIC_DISPATCH(StreamSumU32)(words + begin,
-                                                    std::min(kTaskWords, total_words - begin));
-  });
-  uint32_t checksum = 0;
-  for (uint32_t s : sums) checksum += s;
-  return checksum;
-}
-
-uint32_t ParallelChunkedRead(threading::ThreadPool& pool, const void* data, size_t bytes,
-                             size_t tasks) {
-  const auto* words = static_cast<const uint32_t*>(data);
-  const size_t total_words = bytes / sizeof(uint32_t);
-  constexpr size_t kLineWords = 64 / sizeof(uint32_t);
-  const size_t task_words = (total_words / std::max<size_t>(1, tasks) + kLineWords - 1) / kLineWords * kLineWords;
-  const size_t count = task_words == 0 ? 1 : (total_words + task_words - 1) / task_words;
-  std::vector<uint32_t> sums(count);
-  pool.ParallelFor(count, [&](size_t task, size_t) {
-    const size_t begin = std::min(total_words, task * task_words);
+    const size_t begin = task * task_words;
     sums[task] = HWY_DYNAMIC_DISPATCH(StreamSumU32)(words + begin,
                                                     std::min(task_words, total_words - begin));
   });
   uint32_t checksum = 0;
   for (uint32_t s : sums) checksum += s;
   return checksum;
+}
+
+}  // namespace
+
+uint32_t ParallelStreamRead(threading::ThreadPool& pool, const void* data, size_t bytes) {
+  return StreamRead(pool, data, bytes, size_t{16} << 20);
+}
+
+uint32_t ParallelChunkedRead(threading::ThreadPool& pool, const void* data, size_t bytes,
+                             size_t tasks) {
+  constexpr size_t kLine = 64;  // whole cache lines per task
+  const size_t per_task = (bytes / std::max<size_t>(1, tasks) + kLine - 1) / kLine * kLine;
+  return StreamRead(pool, data, bytes, std::max(per_task, kLine));
 }
 
 size_t LastLevelCacheBytes() {
@@ -149,6 +149,9 @@ size_t LastLevelCacheBytes() {
 size_t BandwidthProbeBytes() { return std::max(size_t{1} << 30, 4 * LastLevelCacheBytes()); }
 
 namespace {
+
+// Where the sized probe leaves its checksum, so its reads cannot be elided.
+volatile uint32_t sized_probe_sink = 0;
 
 template <class Fn>
 double Seconds(Fn&& fn) {
@@ -178,6 +181,31 @@ double MeasureReadBytesPerSecond(threading::ThreadPool& pool, const void* data, 
     const double seconds = Seconds([&] { ParallelStreamRead(pool, data, bytes); });
     best = std::max(best, static_cast<double>(bytes) / seconds);
   }
+  return best;
+}
+
+double MeasureSizedReadBytesPerSecond(threading::ThreadPool& pool, size_t bytes) {
+  const size_t words = bytes / sizeof(uint32_t);
+  if (words == 0) return 0;
+  constexpr size_t kAlignment = 64;
+  void* buffer = std::aligned_alloc(kAlignment, (words * sizeof(uint32_t) + kAlignment - 1) / kAlignment * kAlignment);
+  if (buffer == nullptr) return 0;
+  std::memset(buffer, 1, words * sizeof(uint32_t));  // pages it in
+  const size_t read = words * sizeof(uint32_t);
+  // About 32 tasks, each a whole number of 4 KiB pages (at least one): balanced on
+  // a few threads, long enough that the pool's per-task cost does not show.
+  constexpr size_t kPage = 4096;
+  const size_t task_bytes = std::clamp<size_t>((read / 32 + kPage - 1) / kPage * kPage, kPage, size_t{16} << 20);
+  uint32_t checksum = StreamRead(pool, buffer, read, task_bytes);  // warm-up: caches, TLB
+  double best = 0;
+  for (int pass = 0; pass < 5; ++pass) {
+    uint32_t sum = 0;
+    const double seconds = Seconds([&] { sum = StreamRead(pool, buffer, read, task_bytes); });
+    checksum ^= sum;
+    best = std::max(best, static_cast<double>(read) / seconds);
+  }
+  std::free(buffer);
+  sized_probe_sink = checksum;
   return best;
 }
 

@@ -3,7 +3,7 @@
 //  - f32 FMA peak: a register-only probe (16 independent FMA chains, no memory
 //    traffic) on the best Highway target, in FLOP/s (one FMA = 2 FLOPs);
 //  - memory read bandwidth: streaming a buffer far larger than the last-level cache,
-//    in bytes/s.
+//    in bytes/s, or one of a given size (a model's weights, which may fit in it).
 // The machine is shared, and its speed drifts by tens of percent over seconds as
 // neighbours come and go. So the rows that report a fraction of a limit measure that
 // limit themselves, with the same threads, right before their timed loop
@@ -54,5 +54,13 @@ double MeasureFmaFlopsPerSecond(threading::ThreadPool& pool);
 // Read bytes/s of `pool` right now over `data` (which must be far larger than the
 // LLC and already paged in): the best of two passes.
 double MeasureReadBytesPerSecond(threading::ThreadPool& pool, const void* data, size_t bytes);
+
+// Read bytes/s of `pool` right now over a buffer of `bytes` bytes of its own
+// (allocated and paged in by this call, freed before it returns): one warm-up pass,
+// then the best of five. Sized like a model's weights in some format, it is the
+// bandwidth a decode of that model can reach, served from the LLC when they fit
+// there, from DRAM when not. Work is cut into about 32 tasks so that two threads
+// share even a small buffer. 0 when the buffer cannot be allocated.
+double MeasureSizedReadBytesPerSecond(threading::ThreadPool& pool, size_t bytes);
 
 }  // namespace kvrt::bench

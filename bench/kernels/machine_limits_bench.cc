@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "hwy/aligned_allocator.h"
 #include "kernel_bench_support.h"
@@ -52,6 +53,28 @@ void RegisterReadBandwidth(threading::ThreadPool& pool, std::shared_ptr<ProbeBuf
   }));
 }
 
+// The pool's own cost in a decode step of the 15M shape: its 31 parallel loops with
+// their task counts (per block Q|K|V 27, attention 6, output 9, gate|up 48, down 9;
+// the head 125), each task a single add. The row's time is one step's loops;
+// ns_per_loop is what one fork and join costs with that many claims.
+void RegisterPoolStep(threading::ThreadPool& pool) {
+  const std::string name = "MachineLimits/PoolStep15M/threads:" + std::to_string(pool.threads());
+  Timed(benchmark::RegisterBenchmark(name.c_str(), [&pool](State& state) {
+    std::vector<size_t> loops;
+    for (int block = 0; block < 6; ++block) loops.insert(loops.end(), {27, 6, 9, 48, 9});
+    loops.push_back(125);
+    std::vector<double> out(125 * 8, 0.0);  // a cache line per task: no false sharing
+    for (auto _ : state) {
+      for (size_t tasks : loops) pool.ParallelFor(tasks, [&](size_t i, size_t) { out[i * 8] += 1.0; });
+    }
+    benchmark::DoNotOptimize(out.data());
+    state.counters["ns_per_loop"] = benchmark::Counter(
+        static_cast<double>(loops.size()) * static_cast<double>(state.iterations()),
+        benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+    state.counters["loops_per_step"] = static_cast<double>(loops.size());
+  }));
+}
+
 }  // namespace
 
 void RegisterMachineLimitBenchmarks(threading::ThreadPool& one_thread,
@@ -61,6 +84,7 @@ void RegisterMachineLimitBenchmarks(threading::ThreadPool& one_thread,
   auto buffer = std::make_shared<ProbeBuffer>();
   RegisterReadBandwidth(one_thread, buffer);
   RegisterReadBandwidth(two_threads, buffer);
+  RegisterPoolStep(two_threads);
 }
 
 }  // namespace kvrt::bench

@@ -112,8 +112,8 @@ TEST(CliFactsTest, AByteBpeModelStopsAtItsOwnEosUnlessToldOtherwise) {
 }
 
 TEST(CliFactsTest, MoreThreadsThanCoresRunWithoutATbbWarning) {
-  // TBB caps workers at the core count and says so in a multi-line warning on
-  // stderr unless the pool raises the limit; the run must stay silent and exact.
+  // A pool of more threads than cores (oneTBB, the pool's former engine, capped
+  // its workers and printed a multi-line warning): the run stays silent and exact.
   const std::string model = FixturePath("golden/p01_tiny_fixture.ckpt");
   const CliRun many = RunKvrt({"logits", "--model", model, "--tokens", "0,1,2", "--threads", "64", "--json"});
   EXPECT_EQ(many.status, 0) << many.err;

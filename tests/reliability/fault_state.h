@@ -41,7 +41,7 @@ struct EngineCase {
 
 // The fast engine also with a two-thread pool: its workers allocate on their
 // own threads (not injected), but the calling thread's side of a parallel
-// step (TBB's arena entry included) is swept.
+// step is swept.
 inline threading::ThreadPool& FaultPool() {
   static threading::ThreadPool pool(2);
   return pool;

@@ -6,10 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <optional>
+#include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace kvrt::threading {
@@ -95,6 +98,85 @@ TEST(ThreadPoolTest, TiledReductionsAreIdenticalForAnyThreadCount) {
     ThreadPool pool(threads);
     EXPECT_EQ(tiled_sums(pool), expected) << threads;
   }
+}
+
+// Workers sleep after a short spin; a loop after a long pause must wake them and
+// still run every task once, on more than the calling thread when it can.
+TEST(ThreadPoolTest, LoopsAfterAnIdlePauseStillRunEveryTask) {
+  ThreadPool pool(2);
+  for (int round = 0; round < 3; ++round) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    std::vector<std::atomic<int>> runs(64);
+    pool.ParallelFor(runs.size(), [&](size_t task, size_t) { runs[task].fetch_add(1); });
+    for (size_t i = 0; i < runs.size(); ++i) EXPECT_EQ(runs[i].load(), 1) << "round " << round << ", task " << i;
+  }
+}
+
+// A task may loop on the pool that runs it: the inner loop runs inline, under the
+// task's own worker index, so per-worker scratch stays private to that thread.
+TEST(ThreadPoolTest, ANestedLoopRunsInlineUnderTheOuterWorker) {
+  ThreadPool pool(3);
+  constexpr size_t kOuter = 12, kInner = 5;
+  std::vector<std::atomic<int>> runs(kOuter * kInner);
+  std::atomic<bool> same_worker{true};
+  pool.ParallelFor(kOuter, [&](size_t outer, size_t worker) {
+    pool.ParallelFor(kInner, [&](size_t inner, size_t inner_worker) {
+      if (inner_worker != worker) same_worker = false;
+      runs[outer * kInner + inner].fetch_add(1);
+    });
+  });
+  for (size_t i = 0; i < runs.size(); ++i) EXPECT_EQ(runs[i].load(), 1) << i;
+  EXPECT_TRUE(same_worker);
+}
+
+// Several threads sharing one pool take turns; each sees its own loop complete
+// (every task once, results written before ParallelFor returns).
+TEST(ThreadPoolTest, CallersOnSeveralThreadsShareOnePool) {
+  ThreadPool pool(2);
+  constexpr size_t kCallers = 4, kLoops = 200, kTasks = 17;
+  std::vector<std::thread> callers;
+  std::vector<int> failures(kCallers, 0);
+  for (size_t c = 0; c < kCallers; ++c) {
+    callers.emplace_back([&, c] {
+      std::vector<size_t> out(kTasks);
+      for (size_t loop = 0; loop < kLoops; ++loop) {
+        pool.ParallelFor(kTasks, [&](size_t task, size_t) { out[task] = task * loop + c; });
+        for (size_t task = 0; task < kTasks; ++task) failures[c] += out[task] != task * loop + c;
+      }
+    });
+  }
+  for (std::thread& caller : callers) caller.join();
+  for (size_t c = 0; c < kCallers; ++c) EXPECT_EQ(failures[c], 0) << "caller " << c;
+}
+
+// parallel_regions() counts the loops handed to workers, not inline ones.
+TEST(ThreadPoolTest, ParallelRegionsCountsOnlyLoopsThatFork) {
+  ThreadPool pool(2), serial(1);
+  auto nothing = [](size_t, size_t) {};
+  pool.ParallelFor(0, nothing);
+  pool.ParallelFor(1, nothing);
+  serial.ParallelFor(8, nothing);
+  EXPECT_EQ(pool.parallel_regions(), 0u);
+  EXPECT_EQ(serial.parallel_regions(), 0u);
+  pool.ParallelFor(2, nothing);
+  pool.ParallelFor(8, [&](size_t, size_t) { pool.ParallelFor(4, nothing); });
+  EXPECT_EQ(pool.parallel_regions(), 2u);
+}
+
+// With enough tasks that each takes a while, a 2-thread pool runs tasks on both of
+// its threads: the pool really is parallel (workers named 0 and 1 both appear).
+TEST(ThreadPoolTest, BothThreadsOfATwoThreadPoolTakeTasks) {
+  ThreadPool pool(2);
+  bool both = false;
+  for (int attempt = 0; attempt < 20 && !both; ++attempt) {
+    std::vector<size_t> workers(64);
+    pool.ParallelFor(workers.size(), [&](size_t task, size_t worker) {
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+      workers[task] = worker;
+    });
+    both = std::set<size_t>(workers.begin(), workers.end()).size() == 2;
+  }
+  EXPECT_TRUE(both);
 }
 
 }  // namespace

@@ -1,84 +1,204 @@
+// The pool: a job slot, an epoch the workers watch, and a check-in count.
+//
+// A decode step of the 15M model forks 31 parallel loops of 1–10 µs of work each,
+// and the serial code between two of them takes a few µs. A fork that wakes
+// sleeping threads (a futex call to start, tens of µs until they run) would cost
+// as much as the work, so a worker that finished a job keeps watching the epoch
+// for a short spin window (kSpinWindow) before it sleeps: inside a step, a fork is
+// a store the workers see within a cache-line transfer, and a join is the caller
+// watching a counter. Spinning is bounded, so an idle pool sleeps (std::atomic::
+// wait, a futex) and costs its host process nothing.
+//
+// One job at a time (callers take turns on a mutex):
+//   open    the caller writes the job (task, count, next = 0), then makes the epoch
+//           odd; workers asleep are woken only if some are.
+//   run     every thread that checked in, the caller included, claims runs of task
+//           indices from `next` until none is left. Which thread runs a task never changes
+//           what the task computes, so the results are the same for any thread
+//           count.
+//   close   the caller makes the epoch even once every index is claimed, then
+//           waits until the workers that checked in have checked out.
+// A worker checks in by raising `active`, then reads the epoch again: only if the
+// job is still open does it touch the job. Both sides use sequentially consistent
+// operations, so either the caller's close sees the worker's check-in (and waits
+// for it), or the worker sees the close (and leaves the job alone). After the
+// close returns, no worker reads the job, so the caller's task may go out of scope.
+//
+// The happens-before edges are the ones ParallelFor promises and no more: the
+// caller's writes happen before every task (epoch release → acquire), every task
+// happens before ParallelFor returns (check-out release → the caller's acquire).
+// Task indices are claimed with relaxed compare-exchanges, so two tasks of one call stay
+// unordered and ThreadSanitizer still reports a task writing another's output.
 #include "kvrt/threading/thread_pool.h"
 
-#include <tbb/blocked_range.h>
-#include <tbb/global_control.h>
-#include <tbb/parallel_for.h>
-#include <tbb/partitioner.h>
-#include <tbb/task_arena.h>
-
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <mutex>
+#include <new>
+#include <system_error>
 #include <thread>
-
-// g++ announces ThreadSanitizer with __SANITIZE_THREAD__, clang through __has_feature.
-#if defined(__SANITIZE_THREAD__)
-#define KVRT_THREAD_SANITIZER 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define KVRT_THREAD_SANITIZER 1
-#endif
-#endif
-#if defined(KVRT_THREAD_SANITIZER)
-#include <sanitizer/tsan_interface.h>
-#endif
+#include <vector>
 
 namespace kvrt::threading {
 namespace {
 
-// Debian's libtbb is not built with ThreadSanitizer, so TSan cannot see the
-// synchronisation by which the scheduler hands a task to a worker and reports
-// its completion; without help every kernel output a worker writes looks like
-// a race with the caller that reads it. These two hand-offs are the only
-// ordering ParallelFor promises, so they are the only ones we announce: the
-// caller's writes happen before every task, and every task happens before
-// ParallelFor returns. Tasks stay unordered among themselves, so two tasks
-// touching one element are still reported.
-class HandOff {
- public:
-#if defined(KVRT_THREAD_SANITIZER)
-  void Publish() { __tsan_release(&token_); }
-  void Receive() { __tsan_acquire(&token_); }
-#else
-  void Publish() {}
-  void Receive() {}
+// How long a thread with nothing to do watches for more before it sleeps: longer
+// than the serial gaps inside a decode step, short enough that a pool left idle by
+// its host stops using a core at once.
+constexpr std::chrono::microseconds kSpinWindow{50};
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
 #endif
-
- private:
-  [[maybe_unused]] char token_ = 0;
-};
-
-// The caller → task hand-off uses one process-wide token: a task must acquire
-// before it reads anything of its caller's, including the closure that tells it
-// where a per-call token would be. Callers only release it and tasks only
-// acquire it, so tasks of a call stay unordered with each other.
-HandOff& CallerToTasks() {
-  static HandOff token;
-  return token;
 }
 
-// TBB caps its workers at hardware_concurrency() - 1 unless told otherwise, and a
-// larger arena then prints a multi-line "TBB Warning" on stderr and runs with fewer
-// threads than asked. A pool of N threads is a promise of N, so the process-wide
-// limit is raised to the largest pool ever made (and never lowered: TBB applies the
-// smallest of the active controls, so a replaced control is released only after
-// its larger successor exists).
-void AllowParallelism(size_t threads) {
-  static std::mutex mutex;
-  static std::unique_ptr<tbb::global_control> control;
-  static size_t allowed = 0;
-  const std::lock_guard<std::mutex> lock(mutex);
-  if (threads <= std::max(allowed, HardwareThreads())) return;
-  auto raised = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism, threads);
-  control = std::move(raised);
-  allowed = threads;
+// Polls `ready` for up to kSpinWindow; true as soon as it holds. A pool with more
+// threads than the machine has cores also yields while it polls: the thread it
+// waits for may be one that a spinning thread keeps off its core.
+template <class Ready>
+bool SpinUntil(bool oversubscribed, Ready&& ready) {
+  const auto deadline = std::chrono::steady_clock::now() + kSpinWindow;
+  for (unsigned polls = 1;; ++polls) {
+    if (ready()) return true;
+    if (oversubscribed) {
+      std::this_thread::yield();
+    } else {
+      CpuRelax();
+    }
+    if (polls % 16 == 0 && std::chrono::steady_clock::now() > deadline) return false;
+  }
 }
+
+// The pool whose task this thread is running (a worker's own pool, or the pool a
+// caller is inside ParallelFor of) and the worker index it runs under: a nested
+// ParallelFor on that pool runs inline under the same index.
+thread_local const void* current_pool = nullptr;
+thread_local size_t current_worker = 0;
 
 }  // namespace
 
-struct ThreadPool::Arena {
-  explicit Arena(int threads) : arena(threads) {}
-  tbb::task_arena arena;
+struct ThreadPool::Workers {
+  explicit Workers(size_t workers)
+      : oversubscribed(workers + 1 > HardwareThreads()), share(2 * (workers + 1)) {
+    threads.reserve(workers);
+    try {
+      for (size_t w = 1; w <= workers; ++w) threads.emplace_back([this, w] { Loop(w); });
+    } catch (const std::system_error&) {
+      // Fewer threads than asked (a process limit): the tasks and their results are
+      // the same, they only run on fewer threads.
+    }
+  }
+
+  ~Workers() {
+    stop.store(true, std::memory_order_relaxed);
+    epoch.fetch_add(2, std::memory_order_seq_cst);  // still even: no job, only a change
+    epoch.notify_all();
+    for (std::thread& thread : threads) thread.join();
+  }
+
+  bool empty() const { return threads.empty(); }
+
+  // The caller's side of one job; `mutex` is held.
+  void Run(size_t count, const TaskRef& job) {
+    task = &job;
+    num_tasks = count;
+    next.store(0, std::memory_order_relaxed);
+    const uint32_t open = epoch.load(std::memory_order_relaxed) + 1;
+    epoch.store(open, std::memory_order_seq_cst);
+    if (sleepers.load(std::memory_order_seq_cst) != 0) epoch.notify_all();
+
+    const void* outer_pool = current_pool;
+    const size_t outer_worker = current_worker;
+    current_pool = this;
+    current_worker = 0;
+    try {
+      RunTasks(0);
+    } catch (...) {  // tasks must not throw; if one does, the pool still closes the job
+      current_pool = outer_pool;
+      current_worker = outer_worker;
+      next.store(num_tasks, std::memory_order_relaxed);  // the rest of the tasks are dropped
+      Close(open);
+      throw;
+    }
+    current_pool = outer_pool;
+    current_worker = outer_worker;
+    Close(open);
+  }
+
+  // Ends job `open`: no worker checks in after this, and the ones in have left.
+  void Close(uint32_t open) {
+    epoch.store(open + 1, std::memory_order_seq_cst);
+    if (!SpinUntil(oversubscribed, [&] { return active.load(std::memory_order_acquire) == 0; })) {
+      caller_waiting.store(true, std::memory_order_seq_cst);
+      for (uint32_t left; (left = active.load(std::memory_order_seq_cst)) != 0;) {
+        active.wait(left, std::memory_order_seq_cst);
+      }
+      caller_waiting.store(false, std::memory_order_relaxed);
+    }
+  }
+
+  // Claims runs of task indices until none is left. A run is a share of what is
+  // left (1/(2·threads), at least one task): few claims while much is left, single
+  // tasks at the end, where they balance the threads. Every claim moves `next`'s
+  // cache line between cores, which costs about as much as a small task.
+  void RunTasks(size_t worker) {
+    size_t begin = next.load(std::memory_order_relaxed);
+    for (;;) {
+      if (begin >= num_tasks) return;
+      const size_t run = std::max<size_t>(1, (num_tasks - begin) / share);
+      if (!next.compare_exchange_weak(begin, begin + run, std::memory_order_relaxed)) continue;
+      for (size_t i = begin; i < begin + run; ++i) (*task)(i, worker);
+      begin = next.load(std::memory_order_relaxed);
+    }
+  }
+
+  void Loop(size_t worker) {
+    current_pool = this;
+    current_worker = worker;
+    // The epoch as the constructor left it, not as this thread first reads it: a
+    // thread that starts late must still see every change since, the stop included.
+    uint32_t seen = 0;
+    for (;;) {
+      uint32_t now = seen;
+      if (!SpinUntil(oversubscribed, [&] { return (now = epoch.load(std::memory_order_acquire)) != seen; })) {
+        sleepers.fetch_add(1, std::memory_order_seq_cst);
+        while ((now = epoch.load(std::memory_order_seq_cst)) == seen) {
+          epoch.wait(seen, std::memory_order_seq_cst);
+        }
+        sleepers.fetch_sub(1, std::memory_order_relaxed);
+      }
+      seen = now;
+      if (stop.load(std::memory_order_relaxed)) return;
+      if (now % 2 == 0) continue;  // a job came and went
+      active.fetch_add(1, std::memory_order_seq_cst);
+      if (epoch.load(std::memory_order_seq_cst) == now) RunTasks(worker);
+      if (active.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
+          caller_waiting.load(std::memory_order_seq_cst)) {
+        active.notify_all();
+      }
+    }
+  }
+
+  const bool oversubscribed;  // more threads than cores
+  const size_t share;         // a claim takes 1/share of the tasks left
+  std::mutex mutex;           // one caller at a time
+  std::vector<std::thread> threads;
+
+  // The job and the epoch, written by the caller, read by the workers.
+  alignas(64) const TaskRef* task = nullptr;
+  size_t num_tasks = 0;
+  std::atomic<uint32_t> epoch{0};  // odd while a job is open
+  std::atomic<uint32_t> sleepers{0};
+  std::atomic<bool> stop{false};
+  // Claimed by every thread of a job.
+  alignas(64) std::atomic<size_t> next{0};
+  // Workers checked in to the current job, and whether the caller sleeps on it.
+  alignas(64) std::atomic<uint32_t> active{0};
+  std::atomic<bool> caller_waiting{false};
 };
 
 size_t HardwareThreads() {
@@ -96,39 +216,26 @@ size_t DefaultThreads() {
 }
 
 ThreadPool::ThreadPool(size_t threads) : threads_(threads == 0 ? DefaultThreads() : threads) {
-  if (threads_ > 1) {
-    AllowParallelism(threads_);
-    arena_ = std::make_unique<Arena>(static_cast<int>(threads_));
+  if (threads_ <= 1) return;
+  try {
+    workers_ = std::make_unique<Workers>(threads_ - 1);
+  } catch (const std::bad_alloc&) {
+    // No workers: every ParallelFor runs its tasks in order on the caller.
   }
 }
 
 ThreadPool::~ThreadPool() = default;
 
 void ThreadPool::ParallelFor(size_t num_tasks, TaskRef task) {
-  if (arena_ == nullptr || num_tasks <= 1) {
-    for (size_t i = 0; i < num_tasks; ++i) task(i, 0);
+  const bool nested = workers_ != nullptr && current_pool == workers_.get();
+  if (workers_ == nullptr || workers_->empty() || num_tasks <= 1 || nested) {
+    const size_t worker = nested ? current_worker : 0;
+    for (size_t i = 0; i < num_tasks; ++i) task(i, worker);
     return;
   }
-  HandOff finish;
-  // simple_partitioner with grain 1: every task index is its own unit of work,
-  // so which thread runs it can never change what it computes.
-  const auto run_range = [&](const tbb::blocked_range<size_t>& range) {
-    CallerToTasks().Receive();
-    const int index = tbb::this_task_arena::current_thread_index();
-    const size_t worker = index < 0 ? 0 : static_cast<size_t>(index);
-    for (size_t i = range.begin(); i != range.end(); ++i) task(i, worker);
-    finish.Publish();
-  };
-  // execute() may hand run_all to a worker when every arena slot is taken (several
-  // callers sharing one pool), so it receives the hand-off too.
-  const auto run_all = [&] {
-    CallerToTasks().Receive();
-    tbb::parallel_for(tbb::blocked_range<size_t>(0, num_tasks, 1), run_range, tbb::simple_partitioner());
-  };
-  // Published after the closures are built: workers read them.
-  CallerToTasks().Publish();
-  arena_->arena.execute(run_all);
-  finish.Receive();
+  const std::lock_guard<std::mutex> lock(workers_->mutex);
+  parallel_regions_.fetch_add(1, std::memory_order_relaxed);
+  workers_->Run(num_tasks, task);
 }
 
 }  // namespace kvrt::threading
