@@ -22,7 +22,7 @@ enum class Precision {
 enum class Backend {
   // Scalar f64 twins in the reference order: bit-exact with the reference crate.
   kReference,
-  // Highway kernels and oneTBB threads, f32 or f64, checked against the reference
+  // Highway kernels and kvrt's thread pool, f32 or f64, checked against the reference
   // with explicit tolerances.
   kFast,
 };
