@@ -168,6 +168,13 @@ namespace kvrt {
   X(FinalNorm) \
   X(CacheAlreadyBound) \
   X(BatchShapeMismatch) \
+  X(SlotOutOfRange) \
+  X(DuplicateSlot) \
+  X(EmptyStep) \
+  X(StepTooLarge) \
+  X(TruncateBeyondLength) \
+  X(ForkOntoItself) \
+  X(SlotRequest) \
   /* Parameter updates (the in-process equivalent of an optimiser step, §5). */ \
   X(ParameterValueBorrowed) \
   X(ParameterRevisionOverflow) \
