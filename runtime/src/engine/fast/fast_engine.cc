@@ -290,12 +290,12 @@ class FastEngine final : public Engine {
     const size_t hw = config_.head_width(), kv_heads = config_.kv_heads;
     const size_t kv_width = config_.kv_width();
     for (size_t i = 0; i < step.rows; ++i) {
-      const size_t slot = step.runs[row_run_[i]].slot;
       for (const bool is_key : {true, false}) {
         for (size_t h = 0; h < kv_heads; ++h) {
           const T* row = Staged(layer, i) + (is_key ? 0 : kv_width) + h * hw;
           if (auto bad = FirstNonFinite(row, hw)) {
-            return Fail(NonFiniteCandidateRow(is_key, (slot * kv_heads + h) * hw + *bad,
+            // The index within the slot's rows, as a single sequence reports it.
+            return Fail(NonFiniteCandidateRow(is_key, h * hw + *bad,
                                               static_cast<double>(row[*bad]), layer));
           }
         }
