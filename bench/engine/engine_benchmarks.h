@@ -6,5 +6,7 @@
 namespace kvrt::bench {
 
 void RegisterEngineBenchmarks(threading::ThreadPool& one_thread, threading::ThreadPool& two_threads);
+// BatchedDecode rows: B sequences decoding in B slots (batching_bench.cc).
+void RegisterBatchingBenchmarks(threading::ThreadPool& one_thread, threading::ThreadPool& two_threads);
 
 }  // namespace kvrt::bench

@@ -1,6 +1,7 @@
 // bench_engine: decode scaling with the context (cached vs complete-prefix replay),
 // prefill throughput vs prompt length and threads, and end-to-end tokens/s of the
-// 15M/42M/110M shapes against the roofline measured in the same run.
+// 15M/42M/110M shapes against the roofline measured in the same run, and
+// aggregate decode throughput of 1–32 sequences decoding together in slots.
 //
 // Unless the command line says otherwise, every row runs 3 repetitions and shows
 // only the aggregates: read the medians.
@@ -13,5 +14,8 @@ int main(int argc, char** argv) {
   kvrt::threading::ThreadPool two_threads(2);
   return kvrt::bench::RunBenchmarkMain(
       argc, argv, {"--benchmark_repetitions=3", "--benchmark_display_aggregates_only=true"},
-      [&] { kvrt::bench::RegisterEngineBenchmarks(one_thread, two_threads); });
+      [&] {
+        kvrt::bench::RegisterEngineBenchmarks(one_thread, two_threads);
+        kvrt::bench::RegisterBatchingBenchmarks(one_thread, two_threads);
+      });
 }

@@ -15,15 +15,18 @@
 #include "kvrt/kv_cache.h"
 #include "kvrt/model.h"
 #include "kvrt/session.h"
+#include "kvrt/simd/prefix_attention.h"
 #include "kvrt/threading/thread_pool.h"
 
 namespace kvrt {
 namespace {
 
+constexpr size_t kTile = simd::kPrefixAttentionTile;
+
 // Small but with everything that matters: two query heads per key/value head,
-// two layers, a context past two attention tiles (256 keys each).
+// two layers, a context past two attention tiles.
 DecoderModel InvarianceModel() {
-  ModelConfig config = ModelConfig::Create(97, 64, 4, 96, 2, 600, 10000.0, 1e-5);
+  ModelConfig config = ModelConfig::Create(97, 64, 4, 96, 2, 2 * kTile + 100, 10000.0, 1e-5);
   config.kv_heads = 2;
   SplitMix64 rng(1616);
   return *DecoderModel::FromSeed(config, rng);
@@ -105,7 +108,7 @@ void RunSchedule(uint64_t seed, Precision precision, size_t threads) {
   const size_t max_rows = (rng() % 2 == 0) ? 512 : std::max<size_t>(slots, 5 + rng() % 60);
   std::vector<Sequence> sequences(2 * slots + rng() % 3);
   for (Sequence& s : sequences) {
-    s.prompt = 1 + (rng() % 4 == 0 ? rng() % 330 : rng() % 40);
+    s.prompt = 1 + (rng() % 8 == 0 ? rng() % (kTile + 80) : rng() % 40);
     s.tokens = RandomTokens(rng, s.prompt + rng() % 12, vocabulary);
     s.solo = SoloRowByRow(model, s.tokens, precision);
   }
@@ -186,7 +189,7 @@ TEST(BatchingTest, SoloPrefillEqualsSoloRowByRow) {
   const DecoderModel model = InvarianceModel();
   std::mt19937_64 rng(7);
   for (Precision precision : {Precision::kF32, Precision::kF64}) {
-    for (size_t prompt : {1, 2, 17, 255, 256, 257, 300, 520}) {
+    for (size_t prompt : {size_t{1}, size_t{2}, size_t{17}, kTile - 1, kTile, kTile + 1, kTile + 40}) {
       const std::vector<uint32_t> tokens = RandomTokens(rng, prompt + 5, 97);
       const std::vector<Logits> serial = SoloRowByRow(model, tokens, precision);
       const std::vector<Logits> prefilled = SoloPrefilled(model, tokens, prompt, precision);

@@ -44,7 +44,7 @@
 
 namespace kvrt::simd {
 
-inline constexpr size_t kPrefixAttentionTile = 256;  // scores per pass over the keys
+inline constexpr size_t kPrefixAttentionTile = 1024;  // scores per pass over the keys
 
 // Elements of scratch one AttendPrefix call needs.
 inline constexpr size_t PrefixAttentionScratch(size_t head_width) {
