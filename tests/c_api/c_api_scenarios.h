@@ -30,6 +30,11 @@ int CApiStepLogits(const char* model_path, const uint32_t* tokens, size_t count,
  * `codes` (at most 8) so the C++ side can compare them with kvrt::ErrorCode. */
 int CApiErrors(const char* model_path, const char* scratch_path, int* codes, size_t* code_count);
 
+/* Sequence slots: a step over three slots with a prompt in chunks, prefills
+ * beside decodes, fork, truncate and reset, every run's logits bit-identical to
+ * a one-slot session's, and the slots' typed errors. */
+int CApiSlots(const char* model_path, const uint32_t* tokens, size_t count, size_t vocabulary);
+
 #ifdef __cplusplus
 }
 #endif
