@@ -239,11 +239,6 @@ Result<DecoderKvCache> DecoderKvCache::Create(const DecoderModel& model, CacheOp
     cache.bindings_.push_back({node, node->revision()});
   }
   if (!TryReserve(cache.layers_, config.layers)) return Fail(LayerAllocationFailed(config.layers));
-  if (!TryReserve(cache.slots_, options.batch_size)) {
-    return Fail(ErrorCode::kAllocationFailed, {{"elements", uint64_t{options.batch_size}}},
-                "could not allocate " + Count(options.batch_size) + " sequence slots");
-  }
-  cache.slots_.resize(options.batch_size);  // reserved: cannot allocate
   for (size_t layer = 0; layer < config.layers; ++layer) {
     Result<LayerKvCache> layer_cache =
         LayerKvCache::Create(model, layer, cache.batch_size_, cache.capacity_, cache.precision_);
@@ -253,6 +248,13 @@ Result<DecoderKvCache> DecoderKvCache::Create(const DecoderModel& model, CacheOp
     }
     cache.layers_.push_back(std::move(*layer_cache));
   }
+  // After the layers, whose geometry checks come first (a batch too large for
+  // memory is a layer's ElementCountOverflow or AllocationFailed).
+  if (!TryReserve(cache.slots_, options.batch_size)) {
+    return Fail(ErrorCode::kAllocationFailed, {{"elements", uint64_t{options.batch_size}}},
+                "could not allocate " + Count(options.batch_size) + " sequence slots");
+  }
+  cache.slots_.resize(options.batch_size);  // reserved: cannot allocate
   return cache;
 }
 
