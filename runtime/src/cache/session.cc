@@ -291,7 +291,7 @@ Result<SlotStepOutput> DecoderKvSession::Step(std::span<const SlotRun> runs) try
   const size_t vocabulary = cache.config_.vocabulary_size;
   if (runs.empty()) return Fail(ErrorCode::kEmptyStep, {}, "a step needs at least one slot run");
   std::fill(in_step_.begin(), in_step_.end(), uint8_t{0});
-  size_t rows = 0;
+  size_t rows = 0, longest = 0;
   for (const SlotRun& run : runs) {
     if (Result<void> in_range = CheckSlot(run.slot); !in_range) return Fail(std::move(in_range.error()));
     if (in_step_[run.slot] != 0) {
@@ -359,14 +359,18 @@ Result<SlotStepOutput> DecoderKvSession::Step(std::span<const SlotRun> runs) try
                            run.slot));
       }
     }
-    rows += n;  // n <= capacity: cannot overflow before the limit check below
-    if (n > engine_->max_rows_per_run() || rows > engine_->max_rows_per_step()) {
-      const size_t limit = n > engine_->max_rows_per_run() ? engine_->max_rows_per_run()
-                                                          : engine_->max_rows_per_step();
-      return Fail(ErrorCode::kStepTooLarge, {{"rows", uint64_t{rows}}, {"max_rows", uint64_t{limit}}},
-                  "a step of " + Count(rows) + " rows exceeds the engine's limit of " +
-                      Count(limit));
-    }
+    rows += n;  // each n <= capacity, at most `slots` runs: no overflow
+    longest = std::max(longest, n);
+  }
+  // The engine's limits, once every run is known to be valid.
+  if (longest > engine_->max_rows_per_run() || rows > engine_->max_rows_per_step()) {
+    const bool run_limit = longest > engine_->max_rows_per_run();
+    const size_t limit = run_limit ? engine_->max_rows_per_run() : engine_->max_rows_per_step();
+    const size_t too_many = run_limit ? longest : rows;
+    return Fail(ErrorCode::kStepTooLarge,
+                {{"rows", uint64_t{too_many}}, {"max_rows", uint64_t{limit}}},
+                "a step of " + Count(too_many) + (run_limit ? " rows in one run" : " rows") +
+                    " exceeds the engine's limit of " + Count(limit));
   }
   BeginPending();
   for (size_t r = 0; r < runs.size(); ++r) {
