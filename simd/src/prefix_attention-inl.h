@@ -115,6 +115,10 @@ HWY_INLINE void MixTileColumns(D d, const T* e, const PrefixSegment<T>& first,
   }
 }
 
+// Column blocks of four vectors, then the rest (one to four vectors, the last
+// one masked when head_width is not a multiple of the lanes) as one block, so
+// every column of a head of up to four vectors is in flight at once (two FMA
+// chains each). A column's arithmetic is the same in any block shape.
 template <class D, typename T = hn::TFromD<D>>
 HWY_INLINE void MixTile(D d, const T* e, const PrefixSegment<T>& first,
                         const PrefixSegment<T>& second, size_t begin, size_t n, size_t head_width,
@@ -125,12 +129,22 @@ HWY_INLINE void MixTile(D d, const T* e, const PrefixSegment<T>& first,
   for (; col + 4 * lanes <= head_width; col += 4 * lanes) {
     MixTileColumns<4, false>(d, e, first, second, begin, n, col, all, even, odd);
   }
-  for (; col + lanes <= head_width; col += lanes) {
-    MixTileColumns<1, false>(d, e, first, second, begin, n, col, all, even, odd);
+  const size_t rest = head_width - col;
+  if (rest == 0) return;
+  const size_t full = rest / lanes;
+  if (rest % lanes == 0) {
+    switch (full) {
+      case 1: return MixTileColumns<1, false>(d, e, first, second, begin, n, col, all, even, odd);
+      case 2: return MixTileColumns<2, false>(d, e, first, second, begin, n, col, all, even, odd);
+      default: return MixTileColumns<3, false>(d, e, first, second, begin, n, col, all, even, odd);
+    }
   }
-  if (col < head_width) {
-    MixTileColumns<1, true>(d, e, first, second, begin, n, col, hn::FirstN(d, head_width - col),
-                            even, odd);
+  const auto tail = hn::FirstN(d, rest - full * lanes);
+  switch (full) {
+    case 0: return MixTileColumns<1, true>(d, e, first, second, begin, n, col, tail, even, odd);
+    case 1: return MixTileColumns<2, true>(d, e, first, second, begin, n, col, tail, even, odd);
+    case 2: return MixTileColumns<3, true>(d, e, first, second, begin, n, col, tail, even, odd);
+    default: return MixTileColumns<4, true>(d, e, first, second, begin, n, col, tail, even, odd);
   }
 }
 
