@@ -3,7 +3,7 @@
 #
 #   tools/fuzz.sh [--seconds N] [--build-only] [target...]
 #
-# Targets: checkpoint tokenizer session llama2c gguf (default: all, one after the other,
+# Targets: checkpoint tokenizer session llama2c gguf slots (default: all, one after the other,
 # never in parallel). Each runs N seconds (default $KVRT_FUZZ_SECONDS or 60) at
 # nice $KVRT_FUZZ_NICE (default 19) on its growing corpus in
 # $BUILD/corpus/<target>, seeded from fixtures/ at build time. Any crash, leak,
@@ -25,7 +25,7 @@ JOBS="$(nproc 2>/dev/null || echo 2)"
 CLANG_VERSION=16
 PACKAGES=(clang-$CLANG_VERSION libclang-rt-$CLANG_VERSION-dev cmake make pkg-config libhwy-dev
           libgtest-dev nlohmann-json3-dev libpcre2-dev)
-ALL_TARGETS=(checkpoint tokenizer session llama2c gguf)
+ALL_TARGETS=(checkpoint tokenizer session llama2c gguf slots)
 
 usage() { sed -n '2,16p' "$0"; exit 2; }
 
@@ -47,7 +47,7 @@ build() {
 # seeds' size automatically).
 max_len() {
   case "$1" in
-    session) echo 4096 ;;
+    session|slots) echo 4096 ;;
     tokenizer) echo 4096 ;;
     *) echo 0 ;;
   esac
@@ -86,7 +86,7 @@ main() {
       --seconds) SECONDS_PER_TARGET="$2"; shift 2 ;;
       --build-only) build_only=1; shift ;;
       -h|--help) usage ;;
-      checkpoint|tokenizer|session|llama2c|gguf) targets+=("$1"); shift ;;
+      checkpoint|tokenizer|session|llama2c|gguf|slots) targets+=("$1"); shift ;;
       *) echo "unknown argument: $1"; usage ;;
     esac
   done

@@ -7,6 +7,8 @@
 writes
     decode_scaling.svg  cached decode step vs complete-prefix replay, over the context
     throughput.svg      decode and prefill tokens/s per model size, 1 vs 2 threads
+    batching.svg        aggregate decode tokens/s and per-sequence step latency
+                        against concurrent sequences (BatchedDecode rows)
 Medians of the repetitions are plotted when the run has them.
 """
 import json
@@ -85,6 +87,40 @@ plot '{data}' using 2:xtic(1) title 'decode, 1 thread', '' using 3 title 'decode
 """
 
 
+def batching(rows, directory):
+    series = {}
+    for name, row in rows.items():
+        match = re.match(r"BatchedDecode/(\w+)/seqs:(\d+)/threads:(\d)", name)
+        if match:
+            key = (match.group(1), match.group(3))
+            series.setdefault(key, []).append(
+                (int(match.group(2)), row["decode_tokens_per_second"], row["sequence_latency_ms"]))
+    if not series:
+        return None
+    plots_rate, plots_latency = [], []
+    for (model, threads) in sorted(series, key=lambda k: (int(k[0].rstrip("M")), k[1])):
+        data = os.path.join(directory, f"batching_{model}_{threads}.dat")
+        with open(data, "w") as f:
+            for seqs, rate, latency in sorted(series[(model, threads)]):
+                f.write(f"{seqs} {rate} {latency}\n")
+        title = f"{model}, {threads} thread{'s' if threads != '1' else ''}"
+        plots_rate.append(f"'{data}' using 1:2 with linespoints title '{title}'")
+        plots_latency.append(f"'{data}' using 1:3 with linespoints title '{title}'")
+    return f"""
+set output '{{out}}/batching.svg'
+set multiplot layout 1,2 title 'Sequences decoding together in one cache (f32, one step per token)'
+set xlabel 'concurrent sequences'
+set logscale xy 2
+set key top left
+set ylabel 'aggregate decode tokens/s'
+plot {", ".join(plots_rate)}
+set ylabel 'per-sequence latency per token (ms)'
+plot {", ".join(plots_latency)}
+unset multiplot
+unset logscale
+"""
+
+
 def main():
     if len(sys.argv) != 3:
         sys.exit(__doc__)
@@ -99,14 +135,16 @@ def main():
     out = sys.argv[2]
     os.makedirs(out, exist_ok=True)
     with tempfile.TemporaryDirectory() as scratch:
-        parts = [p for p in (decode_scaling(rows, scratch), throughput(rows, scratch)) if p]
+        parts = [p for p in (decode_scaling(rows, scratch), throughput(rows, scratch),
+                             batching(rows, scratch)) if p]
         if not parts:
-            sys.exit("no DecodeScaling or EndToEnd rows in " + sys.argv[1])
+            sys.exit("no DecodeScaling, EndToEnd or BatchedDecode rows in " + sys.argv[1])
         script = "set terminal svg size 800,480 dynamic noenhanced font 'sans,12'\n" + "".join(parts)
         plotted = subprocess.run(["gnuplot"], input=script.replace("{out}", out), text=True)
         if plotted.returncode != 0:
             sys.exit(f"error: gnuplot failed with status {plotted.returncode}")
-    print("wrote", ", ".join(f for f in ("decode_scaling.svg", "throughput.svg") if os.path.exists(os.path.join(out, f))))
+    print("wrote", ", ".join(f for f in ("decode_scaling.svg", "throughput.svg", "batching.svg")
+                             if os.path.exists(os.path.join(out, f))))
 
 
 if __name__ == "__main__":

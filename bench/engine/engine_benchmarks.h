@@ -8,5 +8,7 @@ namespace kvrt::bench {
 void RegisterEngineBenchmarks(threading::ThreadPool& one_thread, threading::ThreadPool& two_threads);
 // Weights/<model>/<format>/{decode,prefill}/threads:<n> (weights_bench.cc).
 void RegisterWeightBenchmarks(threading::ThreadPool& one_thread, threading::ThreadPool& two_threads);
+// BatchedDecode rows: B sequences decoding in B slots (batching_bench.cc).
+void RegisterBatchingBenchmarks(threading::ThreadPool& one_thread, threading::ThreadPool& two_threads);
 
 }  // namespace kvrt::bench

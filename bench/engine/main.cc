@@ -1,7 +1,8 @@
 // bench_engine: decode scaling with the context (cached vs complete-prefix replay),
 // prefill throughput vs prompt length and threads, and end-to-end tokens/s of the
-// 15M/42M/110M shapes against the roofline measured in the same run, and the same
-// per weight format (Weights/..., select with --benchmark_filter='^Weights/').
+// 15M/42M/110M shapes against the roofline measured in the same run, the same
+// per weight format (Weights/..., select with --benchmark_filter='^Weights/'), and
+// aggregate decode throughput of 1–32 sequences decoding together in slots.
 //
 // Unless the command line says otherwise, every row runs 3 repetitions and shows
 // only the aggregates: read the medians.
@@ -17,5 +18,6 @@ int main(int argc, char** argv) {
       [&] {
         kvrt::bench::RegisterEngineBenchmarks(one_thread, two_threads);
         kvrt::bench::RegisterWeightBenchmarks(one_thread, two_threads);
+        kvrt::bench::RegisterBatchingBenchmarks(one_thread, two_threads);
       });
 }

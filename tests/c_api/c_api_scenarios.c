@@ -231,3 +231,86 @@ int CApiWeightsLogits(const char* model_path, const uint32_t* tokens, size_t cou
   kvrt_model_free(model);
   return 0;
 }
+
+/* The code of `error` (freed), KVRT_ERR_NONE for success. */
+static int CodeOf(kvrt_error* error) {
+  const int code = kvrt_error_code(error);
+  kvrt_error_free(error);
+  return code;
+}
+
+static int SameRow(const double* a, const double* b, size_t vocabulary) {
+  return memcmp(a, b, vocabulary * sizeof(double)) == 0;
+}
+
+int CApiSlots(const char* model_path, const uint32_t* tokens, size_t count, size_t vocabulary) {
+  if (count < 7) return 100;
+  kvrt_model* model = NULL;
+  CHECK(kvrt_model_load(model_path, &model) == NULL, 1);
+  kvrt_engine_options engine = {KVRT_BACKEND_FAST, KVRT_PRECISION_F32, 1, NULL};
+  /* Solo: one slot, one token per step; solo[p] = the logits after position p. */
+  double* solo = (double*)malloc(count * vocabulary * sizeof(double));
+  CHECK(solo != NULL, 2);
+  kvrt_cache* one = NULL;
+  kvrt_session* alone = NULL;
+  CHECK(kvrt_cache_create(model, 0, KVRT_PRECISION_F32, &one) == NULL, 3);
+  CHECK(kvrt_session_bind(one, model, &engine, &alone) == NULL, 4);
+  for (size_t p = 0; p < count; ++p) {
+    const double* row = NULL;
+    CHECK((p == 0 ? kvrt_session_prefill(alone, tokens, 1, &row)
+                  : kvrt_session_decode(alone, tokens[p], &row)) == NULL,
+          5);
+    memcpy(solo + p * vocabulary, row, vocabulary * sizeof(double));
+  }
+  kvrt_session_free(alone);
+  kvrt_cache_free(one);
+
+  kvrt_cache* cache = NULL;
+  kvrt_session* session = NULL;
+  CHECK(kvrt_cache_create_slots(model, 3, 0, KVRT_PRECISION_F32, &cache) == NULL, 6);
+  CHECK(kvrt_cache_slots(cache) == 3, 7);
+  CHECK(kvrt_session_bind(cache, model, &engine, &session) == NULL, 8);
+  CHECK(kvrt_session_max_step_rows(session) >= 3 && kvrt_session_max_run_rows(session) >= 1, 9);
+  const double* logits = NULL;
+  /* Slot 2 starts a prompt; then slot 0 prefills all but one token while slot 2
+   * finishes its prompt; then both decode. Every run matches the solo run. */
+  kvrt_slot_run first[1] = {{2, tokens, 3, KVRT_RUN_PREFILL, 0}};
+  CHECK(kvrt_session_step(session, first, 1, &logits) == NULL, 10);
+  kvrt_slot_run second[2] = {{0, tokens, count - 1, KVRT_RUN_PREFILL, 1},
+                             {2, tokens + 3, 2, KVRT_RUN_PREFILL, 1}};
+  CHECK(kvrt_session_step(session, second, 2, &logits) == NULL, 11);
+  CHECK(SameRow(logits, solo + (count - 2) * vocabulary, vocabulary), 12);
+  CHECK(SameRow(logits + vocabulary, solo + 4 * vocabulary, vocabulary), 13);
+  kvrt_slot_run third[2] = {{2, tokens + 5, 1, KVRT_RUN_DECODE, 1},
+                            {0, tokens + count - 1, 1, KVRT_RUN_DECODE, 1}};
+  CHECK(kvrt_session_step(session, third, 2, &logits) == NULL, 14);
+  CHECK(SameRow(logits, solo + 5 * vocabulary, vocabulary), 15);
+  CHECK(SameRow(logits + vocabulary, solo + (count - 1) * vocabulary, vocabulary), 16);
+  CHECK(kvrt_cache_slot_len(cache, 0) == count && kvrt_cache_slot_len(cache, 2) == 6, 17);
+  /* Fork slot 0 into slot 1, rewind it to 4 rows and decode token 4 again. */
+  CHECK(kvrt_session_fork_slot(session, 0, 1) == NULL, 18);
+  CHECK(kvrt_session_truncate_slot(session, 1, 4) == NULL, 19);
+  kvrt_slot_run fourth[1] = {{1, tokens + 4, 1, KVRT_RUN_DECODE, 1}};
+  CHECK(kvrt_session_step(session, fourth, 1, &logits) == NULL, 20);
+  CHECK(SameRow(logits, solo + 4 * vocabulary, vocabulary), 21);
+  /* Typed errors; none changes a slot. */
+  kvrt_slot_run twice[2] = {{2, tokens, 1, KVRT_RUN_DECODE, 1}, {2, tokens, 1, KVRT_RUN_DECODE, 1}};
+  CHECK(CodeOf(kvrt_session_step(session, twice, 2, &logits)) == KVRT_ERR_DUPLICATE_SLOT, 22);
+  kvrt_slot_run outside[1] = {{7, tokens, 1, KVRT_RUN_DECODE, 1}};
+  CHECK(CodeOf(kvrt_session_step(session, outside, 1, &logits)) == KVRT_ERR_SLOT_OUT_OF_RANGE, 23);
+  CHECK(CodeOf(kvrt_session_step(session, NULL, 0, &logits)) == KVRT_ERR_EMPTY_STEP, 24);
+  CHECK(CodeOf(kvrt_session_fork_slot(session, 1, 1)) == KVRT_ERR_FORK_ONTO_ITSELF, 25);
+  CHECK(CodeOf(kvrt_session_truncate_slot(session, 0, count + 1)) == KVRT_ERR_TRUNCATE_BEYOND_LENGTH, 26);
+  CHECK(CodeOf(kvrt_session_reset_slot(session, 3)) == KVRT_ERR_SLOT_OUT_OF_RANGE, 27);
+  kvrt_slot_run early[1] = {{2, tokens, 1, KVRT_RUN_PREFILL, 1}};
+  CHECK(CodeOf(kvrt_session_step(session, early, 1, &logits)) == KVRT_ERR_SLOT_REQUEST, 28);
+  CHECK(kvrt_cache_slot_len(cache, 0) == count && kvrt_cache_slot_len(cache, 1) == 5 &&
+            kvrt_cache_slot_len(cache, 2) == 6,
+        29);
+  CHECK(kvrt_session_reset_slot(session, 0) == NULL && kvrt_cache_slot_len(cache, 0) == 0, 30);
+  kvrt_session_free(session);
+  kvrt_cache_free(cache);
+  kvrt_model_free(model);
+  free(solo);
+  return 0;
+}

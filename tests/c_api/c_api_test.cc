@@ -75,6 +75,11 @@ TEST(CApiTest, SessionLogitsMatchRunC) {
   }
 }
 
+TEST(CApiTest, SlotStepsMatchAOneSlotSession) {
+  const std::vector<uint32_t> tokens = RunCTokens();
+  EXPECT_EQ(CApiSlots(kModel.c_str(), tokens.data(), std::min<size_t>(tokens.size(), 20), kVocabulary), 0);
+}
+
 TEST(CApiTest, ErrorsCarryTheRuntimesCodesAndNames) {
   const std::string scratch =
       (std::filesystem::temp_directory_path() / ("kvrt_c_api_" + std::to_string(::getpid()))).string();

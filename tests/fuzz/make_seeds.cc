@@ -228,18 +228,38 @@ bool WriteGgufSeeds(const fs::path& out) {
 
 }  // namespace
 
+// Slot-schedule fuzzer inputs (slots_fuzzer.cc): slots−1, precision bit, step
+// rows−1, then operations (0–2 step: runs, each slot, phase bit, completes bit,
+// prompt length, tokens; 3 reset slot; 4 truncate slot len; 5 fork from to).
+void WriteSlotSeeds(const fs::path& out) {
+  const std::vector<Bytes> seeds = {
+      {1, 0, 11,
+       0, 2, 0, 0, 1, 4, 1, 2, 3, 4, 1, 0, 0, 2, 5, 6,
+       0, 2, 0, 1, 1, 7, 1, 0, 1, 3, 8, 9, 10,
+       5, 0, 1, 4, 1, 3,
+       0, 1, 1, 1, 1, 11,
+       3, 0},
+      {3, 1, 5,
+       0, 3, 2, 0, 1, 5, 1, 1, 1, 1, 1, 0, 0, 1, 3, 9, 0, 0, 4, 4, 4, 4, 4,
+       0, 2, 2, 1, 1, 2, 9, 0, 1, 2, 5, 5,
+       0, 1, 9, 1, 1, 3},
+  };
+  for (size_t i = 0; i < seeds.size(); ++i) Write(out / ("ops_" + std::to_string(i)), seeds[i]);
+}
+
 int main(int argc, char** argv) {
   if (argc != 3) {
     std::cerr << "usage: fuzz_make_seeds <fixtures> <out>\n";
     return 2;
   }
   const fs::path fixtures = argv[1], out = argv[2];
-  for (const char* target : {"checkpoint", "tokenizer", "session", "llama2c", "gguf"}) {
+  for (const char* target : {"checkpoint", "tokenizer", "session", "llama2c", "gguf", "slots"}) {
     fs::create_directories(out / target);
   }
   CopyCheckpoints(fixtures, out / "checkpoint");
   WriteTokenizerSeeds(fixtures, out / "tokenizer");
   WriteSessionSeeds(out / "session");
+  WriteSlotSeeds(out / "slots");
   if (!WriteLlama2cSeeds(out / "llama2c")) {
     std::cerr << "fuzz_make_seeds: could not write the llama2c seeds\n";
     return 1;

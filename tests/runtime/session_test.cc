@@ -387,6 +387,7 @@ class LengthMovingEngine final : public detail::Engine {
  public:
   explicit LengthMovingEngine(std::unique_ptr<detail::Engine> inner) : inner_(std::move(inner)) {}
   size_t max_rows_per_step() const override { return 1; }
+  size_t max_rows_per_run() const override { return 1; }
   Result<void> Prepare(const detail::EngineStep& step, std::span<LayerKvCache> layers,
                        std::span<double> logits) override {
     Result<void> prepared = inner_->Prepare(step, layers, logits);

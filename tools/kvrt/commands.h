@@ -10,6 +10,7 @@ namespace kvrt::cli {
 int RunInspect(std::span<char* const> args);
 int RunLogits(std::span<char* const> args);
 int RunGenerate(std::span<char* const> args);
+int RunBatch(std::span<char* const> args);
 int RunReport(std::span<char* const> args);
 int RunBenchCompare(std::span<char* const> args);
 int RunSynth(std::span<char* const> args);

@@ -24,6 +24,7 @@ constexpr const char* kUsage =
     "  tokenize       the token ids of a text, with the model file's own tokenizer\n"
     "  logits         last-position logits of a token sequence (cached or --uncached)\n"
     "  generate       sample a continuation (cached or --uncached loop)\n"
+    "  batch          serve many generation requests (JSON lines) over sequence slots\n"
     "  report         the ch38 cached-generation report\n"
     "  bench-compare  performance gate over Google Benchmark JSON (two runs, or in-run ratios)\n"
     "  synth          write a random-weight model (llama2.c, LLMCP35 and/or GGUF) and a tokenizer.bin\n";
@@ -50,6 +51,7 @@ static int Run(int argc, char** argv) {
   if (command == "inspect") return kvrt::cli::RunInspect(args);
   if (command == "logits") return kvrt::cli::RunLogits(args);
   if (command == "generate") return kvrt::cli::RunGenerate(args);
+  if (command == "batch") return kvrt::cli::RunBatch(args);
   if (command == "report") return kvrt::cli::RunReport(args);
   if (command == "bench-compare") return kvrt::cli::RunBenchCompare(args);
   if (command == "synth") return kvrt::cli::RunSynth(args);

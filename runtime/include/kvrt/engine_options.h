@@ -38,9 +38,10 @@ struct EngineOptions {
   // Threads for the fast engine; nullptr runs it on the calling thread. The pool
   // must outlive every session that uses it.
   threading::ThreadPool* pool = nullptr;
-  // Most rows per sequence the fast engine forwards in one step; its workspace
-  // is sized by this, not by the cache's capacity. A longer prompt is prefilled
-  // in chunks of this many rows and still committed once. At least 1.
+  // Most rows the fast engine forwards in one step, over all slots (never fewer
+  // than the cache's slots); its workspace is sized by this, not by the cache's
+  // capacity. A longer prompt is prefilled in chunks and still committed once.
+  // At least 1.
   size_t max_rows_per_step = kDefaultMaxRowsPerStep;
   static constexpr size_t kDefaultMaxRowsPerStep = 512;
   // The format the weight matrices are kept in (kvrt/weight_format.h). The fast

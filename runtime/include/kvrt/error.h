@@ -228,6 +228,14 @@ namespace kvrt {
   X(MissingTensor) \
   X(UnexpectedTensor) \
   X(TensorShapeMismatch) \
+  /* Sequence slots (issue 16); after every earlier code, so their numbers are the C API's. */ \
+  X(SlotOutOfRange) \
+  X(DuplicateSlot) \
+  X(EmptyStep) \
+  X(StepTooLarge) \
+  X(TruncateBeyondLength) \
+  X(ForkOntoItself) \
+  X(SlotRequest) \
 
 enum class ErrorCode : uint16_t {
 #define KVRT_ERROR_ENUMERATOR(name) k##name,

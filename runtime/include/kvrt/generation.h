@@ -87,4 +87,39 @@ Result<GenerationResult> GenerateUncached(const DecoderModel& model,
                                           EngineOptions engine = {},
                                           const TokenCallback& on_token = {});
 
+// Serving many requests over the slots of one cache (issue 16). Each request is
+// one GenerateCached call: its prompt, its sampling config and stops, and its own
+// RNG state. Requests are admitted in order, as slots free up and not before
+// their arrival step; chunked prefills run in the same steps as other slots'
+// decodes. Because every step is batch-invariant, every request's result
+// (tokens, draws, stop, final RNG state, cache length and work counters) is the
+// one GenerateCached gives for it alone with the same engine options.
+struct GenerationRequest {
+  std::vector<uint32_t> prompt;
+  GenerationConfig config;
+  uint64_t rng_state = 0;   // SplitMix64 state
+  size_t arrival_step = 0;  // not admitted before this step
+};
+
+struct ServedGeneration {
+  // GenerateCached's error for this request alone, or nullopt and `result`.
+  std::optional<Error> error;
+  GenerationResult result;
+  uint64_t final_rng_state = 0;
+  size_t admitted_step = 0;  // the step its first prompt chunk ran in
+  size_t finished_step = 0;  // the step its last token was sampled in
+};
+
+struct ServeOptions {
+  size_t slots = 4;
+  EngineOptions engine;     // as for GenerateCached (the session's capacity is max_positions)
+  size_t prefill_chunk = 0; // most prompt rows per slot per step; 0: as many as fit
+};
+
+// One result per request, in request order. Errors of the whole run (the cache
+// or the session cannot be built: Cache(...)) are returned instead.
+Result<std::vector<ServedGeneration>> ServeGenerations(const DecoderModel& model,
+                                                       std::span<const GenerationRequest> requests,
+                                                       const ServeOptions& options);
+
 }  // namespace kvrt

@@ -1,15 +1,18 @@
 // K/V caches: one LayerKvCache per decoder block, and DecoderKvCache over all of
 // them (spec/kv-cache.md §1, §3).
 //
-// Storage of every layer: keys and values, each [batch, kv_heads, capacity,
-// head_width] row-major (lane = b·kv_heads + h owns capacity·head_width contiguous
-// elements), allocated once and never reallocated. Keys are stored RoPE-rotated at
-// their own position, values unrotated. Only rows [0, len) are ever read; rows past
-// len may hold stale data from before a reset (or uncommitted rows of a failed
-// step), and equality compares the whole physical storage.
+// A cache holds `batch_size` sequence slots. Storage of every layer: keys and
+// values, each [slot, kv_heads, capacity, head_width] row-major (lane =
+// slot·kv_heads + h owns capacity·head_width contiguous elements), allocated once
+// and never reallocated. Keys are stored RoPE-rotated at their own position,
+// values unrotated. Every slot has its own length: only rows [0, slot_len) of its
+// lanes are ever read; rows past it may hold stale data from before a reset or a
+// truncation (or rows of a chunked prefill that failed), and equality compares
+// the whole physical storage.
 //
-// A DecoderKvCache has no public state operations: prefill, decode and reset go
-// through a DecoderKvSession obtained from Bind (session.h).
+// A DecoderKvCache has no public state operations: prefill, decode, steps over
+// slots and the per-slot operations go through a DecoderKvSession obtained from
+// Bind (session.h).
 #pragma once
 
 #include <atomic>
@@ -62,9 +65,12 @@ class LayerKvCache {
   size_t heads() const { return heads_; }  // key/value heads
   size_t head_width() const { return head_width_; }
   size_t capacity() const { return capacity_; }
-  size_t len() const { return len_; }
-  bool is_empty() const { return len_ == 0; }
-  bool is_full() const { return len_ == capacity_; }
+  // The longest slot's length (the length of every slot of a single-sequence or
+  // an equal-length batch cache).
+  size_t len() const;
+  size_t slot_len(size_t slot) const { return slot < lens_.size() ? lens_[slot] : 0; }
+  bool is_empty() const { return len() == 0; }
+  bool is_full() const { return len() == capacity_; }
   Precision precision() const { return precision_; }
   size_t lanes() const { return batch_size_ * heads_; }
   size_t element_count() const { return lanes() * capacity_ * head_width_; }
@@ -78,7 +84,8 @@ class LayerKvCache {
   // Whole physical buffers as f64 (for audits and reset evidence).
   std::vector<double> KeyStorage() const;
   std::vector<double> ValueStorage() const;
-  // Logical snapshots [B, H, len, hw] as f64 (spec §1.5).
+  // Logical snapshots as f64 (spec §1.5): [B, H, len, hw] when every slot has one
+  // length; otherwise each lane's own rows [0, slot_len), lane after lane.
   std::vector<double> KeysSnapshot() const;
   std::vector<double> ValuesSnapshot() const;
 
@@ -100,7 +107,7 @@ class LayerKvCache {
   size_t heads_ = 0;
   size_t head_width_ = 0;
   size_t capacity_ = 0;
-  size_t len_ = 0;
+  std::vector<size_t> lens_;  // [batch]: every slot's length
   Precision precision_ = Precision::kF64;
   Buffer<std::byte> keys_;    // [batch, heads, capacity, head_width] of precision_
   Buffer<std::byte> values_;  // same layout
@@ -112,8 +119,9 @@ class LayerKvCache {
 };
 
 // Work counters of a cache (spec/kv-cache.md §4), advanced only when a token step
-// commits and zeroed by reset. For a batch of B sequences every per-token counter
-// counts B tokens per step (B = 1 gives the reference's numbers).
+// commits and zeroed by reset. Every slot has its own; the cache's total is their
+// sum (for a batch of B sequences every per-token counter counts B tokens per
+// step; B = 1 gives the reference's numbers).
 struct KvWork {
   uint64_t token_forwards = 0;
   uint64_t prefill_tokens = 0;
@@ -125,7 +133,7 @@ struct KvWork {
 };
 
 struct CacheOptions {
-  size_t batch_size = 1;
+  size_t batch_size = 1;  // sequence slots
   size_t capacity = 0;  // 0: the model's max_positions (the reference's choice)
   // Element type of the stored rows; it must match the engine the cache binds to
   // (f32 for the default fast engine, f64 for ReferenceEngine()).
@@ -156,15 +164,28 @@ class DecoderKvCache {
   Result<DecoderKvSession> Bind(const DecoderModel& model, EngineOptions options = {});
 
   const ModelConfig& config() const { return config_; }
-  size_t len() const { return len_; }
+  // The longest slot's length: the length of a single-sequence cache, and of
+  // every sequence of an equal-length batch.
+  size_t len() const;
   size_t capacity() const { return capacity_; }
   size_t batch_size() const { return batch_size_; }
+  size_t slot_count() const { return batch_size_; }
   Precision precision() const { return precision_; }
-  bool is_empty() const { return len_ == 0; }
-  bool is_full() const { return len_ == capacity_; }
-  bool prefill_complete() const { return prefill_complete_; }
+  bool is_empty() const { return len() == 0; }
+  bool is_full() const { return len() == capacity_; }
+  // True when every slot's prompt is complete (spec §3.2 for one slot).
+  bool prefill_complete() const;
   bool is_bound() const { return bound_.load(std::memory_order_acquire); }
-  const KvWork& work() const { return work_; }
+  const KvWork& work() const { return work_; }  // the sum over slots
+
+  // One slot's state (nothing for an out-of-range slot: length 0, not complete,
+  // zero work). A slot is Empty (len 0), Prompting (a prompt fed in chunks
+  // through DecoderKvSession::Step, not yet complete), or Active/Full.
+  size_t slot_len(size_t slot) const { return slot < slots_.size() ? slots_[slot].len : 0; }
+  bool slot_prefill_complete(size_t slot) const {
+    return slot < slots_.size() && slots_[slot].prefill_complete;
+  }
+  KvWork slot_work(size_t slot) const { return slot < slots_.size() ? slots_[slot].work : KvWork{}; }
   size_t layer_count() const { return layers_.size(); }
   const LayerKvCache* layer(size_t index) const {
     return index < layers_.size() ? &layers_[index] : nullptr;
@@ -191,9 +212,14 @@ class DecoderKvCache {
   Precision precision_ = Precision::kF64;
   std::vector<ParameterBinding> bindings_;
   std::vector<LayerKvCache> layers_;
-  size_t len_ = 0;
-  bool prefill_complete_ = false;
-  KvWork work_;
+  struct SlotState {
+    size_t len = 0;
+    bool prefill_complete = false;
+    KvWork work;
+    bool operator==(const SlotState&) const = default;
+  };
+  std::vector<SlotState> slots_;  // [batch_size]
+  KvWork work_;                   // Σ over slots
   std::atomic<bool> bound_{false};  // claimed atomically by Bind
 };
 

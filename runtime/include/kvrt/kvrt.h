@@ -229,6 +229,13 @@ typedef enum kvrt_error_code_value {
   KVRT_ERR_MISSING_TENSOR = 184,
   KVRT_ERR_UNEXPECTED_TENSOR = 185,
   KVRT_ERR_TENSOR_SHAPE_MISMATCH = 186,
+  KVRT_ERR_SLOT_OUT_OF_RANGE = 187,
+  KVRT_ERR_DUPLICATE_SLOT = 188,
+  KVRT_ERR_EMPTY_STEP = 189,
+  KVRT_ERR_STEP_TOO_LARGE = 190,
+  KVRT_ERR_TRUNCATE_BEYOND_LENGTH = 191,
+  KVRT_ERR_FORK_ONTO_ITSELF = 192,
+  KVRT_ERR_SLOT_REQUEST = 193,
   KVRT_ERR_NONE = -1 /* kvrt_error_code(NULL) */
 } kvrt_error_code_value;
 
@@ -355,6 +362,49 @@ kvrt_error* kvrt_session_decode_f32(kvrt_session* session, uint32_t token, const
 /* Empties the cache; the binding stays. */
 void kvrt_session_reset(kvrt_session* session);
 void kvrt_session_free(kvrt_session* session);
+
+/* ---- Sequence slots ------------------------------------------------------------ */
+
+/* A cache of `slots` sequences, each of up to `capacity` tokens (0: the model's
+ * max_positions). kvrt_cache_create is this with one slot. kvrt_cache_len is
+ * the longest slot's length. */
+kvrt_error* kvrt_cache_create_slots(const kvrt_model* model, size_t slots, size_t capacity,
+                                    kvrt_precision precision, kvrt_cache** out);
+size_t kvrt_cache_slots(const kvrt_cache* cache);
+/* 0 for a slot out of range. */
+size_t kvrt_cache_slot_len(const kvrt_cache* cache, size_t slot);
+
+typedef enum kvrt_run_phase {
+  KVRT_RUN_PREFILL = 0, /* a chunk of the slot's prompt */
+  KVRT_RUN_DECODE = 1   /* one token after a complete prompt */
+} kvrt_run_phase;
+
+/* One slot's part of a step. */
+typedef struct kvrt_slot_run {
+  size_t slot;
+  const uint32_t* tokens;
+  size_t count;
+  kvrt_run_phase phase;
+  int completes_prompt; /* prefill: this chunk ends the prompt */
+} kvrt_slot_run;
+
+/* One step over distinct slots: prefill chunks and decode tokens, mixed. On
+ * success *logits holds runs × vocabulary_size values, the last row's logits of
+ * each run in run order, valid until the next call on the session. On any error
+ * no slot advances (SlotOutOfRange, DuplicateSlot, EmptyStep, StepTooLarge,
+ * SlotRequest wrapping a run's own request error, or a numeric failure). A
+ * sequence's logits do not depend on the other runs, the slot or the threads. */
+kvrt_error* kvrt_session_step(kvrt_session* session, const kvrt_slot_run* runs, size_t count,
+                              const double** logits);
+/* Most rows one step takes (all runs together), and most rows of one run. */
+size_t kvrt_session_max_step_rows(const kvrt_session* session);
+size_t kvrt_session_max_run_rows(const kvrt_session* session);
+/* Per-slot operations, each atomic: empty a slot; keep its first `len` rows
+ * (TruncateBeyondLength); make `destination` a copy of `source`'s prefix
+ * (ForkOntoItself). */
+kvrt_error* kvrt_session_reset_slot(kvrt_session* session, size_t slot);
+kvrt_error* kvrt_session_truncate_slot(kvrt_session* session, size_t slot, size_t len);
+kvrt_error* kvrt_session_fork_slot(kvrt_session* session, size_t source, size_t destination);
 
 /* ---- Generation -------------------------------------------------------------- */
 

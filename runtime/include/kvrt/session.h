@@ -1,11 +1,15 @@
 // DecoderKvSession: a cache bound to one exact model (spec/kv-cache.md §3.4–3.8).
 //
-// The session owns the state machine (empty → active → full), the validation
-// order of every request, the work counters and the two-phase commit: a token
-// step first prepares every block (phase 1), checks that the cache is as it was
-// (phase 2), and only then commits all layer caches, the length and the counters
-// together (phase 3). On any error no layer advances: a failed decode leaves the
-// cache exactly as it was, a failed prefill leaves the empty state. The engine
+// The session owns the state machine of every sequence slot (empty → active →
+// full, plus "prompting" for a prompt fed in chunks through Step), the
+// validation order of every request, the work counters and the two-phase
+// commit: a step first prepares every block for all its rows (phase 1), checks
+// that the cache is as it was (phase 2), and only then commits all layer caches,
+// the slots' lengths and the counters together (phase 3). On any error no slot
+// advances: a failed decode or step leaves the cache exactly as it was (physical
+// storage included), a failed prefill leaves the empty state. The
+// single-sequence calls (Prefill, Decode), the equal-length batch calls and the
+// slot steps are one machine: each is a sequence of steps over slots. The engine
 // chosen at bind (reference or fast) only does the arithmetic.
 //
 // While a session lives it holds a shared borrow of every model parameter, so
@@ -18,6 +22,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <vector>
 
 #include "kvrt/buffer.h"
 #include "kvrt/engine_options.h"
@@ -32,6 +37,7 @@ class SharedBorrows;
 
 namespace detail {
 class Engine;
+struct EngineRun;
 struct KvCacheTestAccess;
 }  // namespace detail
 
@@ -42,6 +48,25 @@ struct StepOutput {
   size_t position = 0;                  // position of the last row forwarded
   size_t cache_len = 0;                 // len after the commit
   uint64_t attention_score_values = 0;  // score values of the last row only
+};
+
+// One slot's part of a step (DecoderKvSession::Step).
+enum class RunPhase {
+  kPrefill,  // a chunk of the slot's prompt (counted as prefill tokens)
+  kDecode,   // one token after a complete prompt (counted as a decode token)
+};
+struct SlotRun {
+  size_t slot = 0;
+  std::span<const uint32_t> tokens;
+  RunPhase phase = RunPhase::kPrefill;
+  bool completes_prompt = true;  // prefill: this chunk ends the prompt (then decodes may follow)
+};
+
+// What a committed step returns: the last row's logits of every run, [runs, V]
+// in run order (f64), valid until the next call on the session.
+struct SlotStepOutput {
+  std::span<const double> logits;
+  size_t runs = 0;
 };
 
 class DecoderKvSession {
@@ -72,6 +97,34 @@ class DecoderKvSession {
   // prefill_complete cleared, counters zeroed; bindings and borrows kept.
   void Reset();
 
+  // One step over any set of distinct slots: prefill chunks and decode tokens,
+  // mixed. Validation, in run order (each run's own errors wrapped as
+  // SlotRequest{slot}): EmptyStep; SlotOutOfRange{slot, slots}; DuplicateSlot{slot};
+  // prefill runs: EmptyPrompt, PrefillRequiresEmpty{len} (the slot's prompt is
+  // complete), PromptTooLong{tokens: len + chunk, capacity},
+  // PromptTokenOutOfBounds{position in the slot}; decode runs: BatchShapeMismatch
+  // (not one token), DecodeRequiresPrefill, DecodeTokenOutOfBounds, Full; then
+  // StepTooLarge{rows, max_rows} beyond max_rows_per_step() rows in all or
+  // max_rows_per_run() in one run. Then one two-phase commit for all runs: on any
+  // error no slot advances and the cache equals its state before the call.
+  // Slots outside the step are untouched; every slot attends only to its own rows.
+  Result<SlotStepOutput> Step(std::span<const SlotRun> runs);
+  size_t max_rows_per_step() const;
+  size_t max_rows_per_run() const;
+
+  // Per-slot operations; each is atomic (an error changes nothing).
+  // ResetSlot: the slot to Empty, its counters zeroed (and taken out of the
+  // total). SlotOutOfRange.
+  Result<void> ResetSlot(size_t slot);
+  // TruncateSlot: the slot keeps rows [0, len) (a rewind; its counters keep the
+  // work done). len 0 is ResetSlot. SlotOutOfRange, TruncateBeyondLength{slot,
+  // len, slot_len}.
+  Result<void> TruncateSlot(size_t slot, size_t len);
+  // ForkSlot: `destination` becomes a copy of `source`'s prefix (rows, length,
+  // prompt state); its previous contents and counters are dropped (no tokens
+  // were forwarded). SlotOutOfRange, ForkOntoItself{slot}.
+  Result<void> ForkSlot(size_t source, size_t destination);
+
   const DecoderKvCache& cache() const { return *cache_; }
   const DecoderModel& model() const { return model_; }
   const EngineOptions& engine_options() const { return options_; }
@@ -83,20 +136,27 @@ class DecoderKvSession {
                    std::unique_ptr<SharedBorrows> borrows, std::unique_ptr<detail::Engine> engine,
                    Buffer<double> logits);
 
-  enum class Phase { kPrefill, kDecode };
-  // Phases 1–2 of an engine step of `rows` rows per sequence at position `start`
-  // (>= cache.len(): a chunk of a prefill sits on the uncommitted rows of the
-  // chunks before it); row r of sequence b is tokens[b·token_stride + r]. Adds
-  // the rows' work to `work`; changes nothing the cache exposes.
-  Result<void> PrepareRows(std::span<const uint32_t> tokens, size_t token_stride, size_t start,
-                           size_t rows, Phase phase, KvWork& work, uint64_t& last_row_scores);
-  // Phase 3: the first `rows` rows past the committed length, their work and
-  // the logits of the last prepared step become visible together.
-  StepOutput CommitRows(size_t rows, const KvWork& work, uint64_t last_row_scores);
+  // What an uncommitted slot has gained in the steps since BeginPending.
+  struct Pending {
+    size_t rows = 0;
+    KvWork work;                   // the slot's counters after the pending rows
+    uint64_t last_row_scores = 0;  // score values of its last pending row
+  };
+  void BeginPending();
+  // Phases 1–2 of one engine step over runs_[0, runs) (validated; each run at
+  // its slot's committed length plus its pending rows), then the rows' physical
+  // placement past the committed lengths, where no reader looks. Adds their work
+  // to the pending counters. On error nothing the cache exposes has changed.
+  Result<void> ForwardRuns(size_t runs);
+  // Phase 3: every slot's pending rows and counters become visible together.
+  void CommitPending();
   // Forwards validated prompts ([batch, rows]) in steps the engine accepts, then
   // commits them once: all of the prompt becomes visible, or none of it.
   Result<StepOutput> PrefillRows(std::span<const uint32_t> prompts, size_t rows);
+  StepOutput BatchOutput() const;
+  Result<void> CheckSlot(size_t slot) const;
   void ResetState();
+  void ClearSlot(size_t slot);
 
   DecoderKvCache* cache_;
   DecoderModel model_;  // a handle sharing the model's parameter nodes
@@ -104,6 +164,12 @@ class DecoderKvSession {
   std::unique_ptr<SharedBorrows> borrows_;  // model/parameter_access.h
   std::unique_ptr<detail::Engine> engine_;
   Buffer<double> logits_;  // [batch, V], the last step's logits
+  // Bookkeeping of one step, sized at bind ([batch] each): steps allocate nothing.
+  std::vector<detail::EngineRun> runs_;
+  std::vector<RunPhase> run_phases_;
+  std::vector<Pending> pending_;
+  std::vector<uint8_t> in_step_;
+  KvWork pending_total_;
 };
 
 // A session that owns its cache, for embedders who do not manage caches

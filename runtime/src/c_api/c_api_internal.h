@@ -50,6 +50,7 @@ struct kvrt_session {
   std::unique_ptr<kvrt::threading::ThreadPool> pool;
   std::optional<kvrt::DecoderKvSession> session;
   std::vector<float> logits_f32;  // what the _f32 calls hand out
+  std::vector<kvrt::SlotRun> runs;  // kvrt_session_step's runs, grown once
 };
 
 namespace kvrt::c_api {

@@ -196,6 +196,13 @@ constexpr std::pair<ErrorCode, int> kCodes[] = {
     {ErrorCode::kMissingTensor, KVRT_ERR_MISSING_TENSOR},
     {ErrorCode::kUnexpectedTensor, KVRT_ERR_UNEXPECTED_TENSOR},
     {ErrorCode::kTensorShapeMismatch, KVRT_ERR_TENSOR_SHAPE_MISMATCH},
+    {ErrorCode::kSlotOutOfRange, KVRT_ERR_SLOT_OUT_OF_RANGE},
+    {ErrorCode::kDuplicateSlot, KVRT_ERR_DUPLICATE_SLOT},
+    {ErrorCode::kEmptyStep, KVRT_ERR_EMPTY_STEP},
+    {ErrorCode::kStepTooLarge, KVRT_ERR_STEP_TOO_LARGE},
+    {ErrorCode::kTruncateBeyondLength, KVRT_ERR_TRUNCATE_BEYOND_LENGTH},
+    {ErrorCode::kForkOntoItself, KVRT_ERR_FORK_ONTO_ITSELF},
+    {ErrorCode::kSlotRequest, KVRT_ERR_SLOT_REQUEST},
 };
 
 // Every C++ variant has a C code: adding a variant without one fails to compile here.

@@ -48,14 +48,17 @@ Result<void> DecoderKvCache::CheckBinding(const DecoderModel& model) const {
                 "decoder KV cache has " + Count(layers_.size()) + " layer caches, model has " +
                     Count(model_config.layers) + " blocks");
   }
+  // Step 6, for every slot: each layer holds exactly the slot's committed rows.
   for (size_t l = 0; l < layers_.size(); ++l) {
-    if (layers_[l].len() != len_) {
-      return Fail(ErrorCode::kLayerLengthInvariant,
-                  {{"layer", uint64_t{l}},
-                   {"expected", uint64_t{len_}},
-                   {"actual", uint64_t{layers_[l].len()}}},
-                  "layer cache " + Count(l) + " has length " + Count(layers_[l].len()) +
-                      ", expected " + Count(len_));
+    for (size_t s = 0; s < slots_.size(); ++s) {
+      const size_t expected = slots_[s].len, actual = layers_[l].slot_len(s);
+      if (actual != expected) {
+        return Fail(ErrorCode::kLayerLengthInvariant,
+                    {{"layer", uint64_t{l}}, {"expected", uint64_t{expected}},
+                     {"actual", uint64_t{actual}}},
+                    "layer cache " + Count(l) + " has length " + Count(actual) + ", expected " +
+                        Count(expected));
+      }
     }
   }
   for (size_t l = 0; l < layers_.size(); ++l) {

@@ -1,5 +1,6 @@
 #include "kvrt/kv_cache.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <new>
@@ -120,7 +121,7 @@ Result<LayerKvCache> LayerKvCache::Create(const DecoderModel& model, size_t laye
   std::optional<Buffer<std::byte>> keys = Buffer<std::byte>::Allocate(*bytes);
   std::optional<Buffer<std::byte>> values =
       keys ? Buffer<std::byte>::Allocate(*bytes) : std::nullopt;
-  if (!keys || !values || !TryReserve(cache.bindings_, 4)) {
+  if (!keys || !values || !TryReserve(cache.bindings_, 4) || !TryReserve(cache.lens_, batch_size)) {
     return Fail(ErrorCode::kAllocationFailed, {{"elements", uint64_t{*elements}}},
                 "could not allocate " + Count(*elements) + " KV cache elements");
   }
@@ -129,6 +130,7 @@ Result<LayerKvCache> LayerKvCache::Create(const DecoderModel& model, size_t laye
   cache.heads_ = heads;
   cache.head_width_ = hw;
   cache.capacity_ = capacity;
+  cache.lens_.assign(batch_size, 0);  // reserved: cannot allocate
   cache.precision_ = precision;
   cache.keys_ = std::move(*keys);
   cache.values_ = std::move(*values);
@@ -147,7 +149,7 @@ Result<LayerKvCache> LayerKvCache::Clone() const {
   LayerKvCache copy;
   std::optional<Buffer<std::byte>> keys = CopyBuffer(keys_);
   std::optional<Buffer<std::byte>> values = keys ? CopyBuffer(values_) : std::nullopt;
-  if (!keys || !values || !TryCopy(bindings_, copy.bindings_)) {
+  if (!keys || !values || !TryCopy(bindings_, copy.bindings_) || !TryCopy(lens_, copy.lens_)) {
     return Fail(ErrorCode::kAllocationFailed, {{"elements", uint64_t{element_count()}}},
                 "could not allocate a copy of the KV cache");
   }
@@ -156,7 +158,6 @@ Result<LayerKvCache> LayerKvCache::Clone() const {
   copy.heads_ = heads_;
   copy.head_width_ = head_width_;
   copy.capacity_ = capacity_;
-  copy.len_ = len_;
   copy.precision_ = precision_;
   copy.keys_ = std::move(*keys);
   copy.values_ = std::move(*values);
@@ -166,11 +167,17 @@ Result<LayerKvCache> LayerKvCache::Clone() const {
   return copy;
 }
 
+size_t LayerKvCache::len() const {
+  size_t longest = 0;
+  for (size_t len : lens_) longest = std::max(longest, len);
+  return longest;
+}
+
 std::vector<double> LayerKvCache::Storage(const Buffer<std::byte>& buffer, bool logical) const {
-  const size_t rows = logical ? len_ : capacity_;
   std::vector<double> out;
-  out.reserve(lanes() * rows * head_width_);
+  out.reserve(lanes() * (logical ? len() : capacity_) * head_width_);
   for (size_t lane = 0; lane < lanes(); ++lane) {
+    const size_t rows = logical ? lens_[lane / heads_] : capacity_;
     for (size_t i = 0; i < rows * head_width_; ++i) {
       const size_t element = lane * capacity_ * head_width_ + i;
       if (precision_ == Precision::kF64) {
@@ -191,7 +198,7 @@ std::vector<double> LayerKvCache::ValuesSnapshot() const { return Storage(values
 bool LayerKvCache::operator==(const LayerKvCache& other) const {
   return batch_size_ == other.batch_size_ && model_width_ == other.model_width_ &&
          heads_ == other.heads_ && head_width_ == other.head_width_ &&
-         capacity_ == other.capacity_ && len_ == other.len_ && precision_ == other.precision_ &&
+         capacity_ == other.capacity_ && lens_ == other.lens_ && precision_ == other.precision_ &&
          StorageEqual(keys_, other.keys_, precision_) &&
          StorageEqual(values_, other.values_, precision_) &&
          rope_feature_width_ == other.rope_feature_width_ &&
@@ -241,6 +248,13 @@ Result<DecoderKvCache> DecoderKvCache::Create(const DecoderModel& model, CacheOp
     }
     cache.layers_.push_back(std::move(*layer_cache));
   }
+  // After the layers, whose geometry checks come first (a batch too large for
+  // memory is a layer's ElementCountOverflow or AllocationFailed).
+  if (!TryReserve(cache.slots_, options.batch_size)) {
+    return Fail(ErrorCode::kAllocationFailed, {{"elements", uint64_t{options.batch_size}}},
+                "could not allocate " + Count(options.batch_size) + " sequence slots");
+  }
+  cache.slots_.resize(options.batch_size);  // reserved: cannot allocate
   return cache;
 }
 
@@ -256,8 +270,7 @@ DecoderKvCache& DecoderKvCache::operator=(DecoderKvCache&& other) noexcept {
     precision_ = other.precision_;
     bindings_ = std::move(other.bindings_);
     layers_ = std::move(other.layers_);
-    len_ = other.len_;
-    prefill_complete_ = other.prefill_complete_;
+    slots_ = std::move(other.slots_);
     work_ = other.work_;
     bound_.store(other.bound_.load(std::memory_order_acquire), std::memory_order_release);
   }
@@ -272,8 +285,10 @@ Result<DecoderKvCache> DecoderKvCache::Clone() const {
   copy.capacity_ = capacity_;
   copy.precision_ = precision_;
   if (!TryCopy(bindings_, copy.bindings_)) return Fail(ParameterAllocationFailed(bindings_.size()));
-  copy.len_ = len_;
-  copy.prefill_complete_ = prefill_complete_;
+  if (!TryCopy(slots_, copy.slots_)) {
+    return Fail(ErrorCode::kAllocationFailed, {{"elements", uint64_t{slots_.size()}}},
+                "could not allocate " + Count(slots_.size()) + " sequence slots");
+  }
   copy.work_ = work_;
   if (!TryReserve(copy.layers_, layers_.size())) return Fail(LayerAllocationFailed(layers_.size()));
   for (const LayerKvCache& layer : layers_) {
@@ -282,6 +297,19 @@ Result<DecoderKvCache> DecoderKvCache::Clone() const {
     copy.layers_.push_back(std::move(*layer_copy));
   }
   return copy;
+}
+
+size_t DecoderKvCache::len() const {
+  size_t longest = 0;
+  for (const SlotState& slot : slots_) longest = std::max(longest, slot.len);
+  return longest;
+}
+
+bool DecoderKvCache::prefill_complete() const {
+  for (const SlotState& slot : slots_) {
+    if (!slot.prefill_complete) return false;
+  }
+  return !slots_.empty();
 }
 
 size_t DecoderKvCache::storage_bytes() const {
@@ -294,8 +322,7 @@ size_t DecoderKvCache::storage_bytes() const {
 bool DecoderKvCache::operator==(const DecoderKvCache& other) const {
   return config_.SameAs(other.config_) && batch_size_ == other.batch_size_ &&
          capacity_ == other.capacity_ && precision_ == other.precision_ &&
-         layers_ == other.layers_ && len_ == other.len_ &&
-         prefill_complete_ == other.prefill_complete_ && work_ == other.work_ &&
+         layers_ == other.layers_ && slots_ == other.slots_ && work_ == other.work_ &&
          bindings_ == other.bindings_;
 }
 

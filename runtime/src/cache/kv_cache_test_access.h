@@ -17,7 +17,7 @@ struct KvCacheTestAccess {
   static std::vector<ParameterBinding>& bindings(DecoderKvCache& cache) { return cache.bindings_; }
   static std::vector<LayerKvCache>& layers(DecoderKvCache& cache) { return cache.layers_; }
   static KvWork& work(DecoderKvCache& cache) { return cache.work_; }
-  static size_t& layer_len(LayerKvCache& layer) { return layer.len_; }
+  static size_t& layer_len(LayerKvCache& layer) { return layer.lens_[0]; }  // slot 0
   static size_t& layer_batch(LayerKvCache& layer) { return layer.batch_size_; }
   static size_t& layer_capacity(LayerKvCache& layer) { return layer.capacity_; }
   static size_t& layer_model_width(LayerKvCache& layer) { return layer.model_width_; }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <memory>
 #include <new>
 #include <string>
@@ -102,7 +103,11 @@ DecoderKvSession::DecoderKvSession(DecoderKvCache& cache, const DecoderModel& mo
       options_(options),
       borrows_(std::move(borrows)),
       engine_(std::move(engine)),
-      logits_(std::move(logits)) {}
+      logits_(std::move(logits)),
+      runs_(cache.batch_size()),
+      run_phases_(cache.batch_size()),
+      pending_(cache.batch_size()),
+      in_step_(cache.batch_size()) {}
 
 DecoderKvSession::DecoderKvSession(DecoderKvSession&& other) noexcept
     : cache_(std::exchange(other.cache_, nullptr)),
@@ -110,7 +115,11 @@ DecoderKvSession::DecoderKvSession(DecoderKvSession&& other) noexcept
       options_(other.options_),
       borrows_(std::move(other.borrows_)),
       engine_(std::move(other.engine_)),
-      logits_(std::move(other.logits_)) {}
+      logits_(std::move(other.logits_)),
+      runs_(std::move(other.runs_)),
+      run_phases_(std::move(other.run_phases_)),
+      pending_(std::move(other.pending_)),
+      in_step_(std::move(other.in_step_)) {}
 
 DecoderKvSession& DecoderKvSession::operator=(DecoderKvSession&& other) noexcept {
   if (this != &other) {
@@ -121,6 +130,10 @@ DecoderKvSession& DecoderKvSession::operator=(DecoderKvSession&& other) noexcept
     borrows_ = std::move(other.borrows_);
     engine_ = std::move(other.engine_);
     logits_ = std::move(other.logits_);
+    runs_ = std::move(other.runs_);
+    run_phases_ = std::move(other.run_phases_);
+    pending_ = std::move(other.pending_);
+    in_step_ = std::move(other.in_step_);
   }
   return *this;
 }
@@ -137,6 +150,9 @@ Result<StepOutput> DecoderKvSession::Decode(uint32_t token) {
   return DecodeBatch(std::span<const uint32_t>(&token, 1));
 }
 
+size_t DecoderKvSession::max_rows_per_step() const { return engine_->max_rows_per_step(); }
+size_t DecoderKvSession::max_rows_per_run() const { return engine_->max_rows_per_run(); }
+
 Result<StepOutput> DecoderKvSession::PrefillBatch(std::span<const uint32_t> prompts) try {
   DecoderKvCache& cache = *cache_;
   const size_t batch = cache.batch_size_;
@@ -149,10 +165,12 @@ Result<StepOutput> DecoderKvSession::PrefillBatch(std::span<const uint32_t> prom
                 "cached prefill of " + Count(prompts.size()) + " tokens cannot be split into " +
                     Count(batch) + " equal prompts");
   }
-  if (cache.len_ != 0 || cache.prefill_complete_) {
-    return Fail(
-        ErrorCode::kPrefillRequiresEmpty, {{"len", uint64_t{cache.len_}}},
-        "cached prefill requires empty state, but the cache length is " + Count(cache.len_));
+  for (const DecoderKvCache::SlotState& slot : cache.slots_) {
+    if (slot.len != 0 || slot.prefill_complete) {
+      return Fail(
+          ErrorCode::kPrefillRequiresEmpty, {{"len", uint64_t{cache.len()}}},
+          "cached prefill requires empty state, but the cache length is " + Count(cache.len()));
+    }
   }
   const size_t rows = prompts.size() / batch;
   if (rows > cache.capacity_) {
@@ -177,34 +195,42 @@ Result<StepOutput> DecoderKvSession::PrefillBatch(std::span<const uint32_t> prom
 }
 
 Result<StepOutput> DecoderKvSession::PrefillRows(std::span<const uint32_t> prompts, size_t rows) {
-  // The engine takes at most max_rows_per_step rows at once (the reference
-  // engine: 1; the fast engine: its bounded workspace, EngineOptions::
-  // max_rows_per_step). Every chunk forwards on top of the rows of the chunks
-  // before it, which the engine has written past the committed length where no
-  // reader of the cache looks; the length and the counters advance once, after
-  // the last chunk. A failure in any chunk leaves the cache empty as it was
-  // (stale rows past the length stay, as after any failed step).
-  // rows >= 1 (validated); no placeholder result, which would allocate.
-  const size_t chunk = std::max<size_t>(1, engine_->max_rows_per_step());
-  KvWork work = cache_->work_;
-  uint64_t last_row_scores = 0;
+  // Every sequence's prompt goes in chunks of `chunk` rows, all sequences in one
+  // engine step per chunk (the engine takes at least one row per slot). Every
+  // chunk forwards on top of the rows of the chunks before it, which the step
+  // placed past the committed length where no reader of the cache looks; the
+  // lengths and the counters advance once, after the last chunk. A failure in
+  // any chunk leaves the cache empty as it was (stale rows past the length stay,
+  // as after any failed step). rows >= 1 (validated).
+  const size_t batch = cache_->batch_size_;
+  const size_t chunk = std::max<size_t>(
+      1, std::min(engine_->max_rows_per_run(), engine_->max_rows_per_step() / batch));
+  BeginPending();
   for (size_t first = 0; first < rows; first += chunk) {
     const size_t count = std::min(chunk, rows - first);
-    Result<void> prepared =
-        PrepareRows(prompts.subspan(first), rows, first, count, Phase::kPrefill, work, last_row_scores);
-    if (!prepared) return Fail(std::move(prepared.error()));
+    for (size_t b = 0; b < batch; ++b) {
+      runs_[b].slot = b;
+      runs_[b].start = first;
+      runs_[b].count = count;
+      runs_[b].tokens = prompts.data() + b * rows + first;
+      run_phases_[b] = RunPhase::kPrefill;
+    }
+    Result<void> forwarded = ForwardRuns(batch);
+    if (!forwarded) return Fail(std::move(forwarded.error()));
   }
-  StepOutput output = CommitRows(rows, work, last_row_scores);
-  cache_->prefill_complete_ = true;
-  return output;
+  CommitPending();
+  for (DecoderKvCache::SlotState& slot : cache_->slots_) slot.prefill_complete = true;
+  return BatchOutput();
 }
 
 Result<StepOutput> DecoderKvSession::DecodeBatch(std::span<const uint32_t> tokens) try {
   DecoderKvCache& cache = *cache_;
   const size_t vocabulary = cache.config_.vocabulary_size;
-  if (!cache.prefill_complete_ || cache.len_ == 0) {
-    return Fail(ErrorCode::kDecodeRequiresPrefill, {},
-                "cached decode requires one completed nonempty prompt prefill");
+  for (const DecoderKvCache::SlotState& slot : cache.slots_) {
+    if (!slot.prefill_complete || slot.len == 0) {
+      return Fail(ErrorCode::kDecodeRequiresPrefill, {},
+                  "cached decode requires one completed nonempty prompt prefill");
+    }
   }
   if (tokens.size() != cache.batch_size_) {
     return Fail(ErrorCode::kBatchShapeMismatch,
@@ -220,37 +246,172 @@ Result<StepOutput> DecoderKvSession::DecodeBatch(std::span<const uint32_t> token
                       Count(vocabulary));
     }
   }
-  if (cache.len_ == cache.capacity_) {
-    return Fail(ErrorCode::kFull, {{"capacity", uint64_t{cache.capacity_}}},
-                "decoder KV cache is full at capacity " + Count(cache.capacity_));
+  for (const DecoderKvCache::SlotState& slot : cache.slots_) {
+    if (slot.len == cache.capacity_) {
+      return Fail(ErrorCode::kFull, {{"capacity", uint64_t{cache.capacity_}}},
+                  "decoder KV cache is full at capacity " + Count(cache.capacity_));
+    }
   }
-  KvWork work = cache.work_;
-  uint64_t last_row_scores = 0;
-  Result<void> prepared =
-      PrepareRows(tokens, 1, cache.len_, 1, Phase::kDecode, work, last_row_scores);
-  if (!prepared) return Fail(std::move(prepared.error()));
-  return CommitRows(1, work, last_row_scores);
+  BeginPending();
+  for (size_t b = 0; b < cache.batch_size_; ++b) {
+    runs_[b].slot = b;
+    runs_[b].start = cache.slots_[b].len;
+    runs_[b].count = 1;
+    runs_[b].tokens = tokens.data() + b;
+    run_phases_[b] = RunPhase::kDecode;
+  }
+  Result<void> forwarded = ForwardRuns(cache.batch_size_);
+  if (!forwarded) return Fail(std::move(forwarded.error()));
+  CommitPending();
+  return BatchOutput();
 } catch (const std::bad_alloc&) {
   return Fail(StepAllocationFailed());  // Step commits only after its last check
 }
 
-Result<void> DecoderKvSession::PrepareRows(std::span<const uint32_t> tokens, size_t token_stride,
-                                           size_t start, size_t rows, Phase phase, KvWork& work,
-                                           uint64_t& last_row_scores) {
+namespace {
+
+Error InSlot(Error inner, size_t slot) {
+  std::string message = "slot " + std::to_string(slot) + ": " + inner.message();
+  return std::move(inner).Wrap(ErrorCode::kSlotRequest, {{"slot", uint64_t{slot}}},
+                               std::move(message));
+}
+
+}  // namespace
+
+Result<void> DecoderKvSession::CheckSlot(size_t slot) const {
+  if (slot < cache_->slots_.size()) return {};
+  return Fail(ErrorCode::kSlotOutOfRange,
+              {{"slot", uint64_t{slot}}, {"slots", uint64_t{cache_->slots_.size()}}},
+              "slot " + Count(slot) + " is out of range for a cache of " +
+                  Count(cache_->slots_.size()) + " slots");
+}
+
+Result<SlotStepOutput> DecoderKvSession::Step(std::span<const SlotRun> runs) try {
+  DecoderKvCache& cache = *cache_;
+  const size_t vocabulary = cache.config_.vocabulary_size;
+  if (runs.empty()) return Fail(ErrorCode::kEmptyStep, {}, "a step needs at least one slot run");
+  std::fill(in_step_.begin(), in_step_.end(), uint8_t{0});
+  size_t rows = 0, longest = 0;
+  for (const SlotRun& run : runs) {
+    if (Result<void> in_range = CheckSlot(run.slot); !in_range) return Fail(std::move(in_range.error()));
+    if (in_step_[run.slot] != 0) {
+      return Fail(ErrorCode::kDuplicateSlot, {{"slot", uint64_t{run.slot}}},
+                  "slot " + Count(run.slot) + " appears twice in one step");
+    }
+    in_step_[run.slot] = 1;
+    const DecoderKvCache::SlotState& slot = cache.slots_[run.slot];
+    const size_t n = run.tokens.size();
+    if (run.phase == RunPhase::kPrefill) {
+      if (n == 0) {
+        return Fail(InSlot(Error(ErrorCode::kEmptyPrompt, {}, "cached prefill needs a nonempty prompt"),
+                           run.slot));
+      }
+      if (slot.prefill_complete) {
+        return Fail(InSlot(Error(ErrorCode::kPrefillRequiresEmpty, {{"len", uint64_t{slot.len}}},
+                                 "cached prefill requires empty state, but the slot length is " +
+                                     Count(slot.len)),
+                           run.slot));
+      }
+      if (n > cache.capacity_ - slot.len) {
+        return Fail(InSlot(Error(ErrorCode::kPromptTooLong,
+                                 {{"tokens", uint64_t{slot.len + n}},
+                                  {"capacity", uint64_t{cache.capacity_}}},
+                                 "cached prefill has " + Count(slot.len + n) +
+                                     " prompt tokens, exceeding capacity " + Count(cache.capacity_)),
+                           run.slot));
+      }
+      for (size_t i = 0; i < n; ++i) {
+        if (run.tokens[i] >= vocabulary) {
+          const size_t position = slot.len + i;
+          return Fail(InSlot(Error(ErrorCode::kPromptTokenOutOfBounds,
+                                   {{"position", uint64_t{position}},
+                                    {"token_id", uint64_t{run.tokens[i]}},
+                                    {"vocabulary_size", uint64_t{vocabulary}}},
+                                   "cached prefill token " + Count(run.tokens[i]) + " at position " +
+                                       Count(position) + " is out of bounds for vocabulary " +
+                                       Count(vocabulary)),
+                             run.slot));
+        }
+      }
+    } else {
+      if (n != 1) {
+        return Fail(InSlot(Error(ErrorCode::kBatchShapeMismatch,
+                                 {{"batch_size", uint64_t{1}}, {"tokens", uint64_t{n}}},
+                                 "a decode run takes one token, got " + Count(n)),
+                           run.slot));
+      }
+      if (!slot.prefill_complete || slot.len == 0) {
+        return Fail(InSlot(Error(ErrorCode::kDecodeRequiresPrefill, {},
+                                 "cached decode requires one completed nonempty prompt prefill"),
+                           run.slot));
+      }
+      if (run.tokens[0] >= vocabulary) {
+        return Fail(InSlot(Error(ErrorCode::kDecodeTokenOutOfBounds,
+                                 {{"token_id", uint64_t{run.tokens[0]}},
+                                  {"vocabulary_size", uint64_t{vocabulary}}},
+                                 "cached decode token " + Count(run.tokens[0]) +
+                                     " is out of bounds for vocabulary " + Count(vocabulary)),
+                           run.slot));
+      }
+      if (slot.len == cache.capacity_) {
+        return Fail(InSlot(Error(ErrorCode::kFull, {{"capacity", uint64_t{cache.capacity_}}},
+                                 "decoder KV cache is full at capacity " + Count(cache.capacity_)),
+                           run.slot));
+      }
+    }
+    rows += n;  // each n <= capacity, at most `slots` runs: no overflow
+    longest = std::max(longest, n);
+  }
+  // The engine's limits, once every run is known to be valid.
+  if (longest > engine_->max_rows_per_run() || rows > engine_->max_rows_per_step()) {
+    const bool run_limit = longest > engine_->max_rows_per_run();
+    const size_t limit = run_limit ? engine_->max_rows_per_run() : engine_->max_rows_per_step();
+    const size_t too_many = run_limit ? longest : rows;
+    return Fail(ErrorCode::kStepTooLarge,
+                {{"rows", uint64_t{too_many}}, {"max_rows", uint64_t{limit}}},
+                "a step of " + Count(too_many) + (run_limit ? " rows in one run" : " rows") +
+                    " exceeds the engine's limit of " + Count(limit));
+  }
+  BeginPending();
+  for (size_t r = 0; r < runs.size(); ++r) {
+    runs_[r].slot = runs[r].slot;
+    runs_[r].start = cache.slots_[runs[r].slot].len;
+    runs_[r].count = runs[r].tokens.size();
+    runs_[r].tokens = runs[r].tokens.data();
+    run_phases_[r] = runs[r].phase;
+  }
+  Result<void> forwarded = ForwardRuns(runs.size());
+  if (!forwarded) return Fail(std::move(forwarded.error()));
+  CommitPending();
+  for (const SlotRun& run : runs) {
+    if (run.phase == RunPhase::kPrefill && run.completes_prompt) {
+      cache.slots_[run.slot].prefill_complete = true;
+    }
+  }
+  SlotStepOutput output;
+  output.logits = std::span<const double>(logits_.data(), runs.size() * vocabulary);
+  output.runs = runs.size();
+  return output;
+} catch (const std::bad_alloc&) {
+  return Fail(StepAllocationFailed());  // only error messages allocate; nothing changed
+}
+
+void DecoderKvSession::BeginPending() {
+  for (size_t s = 0; s < pending_.size(); ++s) pending_[s] = {0, cache_->slots_[s].work, 0};
+  pending_total_ = cache_->work_;
+}
+
+Result<void> DecoderKvSession::ForwardRuns(size_t run_count) {
   DecoderKvCache& cache = *cache_;
   const ModelConfig& config = cache.config_;
-  const size_t batch = cache.batch_size_;
-  const size_t committed = cache.len_;
   std::span<LayerKvCache> layers(cache.layers_);
-
-  // Phase 1: prepare every block; nothing the cache exposes changes.
+  const std::span<const detail::EngineRun> runs(runs_.data(), run_count);
   detail::EngineStep step;
-  step.tokens = tokens.data();
-  step.token_stride = token_stride;
-  step.batch = batch;
-  step.rows = rows;
-  step.start = start;
-  std::span<double> logits(logits_.data(), batch * config.vocabulary_size);
+  step.runs = runs;
+  for (const detail::EngineRun& run : runs) step.rows += run.count;
+
+  // Phase 1: prepare every block for all rows; nothing the cache exposes changes.
+  std::span<double> logits(logits_.data(), cache.batch_size_ * config.vocabulary_size);
   if (Result<void> prepared = engine_->Prepare(step, layers, logits); !prepared) {
     return Fail(std::move(prepared.error()));
   }
@@ -258,61 +419,83 @@ Result<void> DecoderKvSession::PrepareRows(std::span<const uint32_t> tokens, siz
   // Phase 2: side-effect-free checks. The engine must have left every layer where
   // it was, and the counters must not overflow.
   for (size_t l = 0; l < layers.size(); ++l) {
-    if (layers[l].len() != committed) {
-      return Fail(ErrorCode::kPreparedCacheChanged, {{"layer", uint64_t{l}}},
-                  "layer cache " + Count(l) + " changed while a token step was prepared");
+    for (size_t s = 0; s < cache.slots_.size(); ++s) {
+      if (layers[l].slot_len(s) != cache.slots_[s].len) {
+        return Fail(ErrorCode::kPreparedCacheChanged, {{"layer", uint64_t{l}}},
+                    "layer cache " + Count(l) + " changed while a token step was prepared");
+      }
     }
   }
-  size_t next_len = 0;
-  if (__builtin_add_overflow(start, rows, &next_len)) return Fail(WorkOverflow("TokenForwards"));
   uint64_t qkv_per_token = 0;
   if (__builtin_mul_overflow(uint64_t{3}, uint64_t{config.layers}, &qkv_per_token)) {
     return Fail(WorkOverflow("QkvProjectionRows"));
   }
-  KvWork next = work;
-  uint64_t row_scores = 0;
-  for (size_t r = 0; r < rows; ++r) {
-    // Every row counts as the serial reference would count it.
-    const bool scores_ok = !__builtin_mul_overflow(uint64_t{config.layers} * batch * config.heads,
-                                                   uint64_t{start + r + 1}, &row_scores);
-    if (!CheckedIncrement(next.token_forwards, batch)) return Fail(WorkOverflow("TokenForwards"));
-    if (!CheckedIncrement(next.prefill_tokens, phase == Phase::kPrefill ? batch : 0)) {
-      return Fail(WorkOverflow("PrefillTokens"));
+  KvWork total = pending_total_;
+  for (size_t r = 0; r < run_count; ++r) {
+    const detail::EngineRun& run = runs[r];
+    const bool prefill = run_phases_[r] == RunPhase::kPrefill;
+    KvWork slot = pending_[run.slot].work;
+    size_t end = 0;
+    if (__builtin_add_overflow(run.start, run.count, &end)) return Fail(WorkOverflow("TokenForwards"));
+    uint64_t row_scores = 0;
+    for (size_t i = 0; i < run.count; ++i) {
+      // Every row counts as the serial reference would count it.
+      const bool scores_ok = !__builtin_mul_overflow(uint64_t{config.layers} * config.heads,
+                                                     uint64_t{run.start + i + 1}, &row_scores);
+      for (KvWork* work : {&total, &slot}) {
+        if (!CheckedIncrement(work->token_forwards, 1)) return Fail(WorkOverflow("TokenForwards"));
+        if (!CheckedIncrement(work->prefill_tokens, prefill ? 1 : 0)) {
+          return Fail(WorkOverflow("PrefillTokens"));
+        }
+        if (!CheckedIncrement(work->decode_tokens, prefill ? 0 : 1)) {
+          return Fail(WorkOverflow("DecodeTokens"));
+        }
+        if (!CheckedIncrement(work->cache_appends, config.layers)) {
+          return Fail(WorkOverflow("CacheAppends"));
+        }
+        if (!CheckedIncrement(work->qkv_projection_rows, qkv_per_token)) {
+          return Fail(WorkOverflow("QkvProjectionRows"));
+        }
+        if (!scores_ok || !CheckedIncrement(work->attention_score_values, row_scores)) {
+          return Fail(WorkOverflow("AttentionScoreValues"));
+        }
+      }
     }
-    if (!CheckedIncrement(next.decode_tokens, phase == Phase::kDecode ? batch : 0)) {
-      return Fail(WorkOverflow("DecodeTokens"));
-    }
-    if (!CheckedIncrement(next.cache_appends, uint64_t{config.layers} * batch)) {
-      return Fail(WorkOverflow("CacheAppends"));
-    }
-    if (!CheckedIncrement(next.qkv_projection_rows, qkv_per_token * batch)) {
-      return Fail(WorkOverflow("QkvProjectionRows"));
-    }
-    if (!scores_ok || !CheckedIncrement(next.attention_score_values, row_scores)) {
-      return Fail(WorkOverflow("AttentionScoreValues"));
-    }
+    pending_[run.slot].work = slot;  // stays pending: only CommitPending publishes it
+    pending_[run.slot].last_row_scores = row_scores;
   }
 
-  // The rows go to their slots past the committed length (a staged decode row is
-  // copied; a multi-row step is already there). They stay invisible: the length
-  // is unchanged until CommitRows, and a later chunk reads them from the slots.
+  // The rows go to their slots past the committed lengths. They stay invisible:
+  // the lengths are unchanged until CommitPending, and a later chunk of the same
+  // prompt reads them from the slots.
   engine_->Commit(step, layers);
-  work = next;
-  last_row_scores = row_scores;
+  for (const detail::EngineRun& run : runs) pending_[run.slot].rows += run.count;
+  pending_total_ = total;
   return {};
 }
 
-StepOutput DecoderKvSession::CommitRows(size_t rows, const KvWork& work, uint64_t last_row_scores) {
+void DecoderKvSession::CommitPending() {
   DecoderKvCache& cache = *cache_;
-  const size_t next_len = cache.len_ + rows;  // checked by PrepareRows
-  for (LayerKvCache& layer : cache.layers_) layer.len_ = next_len;
-  cache.len_ = next_len;
-  cache.work_ = work;
+  for (size_t s = 0; s < pending_.size(); ++s) {
+    const Pending& pending = pending_[s];
+    DecoderKvCache::SlotState& slot = cache.slots_[s];
+    if (pending.rows != 0) {
+      slot.len += pending.rows;  // checked by ForwardRuns
+      for (LayerKvCache& layer : cache.layers_) layer.lens_[s] = slot.len;
+    }
+    slot.work = pending.work;
+  }
+  cache.work_ = pending_total_;
+}
+
+StepOutput DecoderKvSession::BatchOutput() const {
+  const DecoderKvCache& cache = *cache_;
   StepOutput output;
-  output.logits = std::span<double>(logits_.data(), cache.batch_size_ * cache.config_.vocabulary_size);
-  output.position = next_len - 1;
-  output.cache_len = next_len;
-  output.attention_score_values = last_row_scores;
+  output.logits = std::span<const double>(logits_.data(),
+                                          cache.batch_size_ * cache.config_.vocabulary_size);
+  output.cache_len = cache.len();
+  output.position = output.cache_len - 1;
+  for (const Pending& pending : pending_) output.attention_score_values += pending.last_row_scores;
   return output;
 }
 
@@ -320,12 +503,78 @@ void DecoderKvSession::Reset() { ResetState(); }
 
 void DecoderKvSession::ResetState() {
   DecoderKvCache& cache = *cache_;
-  for (LayerKvCache& layer : cache.layers_) layer.len_ = 0;
-  cache.len_ = 0;
-  cache.prefill_complete_ = false;
+  for (size_t s = 0; s < cache.slots_.size(); ++s) ClearSlot(s);
   cache.work_ = KvWork{};
 }
 
+void DecoderKvSession::ClearSlot(size_t slot) {
+  DecoderKvCache& cache = *cache_;
+  for (LayerKvCache& layer : cache.layers_) layer.lens_[slot] = 0;
+  cache.slots_[slot] = {};
+}
+
+namespace {
+
+// The total loses what one slot had counted (the total is the sum over slots).
+void Subtract(KvWork& total, const KvWork& part) {
+  total.token_forwards -= part.token_forwards;
+  total.prefill_tokens -= part.prefill_tokens;
+  total.decode_tokens -= part.decode_tokens;
+  total.cache_appends -= part.cache_appends;
+  total.qkv_projection_rows -= part.qkv_projection_rows;
+  total.attention_score_values -= part.attention_score_values;
+}
+
+}  // namespace
+
+Result<void> DecoderKvSession::ResetSlot(size_t slot) {
+  if (Result<void> in_range = CheckSlot(slot); !in_range) return in_range;
+  Subtract(cache_->work_, cache_->slots_[slot].work);
+  ClearSlot(slot);
+  return {};
+}
+
+Result<void> DecoderKvSession::TruncateSlot(size_t slot, size_t len) {
+  if (Result<void> in_range = CheckSlot(slot); !in_range) return in_range;
+  DecoderKvCache::SlotState& state = cache_->slots_[slot];
+  if (len > state.len) {
+    return Fail(ErrorCode::kTruncateBeyondLength,
+                {{"slot", uint64_t{slot}}, {"len", uint64_t{len}}, {"slot_len", uint64_t{state.len}}},
+                "cannot truncate slot " + Count(slot) + " of length " + Count(state.len) +
+                    " to length " + Count(len));
+  }
+  if (len == 0) return ResetSlot(slot);
+  state.len = len;
+  for (LayerKvCache& layer : cache_->layers_) layer.lens_[slot] = len;
+  return {};
+}
+
+Result<void> DecoderKvSession::ForkSlot(size_t source, size_t destination) {
+  if (Result<void> in_range = CheckSlot(source); !in_range) return in_range;
+  if (Result<void> in_range = CheckSlot(destination); !in_range) return in_range;
+  if (source == destination) {
+    return Fail(ErrorCode::kForkOntoItself, {{"slot", uint64_t{source}}},
+                "cannot fork slot " + Count(source) + " onto itself");
+  }
+  DecoderKvCache& cache = *cache_;
+  const size_t len = cache.slots_[source].len;
+  for (LayerKvCache& layer : cache.layers_) {
+    const size_t element = cache.precision_ == Precision::kF64 ? sizeof(double) : sizeof(float);
+    const size_t lane_bytes = layer.capacity() * layer.head_width() * element;
+    const size_t row_bytes = len * layer.head_width() * element;
+    for (size_t h = 0; h < layer.heads(); ++h) {
+      const size_t from = (source * layer.heads() + h) * lane_bytes;
+      const size_t to = (destination * layer.heads() + h) * lane_bytes;
+      if (row_bytes == 0) continue;
+      std::memcpy(layer.keys_.data() + to, layer.keys_.data() + from, row_bytes);
+      std::memcpy(layer.values_.data() + to, layer.values_.data() + from, row_bytes);
+    }
+    layer.lens_[destination] = len;
+  }
+  Subtract(cache.work_, cache.slots_[destination].work);
+  cache.slots_[destination] = {len, cache.slots_[source].prefill_complete, KvWork{}};
+  return {};
+}
 Result<Session> Session::Open(const DecoderModel& model, SessionOptions options) try {
   CacheOptions cache_options;
   cache_options.batch_size = options.batch_size;

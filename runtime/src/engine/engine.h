@@ -29,33 +29,44 @@ struct KvStorageAccess {
   }
 };
 
+// One slot's new rows in a step: tokens[0, count) at positions [start, start +
+// count). Rows [0, start) of the slot's lanes are already in the cache storage
+// (committed, or placed by an earlier chunk of the same prefill).
+struct EngineRun {
+  size_t slot = 0;
+  size_t start = 0;
+  size_t count = 1;
+  const uint32_t* tokens = nullptr;
+};
+
+// A step: runs over distinct slots, in the order their logits are written. Row
+// i of the step is row i − first_row(run) of the run that holds it; runs are
+// laid out back to back (Σ count = rows).
 struct EngineStep {
-  const uint32_t* tokens = nullptr;  // token of row r of sequence b: tokens[b·token_stride + r]
-  size_t token_stride = 0;
-  size_t batch = 1;
-  size_t rows = 1;   // new rows per sequence
-  size_t start = 0;  // committed rows = position of the first new row
+  std::span<const EngineRun> runs;
+  size_t rows = 0;
 };
 
 class Engine {
  public:
   virtual ~Engine() = default;
 
-  // Most rows per sequence one Prepare accepts; the session splits longer prompts
-  // into steps of at most this many rows (the reference engine: 1, the serial
-  // rows of spec/kv-cache.md §3.5).
+  // Most rows (over all runs) one Prepare accepts, and most rows of one run. The
+  // session splits a longer prompt into steps within these limits (the reference
+  // engine: one row per slot, the serial rows of spec/kv-cache.md §3.5; the fast
+  // engine: its bounded workspace, never fewer rows than slots).
   virtual size_t max_rows_per_step() const = 0;
+  virtual size_t max_rows_per_run() const = 0;
 
-  // Phase 1: forwards the step's rows of every sequence on top of rows [0, start)
-  // of every layer. The new K/V rows of a one-row step go to the engine's staging
-  // buffers; those of a multi-row step into the layers' storage past `start`, where
-  // no committed reader looks. Writes the last new row's logits of every sequence
-  // to `logits` ([batch, V]). Never changes a layer's logical length.
+  // Phase 1: forwards every run's rows on top of rows [0, start) of its slot's
+  // lanes in every layer. The new K/V rows go to the engine's staging buffers:
+  // Prepare writes nothing into the layers' storage and never changes a length.
+  // Writes the last row's logits of run r to logits[r·V, (r + 1)·V).
   virtual Result<void> Prepare(const EngineStep& step, std::span<LayerKvCache> layers,
                                std::span<double> logits) = 0;
 
-  // Phase 3: makes the prepared rows physical at slots [start, start + rows)
-  // (copies staged rows; multi-row steps are already in place). Cannot fail.
+  // Phase 3: copies the prepared rows into slots [start, start + count) of every
+  // run's lanes. Cannot fail.
   virtual void Commit(const EngineStep& step, std::span<LayerKvCache> layers) = 0;
 };
 

@@ -1,8 +1,10 @@
 #include "kvrt/generation.h"
 
+#include <algorithm>
 #include <new>
 #include <string>
 
+#include "generate/generation_cursor.h"
 #include "generate/generation_loop.h"
 #include "model/model_internals.h"
 #include "kvrt/kv_cache.h"
@@ -138,60 +140,88 @@ Error WorkOverflow(const char* counter) {
 
 }  // namespace
 
+Result<void> ValidateCachedRequest(const ModelConfig& config, std::span<const uint32_t> prompt,
+                                   const GenerationConfig& request) {
+  return ValidateRequest(config, prompt, request, true);
+}
+
+Result<GenerationCursor> GenerationCursor::Create(const ModelConfig& config,
+                                                  const GenerationConfig& request,
+                                                  std::span<const uint32_t> prompt) {
+  Result<Sampler> sampler = Sampler::Create(config.vocabulary_size);
+  if (!sampler) return Fail(std::move(sampler.error()));
+  GenerationCursor cursor(config, request, std::move(*sampler));
+  // Buffers sized for the whole run up front: the loop itself allocates nothing.
+  const size_t planned =
+      std::min(request.max_new_tokens, config.max_positions - prompt.size() + 1);
+  cursor.result_.prompt.assign(prompt.begin(), prompt.end());
+  cursor.result_.work.layer_cache_count = config.layers;
+  cursor.result_.generated.reserve(planned);
+  cursor.result_.steps.reserve(planned);
+  cursor.prefix_.assign(prompt.begin(), prompt.end());
+  cursor.prefix_.reserve(prompt.size() + planned);
+  return cursor;
+}
+
+Result<bool> GenerationCursor::Advance(std::span<const double> logits, SplitMix64& rng,
+                                       const TokenCallback& on_token) {
+  const size_t vocabulary = config_.vocabulary_size, capacity = config_.max_positions;
+  const uint64_t lanes = uint64_t{config_.layers} * config_.heads;
+  uint64_t& complete_scores = result_.work.complete_prefix_attention_score_values;
+  const uint64_t length = prefix_.size();
+  uint64_t prefix_scores = 0;
+  if (__builtin_mul_overflow(lanes, length * length, &prefix_scores) ||
+      __builtin_add_overflow(complete_scores, prefix_scores, &complete_scores)) {
+    return Fail(WorkOverflow("CompletePrefixAttentionScoreValues"));
+  }
+  if (logits.size() != vocabulary) {
+    return Fail(ErrorCode::kLogitCountMismatch,
+                {{"expected", uint64_t{vocabulary}}, {"actual", uint64_t{logits.size()}}},
+                "model returned " + Count(logits.size()) + " logits, expected " + Count(vocabulary));
+  }
+  Result<TokenSelection> selection = sampler_.Sample(logits, request_.mode, rng);
+  if (!selection) return Fail(std::move(selection.error()).Wrap(ErrorCode::kSampling));
+  const uint32_t token = selection->token_id;
+  result_.generated.push_back(token);
+  result_.steps.push_back({prefix_.size(), token, selection->unit_draw, selection->interval_start,
+                           selection->interval_end});
+  prefix_.push_back(token);
+  if (on_token) on_token(token);
+  if (request_.eos_token && token == *request_.eos_token) {
+    result_.stop = GenerationStop::kEos;
+    return false;
+  }
+  if (result_.generated.size() == request_.max_new_tokens) {
+    result_.stop = GenerationStop::kTokenLimit;
+    return false;
+  }
+  if (prefix_.size() > capacity) {
+    result_.stop = GenerationStop::kContextLimit;
+    return false;
+  }
+  return true;
+}
+
 Result<void> RunGenerationLoop(const ModelConfig& config, const GenerationConfig& request,
                                SplitMix64& rng, LogitSource& source, const TokenCallback& on_token,
                                GenerationResult& result) {
-  const size_t vocabulary = config.vocabulary_size, capacity = config.max_positions;
-  Result<Sampler> sampler = Sampler::Create(vocabulary);
-  if (!sampler) return Fail(std::move(sampler.error()));
-  // Buffers sized for the whole run up front: the loop itself allocates nothing.
-  const size_t planned = std::min(request.max_new_tokens, capacity - result.prompt.size() + 1);
-  result.generated.reserve(planned);
-  result.steps.reserve(planned);
-  std::vector<uint32_t> prefix = result.prompt;
-  prefix.reserve(result.prompt.size() + planned);
-
+  Result<GenerationCursor> cursor = GenerationCursor::Create(config, request, result.prompt);
+  if (!cursor) return Fail(std::move(cursor.error()));
   Result<std::span<const double>> logits = source.First(result.prompt);
-  uint64_t complete_scores = 0;
-  const uint64_t lanes = uint64_t{config.layers} * config.heads;
   for (;;) {
     if (!logits) return Fail(std::move(logits.error()));
-    const uint64_t length = prefix.size();
-    uint64_t prefix_scores = 0;
-    if (__builtin_mul_overflow(lanes, length * length, &prefix_scores) ||
-        __builtin_add_overflow(complete_scores, prefix_scores, &complete_scores)) {
-      return Fail(WorkOverflow("CompletePrefixAttentionScoreValues"));
-    }
-    if (logits->size() != vocabulary) {
-      return Fail(
-          ErrorCode::kLogitCountMismatch,
-          {{"expected", uint64_t{vocabulary}}, {"actual", uint64_t{logits->size()}}},
-          "model returned " + Count(logits->size()) + " logits, expected " + Count(vocabulary));
-    }
-    Result<TokenSelection> selection = sampler->Sample(*logits, request.mode, rng);
-    if (!selection) return Fail(std::move(selection.error()).Wrap(ErrorCode::kSampling));
-    const uint32_t token = selection->token_id;
-    result.generated.push_back(token);
-    result.steps.push_back({prefix.size(), token, selection->unit_draw, selection->interval_start,
-                            selection->interval_end});
-    prefix.push_back(token);
-    if (on_token) on_token(token);
-    if (request.eos_token && token == *request.eos_token) {
-      result.stop = GenerationStop::kEos;
-      break;
-    }
-    if (result.generated.size() == request.max_new_tokens) {
-      result.stop = GenerationStop::kTokenLimit;
-      break;
-    }
-    if (prefix.size() > capacity) {
-      result.stop = GenerationStop::kContextLimit;
-      break;
-    }
-    logits = source.Next(prefix, token);
+    Result<bool> more = cursor->Advance(*logits, rng, on_token);
+    if (!more) return Fail(std::move(more.error()));
+    if (!*more) break;
+    logits = source.Next(cursor->prefix(), cursor->token());
   }
+  GenerationResult& run = cursor->result();
+  result.generated = std::move(run.generated);
+  result.steps = std::move(run.steps);
+  result.stop = run.stop;
   result.model_calls = source.calls();
-  result.work.complete_prefix_attention_score_values = complete_scores;
+  result.work.complete_prefix_attention_score_values =
+      run.work.complete_prefix_attention_score_values;
   return {};
 }
 

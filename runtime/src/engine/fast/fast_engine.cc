@@ -1,15 +1,17 @@
 // The fast engine: Highway kernels and a thread pool, in f32 or f64.
 //
-// A step forwards all of its rows through each block at once (matrix–matrix
-// products for a prefill, matrix–vector products for a decode), attention runs in
-// parallel over (sequence, head) lanes and query tiles, and only the last row of
-// every sequence is projected to the vocabulary. New K/V rows of a one-row step
-// (decode) wait in staging buffers until the commit; the rows of a multi-row step
-// (prefill) are written into the cache slots past the logical length, where no
-// committed reader looks, and become visible only when the session commits.
-// Every buffer is allocated at bind; a step allocates nothing. The workspace is
-// sized by the most rows one step forwards (EngineOptions::max_rows_per_step),
-// not by the cache's capacity: the session prefills a longer prompt in chunks.
+// A step forwards the rows of all its runs (prefill chunks and decode tokens of
+// any slots, mixed) through each block at once: one matrix product per weight
+// matrix for all rows, so the weights are read once per step, and every output
+// row of a product is the same bits as a matrix-vector product of that row.
+// Attention runs in parallel over (row, query head): every row attends over its
+// own slot's prefix with AttendPrefix, whose reduction order depends only on that
+// prefix, so a sequence's logits are the same bits alone or beside others, in any
+// slot, with any thread count, and prefilled in one step, in chunks or row by
+// row. Only the last row of every run is projected to the vocabulary. New K/V
+// rows wait in staging buffers until the commit: a failed step writes nothing
+// into the cache. Every buffer is allocated at bind and bounded by the most rows
+// one step forwards (EngineOptions::max_rows_per_step), never by the capacity.
 #include "engine/fast/fast_engine.h"
 
 #include <algorithm>
@@ -18,16 +20,12 @@
 #include <type_traits>
 #include <vector>
 
-#include "engine/fast/block_attention.h"
 #include "model/packed_weights.h"
-#include "kvrt/simd/attention_scores.h"
 #include "kvrt/simd/compressed_matrix.h"
-#include "kvrt/simd/mix_values.h"
 #include "kvrt/simd/rms_norm.h"
+#include "kvrt/simd/prefix_attention.h"
 #include "kvrt/simd/rope.h"
-#include "kvrt/simd/scaled_accumulate.h"
 #include "kvrt/simd/silu_mul.h"
-#include "kvrt/simd/softmax.h"
 #include "kvrt/threading/thread_pool.h"
 #include "engine/fast/matrix_product.h"
 #include "model/model_internals.h"
@@ -47,7 +45,9 @@ class FastEngine final : public Engine {
         tied_(model.output_head_is_embedding()),
         batch_(cache.batch_size()),
         capacity_(cache.capacity()),
-        max_rows_(std::max<size_t>(1, std::min(max_rows_per_step, cache.capacity()))),
+        // Never fewer rows than slots: a decode of every slot is one step.
+        max_rows_(std::max(cache.batch_size(),
+                           std::min(max_rows_per_step, cache.batch_size() * cache.capacity()))),
         rope_(&model.rope()),
         weights_(std::move(weights)),
         pool_(pool) {
@@ -61,16 +61,17 @@ class FastEngine final : public Engine {
     head_ = MatrixProduct<T>({&weights_->vocabulary_head(tied_)});
   }
 
-  // Allocates the workspace for steps of up to max_rows_ rows per sequence.
+  // Allocates the workspace for steps of up to max_rows_ rows.
   Result<void> AllocateWorkspace() {
-    const size_t rows = batch_ * max_rows_;
+    const size_t rows = max_rows_;
     const size_t d = config_.model_width, f = config_.feed_forward_width;
     const size_t qkv_width = d + 2 * config_.kv_width();
-    const size_t lanes = batch_ * config_.kv_heads, hw = config_.head_width();
+    const size_t hw = config_.head_width();
     const size_t workers = pool_ == nullptr ? 1 : pool_->threads();
     bool ok = true;
-    auto allocate = [&](Buffer<T>& buffer, size_t count) {
-      std::optional<Buffer<T>> allocated = ok ? Buffer<T>::Allocate(count) : std::nullopt;
+    auto allocate = [&](auto& buffer, size_t count) {
+      using Owned = std::remove_reference_t<decltype(buffer)>;
+      std::optional<Owned> allocated = ok ? Owned::Allocate(count) : std::nullopt;
       if (allocated) {
         buffer = std::move(*allocated);
       } else {
@@ -82,13 +83,12 @@ class FastEngine final : public Engine {
     allocate(qkv_rows_, rows * qkv_width);  // also the attention branch
     allocate(gate_up_rows_, rows * 2 * f);
     allocate(rope_rows_, rows * 2 * (hw / 2));
-    allocate(scores_, workers * capacity_);
+    allocate(attention_scratch_, workers * simd::PrefixAttentionScratch(hw));
     allocate(logits_, batch_ * config_.vocabulary_size);
-    allocate(staged_keys_, config_.layers * lanes * hw);
-    allocate(staged_values_, config_.layers * lanes * hw);
-    if (ok)
-      ok = static_cast<bool>(
-          block_attention_.Allocate(batch_ * config_.kv_heads, capacity_, hw, workers));
+    allocate(staged_, config_.layers * rows * 2 * config_.kv_width());
+    allocate(row_run_, rows);
+    allocate(row_position_, rows);
+    allocate(run_first_row_, batch_);
     if (!ok) {
       return Fail(ErrorCode::kAllocationFailed,
                   {{"elements", uint64_t{rows * (2 * d + qkv_width + 2 * f)}}},
@@ -98,10 +98,12 @@ class FastEngine final : public Engine {
   }
 
   size_t max_rows_per_step() const override { return max_rows_; }
+  size_t max_rows_per_run() const override { return std::min(max_rows_, capacity_); }
 
   Result<void> Prepare(const EngineStep& step, std::span<LayerKvCache> layers,
                        std::span<double> logits) override {
-    const size_t d = config_.model_width, rows = step.rows, n = step.batch * rows;
+    const size_t d = config_.model_width, n = step.rows, runs = step.runs.size();
+    MapRows(step);
     Embed(step);
     for (size_t layer = 0; layer < config_.layers; ++layer) {
       const BlockWeights<T>& block = weights_->blocks[layer];
@@ -111,11 +113,11 @@ class FastEngine final : public Engine {
       const size_t qkv_width = qkv_[layer].width();
       qkv_[layer].Run(pool_, normed_.data(), d, n, qkv_rows_.data(), qkv_width);
       Rotate(step);
-      StoreKeyValueRows(step, layer, layers[layer]);
+      StageKeyValueRows(step, layer);
       Attend(step, layer, layers[layer]);  // into normed_
       output_[layer].Run(pool_, normed_.data(), d, n, qkv_rows_.data(), d);
       ForRows(n, [&](size_t i) { AddInto(hidden_.data() + i * d, qkv_rows_.data() + i * d); });
-      if (Result<void> finite = CheckNewRows(step, layer, layers[layer]); !finite) return finite;
+      if (Result<void> finite = CheckNewRows(step, layer); !finite) return finite;
 
       ForRows(n, [&](size_t i) {
         Norm(hidden_.data() + i * d, block.ffn_norm.data(), normed_.data() + i * d);
@@ -129,36 +131,44 @@ class FastEngine final : public Engine {
       down_[layer].Run(pool_, gate_up_rows_.data(), 2 * f, n, normed_.data(), d);
       ForRows(n, [&](size_t i) { AddInto(hidden_.data() + i * d, normed_.data() + i * d); });
     }
-    // Only the last row of every sequence reaches the vocabulary.
-    for (size_t b = 0; b < step.batch; ++b) {
-      Norm(hidden_.data() + (b * rows + rows - 1) * d, weights_->final_norm.data(),
-           normed_.data() + b * d);
+    // Only the last row of every run reaches the vocabulary.
+    for (size_t r = 0; r < runs; ++r) {
+      const size_t last = run_first_row_[r] + step.runs[r].count - 1;
+      Norm(hidden_.data() + last * d, weights_->final_norm.data(), normed_.data() + r * d);
     }
     const size_t v = config_.vocabulary_size;
-    head_.Run(pool_, normed_.data(), d, step.batch, logits_.data(), v);
-    if (auto bad = FirstNonFinite(logits_.data(), step.batch * v)) {
+    head_.Run(pool_, normed_.data(), d, runs, logits_.data(), v);
+    if (auto bad = FirstNonFinite(logits_.data(), runs * v)) {
       return Fail(NonFiniteLogits(*bad, static_cast<double>(logits_[*bad])));
     }
-    for (size_t i = 0; i < step.batch * v; ++i) logits[i] = static_cast<double>(logits_[i]);
+    for (size_t i = 0; i < runs * v; ++i) logits[i] = static_cast<double>(logits_[i]);
     return {};
   }
 
   void Commit(const EngineStep& step, std::span<LayerKvCache> layers) override {
-    if (step.rows > 1) return;  // already in the cache slots
-    const size_t hw = config_.head_width();
+    const size_t hw = config_.head_width(), kv_heads = config_.kv_heads;
+    const size_t kv_width = config_.kv_width();
     for (size_t l = 0; l < layers.size(); ++l) {
-      LayerKvCache& layer = layers[l];
-      for (size_t lane = 0; lane < layer.lanes(); ++lane) {
-        const size_t slot = (lane * capacity_ + step.start) * hw;
-        std::copy_n(StagedKey(l, lane), hw, KvStorageAccess::keys<T>(layer) + slot);
-        std::copy_n(StagedValue(l, lane), hw, KvStorageAccess::values<T>(layer) + slot);
+      T* keys = KvStorageAccess::keys<T>(layers[l]);
+      T* values = KvStorageAccess::values<T>(layers[l]);
+      size_t i = 0;  // step row
+      for (const EngineRun& run : step.runs) {
+        for (size_t j = 0; j < run.count; ++j, ++i) {
+          const T* staged = Staged(l, i);
+          for (size_t h = 0; h < kv_heads; ++h) {
+            const size_t slot = ((run.slot * kv_heads + h) * capacity_ + run.start + j) * hw;
+            std::copy_n(staged + h * hw, hw, keys + slot);
+            std::copy_n(staged + kv_width + h * hw, hw, values + slot);
+          }
+        }
       }
     }
   }
 
  private:
   // Runs body(i) for the rows of a step: on the calling thread for a few rows (a
-  // decode), in row tiles on the pool for many (a prefill).
+  // decode), in row tiles on the pool for many (a prefill). Every row's result is
+  // the same either way.
   template <class Body>
   void ForRows(size_t n, Body&& body) {
     constexpr size_t kTile = 32;
@@ -179,31 +189,46 @@ class FastEngine final : public Engine {
     for (size_t j = 0; j < config_.model_width; ++j) y[j] += x[j];
   }
 
+  // Which run and position every step row belongs to (runs are back to back).
+  void MapRows(const EngineStep& step) {
+    size_t i = 0;
+    for (size_t r = 0; r < step.runs.size(); ++r) {
+      run_first_row_[r] = i;
+      for (size_t j = 0; j < step.runs[r].count; ++j, ++i) {
+        row_run_[i] = r;
+        row_position_[i] = step.runs[r].start + j;
+      }
+    }
+  }
+
+  uint32_t TokenOfRow(const EngineStep& step, size_t i) const {
+    const size_t r = row_run_[i];
+    return step.runs[r].tokens[i - run_first_row_[r]];
+  }
+
   // Rows of the token table: column `token` of its transposed panels (compressed
   // or not).
   void Embed(const EngineStep& step) {
     const PackedWeight<T>& embedding = weights_->embedding;
     const simd::PackedMatrixView<T>& table = embedding.view;
     const size_t d = config_.model_width;
-    for (size_t b = 0; b < step.batch; ++b) {
-      for (size_t r = 0; r < step.rows; ++r) {
-        const uint32_t token = step.tokens[b * step.token_stride + r];
-        T* row = hidden_.data() + (b * step.rows + r) * d;
-        if constexpr (std::is_same_v<T, float>) {
-          if (embedding.is_compressed()) {
-            simd::GatherColumn(embedding.compressed.view, token, row);
-            continue;
-          }
+    for (size_t i = 0; i < step.rows; ++i) {
+      const uint32_t token = TokenOfRow(step, i);
+      T* row = hidden_.data() + i * d;
+      if constexpr (std::is_same_v<T, float>) {
+        if (embedding.is_compressed()) {
+          simd::GatherColumn(embedding.compressed.view, token, row);
+          continue;
         }
-        for (size_t k = 0; k < d; ++k) row[k] = table.at(k, token);
       }
+      for (size_t k = 0; k < d; ++k) row[k] = table.at(k, token);
     }
   }
 
   void Rotate(const EngineStep& step) {
     const size_t pairs = config_.head_width() / 2, width = qkv_.front().width();
-    ForRows(step.batch * step.rows, [&](size_t i) {
-      const size_t position = step.start + i % step.rows;
+    ForRows(step.rows, [&](size_t i) {
+      const size_t position = row_position_[i];
       const T* cos = weights_->rope_cos.data() + position * pairs;
       const T* sin = weights_->rope_sin.data() + position * pairs;
       if (position >= rope_->tabulated()) {
@@ -225,98 +250,62 @@ class FastEngine final : public Engine {
     });
   }
 
-  T* StagedKey(size_t layer, size_t lane) {
-    return staged_keys_.data() + (layer * batch_ * config_.kv_heads + lane) * config_.head_width();
-  }
-  T* StagedValue(size_t layer, size_t lane) {
-    return staged_values_.data() +
-           (layer * batch_ * config_.kv_heads + lane) * config_.head_width();
+  // Staged K then V of step row i in layer l: [2·kv_width].
+  T* Staged(size_t layer, size_t i) {
+    return staged_.data() + (layer * max_rows_ + i) * 2 * config_.kv_width();
   }
 
-  // Where row r of `lane` goes: staging for a one-row step, else the cache slot.
-  T* NewKey(const EngineStep& step, size_t layer, LayerKvCache& cache, size_t lane, size_t r) {
-    if (step.rows == 1) return StagedKey(layer, lane);
-    return KvStorageAccess::keys<T>(cache) +
-           (lane * capacity_ + step.start + r) * config_.head_width();
-  }
-  T* NewValue(const EngineStep& step, size_t layer, LayerKvCache& cache, size_t lane, size_t r) {
-    if (step.rows == 1) return StagedValue(layer, lane);
-    return KvStorageAccess::values<T>(cache) +
-           (lane * capacity_ + step.start + r) * config_.head_width();
-  }
-
-  void StoreKeyValueRows(const EngineStep& step, size_t layer, LayerKvCache& cache) {
-    const size_t hw = config_.head_width(), kv_heads = config_.kv_heads,
-                 width = qkv_.front().width();
-    const size_t d = config_.model_width, kv_width = config_.kv_width();
-    for (size_t b = 0; b < step.batch; ++b) {
-      for (size_t r = 0; r < step.rows; ++r) {
-        const T* row = qkv_rows_.data() + (b * step.rows + r) * width;
-        for (size_t h = 0; h < kv_heads; ++h) {
-          std::copy_n(row + d + h * hw, hw, NewKey(step, layer, cache, b * kv_heads + h, r));
-          std::copy_n(row + d + kv_width + h * hw, hw,
-                      NewValue(step, layer, cache, b * kv_heads + h, r));
-        }
-      }
-    }
-  }
-
-  // Causal attention of every new row; head outputs go to normed_ ([n, D]).
-  void Attend(const EngineStep& step, size_t layer, LayerKvCache& cache) {
-    if (step.rows > 1) {  // a prefill: matrix products over query tiles
-      typename BlockAttention<T>::Step block;
-      block.batch = step.batch;
-      block.heads = config_.heads;
-      block.kv_heads = config_.kv_heads;
-      block.head_width = config_.head_width();
-      block.start = step.start;
-      block.rows = step.rows;
-      block.queries = qkv_rows_.data();
-      block.query_stride = qkv_.front().width();
-      block.keys = KvStorageAccess::keys<T>(cache);
-      block.values = KvStorageAccess::values<T>(cache);
-      block.outputs = normed_.data();
-      block.output_stride = config_.model_width;
-      block_attention_.Run(pool_, block);
-      return;
-    }
-    // A decode: one new row per sequence, its key and value still in staging.
-    const size_t hw = config_.head_width(), heads = config_.heads,
-                 group = config_.query_heads_per_kv_head();
+  // The step's rotated keys and values, out of qkv_rows_ (which the output
+  // projection overwrites) into the layer's staging.
+  void StageKeyValueRows(const EngineStep& step, size_t layer) {
     const size_t width = qkv_.front().width(), d = config_.model_width;
-    const size_t lanes = step.batch * heads, visible = step.start + 1;
+    const size_t kv_width = config_.kv_width();
+    for (size_t i = 0; i < step.rows; ++i) {
+      std::copy_n(qkv_rows_.data() + i * width + d, 2 * kv_width, Staged(layer, i));
+    }
+  }
+
+  // Causal attention of every new row; head outputs go to normed_ ([n, D]). Row
+  // i of run r at position p reads its slot's rows [0, start) from the cache and
+  // the run's own rows [start, p] from staging: one AttendPrefix over p + 1 rows.
+  void Attend(const EngineStep& step, size_t layer, LayerKvCache& cache) {
+    const size_t hw = config_.head_width(), heads = config_.heads,
+                 kv_heads = config_.kv_heads, group = config_.query_heads_per_kv_head();
+    const size_t width = qkv_.front().width(), d = config_.model_width;
+    const size_t kv_width = config_.kv_width(), staged_stride = 2 * kv_width;
     const T scale = static_cast<T>(1.0 / std::sqrt(static_cast<double>(hw)));
     const T* keys = KvStorageAccess::keys<T>(cache);
     const T* values = KvStorageAccess::values<T>(cache);
-    auto task = [&](size_t lane, size_t worker) {
-      const size_t b = lane / heads, h = lane % heads, kv_lane = b * config_.kv_heads + h / group;
-      const T* q = qkv_rows_.data() + b * width + h * hw;
-      T* out = normed_.data() + b * d + h * hw;
-      T* scores = scores_.data() + worker * capacity_;
-      // Committed rows from the cache, the new row from staging.
-      simd::AttentionScores(q, keys + kv_lane * capacity_ * hw, hw, step.start, hw, scale, scores);
-      simd::AttentionScores(q, StagedKey(layer, kv_lane), hw, 1, hw, scale, scores + step.start);
-      simd::Softmax(scores, scores, visible);
-      simd::MixValues(scores, values + kv_lane * capacity_ * hw, hw, step.start, hw, out);
-      simd::ScaledAccumulate(scores[step.start], StagedValue(layer, kv_lane), out, hw);
+    const T* staged = Staged(layer, 0);
+    const size_t scratch_size = simd::PrefixAttentionScratch(hw);
+    auto task = [&](size_t index, size_t worker) {
+      const size_t i = index / heads, h = index % heads, kv_head = h / group;
+      const size_t r = row_run_[i], first_row = run_first_row_[r];
+      const EngineRun& run = step.runs[r];
+      const size_t lane = run.slot * kv_heads + kv_head;
+      simd::PrefixSegment<T> committed{keys + lane * capacity_ * hw,
+                                       values + lane * capacity_ * hw, hw, run.start};
+      const T* own = staged + first_row * staged_stride + kv_head * hw;
+      simd::PrefixSegment<T> fresh{own, own + kv_width, staged_stride, i - first_row + 1};
+      simd::AttendPrefix(qkv_rows_.data() + i * width + h * hw, committed, fresh, hw, scale,
+                         attention_scratch_.data() + worker * scratch_size,
+                         normed_.data() + i * d + h * hw);
     };
-    threading::ParallelFor(pool_, lanes, task);
+    threading::ParallelFor(pool_, step.rows * heads, task);
   }
 
   // The new K/V rows pass the cache's append validation (spec/kv-cache.md §1.4).
-  Result<void> CheckNewRows(const EngineStep& step, size_t layer, LayerKvCache& cache) {
+  Result<void> CheckNewRows(const EngineStep& step, size_t layer) {
     const size_t hw = config_.head_width(), kv_heads = config_.kv_heads;
-    for (size_t b = 0; b < step.batch; ++b) {
-      for (size_t r = 0; r < step.rows; ++r) {
-        for (const bool is_key : {true, false}) {
-          for (size_t h = 0; h < kv_heads; ++h) {
-            const size_t lane = b * kv_heads + h;
-            const T* row = is_key ? NewKey(step, layer, cache, lane, r)
-                                  : NewValue(step, layer, cache, lane, r);
-            if (auto bad = FirstNonFinite(row, hw)) {
-              return Fail(NonFiniteCandidateRow(is_key, lane * hw + *bad,
-                                                static_cast<double>(row[*bad]), layer));
-            }
+    const size_t kv_width = config_.kv_width();
+    for (size_t i = 0; i < step.rows; ++i) {
+      for (const bool is_key : {true, false}) {
+        for (size_t h = 0; h < kv_heads; ++h) {
+          const T* row = Staged(layer, i) + (is_key ? 0 : kv_width) + h * hw;
+          if (auto bad = FirstNonFinite(row, hw)) {
+            // The index within the slot's rows, as a single sequence reports it.
+            return Fail(NonFiniteCandidateRow(is_key, h * hw + *bad,
+                                              static_cast<double>(row[*bad]), layer));
           }
         }
       }
@@ -326,9 +315,9 @@ class FastEngine final : public Engine {
 
   const ModelConfig config_;
   const bool tied_;
-  const size_t batch_;
+  const size_t batch_;        // slots
   const size_t capacity_;
-  const size_t max_rows_;     // rows per sequence of the largest step
+  const size_t max_rows_;     // rows of the largest step
   const RopeTable* rope_;     // the model's (the session keeps the model alive)
   std::shared_ptr<const EngineWeights<T>> weights_;
   threading::ThreadPool* pool_;
@@ -339,11 +328,12 @@ class FastEngine final : public Engine {
   Buffer<T> qkv_rows_;      // [rows, D + 2·kv_width], then the attention branch
   Buffer<T> gate_up_rows_;  // [rows, 2F]
   Buffer<T> rope_rows_;     // [rows, hw]: cos then sin of positions past the table
-  Buffer<T> scores_;        // [workers, capacity]
-  Buffer<T> logits_;        // [batch, V]
-  BlockAttention<T> block_attention_;
-  Buffer<T> staged_keys_;  // [layers, batch·kv_heads, hw]
-  Buffer<T> staged_values_;
+  Buffer<T> attention_scratch_;  // [workers, PrefixAttentionScratch(hw)]
+  Buffer<T> logits_;        // [slots, V]
+  Buffer<T> staged_;        // [layers, rows, K | V]: the step's new rows
+  Buffer<size_t> row_run_;       // [rows]: the run of every step row
+  Buffer<size_t> row_position_;  // [rows]
+  Buffer<size_t> run_first_row_;  // [slots]: first step row of every run
 };
 
 template <class T>

@@ -14,56 +14,83 @@ namespace {
 class ReferenceEngine final : public Engine {
  public:
   ReferenceEngine(ReferenceRowForward forward, Buffer<double> staged_keys,
-                  Buffer<double> staged_values, std::vector<LayerKvRows<double>> rows, size_t batch)
+                  Buffer<double> staged_values, std::vector<LayerKvRows<double>> rows,
+                  size_t slots, size_t slot_elements, size_t vocabulary)
       : forward_(std::move(forward)),
         staged_keys_(std::move(staged_keys)),
         staged_values_(std::move(staged_values)),
         rows_(std::move(rows)),
-        tokens_(batch) {}
+        slots_(slots),
+        slot_elements_(slot_elements),
+        vocabulary_(vocabulary) {}
 
-  size_t max_rows_per_step() const override { return 1; }
+  size_t max_rows_per_step() const override { return slots_; }
+  size_t max_rows_per_run() const override { return 1; }
 
   Result<void> Prepare(const EngineStep& step, std::span<LayerKvCache> layers,
                        std::span<double> logits) override {
-    // Committed rows are read from the cache; the candidate row lives in staging
-    // until the commit, so a failed step leaves every stored double untouched.
-    for (size_t l = 0; l < layers.size(); ++l) {
-      rows_[l].committed_keys = KvStorageAccess::keys<double>(layers[l]);
-      rows_[l].committed_values = KvStorageAccess::values<double>(layers[l]);
-      rows_[l].start = step.start;
+    // One sequence at a time, each exactly the reference's single-sequence token
+    // forward: committed rows are read from the slot's lanes of the cache, the
+    // candidate row lives in the slot's staging until the commit, so a failed
+    // step leaves every stored double untouched.
+    const size_t vocabulary = vocabulary_;
+    for (size_t r = 0; r < step.runs.size(); ++r) {
+      const EngineRun& run = step.runs[r];
+      for (size_t l = 0; l < layers.size(); ++l) {
+        const size_t lane_base = run.slot * layers[l].heads();
+        rows_[l].committed_keys =
+            KvStorageAccess::keys<double>(layers[l]) + lane_base * layers[l].capacity() * rows_[l].head_width;
+        rows_[l].committed_values =
+            KvStorageAccess::values<double>(layers[l]) + lane_base * layers[l].capacity() * rows_[l].head_width;
+        rows_[l].new_keys = StagedKeys(l, run.slot);
+        rows_[l].new_values = StagedValues(l, run.slot);
+        rows_[l].start = run.start;
+      }
+      RowStep row_step;
+      row_step.tokens = {run.tokens, 1};
+      row_step.batch = 1;
+      row_step.rows = 1;
+      row_step.start = run.start;
+      row_step.all_logits = false;
+      Result<void> forwarded =
+          forward_.Run(row_step, rows_, logits.subspan(r * vocabulary, vocabulary), nullptr);
+      if (!forwarded) return forwarded;
     }
-    RowStep row_step;
-    row_step.tokens = {step.tokens, step.batch};  // one row per sequence, stride ignored
-    row_step.batch = step.batch;
-    row_step.rows = 1;
-    row_step.start = step.start;
-    row_step.all_logits = false;
-    if (step.batch > 1 && step.token_stride != 1) {
-      // Gather the step's token of every sequence into a contiguous [batch, 1].
-      for (size_t b = 0; b < step.batch; ++b) tokens_[b] = step.tokens[b * step.token_stride];
-      row_step.tokens = tokens_;
-    }
-    return forward_.Run(row_step, rows_, logits, nullptr);
+    return {};
   }
 
   void Commit(const EngineStep& step, std::span<LayerKvCache> layers) override {
-    for (size_t l = 0; l < layers.size(); ++l) {
-      LayerKvCache& layer = layers[l];
-      const size_t hw = layer.head_width();
-      for (size_t lane = 0; lane < layer.lanes(); ++lane) {
-        const size_t slot = (lane * layer.capacity() + step.start) * hw;
-        std::copy_n(rows_[l].new_key(lane, 0), hw, KvStorageAccess::keys<double>(layer) + slot);
-        std::copy_n(rows_[l].new_value(lane, 0), hw, KvStorageAccess::values<double>(layer) + slot);
+    for (const EngineRun& run : step.runs) {
+      for (size_t l = 0; l < layers.size(); ++l) {
+        LayerKvCache& layer = layers[l];
+        const size_t hw = layer.head_width();
+        for (size_t h = 0; h < layer.heads(); ++h) {
+          const size_t lane = run.slot * layer.heads() + h;
+          const size_t slot = (lane * layer.capacity() + run.start) * hw;
+          std::copy_n(StagedKeys(l, run.slot) + h * hw, hw, KvStorageAccess::keys<double>(layer) + slot);
+          std::copy_n(StagedValues(l, run.slot) + h * hw, hw,
+                      KvStorageAccess::values<double>(layer) + slot);
+        }
       }
     }
   }
 
  private:
+  // A slot's candidate rows of layer l: [kv_heads, hw].
+  double* StagedKeys(size_t layer, size_t slot) {
+    return staged_keys_.data() + (layer * slots_ + slot) * slot_elements_;
+  }
+  double* StagedValues(size_t layer, size_t slot) {
+    return staged_values_.data() + (layer * slots_ + slot) * slot_elements_;
+  }
+
   ReferenceRowForward forward_;
-  Buffer<double> staged_keys_;    // [layers, lanes, 1, hw]
-  Buffer<double> staged_values_;  // [layers, lanes, 1, hw]
+  Buffer<double> staged_keys_;    // [layers, slots, kv_heads, hw]
+  Buffer<double> staged_values_;  // [layers, slots, kv_heads, hw]
   std::vector<LayerKvRows<double>> rows_;
-  std::vector<uint32_t> tokens_;  // [batch]: sized at bind, reused by every step
+  size_t slots_;
+  size_t slot_elements_;  // kv_heads·hw
+  size_t vocabulary_;
 };
 
 }  // namespace
@@ -82,10 +109,10 @@ Result<std::unique_ptr<Engine>> CreateReferenceEngine(const DecoderModel& model,
     dequantized = std::move(*cached);
   }
   Result<ReferenceRowForward> forward = ReferenceRowForward::Create(
-      dequantized ? *dequantized : model, cache.batch_size(), 1);
+      dequantized ? *dequantized : model, 1, 1);
   if (!forward) return Fail(std::move(forward.error()));
-  const size_t lanes = cache.batch_size() * config.kv_heads;
-  const size_t per_layer = lanes * config.head_width();
+  const size_t slot_elements = config.kv_heads * config.head_width();
+  const size_t per_layer = cache.batch_size() * slot_elements;
   std::optional<Buffer<double>> keys = Buffer<double>::Allocate(config.layers * per_layer);
   std::optional<Buffer<double>> values = Buffer<double>::Allocate(config.layers * per_layer);
   if (!keys || !values) {
@@ -96,14 +123,13 @@ Result<std::unique_ptr<Engine>> CreateReferenceEngine(const DecoderModel& model,
   std::vector<LayerKvRows<double>> rows(config.layers);
   for (size_t l = 0; l < config.layers; ++l) {
     rows[l].committed_stride = cache.capacity();
-    rows[l].new_keys = keys->data() + l * per_layer;
-    rows[l].new_values = values->data() + l * per_layer;
     rows[l].new_stride = 1;
     rows[l].head_width = config.head_width();
   }
-  auto engine =
-      std::make_unique<ReferenceEngine>(std::move(*forward), std::move(*keys), std::move(*values),
-                                        std::move(rows), cache.batch_size());
+  auto engine = std::make_unique<ReferenceEngine>(std::move(*forward), std::move(*keys),
+                                                  std::move(*values), std::move(rows),
+                                                  cache.batch_size(), slot_elements,
+                                                  config.vocabulary_size);
   return std::unique_ptr<Engine>(std::move(engine));
 }
 

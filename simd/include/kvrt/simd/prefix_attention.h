@@ -1,0 +1,73 @@
+// Causal attention of one query row over its whole prefix, in an order that
+// depends only on that row's own problem (batch-invariant attention).
+//
+//   s_p   = dot(q, key_p) · scale                   p = 0 .. n−1
+//   m     = max_p s_p
+//   e_p   = exp(s_p − m)
+//   out_j = (Σ_p e_p · value_p[j]) · (1 / Σ_p e_p)
+//
+// The prefix is given as two segments (committed cache rows, then the step's own
+// new rows): key_p and value_p are first.keys/values + p·first.stride for
+// p < first.count, else second.* + (p − first.count)·second.stride. How the prefix
+// is split between the segments never changes a bit of the result, and neither
+// does anything else but (q, keys, values, n, head_width, scale): the prefill of
+// a prompt, its chunks, and its decode steps all reduce in the same order.
+//
+// Scratch: kPrefixAttentionTile scores plus 2·head_width accumulators
+// (PrefixAttentionScratch), whatever the prefix length. A prefix longer than one
+// tile is walked twice (scores for the max, then scores again for the exps and
+// the value mix); the exp sum and the value accumulators carry across tiles, so
+// the arithmetic is the one-tile arithmetic.
+//
+// Scalar twin: scores with DotScalar·scale, max, e_p = exp(s_p − m), the sum and
+// each column accumulated from 0 in ascending p, out = acc / sum.
+//
+// AttendPrefix (Highway, dispatched at run time):
+//   Lanes:     float, double.
+//   Method:    scores as AttentionScores (one FMA chain per key over head_width,
+//              then a lane reduction); exps with hwy/contrib/math Exp (≤ 1 ULP);
+//              the exp sum in one vector accumulator (lane k sums the e_p with
+//              p ≡ k mod lanes, in ascending p), reduced at the end; each output
+//              column in two FMA chains (even p, odd p), added at the end; one
+//              multiply by the rounded reciprocal of the sum.
+//   Max error: with σ = max_p |scale|·(h + 2)·ε·Σ_i|q_i·key_p[i]| (score error),
+//              w_p = e_p/Σe (the twin's weights) and A_j = Σ_p w_p·|value_p[j]|:
+//              |out_j − twin_j| ≤ (4σ + (2n + 8)·ε)·A_j + n·denorm_min
+//              (score errors shift the exps by at most a factor e^{2σ} relative to
+//              each other; the two sums of n positive or mixed terms give the
+//              (2n)·ε; the exps, the reciprocal and the products the rest).
+//   Range:     finite inputs; n = first.count + second.count ≥ 1; head_width ≥ 0.
+//   Aliasing:  out and scratch must not overlap each other or the inputs.
+#pragma once
+
+#include <cstddef>
+
+namespace kvrt::simd {
+
+inline constexpr size_t kPrefixAttentionTile = 1024;  // scores per pass over the keys
+
+// Elements of scratch one AttendPrefix call needs.
+inline constexpr size_t PrefixAttentionScratch(size_t head_width) {
+  return kPrefixAttentionTile + 2 * head_width;
+}
+
+template <class T>
+struct PrefixSegment {
+  const T* keys = nullptr;
+  const T* values = nullptr;
+  size_t stride = 0;  // elements between consecutive rows
+  size_t count = 0;
+};
+
+void AttendPrefixScalar(const float* q, PrefixSegment<float> first, PrefixSegment<float> second,
+                        size_t head_width, float scale, float* scratch, float* out);
+void AttendPrefixScalar(const double* q, PrefixSegment<double> first,
+                        PrefixSegment<double> second, size_t head_width, double scale,
+                        double* scratch, double* out);
+
+void AttendPrefix(const float* q, PrefixSegment<float> first, PrefixSegment<float> second,
+                  size_t head_width, float scale, float* scratch, float* out);
+void AttendPrefix(const double* q, PrefixSegment<double> first, PrefixSegment<double> second,
+                  size_t head_width, double scale, double* scratch, double* out);
+
+}  // namespace kvrt::simd

@@ -1,0 +1,40 @@
+// Run-time dispatch of AttendPrefix (prefix_attention.h).
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "prefix_attention.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+
+#include "hwy/highway.h"
+#include "prefix_attention-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace kvrt::simd::HWY_NAMESPACE {
+
+void AttendPrefixF32(const float* q, PrefixSegment<float> first, PrefixSegment<float> second,
+                     size_t head_width, float scale, float* scratch, float* out) {
+  AttendPrefixRow(hn::ScalableTag<float>(), q, first, second, head_width, scale, scratch, out);
+}
+void AttendPrefixF64(const double* q, PrefixSegment<double> first, PrefixSegment<double> second,
+                     size_t head_width, double scale, double* scratch, double* out) {
+  AttendPrefixRow(hn::ScalableTag<double>(), q, first, second, head_width, scale, scratch, out);
+}
+
+}  // namespace kvrt::simd::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace kvrt::simd {
+
+HWY_EXPORT(AttendPrefixF32);
+HWY_EXPORT(AttendPrefixF64);
+
+void AttendPrefix(const float* q, PrefixSegment<float> first, PrefixSegment<float> second,
+                  size_t head_width, float scale, float* scratch, float* out) {
+  HWY_DYNAMIC_DISPATCH(AttendPrefixF32)(q, first, second, head_width, scale, scratch, out);
+}
+void AttendPrefix(const double* q, PrefixSegment<double> first, PrefixSegment<double> second,
+                  size_t head_width, double scale, double* scratch, double* out) {
+  HWY_DYNAMIC_DISPATCH(AttendPrefixF64)(q, first, second, head_width, scale, scratch, out);
+}
+
+}  // namespace kvrt::simd
+#endif  // HWY_ONCE

@@ -1,0 +1,175 @@
+// The request part of `kvrt generate`, shared with `kvrt batch` (generate_request.h).
+#include "generate_request.h"
+
+#include <cstdio>
+#include <utility>
+
+#include "build_facts.h"
+#include "json_writer.h"
+
+namespace kvrt::cli {
+namespace {
+
+Result<SamplingMode> ModeFromFlags(const Flags& flags) {
+  const bool has_temperature = flags.Has("temperature"), has_top_k = flags.Has("top-k");
+  if (flags.Has("greedy")) {
+    if (has_temperature || has_top_k) {
+      return std::unexpected(InvalidArgument("--greedy excludes --temperature and --top-k"));
+    }
+    return SamplingMode::Greedy();
+  }
+  if (!has_temperature && !has_top_k) return SamplingMode::Greedy();
+  Result<double> temperature = flags.Double("temperature", 1.0);
+  if (!temperature) return std::unexpected(temperature.error());
+  // Temperature 0 is the limit of sharper and sharper sampling: the largest logit,
+  // as kvrt_generation_options reads it. --top-k is then irrelevant.
+  if (has_temperature && *temperature == 0.0) return SamplingMode::Greedy();
+  if (!has_temperature || !has_top_k) {
+    return std::unexpected(InvalidArgument("--temperature and --top-k go together"));
+  }
+  Result<uint64_t> top_k = flags.Unsigned("top-k", 1);
+  if (!top_k) return std::unexpected(top_k.error());
+  return SamplingMode::TemperatureTopK(*temperature, *top_k);
+}
+
+Result<uint64_t> RngStateFromFlags(const Flags& flags, uint64_t checkpoint_state) {
+  if (flags.Has("rng-state") && flags.Has("seed")) {
+    return std::unexpected(InvalidArgument("--rng-state and --seed exclude each other"));
+  }
+  if (flags.Has("rng-state")) return flags.Hex("rng-state", 0);
+  if (flags.Has("seed")) return flags.Unsigned("seed", 0);
+  return checkpoint_state;
+}
+
+std::string Hex16(uint64_t value) {
+  char buffer[24];
+  std::snprintf(buffer, sizeof buffer, "%016llx", static_cast<unsigned long long>(value));
+  return buffer;
+}
+
+}  // namespace
+
+// As the reference pipeline decodes it: a final EOS is dropped, the rest is
+// decoded strictly; nullopt when that fails.
+std::optional<std::string> GeneratedText(const Tokenizer& tokenizer, const GenerationResult& run) {
+  std::vector<uint32_t> ids = run.generated;
+  if (run.stop == GenerationStop::kEos && !ids.empty()) ids.pop_back();
+  Result<std::string> text = tokenizer.DecodeContentUtf8(ids);
+  if (!text) return std::nullopt;
+  return *text;
+}
+
+Result<GenerationConfig> RequestConfigFromFlags(const Flags& flags) {
+  if (flags.Has("tokens") == flags.Has("prompt")) {
+    return std::unexpected(InvalidArgument("give exactly one of --tokens and --prompt"));
+  }
+  Result<SamplingMode> mode = ModeFromFlags(flags);
+  if (!mode) return std::unexpected(mode.error());
+  Result<uint64_t> max_new_tokens = flags.Unsigned("max-new-tokens", 64);
+  if (!max_new_tokens) return std::unexpected(max_new_tokens.error());
+  GenerationConfig config;
+  config.mode = *mode;
+  config.max_new_tokens = *max_new_tokens;
+  if (flags.Has("eos") && flags.Has("no-eos")) {
+    return std::unexpected(InvalidArgument("--eos and --no-eos exclude each other"));
+  }
+  if (flags.Has("eos")) {
+    Result<uint64_t> eos = flags.Unsigned("eos", 0);
+    if (!eos) return std::unexpected(eos.error());
+    if (*eos > UINT32_MAX) return std::unexpected(InvalidArgument("--eos must fit a u32 token id"));
+    config.eos_token = static_cast<uint32_t>(*eos);
+  }
+  return config;
+}
+
+Result<RequestInput> RequestInputFromFlags(const Flags& flags, const LoadedModel& loaded,
+                                           const Tokenizer& tokenizer, bool llama2c_tokenizer,
+                                           GenerationConfig& config) {
+  // run.c ends a sequence at BOS, the delimiter between documents.
+  if (llama2c_tokenizer && !config.eos_token && !flags.Has("no-eos")) {
+    config.eos_token = tokenizer.bos_id();
+  }
+  // A byte-BPE model, like a GGUF's, was trained to end its text with its EOS
+  // token: without an explicit choice, stop there rather than run past the text.
+  const bool own_eos = loaded.tokenizer && (loaded.format == ModelFormat::kGguf ||
+                                            loaded.tokenizer->kind() == TokenizerKind::kByteBpe);
+  if (!config.eos_token && !flags.Has("no-eos") && own_eos) config.eos_token = loaded.tokenizer->eos_id();
+  RequestInput input;
+  Result<uint64_t> state = RngStateFromFlags(flags, loaded.sampling_rng_state.value_or(0));
+  if (!state) return std::unexpected(state.error());
+  input.rng_state = *state;
+  if (flags.Has("prompt")) {
+    if (tokenizer.vocabulary_size() == 0) {
+      return std::unexpected(
+          InvalidArgument("this model file has no tokenizer: give --tokenizer to encode --prompt"));
+    }
+    Result<std::vector<uint32_t>> encoded = tokenizer.EncodePrompt(*flags.Value("prompt"));
+    if (!encoded) return std::unexpected(encoded.error());
+    input.prompt = std::move(*encoded);
+  } else {
+    Result<std::vector<uint32_t>> ids = flags.TokenList("tokens");
+    if (!ids) return std::unexpected(ids.error());
+    input.prompt = std::move(*ids);
+  }
+  return input;
+}
+
+std::string GenerationJson(const GenerationResult& run, const std::optional<std::string>& text,
+                           uint64_t rng_state, bool cached, size_t threads,
+                           const std::optional<std::string>& id) {
+  JsonWriter json;
+  json.BeginObject();
+  if (id) json.Key("id").String(*id);
+  WriteBuildFacts(json, CurrentBuildFacts(threads));
+  json.Key("prompt").UnsignedArray(std::span<const uint32_t>(run.prompt));
+  json.Key("generated").UnsignedArray(std::span<const uint32_t>(run.generated));
+  json.Key("text");
+  if (text) {
+    json.String(*text);
+  } else {
+    json.Null();
+  }
+  json.Key("stop").String(GenerationStopName(run.stop));
+  json.Key("steps").BeginArray();
+  for (const GenerationStep& step : run.steps) {
+    json.BeginObject();
+    json.Key("prefix_length").Unsigned(step.prefix_length);
+    json.Key("token_id").Unsigned(step.token_id);
+    json.Key("unit_draw");
+    if (step.unit_draw) {
+      json.Number(*step.unit_draw);
+    } else {
+      json.Null();
+    }
+    json.Key("interval_start").Number(step.interval_start);
+    json.Key("interval_end").Number(step.interval_end);
+    json.EndObject();
+  }
+  json.EndArray();
+  json.Key("final_rng_state").String(Hex16(rng_state));
+  json.Key("final_cache_len");
+  if (cached) {
+    json.Unsigned(run.final_cache_len);
+  } else {
+    json.Null();
+  }
+  json.Key("work").BeginObject();
+  if (cached) {
+    json.Key("prefill_tokens").Unsigned(run.work.prefill_tokens);
+    json.Key("decode_tokens").Unsigned(run.work.decode_tokens);
+    json.Key("layer_cache_count").Unsigned(run.work.layer_cache_count);
+    json.Key("cache_appends").Unsigned(run.work.cache_appends);
+    json.Key("qkv_projection_rows").Unsigned(run.work.qkv_projection_rows);
+    json.Key("cached_attention_score_values").Unsigned(run.work.cached_attention_score_values);
+  } else {
+    json.Key("full_prefix_calls").Unsigned(run.model_calls);
+  }
+  json.Key("complete_prefix_attention_score_values")
+      .Unsigned(run.work.complete_prefix_attention_score_values);
+  json.EndObject();
+  json.EndObject();
+  return json.text();
+}
+
+
+}  // namespace kvrt::cli

@@ -1,0 +1,58 @@
+// What `kvrt generate` reads from its flags about one request (prompt, sampling,
+// stops, RNG state), shared with `kvrt batch`, whose request lines are read as
+// the same flags: a request means exactly what `generate` means by it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "flags.h"
+#include "kvrt/error.h"
+#include "kvrt/generation.h"
+#include "kvrt/load_model.h"
+#include "kvrt/tokenizer.h"
+
+namespace kvrt::cli {
+
+// The request flags of `generate`, in its --help order.
+inline constexpr FlagSpec kRequestFlags[] = {
+    {"tokens", true, "prompt as comma-separated token ids"},
+    {"prompt", true,
+     "prompt text, encoded with the tokenizer (byte-BPE: no BOS; llama2.c: BOS first, as run.c)"},
+    {"greedy", false, "pick the largest logit (the default)"},
+    {"temperature", true, "sample with this temperature (needs --top-k); 0 means greedy, as in the C API"},
+    {"top-k", true, "keep the k best tokens when sampling"},
+    {"rng-state", true, "SplitMix64 state, 1-16 hex digits, optionally after 0x (default: the model file's sampling state)"},
+    {"seed", true, "SplitMix64 seed (the state itself)"},
+    {"eos", true,
+     "stop after generating this token id (default: a byte-BPE model's own EOS; llama2.c tokenizer: BOS 1, as run.c)"},
+    {"no-eos", false, "never stop at an end token: generate until the budget or the context runs out"},
+    {"max-new-tokens", true, "token budget (default 64)"},
+};
+
+// The checks that need no model: --tokens xor --prompt, the sampling mode, the
+// budget, --eos xor --no-eos and the explicit EOS id.
+Result<GenerationConfig> RequestConfigFromFlags(const Flags& flags);
+
+// The rest, once the model is loaded: the default EOS (a byte-BPE or GGUF
+// model's own; llama2.c's BOS when `llama2c_tokenizer`), the RNG state and the
+// prompt ids.
+struct RequestInput {
+  std::vector<uint32_t> prompt;
+  uint64_t rng_state = 0;
+};
+Result<RequestInput> RequestInputFromFlags(const Flags& flags, const LoadedModel& loaded,
+                                           const Tokenizer& tokenizer, bool llama2c_tokenizer,
+                                           GenerationConfig& config);
+
+// The generated tokens as text (a final EOS dropped); nullopt when not UTF-8.
+std::optional<std::string> GeneratedText(const Tokenizer& tokenizer, const GenerationResult& run);
+
+// The one-line JSON object of `generate --json`; with `id`, the request id first.
+std::string GenerationJson(const GenerationResult& run, const std::optional<std::string>& text,
+                           uint64_t rng_state, bool cached, size_t threads,
+                           const std::optional<std::string>& id = std::nullopt);
+
+}  // namespace kvrt::cli
