@@ -1,5 +1,7 @@
 // The C API's engines, caches and sessions (kvrt/kvrt.h).
+#include <cstring>
 #include <string>
+#include <type_traits>
 
 #include "c_api/c_api_internal.h"
 
@@ -9,30 +11,44 @@ using kvrt::c_api::MakeError;
 
 namespace kvrt::c_api {
 
+namespace {
+
+// The integer a C caller stored in an enum field. C lets any int live there, and
+// loading a value outside the enumerators as the C++ enum is undefined, so the
+// field's bits are read as its underlying integer type instead.
+template <class CEnum>
+long long RawEnum(const CEnum& field) {
+  std::underlying_type_t<CEnum> raw = 0;
+  static_assert(sizeof(raw) == sizeof(field));
+  std::memcpy(&raw, &field, sizeof(raw));
+  return static_cast<long long>(raw);
+}
+
+}  // namespace
+
 Result<EngineOptions> EngineFromC(const kvrt_engine_options* engine,
                                   std::unique_ptr<threading::ThreadPool>& pool) {
   const kvrt_engine_options chosen = engine ? *engine : kvrt_engine_options_default();
   EngineOptions options;
-  switch (chosen.backend) {
+  const long long backend = RawEnum(chosen.backend), precision = RawEnum(chosen.precision);
+  switch (backend) {
     case KVRT_BACKEND_REFERENCE: options.backend = Backend::kReference; break;
     case KVRT_BACKEND_FAST: options.backend = Backend::kFast; break;
     default:
-      return Fail(ErrorCode::kUnsupportedBackend, {{"", std::to_string(static_cast<int>(chosen.backend))}},
-                  "unknown backend " + std::to_string(static_cast<int>(chosen.backend)));
+      return Fail(ErrorCode::kUnsupportedBackend, {{"", std::to_string(backend)}},
+                  "unknown backend " + std::to_string(backend));
   }
-  switch (chosen.precision) {
+  switch (precision) {
     case KVRT_PRECISION_F64: options.precision = Precision::kF64; break;
     case KVRT_PRECISION_F32: options.precision = Precision::kF32; break;
     default:
-      return Fail(ErrorCode::kInvalidArgument, {},
-                  "unknown precision " + std::to_string(static_cast<int>(chosen.precision)));
+      return Fail(ErrorCode::kInvalidArgument, {}, "unknown precision " + std::to_string(precision));
   }
   // The C values equal WeightFormat's (both are stable, checked by a test).
-  const unsigned number = static_cast<unsigned>(chosen.weights);
+  const long long number = RawEnum(chosen.weights);
   const WeightFormat weights = static_cast<WeightFormat>(number & 0xFF);
-  if (number > 0xFF || !IsKnownWeightFormat(weights)) {
-    return Fail(ErrorCode::kInvalidArgument, {},
-                "unknown weights " + std::to_string(static_cast<int>(chosen.weights)));
+  if (number < 0 || number > 0xFF || !IsKnownWeightFormat(weights)) {
+    return Fail(ErrorCode::kInvalidArgument, {}, "unknown weights " + std::to_string(number));
   }
   options.weights = weights;
   if (options.backend == Backend::kReference && options.precision != Precision::kF64) {
