@@ -33,8 +33,11 @@ void QuantizeBlockQ4_0(const float* x, uint8_t* out) {
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
   compressed::StoreU16(out, F32ToF16(d));
   const auto quant = [id](float v) {
-    // x·id + 8.5 lies in [0.5, 16.5] for |x| ≤ amax: truncation is floor, then clamp.
-    return static_cast<uint8_t>(std::min(15, static_cast<int>(static_cast<int8_t>(v * id + 8.5f))));
+    // x·id + 8.5 lies in [0.5, 16.5] for finite input: truncation is floor, then
+    // clamp; anything else (a non-finite block) is clamped instead of cast.
+    const float shifted = v * id + 8.5f;
+    if (!(shifted >= 0.0f)) return uint8_t{0};
+    return static_cast<uint8_t>(shifted >= 15.0f ? 15 : static_cast<int>(shifted));
   };
   constexpr size_t kHalf = kQuantBlock / 2;
   for (size_t j = 0; j < kHalf; ++j) {

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "core/checked_math.h"
+#include "kvrt/simd/compressed_matrix.h"
 
 namespace kvrt::gguf {
 namespace {
@@ -63,47 +64,17 @@ void DequantizeQ4_0(std::span<const uint8_t> bytes, std::span<float> out) {
   }
 }
 
-// ggml's quantize_row_q8_0_ref: d = amax/127 (as f16), q = round(x·(1/d)).
+// ggml's reference quantizers, block by block (simd/compressed_matrix.h writes
+// the same {f16 d; quants} blocks the file stores).
 void QuantizeQ8_0(std::span<const float> values, std::span<uint8_t> out) {
   for (size_t block = 0; block < values.size() / kBlock; ++block) {
-    const float* x = values.data() + block * kBlock;
-    uint8_t* o = out.data() + block * kQ8Bytes;
-    float amax = 0.0f;
-    for (size_t j = 0; j < kBlock; ++j) amax = std::max(amax, std::fabs(x[j]));
-    const float d = amax / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    Store16(o, FloatToHalf(d));
-    for (size_t j = 0; j < kBlock; ++j) {
-      o[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(std::roundf(x[j] * id)));
-    }
+    simd::QuantizeBlockQ8_0(values.data() + block * kBlock, out.data() + block * kQ8Bytes);
   }
 }
 
-// ggml's quantize_row_q4_0_ref: the value of largest magnitude (sign kept) maps
-// to −8, d = max/−8, q = min(15, trunc(x·(1/d) + 8.5)).
 void QuantizeQ4_0(std::span<const float> values, std::span<uint8_t> out) {
   for (size_t block = 0; block < values.size() / kBlock; ++block) {
-    const float* x = values.data() + block * kBlock;
-    uint8_t* o = out.data() + block * kQ4Bytes;
-    float amax = 0.0f, max = 0.0f;
-    for (size_t j = 0; j < kBlock; ++j) {
-      if (amax < std::fabs(x[j])) {
-        amax = std::fabs(x[j]);
-        max = x[j];
-      }
-    }
-    const float d = max / -8.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    Store16(o, FloatToHalf(d));
-    auto level = [&](float v) {
-      // x·id + 8.5 lies in [0.5, 16.5] for finite input; clamp for anything else.
-      const float shifted = v * id + 8.5f;
-      if (!(shifted >= 0.0f)) return uint8_t{0};
-      return static_cast<uint8_t>(shifted >= 15.0f ? 15 : static_cast<int>(shifted));
-    };
-    for (size_t j = 0; j < kBlock / 2; ++j) {
-      o[2 + j] = static_cast<uint8_t>(level(x[j]) | (level(x[j + kBlock / 2]) << 4));
-    }
+    simd::QuantizeBlockQ4_0(values.data() + block * kBlock, out.data() + block * kQ4Bytes);
   }
 }
 
