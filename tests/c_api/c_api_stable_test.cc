@@ -121,6 +121,20 @@ TEST_F(CApiModelTest, ASharedPoolServesEverySessionAndGeneration) {
   kvrt_error_free(error);
 }
 
+TEST_F(CApiModelTest, MaxRowsPerStepChunksThePrefillWithoutChangingIt) {
+  kvrt_engine_options whole = kvrt_engine_options_default();
+  whole.threads = 1;
+  EXPECT_EQ(whole.max_rows_per_step, 512u);
+  kvrt_engine_options chunked = whole;
+  chunked.max_rows_per_step = 2;
+  kvrt_engine_options unset = whole;
+  unset.max_rows_per_step = 0;  // an initializer without the field: the default
+  const std::vector<uint32_t> tokens = {1, 5, 9, 2, 7};
+  const std::vector<double> want = PrefillLogits(whole, tokens);
+  EXPECT_EQ(PrefillLogits(chunked, tokens), want);
+  EXPECT_EQ(PrefillLogits(unset, tokens), want);
+}
+
 TEST_F(CApiModelTest, LogitsComeAsFloatToo) {
   const kvrt_engine_options engine = kvrt_engine_options_default();  // f32
   kvrt_cache* wide_cache = nullptr;

@@ -52,6 +52,10 @@ Result<EngineChoice> EngineFromFlags(const Flags& flags) {
     }
     choice.options.weights = *format;
   }
+  Result<uint64_t> rows = flags.Unsigned("max-rows-per-step", EngineOptions::kDefaultMaxRowsPerStep);
+  if (!rows) return std::unexpected(rows.error());
+  if (*rows == 0) return std::unexpected(InvalidArgument("--max-rows-per-step must be at least 1"));
+  choice.options.max_rows_per_step = static_cast<size_t>(*rows);
   const std::string backend = flags.Value("backend").value_or("fast");
   const std::string precision = flags.Value("precision").value_or(backend == "reference" ? "f64" : "f32");
   if (backend == "reference") {

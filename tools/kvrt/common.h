@@ -33,6 +33,9 @@ inline constexpr FlagSpec kEngineFlags[] = {
     {"weights", true,
      "weight matrices as-stored (default: a GGUF's bf16/f16/q8_0/q4_0 as stored, else f32), f32, bf16, f16, "
      "q8_0 or q4_0 (converted at load; with --backend reference: the f64 oracle on the dequantized values)"},
+    {"max-rows-per-step", true,
+     "most rows per sequence the fast engine forwards in one step, sizing its workspace (default 512); a "
+     "longer prompt is prefilled in chunks and still committed once"},
 };
 
 // The engine a command runs on, and the thread pool it borrows.

@@ -284,6 +284,9 @@ typedef struct kvrt_engine_options {
   size_t threads;           /* fast backend without a pool: 0 = every core, 1 = the calling thread */
   kvrt_pool* pool;          /* fast backend: run on this pool (threads is then ignored); NULL: none */
   kvrt_weights weights;     /* zero (an initializer without it): KVRT_WEIGHTS_AS_STORED */
+  size_t max_rows_per_step; /* fast backend: most rows per sequence one step forwards, which sizes its
+                             * workspace; longer prompts are prefilled in chunks, committed once.
+                             * 0 (an initializer without it): the default, 512 */
 } kvrt_engine_options;
 
 /* Fast backend, f32, every core, no shared pool, weights as stored. */

@@ -51,6 +51,8 @@ Result<EngineOptions> EngineFromC(const kvrt_engine_options* engine,
     return Fail(ErrorCode::kInvalidArgument, {}, "unknown weights " + std::to_string(number));
   }
   options.weights = weights;
+  options.max_rows_per_step =
+      chosen.max_rows_per_step == 0 ? EngineOptions::kDefaultMaxRowsPerStep : chosen.max_rows_per_step;
   if (options.backend == Backend::kReference && options.precision != Precision::kF64) {
     return Fail(ErrorCode::kUnsupportedBackend, {{"", std::string("f32")}},
                 "the reference backend computes in f64 only");
@@ -70,7 +72,8 @@ Result<EngineOptions> EngineFromC(const kvrt_engine_options* engine,
 extern "C" {
 
 kvrt_engine_options kvrt_engine_options_default(void) {
-  return kvrt_engine_options{KVRT_BACKEND_FAST, KVRT_PRECISION_F32, 0, nullptr, KVRT_WEIGHTS_AS_STORED};
+  return kvrt_engine_options{KVRT_BACKEND_FAST, KVRT_PRECISION_F32, 0, nullptr, KVRT_WEIGHTS_AS_STORED,
+                             kvrt::EngineOptions::kDefaultMaxRowsPerStep};
 }
 
 kvrt_error* kvrt_pool_create(size_t threads, kvrt_pool** out) {
