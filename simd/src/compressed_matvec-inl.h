@@ -95,20 +95,19 @@ HWY_INLINE void BlockScaledMatVecGroup(D d, const CompressedMatrixView& w, const
 }
 
 // Groups of about eight accumulators (4 panels on AVX3, 2 on AVX2, 1 on the scalar
-// target), then single panels for the rest of the range. Each column's arithmetic is
-// the same in a group or alone.
+// target), then one smaller group for the rest of the range. Each column's
+// arithmetic is the same in a group of any size.
 template <template <class> class Rows, bool kBlockScaled, class D>
 HWY_INLINE void CompressedMatVecPanels(D d, const CompressedMatrixView& w, const float* x,
                                        float* y, size_t panel_begin, size_t panel_end) {
   constexpr size_t kGroup = std::max<size_t>(1, 8 / PanelVectors<D>());
-  size_t p = panel_begin;
-  if constexpr (kBlockScaled) {
-    for (; p + kGroup <= panel_end; p += kGroup) BlockScaledMatVecGroup<Rows, kGroup>(d, w, x, y, p);
-    for (; p < panel_end; ++p) BlockScaledMatVecGroup<Rows, 1>(d, w, x, y, p);
-  } else {
-    for (; p + kGroup <= panel_end; p += kGroup) ExactMatVecGroup<Rows, kGroup>(d, w, x, y, p);
-    for (; p < panel_end; ++p) ExactMatVecGroup<Rows, 1>(d, w, x, y, p);
-  }
+  ForPanelGroups<kGroup>(panel_begin, panel_end, [&](size_t p, auto panels) {
+    if constexpr (kBlockScaled) {
+      BlockScaledMatVecGroup<Rows, decltype(panels)::value>(d, w, x, y, p);
+    } else {
+      ExactMatVecGroup<Rows, decltype(panels)::value>(d, w, x, y, p);
+    }
+  });
 }
 
 }  // namespace kvrt::simd::HWY_NAMESPACE

@@ -48,14 +48,15 @@ HWY_INLINE void MatVecPanelGroup(D d, const PackedMatrixView<T>& w, const T* x, 
 }
 
 // Groups sized for about eight accumulators (4 panels on AVX3, 2 on AVX2, 1 on the
-// scalar target), then single panels for the rest of the range.
+// scalar target), then one smaller group for the rest of the range. A column's
+// arithmetic is the same in any group.
 template <class D, typename T = hn::TFromD<D>>
 HWY_INLINE void MatVecPanels(D d, const PackedMatrixView<T>& w, const T* x, T* y,
                              size_t panel_begin, size_t panel_end) {
   constexpr size_t kGroup = std::max<size_t>(1, 8 / PanelVectors<D>());
-  size_t p = panel_begin;
-  for (; p + kGroup <= panel_end; p += kGroup) MatVecPanelGroup<kGroup>(d, w, x, y, p);
-  for (; p < panel_end; ++p) MatVecPanelGroup<1>(d, w, x, y, p);
+  ForPanelGroups<kGroup>(panel_begin, panel_end, [&](size_t p, auto panels) {
+    MatVecPanelGroup<decltype(panels)::value>(d, w, x, y, p);
+  });
 }
 
 }  // namespace kvrt::simd::HWY_NAMESPACE

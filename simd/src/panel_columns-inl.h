@@ -9,6 +9,7 @@
 #endif
 
 #include <cstddef>
+#include <type_traits>
 
 #include "hwy/highway.h"
 #include "kvrt/simd/packed_matrix.h"
@@ -53,6 +54,27 @@ HWY_INLINE void LoadPanelRow(D d, const T* in, size_t valid, hn::Vec<D>* acc) {
       acc[v] = hn::Zero(d);
     }
   }
+}
+
+// The last `count` (< kMax + 1) panels from p as one group of exactly that size.
+template <size_t kMax, class Group>
+HWY_INLINE void RestPanelGroup(size_t p, size_t count, const Group& group) {
+  if constexpr (kMax > 0) {
+    if (count == kMax) return group(p, std::integral_constant<size_t, kMax>());
+    RestPanelGroup<kMax - 1>(p, count, group);
+  }
+}
+
+// Calls group(p, std::integral_constant<size_t, n>) over the panels [begin, end):
+// groups of kGroup consecutive panels, then the rest (fewer than kGroup) as ONE
+// group of that size. A lone panel gives only PanelVectors() FMA chains, too few
+// to hide the FMA latency, so the rest of a short range (the matrix-vector tasks
+// of a small model are a few panels each) still streams its panels side by side.
+template <size_t kGroup, class Group>
+HWY_INLINE void ForPanelGroups(size_t begin, size_t end, const Group& group) {
+  size_t p = begin;
+  for (; p + kGroup <= end; p += kGroup) group(p, std::integral_constant<size_t, kGroup>());
+  RestPanelGroup<kGroup - 1>(p, end - p, group);
 }
 
 }  // namespace kvrt::simd::HWY_NAMESPACE

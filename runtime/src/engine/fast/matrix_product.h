@@ -40,10 +40,13 @@ class MatrixProduct {
       total_panels += panels;
     }
     width_ = offset;
-    // About 32 tasks per pass for one row (enough to balance a few threads), at
-    // most 8 panels (256 f32 columns) each; wider tiles for several rows, where a
-    // task also spans kRowTile rows.
-    vector_tile_ = std::clamp<size_t>(total_panels / 32, 1, 8);
+    // One row: tiles of 4 panels (8 for a pass of 256 panels or more), so that
+    // every task streams four panels side by side, the matrix-vector kernels'
+    // widest group: a task of one or two panels is bound by the latency of its
+    // few FMA chains, not by reading its weights (on a 288-wide model every
+    // 288-column matrix is 9 panels). Wider tiles for several rows, where a task
+    // also spans kRowTile rows.
+    vector_tile_ = total_panels >= 256 ? 8 : 4;
     matrix_tile_ = std::clamp<size_t>(total_panels / 8, 1, 16);
     for (const bool several_rows : {false, true}) {
       std::vector<Task>& tasks = several_rows ? matrix_tasks_ : vector_tasks_;
