@@ -19,7 +19,7 @@ mkdir -p "$OUT"
   --benchmark_repetitions=7 --benchmark_min_time=0.05 --benchmark_enable_random_interleaving=true \
   --benchmark_out="$OUT/kernels.json" --benchmark_out_format=json > /dev/null
 "$BUILD/bench/bench_engine" \
-  --benchmark_filter='^DecodeScaling/15M/t:(64|512)/|^Prefill/15M/tokens:256/threads:[12]$' \
+  --benchmark_filter='^DecodeScaling/15M/t:(64|512)/|^PrefillScaling/15M/tokens:256/' \
   --benchmark_repetitions=3 --benchmark_enable_random_interleaving=true \
   --benchmark_out="$OUT/engine.json" --benchmark_out_format=json > /dev/null
 "$BUILD/tools/kvrt" bench-compare --gate "$ROOT/bench/perf_gate.json" "$OUT/kernels.json" "$OUT/engine.json"

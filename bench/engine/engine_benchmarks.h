@@ -10,5 +10,8 @@ void RegisterEngineBenchmarks(threading::ThreadPool& one_thread, threading::Thre
 void RegisterWeightBenchmarks(threading::ThreadPool& one_thread, threading::ThreadPool& two_threads);
 // BatchedDecode rows: B sequences decoding in B slots (batching_bench.cc).
 void RegisterBatchingBenchmarks(threading::ThreadPool& one_thread, threading::ThreadPool& two_threads);
+// PrefillScaling/15M/tokens:256: 2/1-thread prefill over the pool probe, interleaved
+// (prefill_scaling_bench.cc).
+void RegisterPrefillScalingBenchmarks(threading::ThreadPool& one_thread, threading::ThreadPool& two_threads);
 
 }  // namespace kvrt::bench

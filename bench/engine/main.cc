@@ -19,5 +19,6 @@ int main(int argc, char** argv) {
         kvrt::bench::RegisterEngineBenchmarks(one_thread, two_threads);
         kvrt::bench::RegisterWeightBenchmarks(one_thread, two_threads);
         kvrt::bench::RegisterBatchingBenchmarks(one_thread, two_threads);
+        kvrt::bench::RegisterPrefillScalingBenchmarks(one_thread, two_threads);
       });
 }
