@@ -59,7 +59,9 @@ run_target() {
   local log="$BUILD/logs/$target.log"
   mkdir -p "$corpus" "$BUILD/artifacts" "$BUILD/logs"
   echo "== fuzz_$target for ${SECONDS_PER_TARGET}s (corpus $corpus)"
-  local options=(-max_total_time="$SECONDS_PER_TARGET" -timeout=25 -rss_limit_mb=2048
+  # -timeout is wall-clock: on a loaded machine (nice 19 behind two builds) a 16 ms
+  # input once took 49 s and was reported as a hang; 120 s still catches a real one.
+  local options=(-max_total_time="$SECONDS_PER_TARGET" -timeout=120 -rss_limit_mb=2048
                  -print_final_stats=1 -artifact_prefix="$BUILD/artifacts/$target-")
   [ "$(max_len "$target")" -gt 0 ] && options+=(-max_len="$(max_len "$target")")
   local status=0
