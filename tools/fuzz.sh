@@ -35,7 +35,10 @@ build() {
   ccache_launcher launcher
   # clang < 19 hides libstdc++'s <expected> behind __cpp_concepts (see
   # cmake/KvrtFuzzers.cmake); the GCC-only warning flags are not errors.
+  # -O2 for fuzzing speed; -g1 (line tables) names every frame of a report at about
+  # half the compile time of -g.
   cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" \
     -DCMAKE_C_COMPILER=clang-$CLANG_VERSION -DCMAKE_CXX_COMPILER=clang++-$CLANG_VERSION \
     "-DCMAKE_CXX_FLAGS=-D__cpp_concepts=202002L -Wno-macro-redefined -Wno-unknown-warning-option" \
     -DKVRT_SANITIZE=address -DKVRT_BUILD_FUZZERS=ON -DKVRT_BUILD_TESTS=ON -DKVRT_BUILD_BENCH=OFF \
