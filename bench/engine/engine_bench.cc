@@ -4,6 +4,12 @@
 //                                      (counters: both times and their ratio; the
 //                                      row's time is the cached step)
 //   Prefill/<model>/tokens:<T>/threads:<n>   prefill throughput
+//   Prefill/<model>/tokens:<T>/threads:<n>/mode:invariant|fast   the same, batch-
+//                                      invariant (the default) against the opt-in
+//                                      batch-variant attention
+//                                      (EngineOptions::batch_invariant = false): the
+//                                      invariance cost is the ratio of a pair
+//                                      (--benchmark_filter='/mode:')
 //   EndToEnd/<model>/decode|prefill/threads:<n>   tokens/s with the fraction of the
 //                                      roofline measured in the same run: decode
 //                                      against the read bandwidth over a buffer the
@@ -16,6 +22,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "engine_benchmarks.h"
 #include "kvrt/kv_cache.h"
@@ -32,7 +39,7 @@ double Seconds(std::chrono::steady_clock::time_point start) {
 
 // A cache and a fast f32 session over it; the cache stays put while bound.
 struct BoundSession {
-  BoundSession(const DecoderModel& model, threading::ThreadPool* pool) {
+  BoundSession(const DecoderModel& model, threading::ThreadPool* pool, bool batch_invariant = true) {
     CacheOptions cache_options;
     cache_options.precision = Precision::kF32;
     cache = std::make_unique<DecoderKvCache>(*DecoderKvCache::Create(model, cache_options));
@@ -40,6 +47,7 @@ struct BoundSession {
     engine.backend = Backend::kFast;
     engine.precision = Precision::kF32;
     engine.pool = pool;
+    engine.batch_invariant = batch_invariant;
     Result<DecoderKvSession> bound = cache->Bind(model, engine);
     if (!bound) throw std::runtime_error(bound.error().message());
     session = std::make_unique<DecoderKvSession>(std::move(*bound));
@@ -96,9 +104,10 @@ void DecodeScaling(benchmark::State& state, const ModelShape* shape, size_t cont
   state.counters["context"] = static_cast<double>(context);
 }
 
-void Prefill(benchmark::State& state, const ModelShape* shape, size_t tokens, threading::ThreadPool* pool) {
+void Prefill(benchmark::State& state, const ModelShape* shape, size_t tokens, threading::ThreadPool* pool,
+             bool batch_invariant) {
   const DecoderModel& model = SyntheticModel(*shape);
-  BoundSession bound(model, pool);
+  BoundSession bound(model, pool, batch_invariant);
   const std::vector<uint32_t> prompt = PromptTokens(tokens, shape->vocab);
   for (auto _ : state) bound.Prefill(prompt);
   state.SetItemsProcessed(static_cast<int64_t>(tokens * state.iterations()));
@@ -178,8 +187,18 @@ void RegisterEngineBenchmarks(threading::ThreadPool& one_thread, threading::Thre
     const std::string threads = "/threads:" + std::to_string(pool->threads());
     for (size_t tokens : {32, 64, 128, 256, 512, 1024}) {
       benchmark::RegisterBenchmark(("Prefill/15M/tokens:" + std::to_string(tokens) + threads).c_str(), Prefill,
-                                   &small, tokens, pool)
+                                   &small, tokens, pool, true)
           ->Unit(benchmark::kMillisecond);
+    }
+    // The invariance cost: each pair differs only in EngineOptions::batch_invariant.
+    const std::pair<const char*, size_t> mode_rows[] = {{"15M", 256}, {"15M", 512}, {"15M", 1024}, {"110M", 512}};
+    for (const auto& [name, tokens] : mode_rows) {
+      for (const bool invariant : {true, false}) {
+        const std::string row = "Prefill/" + std::string(name) + "/tokens:" + std::to_string(tokens) + threads +
+                                (invariant ? "/mode:invariant" : "/mode:fast");
+        benchmark::RegisterBenchmark(row.c_str(), Prefill, &ShapeNamed(name), tokens, pool, invariant)
+            ->Unit(benchmark::kMillisecond);
+      }
     }
     for (const ModelShape& shape : TinyStoriesShapes()) {
       benchmark::RegisterBenchmark(("EndToEnd/" + std::string(shape.name) + "/decode" + threads).c_str(),
