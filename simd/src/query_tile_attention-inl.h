@@ -18,112 +18,108 @@ HWY_BEFORE_NAMESPACE();
 namespace kvrt::simd::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// Queries whose scores and value mix run together: kQueryGroup independent FMA
-// chains hide the FMA latency, and every key or value vector loaded serves them all.
-inline constexpr size_t kQueryGroup = 8;
-
 template <class T>
-struct QueryTileState {
-  const T* q;           // query 0 of the call
-  size_t q_stride;
-  size_t head_width;
-  size_t acc_stride;    // QueryTileAccumulatorStride(head_width)
-  T scale;
-  T* keys_t;            // [head_width, lanes]: key k of the tile in lane k
-  T* acc;               // [kQueryTileRows, acc_stride]
-  T* sums;              // [kQueryTileRows, kQueryTileMaxLanes]
-  T* weights;           // [kQueryTileRows, kQueryTileMaxLanes]
-  T* maxima;            // [kQueryTileRows]
-};
-
-template <class T>
-const T* PrefixRow(const PrefixSegment<T>& first, const PrefixSegment<T>& second, const T* first_base,
-                   const T* second_base, size_t p) {
-  return p < first.count ? first_base + p * first.stride
-                         : second_base + (p - first.count) * second.stride;
+const T* PrefixRow(const PrefixSegment<T>& first, const PrefixSegment<T>& second, bool keys, size_t p) {
+  return p < first.count ? (keys ? first.keys : first.values) + p * first.stride
+                         : (keys ? second.keys : second.values) + (p - first.count) * second.stride;
 }
 
-// keys_t[i·lanes + k] = key_{begin + k}[i] for k < count, 0 for the lanes after.
-template <class T>
-void TransposeKeyTile(const PrefixSegment<T>& first, const PrefixSegment<T>& second, size_t begin,
-                      size_t count, size_t lanes, size_t head_width, T* keys_t) {
-  for (size_t k = 0; k < count; ++k) {
-    const T* key = PrefixRow(first, second, first.keys, second.keys, begin + k);
-    for (size_t i = 0; i < head_width; ++i) keys_t[i * lanes + k] = key[i];
-  }
-  for (size_t k = count; k < lanes; ++k) {
-    for (size_t i = 0; i < head_width; ++i) keys_t[i * lanes + k] = T(0);
-  }
-}
-
-// One key tile [begin, begin + lanes) for the kQ queries of a group starting at
-// tile row `row` (call query `query`), query j seeing visible[j] prefix rows.
-template <size_t kQ, class D, typename T = hn::TFromD<D>>
-HWY_INLINE void GroupKeyTile(D d, const QueryTileState<T>& st, const PrefixSegment<T>& first,
-                             const PrefixSegment<T>& second, size_t query, size_t row,
-                             const size_t* visible, size_t begin) {
+// Columns [col, col + kCols) of the value mix of one key tile: acc_c = acc_c·α,
+// then acc_c += e_k · value_k[c] in ascending k, for every query lane at once.
+template <size_t kCols, class D, typename T = hn::TFromD<D>>
+HWY_INLINE void MixColumns(D d, const T* const* values, size_t keys, const T* e, hn::Vec<D> alpha, size_t col,
+                           T* acc_t) {
   const size_t lanes = hn::Lanes(d);
-  const size_t hw = st.head_width;
-  // Scores: keys in lanes, one FMA chain per query over the head.
-  hn::Vec<D> s[kQ];
-  const T* q[kQ];
-  for (size_t j = 0; j < kQ; ++j) {
-    s[j] = hn::Zero(d);
-    q[j] = st.q + (query + j) * st.q_stride;
+  hn::Vec<D> acc[kCols];
+  for (size_t c = 0; c < kCols; ++c) acc[c] = hn::Mul(hn::LoadU(d, acc_t + (col + c) * lanes), alpha);
+  for (size_t k = 0; k < keys; ++k) {
+    const auto weight = hn::LoadU(d, e + k * lanes);
+    const T* value = values[k] + col;
+    for (size_t c = 0; c < kCols; ++c) acc[c] = hn::MulAdd(weight, hn::Set(d, value[c]), acc[c]);
   }
+  for (size_t c = 0; c < kCols; ++c) hn::StoreU(acc[c], d, acc_t + (col + c) * lanes);
+}
+
+// Queries [first_query, first_query + count) of the call, count ≤ lanes, one
+// per lane; lane l sees `base + l` prefix rows.
+template <class D, typename T = hn::TFromD<D>>
+HWY_INLINE void AttendLaneGroup(D d, const T* q, size_t q_stride, size_t count, const PrefixSegment<T>& first,
+                                const PrefixSegment<T>& second, size_t base, size_t head_width, T scale,
+                                T* scratch, T* out, size_t out_stride) {
+  constexpr size_t kKeys = kQueryTileKeys;
+  const size_t lanes = hn::Lanes(d);
+  const size_t hw = head_width;
+  T* q_t = scratch;                        // [hw, lanes]: q_l[i] in lane l
+  T* acc_t = q_t + hw * lanes;             // [hw, lanes]: the value accumulators
+  T* e = acc_t + hw * lanes;               // [kKeys, lanes]: the tile's exps
   for (size_t i = 0; i < hw; ++i) {
-    const auto key = hn::LoadU(d, st.keys_t + i * lanes);
-    for (size_t j = 0; j < kQ; ++j) s[j] = hn::MulAdd(hn::Set(d, q[j][i]), key, s[j]);
+    for (size_t l = 0; l < lanes; ++l) q_t[i * lanes + l] = l < count ? q[l * q_stride + i] : T(0);
   }
-  // Online softmax per query: new max, rescale factor, this tile's exps.
+  std::fill_n(acc_t, hw * lanes, T(0));
   const T lowest = -std::numeric_limits<T>::infinity();
-  T alpha[kQ];
-  size_t mixed_keys = 0;  // keys any query of the group sees in this tile
-  for (size_t j = 0; j < kQ; ++j) {
-    const size_t valid = visible[j] > begin ? std::min(lanes, visible[j] - begin) : 0;
-    mixed_keys = std::max(mixed_keys, valid);
-    const auto mask = hn::FirstN(d, valid);
-    const auto scores = hn::Mul(s[j], hn::Set(d, st.scale));
-    const T tile_max =
-        valid == 0 ? lowest
-                   : hn::GetLane(hn::MaxOfLanes(d, hn::IfThenElse(mask, scores, hn::Set(d, lowest))));
-    T& running = st.maxima[row + j];
-    const T old_max = running;
-    const T new_max = std::max(old_max, tile_max);
-    if (new_max == old_max) {
-      alpha[j] = T(1);
-    } else if (old_max == lowest) {
-      alpha[j] = T(0);  // nothing accumulated yet
-    } else {
-      alpha[j] = hn::GetLane(hn::Exp(d, hn::Set(d, old_max - new_max)));
+  const auto minus_inf = hn::Set(d, lowest);
+  const auto one = hn::Set(d, T(1));
+  const auto zero = hn::Zero(d);
+  const auto used = hn::FirstN(d, count);
+  auto running_max = minus_inf;
+  auto sum = zero;
+  const size_t last = base + count - 1;  // rows the last lane sees
+  const T* key_rows[kKeys];
+  const T* value_rows[kKeys];
+  for (size_t begin = 0; begin < last; begin += kKeys) {
+    const size_t keys = std::min(kKeys, last - begin);
+    // Past the tile's keys: the last key again, masked out below.
+    for (size_t k = 0; k < kKeys; ++k) {
+      const size_t p = begin + std::min(k, keys - 1);
+      key_rows[k] = PrefixRow(first, second, true, p);
+      value_rows[k] = PrefixRow(first, second, false, p);
     }
-    running = new_max;
-    // Masked lanes are shifted to exp(0) and then zeroed: no out-of-range Exp.
-    const auto shift = hn::Set(d, new_max);
-    const auto e =
-        hn::IfThenElseZero(mask, hn::Exp(d, hn::Sub(hn::IfThenElse(mask, scores, shift), shift)));
-    hn::StoreU(e, d, st.weights + (row + j) * kQueryTileMaxLanes);
-    T* sum = st.sums + (row + j) * kQueryTileMaxLanes;
-    hn::StoreU(hn::Add(hn::Mul(hn::LoadU(d, sum), hn::Set(d, alpha[j])), e), d, sum);
+    // Scores: one FMA chain per key over the head, queries in lanes.
+    hn::Vec<D> s[kKeys];
+    for (size_t k = 0; k < kKeys; ++k) s[k] = zero;
+    for (size_t i = 0; i < hw; ++i) {
+      const auto query = hn::LoadU(d, q_t + i * lanes);
+      for (size_t k = 0; k < kKeys; ++k) s[k] = hn::MulAdd(hn::Set(d, key_rows[k][i]), query, s[k]);
+    }
+    // Key p is visible to lane l iff p < base + l, i.e. l ≥ p + 1 − base.
+    auto tile_max = minus_inf;
+    hn::Mask<D> visible[kKeys];
+    for (size_t k = 0; k < kKeys; ++k) {
+      const size_t p = begin + k;
+      visible[k] = k >= keys ? hn::FirstN(d, 0)
+                   : p < base ? used
+                              : hn::AndNot(hn::FirstN(d, p + 1 - base), used);
+      s[k] = hn::IfThenElse(visible[k], hn::Mul(s[k], hn::Set(d, scale)), minus_inf);
+      tile_max = hn::Max(tile_max, s[k]);
+    }
+    // α = exp(m_old − m_new): exactly 1 where the max did not move, 0 where
+    // nothing was accumulated yet.
+    const auto new_max = hn::Max(running_max, tile_max);
+    const auto unseen = hn::Eq(running_max, minus_inf);
+    const auto shift_arg = hn::IfThenElse(unseen, zero, hn::Sub(running_max, new_max));
+    const auto alpha =
+        hn::IfThenElse(hn::Eq(running_max, new_max), one, hn::IfThenElseZero(hn::Not(unseen), hn::Exp(d, shift_arg)));
+    running_max = new_max;
+    const auto shift = hn::IfThenElse(hn::Eq(new_max, minus_inf), zero, new_max);
+    sum = hn::Mul(sum, alpha);
+    for (size_t k = 0; k < keys; ++k) {
+      // Hidden lanes are shifted to exp(0) and then zeroed: no out-of-range Exp.
+      const auto x = hn::Sub(hn::IfThenElse(visible[k], s[k], shift), shift);
+      const auto weight = hn::IfThenElseZero(visible[k], hn::Exp(d, x));
+      hn::StoreU(weight, d, e + k * lanes);
+      sum = hn::Add(sum, weight);
+    }
+    size_t col = 0;
+    for (; col + 8 <= hw; col += 8) MixColumns<8>(d, value_rows, keys, e, alpha, col, acc_t);
+    for (; col + 4 <= hw; col += 4) MixColumns<4>(d, value_rows, keys, e, alpha, col, acc_t);
+    for (; col < hw; ++col) MixColumns<1>(d, value_rows, keys, e, alpha, col, acc_t);
   }
-  // Value mix: every value vector loaded once for the group, one FMA chain per
-  // query and column vector, in ascending p.
-  const size_t full = hw / lanes * lanes, columns = (hw + lanes - 1) / lanes * lanes;
-  for (size_t col = 0; col < columns; col += lanes) {
-    const bool tail = col >= full;
-    const auto tail_mask = hn::FirstN(d, hw - std::min(hw, col));
-    hn::Vec<D> acc[kQ];
-    for (size_t j = 0; j < kQ; ++j) {
-      acc[j] = hn::Mul(hn::LoadU(d, st.acc + (row + j) * st.acc_stride + col), hn::Set(d, alpha[j]));
-    }
-    for (size_t k = 0; k < mixed_keys; ++k) {
-      const T* value_row = PrefixRow(first, second, first.values, second.values, begin + k) + col;
-      const auto value = tail ? hn::MaskedLoad(tail_mask, d, value_row) : hn::LoadU(d, value_row);
-      for (size_t j = 0; j < kQ; ++j) {
-        acc[j] = hn::MulAdd(hn::Set(d, st.weights[(row + j) * kQueryTileMaxLanes + k]), value, acc[j]);
-      }
-    }
-    for (size_t j = 0; j < kQ; ++j) hn::StoreU(acc[j], d, st.acc + (row + j) * st.acc_stride + col);
+  // out = acc · (1 / Σ exps), lane l to query l's row.
+  const auto reciprocal = hn::Div(one, hn::IfThenElse(used, sum, one));
+  T* row = e;  // the exps are spent: one transposed output column at a time
+  for (size_t i = 0; i < hw; ++i) {
+    hn::StoreU(hn::Mul(hn::LoadU(d, acc_t + i * lanes), reciprocal), d, row);
+    for (size_t l = 0; l < count; ++l) out[l * out_stride + i] = row[l];
   }
 }
 
@@ -133,61 +129,11 @@ HWY_INLINE void AttendQueryTileRows(D d, const T* q, size_t q_stride, size_t que
                                     size_t head_width, T scale, T* scratch, T* out, size_t out_stride) {
   const size_t lanes = hn::Lanes(d);
   const size_t n = first.count + second.count;
-  const size_t acc_stride = QueryTileAccumulatorStride(head_width);
-  QueryTileState<T> st;
-  st.q = q;
-  st.q_stride = q_stride;
-  st.head_width = head_width;
-  st.acc_stride = acc_stride;
-  st.scale = scale;
-  st.keys_t = scratch;
-  st.acc = st.keys_t + kQueryTileMaxLanes * head_width;
-  st.sums = st.acc + kQueryTileRows * acc_stride;
-  st.weights = st.sums + kQueryTileRows * kQueryTileMaxLanes;
-  st.maxima = st.weights + kQueryTileRows * kQueryTileMaxLanes;
-  for (size_t tile = 0; tile < queries; tile += kQueryTileRows) {
-    const size_t rows = std::min(kQueryTileRows, queries - tile);
-    std::fill_n(st.acc, rows * acc_stride, T(0));
-    std::fill_n(st.sums, rows * kQueryTileMaxLanes, T(0));
-    std::fill_n(st.maxima, rows, -std::numeric_limits<T>::infinity());
-    // Query `tile + row` sees n − (queries − 1 − tile − row) rows.
-    const size_t first_visible = n - (queries - 1 - tile);
-    const size_t last_visible = first_visible + rows - 1;
-    for (size_t begin = 0; begin < last_visible; begin += lanes) {
-      TransposeKeyTile(first, second, begin, std::min(lanes, last_visible - begin), lanes, head_width,
-                       st.keys_t);
-      for (size_t row = 0; row < rows; row += kQueryGroup) {
-        const size_t group = std::min(kQueryGroup, rows - row);
-        size_t visible[kQueryGroup];
-        for (size_t j = 0; j < group; ++j) visible[j] = first_visible + row + j;
-        if (visible[group - 1] <= begin) continue;  // the whole group's prefixes end before
-        const size_t query = tile + row;
-        switch (group) {
-          case 8: GroupKeyTile<8>(d, st, first, second, query, row, visible, begin); break;
-          case 7: GroupKeyTile<7>(d, st, first, second, query, row, visible, begin); break;
-          case 6: GroupKeyTile<6>(d, st, first, second, query, row, visible, begin); break;
-          case 5: GroupKeyTile<5>(d, st, first, second, query, row, visible, begin); break;
-          case 4: GroupKeyTile<4>(d, st, first, second, query, row, visible, begin); break;
-          case 3: GroupKeyTile<3>(d, st, first, second, query, row, visible, begin); break;
-          case 2: GroupKeyTile<2>(d, st, first, second, query, row, visible, begin); break;
-          default: GroupKeyTile<1>(d, st, first, second, query, row, visible, begin); break;
-        }
-      }
-    }
-    // out = acc · (1 / Σ exps).
-    const size_t full = head_width / lanes * lanes;
-    for (size_t row = 0; row < rows; ++row) {
-      const T total = hn::GetLane(hn::SumOfLanes(d, hn::LoadU(d, st.sums + row * kQueryTileMaxLanes)));
-      const auto reciprocal = hn::Set(d, T(1) / total);
-      const T* acc = st.acc + row * acc_stride;
-      T* o = out + (tile + row) * out_stride;
-      size_t j = 0;
-      for (; j < full; j += lanes) hn::StoreU(hn::Mul(hn::LoadU(d, acc + j), reciprocal), d, o + j);
-      if (j < head_width) {
-        hn::BlendedStore(hn::Mul(hn::LoadU(d, acc + j), reciprocal), hn::FirstN(d, head_width - j), d,
-                         o + j);
-      }
-    }
+  for (size_t begin = 0; begin < queries; begin += lanes) {
+    const size_t count = std::min(lanes, queries - begin);
+    const size_t base = n - (queries - 1 - begin);  // rows query `begin` sees
+    AttendLaneGroup(d, q + begin * q_stride, q_stride, count, first, second, base, head_width, scale, scratch,
+                    out + begin * out_stride, out_stride);
   }
 }
 

@@ -9,7 +9,7 @@
 HWY_BEFORE_NAMESPACE();
 namespace kvrt::simd::HWY_NAMESPACE {
 
-// Keys per tile: a vector's lanes, at most kQueryTileMaxLanes (the scratch's unit).
+// Queries in flight: a vector's lanes, at most kQueryTileMaxLanes (the scratch's unit).
 void AttendQueryTileF32(const float* q, size_t q_stride, size_t queries, PrefixSegment<float> first,
                         PrefixSegment<float> second, size_t head_width, float scale, float* scratch,
                         float* out, size_t out_stride) {

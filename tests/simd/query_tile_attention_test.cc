@@ -117,7 +117,7 @@ long double Bound(const Case<T>& c, size_t r, size_t j) {
   long double a = 0;
   for (size_t p = 0; p < n; ++p) a += e[p] / sum * std::fabs(c.values[p * c.stride + j]);
   const long double range = max_score - min_score;
-  const long double tiles = static_cast<long double>(n);  // ⌈n / lanes⌉ ≤ n on every target
+  const long double tiles = std::ceil(static_cast<long double>(n) / kQueryTileKeys);
   return (4 * sigma + 4 * eps * range + (2.0L * n + 3 * tiles + 8) * eps) * a +
          (n + 2 * tiles) * v_max * simd_test::DenormMin<T>();
 }

@@ -1,11 +1,11 @@
 // Causal attention of several consecutive query rows of one head over their
 // shared prefix at once: the prefill kernel of the opt-in batch-variant mode
 // (EngineOptions::batch_invariant = false). AttendPrefix (prefix_attention.h)
-// runs one query at a time and pays a lane reduction per key; here a tile of
-// keys is transposed once so that `lanes` keys sit in the lanes of a vector,
-// and every query of the tile broadcasts its q[i] against it: one reduction per
-// query and key tile (the tile's max), and each K/V tile load serves up to
-// kQueryTileRows queries.
+// runs one query at a time and pays a lane reduction per key, re-reading every
+// K/V row for every query; here `lanes` queries sit in the lanes of a vector
+// (their q transposed once), every key element is broadcast against them, and
+// every reduction over keys is lane-wise: no horizontal reduction at all, and
+// each K/V row read serves `lanes` queries.
 //
 // Problem: queries r = 0 .. m−1 (row r at q + r·q_stride) over the prefix rows
 // p = 0 .. n−1, n = first.count + second.count (segments as in
@@ -15,18 +15,17 @@
 //   s_rp  = dot(q_r, key_p) · scale                 p < n_r
 //   out_r = Σ_p softmax(s_r)_p · value_p            written to out + r·out_stride
 //
-// Method (online softmax, per query, keys in tiles of `lanes` from p = 0):
-//   scores of a key tile in one FMA chain over head_width (keys in lanes), then
-//   · scale; the running max m_t = max(m_{t−1}, tile max); the running sum and
-//   the value accumulators are multiplied by α_t = exp(m_{t−1} − m_t) (exactly 1
-//   when the max did not move), then the tile's e_p = exp(s_p − m_t) are added:
-//   the sum lane by lane (lane k: p ≡ k mod lanes), each output column in one
-//   FMA chain in ascending p. out = acc · (1 / Σ lanes of the sum).
-//   Every query's arithmetic depends only on its own (q_r, n_r, inputs): a key
-//   masked out for one query of a group adds exactly 0, a tile past its prefix
-//   multiplies by exactly 1. What changes with the step's shape is only which
-//   kernel runs (AttendPrefix for a single decode row, this one for prefill),
-//   so the mode is not batch-invariant as a whole.
+// Method (online softmax per query lane, keys in tiles of kQueryTileKeys from
+// p = 0): each score in one FMA chain over head_width, then · scale; the running
+// max m_t = max(m_{t−1}, max of the tile); the sum and the value accumulators
+// are multiplied by α_t = exp(m_{t−1} − m_t) (exactly 1 when the max did not
+// move), then the tile's e_p = exp(s_p − m_t) are added in ascending p (the sum
+// in one chain, each output column in one FMA chain). out = acc · (1 / sum).
+// Every query's arithmetic depends only on its own (q_r, n_r, inputs), not on its
+// lane or the other queries of the call: a key hidden from one lane adds exactly
+// 0 there, a tile past its prefix multiplies by exactly 1. What changes with the
+// step's shape in the batch-variant mode is which kernel runs (AttendPrefix for
+// a single decode row, this one for a prefill run), so it is not batch-invariant.
 //
 // Scalar twin: AttendPrefixScalar of every query over its own n_r rows (the
 // formula of prefix_attention.h, two passes, ascending p).
@@ -34,7 +33,7 @@
 // AttendQueryTile (Highway, dispatched at run time; lanes capped at
 // kQueryTileMaxLanes):
 //   Lanes:     float, double.
-//   Max error: per query, with n = n_r, T = ⌈n / lanes⌉ ≤ n key tiles, σ the
+//   Max error: per query, with n = n_r, T = ⌈n / kQueryTileKeys⌉ key tiles, σ the
 //              score error bound of prefix_attention.h, R = max_p s_p − min_p s_p
 //              (the score range), A_j = Σ_p w_p·|value_p[j]| (twin's weights w_p)
 //              and V = max_p |value_p[j]|:
@@ -52,9 +51,8 @@
 //   Range:     finite inputs; 1 ≤ m ≤ n (m = 0 does nothing); head_width ≥ 0.
 //   Aliasing:  out and scratch must not overlap each other or the inputs.
 //
-// Scratch: QueryTileAttentionScratch(head_width) elements, whatever m and n:
-// one transposed key tile, and the accumulators, running maxima and sums of
-// one tile of kQueryTileRows queries (m > kQueryTileRows is walked in tiles).
+// Scratch: QueryTileAttentionScratch(head_width) elements, whatever m and n: the
+// transposed queries and accumulators of one lane group and one tile's exps.
 #pragma once
 
 #include <cstddef>
@@ -63,20 +61,14 @@
 
 namespace kvrt::simd {
 
-inline constexpr size_t kQueryTileRows = 64;     // queries sharing each K/V tile load
-inline constexpr size_t kQueryTileMaxLanes = 16;  // keys per tile, at most
-
-// head_width rounded up to whole vectors of kQueryTileMaxLanes (the accumulator
-// rows' stride, so that they are read and written in whole vectors).
-inline constexpr size_t QueryTileAccumulatorStride(size_t head_width) {
-  return (head_width + kQueryTileMaxLanes - 1) / kQueryTileMaxLanes * kQueryTileMaxLanes;
-}
+// Query rows the engine hands one task (a multiple of every lane count).
+inline constexpr size_t kQueryTileRows = 64;
+inline constexpr size_t kQueryTileMaxLanes = 16;  // queries in flight, at most
+inline constexpr size_t kQueryTileKeys = 16;      // keys per online-softmax step
 
 // Elements of scratch one AttendQueryTile call needs.
 inline constexpr size_t QueryTileAttentionScratch(size_t head_width) {
-  return kQueryTileMaxLanes * head_width                                 // transposed keys
-         + kQueryTileRows * QueryTileAccumulatorStride(head_width)      // accumulators
-         + kQueryTileRows * (2 * kQueryTileMaxLanes + 1);               // sums, weights, maxima
+  return 2 * head_width * kQueryTileMaxLanes + kQueryTileKeys * kQueryTileMaxLanes;
 }
 
 void AttendQueryTileScalar(const float* q, size_t q_stride, size_t queries, PrefixSegment<float> first,
