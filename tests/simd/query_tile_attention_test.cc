@@ -1,6 +1,6 @@
 // AttendQueryTile against AttendQueryTileScalar on every compiled target, within
 // the bound of query_tile_attention.h, for every remainder: head widths around
-// the lane counts, query counts around the group (8) and tile (64) sizes, key
+// the lane counts, query counts around one and two lane groups of every lane count, key
 // counts around the key tile, and prefixes split anywhere between the segments.
 // Also: a query's result does not depend on the other queries of its call or on
 // where the prefix splits (the kernel's per-query arithmetic).
@@ -141,7 +141,7 @@ void ExpectMatchesTwin(const Case<T>& c, size_t split) {
 
 template <class T>
 void ExpectMatchesTwinEverywhere(T spread) {
-  // Queries around the group of 8 and the tile of 64; extra committed rows
+  // Queries around every lane count (one and two lane groups); extra committed rows
   // around the key tiles of every lane count.
   for (size_t head_width : {1, 2, 3, 7, 8, 15, 16, 17, 31, 32, 33, 48, 64, 65, 128}) {
     for (size_t queries : {1, 2, 3, 7, 8, 9, 15, 16, 17, 31}) {
@@ -152,8 +152,9 @@ void ExpectMatchesTwinEverywhere(T spread) {
       }
     }
   }
-  for (size_t head_width : {3, 48, 64}) {
-    for (size_t queries : {63, 64, 65, 130}) {
+  // Two lane groups at a time (2·16 f32 queries on AVX-512) and their tails.
+  for (size_t head_width : {1, 3, 17, 48, 64}) {
+    for (size_t queries : {32, 33, 47, 63, 64, 65, 130}) {
       for (size_t extra : {0, 33}) {
         const Case<T> c = MakeCase<T>(queries, queries + extra, head_width, spread);
         ExpectMatchesTwin(c, extra);

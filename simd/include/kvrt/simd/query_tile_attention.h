@@ -3,9 +3,9 @@
 // (EngineOptions::batch_invariant = false). AttendPrefix (prefix_attention.h)
 // runs one query at a time and pays a lane reduction per key, re-reading every
 // K/V row for every query; here `lanes` queries sit in the lanes of a vector
-// (their q transposed once), every key element is broadcast against them, and
-// every reduction over keys is lane-wise: no horizontal reduction at all, and
-// each K/V row read serves `lanes` queries.
+// (their q transposed once), every key and value element is broadcast against
+// two such lane groups, and every reduction over keys is lane-wise: no
+// horizontal reduction at all, and each K/V row read serves 2·lanes queries.
 //
 // Problem: queries r = 0 .. m−1 (row r at q + r·q_stride) over the prefix rows
 // p = 0 .. n−1, n = first.count + second.count (segments as in
@@ -52,7 +52,7 @@
 //   Aliasing:  out and scratch must not overlap each other or the inputs.
 //
 // Scratch: QueryTileAttentionScratch(head_width) elements, whatever m and n: the
-// transposed queries and accumulators of one lane group and one tile's exps.
+// transposed queries, accumulators and one tile's scores of two lane groups.
 #pragma once
 
 #include <cstddef>
@@ -66,9 +66,11 @@ inline constexpr size_t kQueryTileRows = 64;
 inline constexpr size_t kQueryTileMaxLanes = 16;  // queries in flight, at most
 inline constexpr size_t kQueryTileKeys = 16;      // keys per online-softmax step
 
-// Elements of scratch one AttendQueryTile call needs.
+// Elements of scratch one AttendQueryTile call needs: two lane groups (which
+// share every key and value load) of transposed queries, accumulators and a
+// tile's scores.
 inline constexpr size_t QueryTileAttentionScratch(size_t head_width) {
-  return 2 * head_width * kQueryTileMaxLanes + kQueryTileKeys * kQueryTileMaxLanes;
+  return 2 * (2 * head_width * kQueryTileMaxLanes + kQueryTileKeys * kQueryTileMaxLanes);
 }
 
 void AttendQueryTileScalar(const float* q, size_t q_stride, size_t queries, PrefixSegment<float> first,
