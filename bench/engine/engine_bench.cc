@@ -4,6 +4,16 @@
 //                                      (counters: both times and their ratio; the
 //                                      row's time is the cached step)
 //   Prefill/<model>/tokens:<T>/threads:<n>   prefill throughput
+//   Prefill/<model>/tokens:<T>/threads:<n>/mode:invariant|fast   the same, batch-
+//                                      invariant (the default) against the opt-in
+//                                      batch-variant attention
+//                                      (EngineOptions::batch_invariant = false): the
+//                                      invariance cost is the ratio of a pair
+//                                      (--benchmark_filter='/mode:'); the fast row's
+//                                      fast_over_invariant counter is the same ratio
+//                                      measured interleaved (an invariant prefill,
+//                                      untimed, after every fast one), which drifts
+//                                      in the machine's load affect alike
 //   EndToEnd/<model>/decode|prefill/threads:<n>   tokens/s with the fraction of the
 //                                      roofline measured in the same run: decode
 //                                      against the read bandwidth over a buffer the
@@ -16,6 +26,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "engine_benchmarks.h"
 #include "kvrt/kv_cache.h"
@@ -32,7 +43,7 @@ double Seconds(std::chrono::steady_clock::time_point start) {
 
 // A cache and a fast f32 session over it; the cache stays put while bound.
 struct BoundSession {
-  BoundSession(const DecoderModel& model, threading::ThreadPool* pool) {
+  BoundSession(const DecoderModel& model, threading::ThreadPool* pool, bool batch_invariant = true) {
     CacheOptions cache_options;
     cache_options.precision = Precision::kF32;
     cache = std::make_unique<DecoderKvCache>(*DecoderKvCache::Create(model, cache_options));
@@ -40,6 +51,7 @@ struct BoundSession {
     engine.backend = Backend::kFast;
     engine.precision = Precision::kF32;
     engine.pool = pool;
+    engine.batch_invariant = batch_invariant;
     Result<DecoderKvSession> bound = cache->Bind(model, engine);
     if (!bound) throw std::runtime_error(bound.error().message());
     session = std::make_unique<DecoderKvSession>(std::move(*bound));
@@ -96,14 +108,41 @@ void DecodeScaling(benchmark::State& state, const ModelShape* shape, size_t cont
   state.counters["context"] = static_cast<double>(context);
 }
 
-void Prefill(benchmark::State& state, const ModelShape* shape, size_t tokens, threading::ThreadPool* pool) {
+void Prefill(benchmark::State& state, const ModelShape* shape, size_t tokens, threading::ThreadPool* pool,
+             bool batch_invariant) {
   const DecoderModel& model = SyntheticModel(*shape);
-  BoundSession bound(model, pool);
+  BoundSession bound(model, pool, batch_invariant);
   const std::vector<uint32_t> prompt = PromptTokens(tokens, shape->vocab);
   for (auto _ : state) bound.Prefill(prompt);
   state.SetItemsProcessed(static_cast<int64_t>(tokens * state.iterations()));
   state.counters["tokens_per_second"] =
       benchmark::Counter(static_cast<double>(tokens * state.iterations()), benchmark::Counter::kIsRate);
+}
+
+// The fast row of a mode pair: the batch-variant prefill, timed, and after each
+// one the invariant prefill of the same prompt outside the row's time, both
+// clocked here for their interleaved ratio.
+void PrefillFastAgainstInvariant(benchmark::State& state, const ModelShape* shape, size_t tokens,
+                                 threading::ThreadPool* pool) {
+  const DecoderModel& model = SyntheticModel(*shape);
+  BoundSession fast(model, pool, false);
+  BoundSession invariant(model, pool, true);
+  const std::vector<uint32_t> prompt = PromptTokens(tokens, shape->vocab);
+  double fast_seconds = 0, invariant_seconds = 0;
+  for (auto _ : state) {
+    auto start = std::chrono::steady_clock::now();
+    fast.Prefill(prompt);
+    fast_seconds += Seconds(start);
+    state.PauseTiming();
+    start = std::chrono::steady_clock::now();
+    invariant.Prefill(prompt);
+    invariant_seconds += Seconds(start);
+    state.ResumeTiming();
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(tokens * state.iterations()));
+  state.counters["tokens_per_second"] =
+      benchmark::Counter(static_cast<double>(tokens * state.iterations()), benchmark::Counter::kIsRate);
+  state.counters["fast_over_invariant"] = fast_seconds / invariant_seconds;
 }
 
 // items_per_second, tokens_per_second and roofline_fraction of an EndToEnd row,
@@ -178,8 +217,23 @@ void RegisterEngineBenchmarks(threading::ThreadPool& one_thread, threading::Thre
     const std::string threads = "/threads:" + std::to_string(pool->threads());
     for (size_t tokens : {32, 64, 128, 256, 512, 1024}) {
       benchmark::RegisterBenchmark(("Prefill/15M/tokens:" + std::to_string(tokens) + threads).c_str(), Prefill,
-                                   &small, tokens, pool)
+                                   &small, tokens, pool, true)
           ->Unit(benchmark::kMillisecond);
+    }
+    // The invariance cost: each pair differs only in EngineOptions::batch_invariant.
+    const std::pair<const char*, size_t> mode_rows[] = {{"15M", 256}, {"15M", 512}, {"15M", 1024}, {"110M", 512}};
+    for (const auto& [name, tokens] : mode_rows) {
+      for (const bool invariant : {true, false}) {
+        const std::string row = "Prefill/" + std::string(name) + "/tokens:" + std::to_string(tokens) + threads +
+                                (invariant ? "/mode:invariant" : "/mode:fast");
+        if (invariant) {
+          benchmark::RegisterBenchmark(row.c_str(), Prefill, &ShapeNamed(name), tokens, pool, true)
+              ->Unit(benchmark::kMillisecond);
+        } else {
+          benchmark::RegisterBenchmark(row.c_str(), PrefillFastAgainstInvariant, &ShapeNamed(name), tokens, pool)
+              ->Unit(benchmark::kMillisecond);
+        }
+      }
     }
     for (const ModelShape& shape : TinyStoriesShapes()) {
       benchmark::RegisterBenchmark(("EndToEnd/" + std::string(shape.name) + "/decode" + threads).c_str(),

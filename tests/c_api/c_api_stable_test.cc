@@ -135,6 +135,40 @@ TEST_F(CApiModelTest, MaxRowsPerStepChunksThePrefillWithoutChangingIt) {
   EXPECT_EQ(PrefillLogits(unset, tokens), want);
 }
 
+TEST_F(CApiModelTest, AllowBatchVarianceOptsIntoTheFasterPrefillWithinTolerance) {
+  kvrt_engine_options invariant = kvrt_engine_options_default();
+  invariant.threads = 1;
+  EXPECT_EQ(invariant.allow_batch_variance, 0);  // 0, also an initializer without the field
+  kvrt_engine_options variant = invariant;
+  variant.allow_batch_variance = 1;
+  const std::vector<uint32_t> tokens = {1, 5, 9, 2, 7, 3, 3, 8, 1, 6, 4, 2, 9, 5, 7, 1, 2, 3, 4, 5};
+  const std::vector<double> want = PrefillLogits(invariant, tokens);
+  const std::vector<double> got = PrefillLogits(variant, tokens);
+  ASSERT_EQ(got.size(), want.size());
+  double worst = 0;
+  for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(got[i] - want[i]));
+  EXPECT_LE(worst, 1e-4);
+  EXPECT_NE(got, want) << "the batch-variant kernel did not run";
+  // Independent of the thread count.
+  kvrt_engine_options two = variant;
+  two.threads = 2;
+  EXPECT_EQ(PrefillLogits(two, tokens), got);
+  // Anything but 0 or 1 is rejected at bind.
+  for (int bad : {2, -1}) {
+    kvrt_engine_options wrong = invariant;
+    wrong.allow_batch_variance = bad;
+    kvrt_cache* cache = nullptr;
+    ASSERT_EQ(kvrt_cache_create(model_, 0, wrong.precision, &cache), nullptr);
+    kvrt_session* session = nullptr;
+    kvrt_error* error = kvrt_session_bind(cache, model_, &wrong, &session);
+    ASSERT_NE(error, nullptr) << bad;
+    EXPECT_EQ(kvrt_error_code(error), KVRT_ERR_INVALID_ARGUMENT) << bad;
+    EXPECT_EQ(session, nullptr);
+    kvrt_error_free(error);
+    kvrt_cache_free(cache);
+  }
+}
+
 TEST_F(CApiModelTest, LogitsComeAsFloatToo) {
   const kvrt_engine_options engine = kvrt_engine_options_default();  // f32
   kvrt_cache* wide_cache = nullptr;

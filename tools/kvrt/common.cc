@@ -58,7 +58,11 @@ Result<EngineChoice> EngineFromFlags(const Flags& flags) {
   choice.options.max_rows_per_step = static_cast<size_t>(*rows);
   const std::string backend = flags.Value("backend").value_or("fast");
   const std::string precision = flags.Value("precision").value_or(backend == "reference" ? "f64" : "f32");
+  choice.options.batch_invariant = !flags.Has("batch-variant");
   if (backend == "reference") {
+    if (flags.Has("batch-variant")) {
+      return std::unexpected(InvalidArgument("--batch-variant needs --backend fast (the reference is exact)"));
+    }
     choice.options.backend = Backend::kReference;
     if (precision != "f64") {
       return std::unexpected(Error(ErrorCode::kUnsupportedBackend, {{"", precision}},

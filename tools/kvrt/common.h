@@ -36,6 +36,9 @@ inline constexpr FlagSpec kEngineFlags[] = {
     {"max-rows-per-step", true,
      "most rows per sequence the fast engine forwards in one step, sizing its workspace (default 512); a "
      "longer prompt is prefilled in chunks and still committed once"},
+    {"batch-variant", false,
+     "fast backend: faster prefill attention whose logits may change with chunking and the step's other "
+     "rows (never with --threads); default: batch-invariant"},
 };
 
 // The engine a command runs on, and the thread pool it borrows.

@@ -51,6 +51,17 @@ struct EngineOptions {
   // compressed kernels (kAsStored: the model's own exact values, bit-exact with
   // the specification).
   WeightFormat weights = WeightFormat::kAsStored;
+  // true (the default): batch-invariant. A sequence's logits are the same bits
+  // alone or beside other sequences in a step, in any slot, with any thread
+  // count, and whether its prompt is prefilled in one step, in chunks of any size
+  // or token by token.
+  // false (opt-in, faster prefill): the fast engine attends all new rows of a
+  // prefill run together (simd/query_tile_attention.h) and a decode row alone, so
+  // results may change with the step's shape — chunk sizes, and which rows of
+  // other slots share the step — but NEVER with the thread count, and they stay
+  // within the fast engine's derived tolerance of the reference. The reference
+  // engine ignores it (it is always exact).
+  bool batch_invariant = true;
 
   // UnsupportedBackend for a backend, precision or weight format outside the
   // enums, or a reference engine asked for anything but f64; InvalidArgument for

@@ -287,6 +287,12 @@ typedef struct kvrt_engine_options {
   size_t max_rows_per_step; /* fast backend: most rows per sequence one step forwards, which sizes its
                              * workspace; longer prompts are prefilled in chunks, committed once.
                              * 0 (an initializer without it): the default, 512 */
+  int allow_batch_variance; /* fast backend: 0 (an initializer without it): batch-invariant, a
+                             * sequence's logits are the same bits alone or beside others and for
+                             * any chunking of its prompt. 1: the faster prefill attention
+                             * (EngineOptions::batch_invariant = false): logits may change with
+                             * the step's shape (chunk sizes, other slots' rows), never with the
+                             * thread count, within the fast tolerance. Other values: an error */
 } kvrt_engine_options;
 
 /* Fast backend, f32, every core, no shared pool, weights as stored. */

@@ -53,6 +53,13 @@ Result<EngineOptions> EngineFromC(const kvrt_engine_options* engine,
   options.weights = weights;
   options.max_rows_per_step =
       chosen.max_rows_per_step == 0 ? EngineOptions::kDefaultMaxRowsPerStep : chosen.max_rows_per_step;
+  switch (chosen.allow_batch_variance) {
+    case 0: options.batch_invariant = true; break;
+    case 1: options.batch_invariant = false; break;
+    default:
+      return Fail(ErrorCode::kInvalidArgument, {},
+                  "allow_batch_variance must be 0 or 1, got " + std::to_string(chosen.allow_batch_variance));
+  }
   if (options.backend == Backend::kReference && options.precision != Precision::kF64) {
     return Fail(ErrorCode::kUnsupportedBackend, {{"", std::string("f32")}},
                 "the reference backend computes in f64 only");
@@ -73,7 +80,7 @@ extern "C" {
 
 kvrt_engine_options kvrt_engine_options_default(void) {
   return kvrt_engine_options{KVRT_BACKEND_FAST, KVRT_PRECISION_F32, 0, nullptr, KVRT_WEIGHTS_AS_STORED,
-                             kvrt::EngineOptions::kDefaultMaxRowsPerStep};
+                             kvrt::EngineOptions::kDefaultMaxRowsPerStep, 0};
 }
 
 kvrt_error* kvrt_pool_create(size_t threads, kvrt_pool** out) {

@@ -8,7 +8,11 @@
 // own slot's prefix with AttendPrefix, whose reduction order depends only on that
 // prefix, so a sequence's logits are the same bits alone or beside others, in any
 // slot, with any thread count, and prefilled in one step, in chunks or row by
-// row. Only the last row of every run is projected to the vocabulary. New K/V
+// row. With EngineOptions::batch_invariant false (opt-in), the rows of a
+// prefill run attend together instead, in tiles of queries per head
+// (AttendQueryTile): faster, and still independent of the thread count, but a
+// prompt's logits then depend on how it was chunked (a decode row keeps
+// AttendPrefix). Only the last row of every run is projected to the vocabulary. New K/V
 // rows wait in staging buffers until the commit: a failed step writes nothing
 // into the cache. Every buffer is allocated at bind and bounded by the most rows
 // one step forwards (EngineOptions::max_rows_per_step), never by the capacity.
@@ -24,6 +28,7 @@
 #include "kvrt/simd/compressed_matrix.h"
 #include "kvrt/simd/rms_norm.h"
 #include "kvrt/simd/prefix_attention.h"
+#include "kvrt/simd/query_tile_attention.h"
 #include "kvrt/simd/rope.h"
 #include "kvrt/simd/silu_mul.h"
 #include "kvrt/threading/thread_pool.h"
@@ -40,8 +45,9 @@ class FastEngine final : public Engine {
  public:
   FastEngine(const DecoderModel& model, const DecoderKvCache& cache,
              std::shared_ptr<const EngineWeights<T>> weights, threading::ThreadPool* pool,
-             size_t max_rows_per_step)
+             size_t max_rows_per_step, bool batch_invariant)
       : config_(model.config()),
+        batch_invariant_(batch_invariant),
         tied_(model.output_head_is_embedding()),
         batch_(cache.batch_size()),
         capacity_(cache.capacity()),
@@ -83,12 +89,13 @@ class FastEngine final : public Engine {
     allocate(qkv_rows_, rows * qkv_width);  // also the attention branch
     allocate(gate_up_rows_, rows * 2 * f);
     allocate(rope_rows_, rows * 2 * (hw / 2));
-    allocate(attention_scratch_, workers * simd::PrefixAttentionScratch(hw));
+    allocate(attention_scratch_, workers * AttentionScratchPerWorker());
     allocate(logits_, batch_ * config_.vocabulary_size);
     allocate(staged_, config_.layers * rows * 2 * config_.kv_width());
     allocate(row_run_, rows);
     allocate(row_position_, rows);
     allocate(run_first_row_, batch_);
+    allocate(run_task_begin_, batch_ + 1);
     if (!ok) {
       return Fail(ErrorCode::kAllocationFailed,
                   {{"elements", uint64_t{rows * (2 * d + qkv_width + 2 * f)}}},
@@ -265,10 +272,19 @@ class FastEngine final : public Engine {
     }
   }
 
+  // Elements of attention scratch one worker uses (bounded by the head width,
+  // never by the capacity).
+  size_t AttentionScratchPerWorker() const {
+    const size_t hw = config_.head_width();
+    return batch_invariant_ ? simd::PrefixAttentionScratch(hw)
+                            : std::max(simd::PrefixAttentionScratch(hw), simd::QueryTileAttentionScratch(hw));
+  }
+
   // Causal attention of every new row; head outputs go to normed_ ([n, D]). Row
   // i of run r at position p reads its slot's rows [0, start) from the cache and
   // the run's own rows [start, p] from staging: one AttendPrefix over p + 1 rows.
   void Attend(const EngineStep& step, size_t layer, LayerKvCache& cache) {
+    if (!batch_invariant_) return AttendQueryTiles(step, layer, cache);
     const size_t hw = config_.head_width(), heads = config_.heads,
                  kv_heads = config_.kv_heads, group = config_.query_heads_per_kv_head();
     const size_t width = qkv_.front().width(), d = config_.model_width;
@@ -277,7 +293,7 @@ class FastEngine final : public Engine {
     const T* keys = KvStorageAccess::keys<T>(cache);
     const T* values = KvStorageAccess::values<T>(cache);
     const T* staged = Staged(layer, 0);
-    const size_t scratch_size = simd::PrefixAttentionScratch(hw);
+    const size_t scratch_size = AttentionScratchPerWorker();
     auto task = [&](size_t index, size_t worker) {
       const size_t i = index / heads, h = index % heads, kv_head = h / group;
       const size_t r = row_run_[i], first_row = run_first_row_[r];
@@ -292,6 +308,54 @@ class FastEngine final : public Engine {
                          normed_.data() + i * d + h * hw);
     };
     threading::ParallelFor(pool_, step.rows * heads, task);
+  }
+
+  // The batch-variant attention (batch_invariant_ false): one task per (run,
+  // query head, tile of kQueryTileRows rows of the run), a fixed partition of the
+  // step, so the result does not depend on the thread count. A tile's rows see
+  // the slot's committed rows and the run's staged rows up to the tile's last
+  // row; a one-row run (a decode) attends with AttendPrefix.
+  void AttendQueryTiles(const EngineStep& step, size_t layer, LayerKvCache& cache) {
+    const size_t hw = config_.head_width(), heads = config_.heads, kv_heads = config_.kv_heads,
+                 group = config_.query_heads_per_kv_head();
+    const size_t width = qkv_.front().width(), d = config_.model_width;
+    const size_t kv_width = config_.kv_width(), staged_stride = 2 * kv_width;
+    const T scale = static_cast<T>(1.0 / std::sqrt(static_cast<double>(hw)));
+    const T* keys = KvStorageAccess::keys<T>(cache);
+    const T* values = KvStorageAccess::values<T>(cache);
+    const T* staged = Staged(layer, 0);
+    const size_t scratch_size = AttentionScratchPerWorker(), tile_rows = simd::kQueryTileRows;
+    // Tasks of run r: [task_begin_[r], task_begin_[r + 1]), heads × its row tiles.
+    size_t tasks = 0;
+    for (size_t r = 0; r < step.runs.size(); ++r) {
+      run_task_begin_[r] = tasks;
+      tasks += heads * ((step.runs[r].count + tile_rows - 1) / tile_rows);
+    }
+    run_task_begin_[step.runs.size()] = tasks;
+    auto task = [&](size_t index, size_t worker) {
+      const size_t r = static_cast<size_t>(
+          std::upper_bound(run_task_begin_.data(), run_task_begin_.data() + step.runs.size() + 1, index) -
+          run_task_begin_.data() - 1);
+      const EngineRun& run = step.runs[r];
+      const size_t local = index - run_task_begin_[r], tiles = (run.count + tile_rows - 1) / tile_rows;
+      const size_t h = local / tiles, begin = (local % tiles) * tile_rows;
+      const size_t rows = std::min(tile_rows, run.count - begin), kv_head = h / group;
+      const size_t first_row = run_first_row_[r], lane = run.slot * kv_heads + kv_head;
+      simd::PrefixSegment<T> committed{keys + lane * capacity_ * hw, values + lane * capacity_ * hw, hw,
+                                       run.start};
+      const T* own = staged + first_row * staged_stride + kv_head * hw;
+      simd::PrefixSegment<T> fresh{own, own + kv_width, staged_stride, begin + rows};
+      const size_t i = first_row + begin;  // the tile's first step row
+      T* scratch = attention_scratch_.data() + worker * scratch_size;
+      const T* q = qkv_rows_.data() + i * width + h * hw;
+      T* out = normed_.data() + i * d + h * hw;
+      if (run.count == 1) {
+        simd::AttendPrefix(q, committed, fresh, hw, scale, scratch, out);
+      } else {
+        simd::AttendQueryTile(q, width, rows, committed, fresh, hw, scale, scratch, out, d);
+      }
+    };
+    threading::ParallelFor(pool_, tasks, task);
   }
 
   // The new K/V rows pass the cache's append validation (spec/kv-cache.md §1.4).
@@ -314,6 +378,7 @@ class FastEngine final : public Engine {
   }
 
   const ModelConfig config_;
+  const bool batch_invariant_;  // EngineOptions::batch_invariant
   const bool tied_;
   const size_t batch_;        // slots
   const size_t capacity_;
@@ -334,6 +399,7 @@ class FastEngine final : public Engine {
   Buffer<size_t> row_run_;       // [rows]: the run of every step row
   Buffer<size_t> row_position_;  // [rows]
   Buffer<size_t> run_first_row_;  // [slots]: first step row of every run
+  Buffer<size_t> run_task_begin_;  // [slots + 1]: first attention task of every run (batch-variant)
 };
 
 template <class T>
@@ -343,7 +409,7 @@ Result<std::unique_ptr<Engine>> Create(const DecoderModel& model, const DecoderK
       ModelInternals::WeightsCache(model).template Get<T>(model, options.weights);
   if (!weights) return Fail(std::move(weights.error()));
   auto engine = std::make_unique<FastEngine<T>>(model, cache, std::move(*weights), options.pool,
-                                                options.max_rows_per_step);
+                                                options.max_rows_per_step, options.batch_invariant);
   if (Result<void> allocated = engine->AllocateWorkspace(); !allocated) {
     return Fail(std::move(allocated.error()));
   }
