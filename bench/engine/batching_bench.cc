@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_session.h"
 #include "engine_benchmarks.h"
 #include "kvrt/kv_cache.h"
 #include "kvrt/session.h"
@@ -24,29 +25,13 @@ namespace {
 
 constexpr size_t kStepsPerFill = 64;
 
-struct SlotSessions {
-  SlotSessions(const DecoderModel& model, size_t slots, threading::ThreadPool* pool) {
-    CacheOptions cache_options;
-    cache_options.precision = Precision::kF32;
-    cache_options.batch_size = slots;
-    cache_options.capacity = 256;
-    cache = std::make_unique<DecoderKvCache>(*DecoderKvCache::Create(model, cache_options));
-    EngineOptions engine;
-    engine.backend = Backend::kFast;
-    engine.precision = Precision::kF32;
-    engine.pool = pool;
-    Result<DecoderKvSession> bound = cache->Bind(model, engine);
-    if (!bound) throw std::runtime_error(bound.error().message());
-    session = std::make_unique<DecoderKvSession>(std::move(*bound));
-  }
-  std::unique_ptr<DecoderKvCache> cache;
-  std::unique_ptr<DecoderKvSession> session;
-};
-
 void BatchedDecode(benchmark::State& state, const ModelShape* shape, size_t sequences,
                    threading::ThreadPool* pool) {
   const DecoderModel& model = SyntheticModel(*shape);
-  SlotSessions slots(model, sequences, pool);
+  BenchSessionOptions options;
+  options.cache.batch_size = sequences;
+  options.cache.capacity = 256;
+  BenchSession slots(model, pool, options);
   const std::vector<uint32_t> tokens = PromptTokens(16 + 3 * sequences + kStepsPerFill, shape->vocab);
   std::vector<SlotRun> prefill(sequences), decode(sequences);
   size_t steps = 0;

@@ -28,6 +28,7 @@
 #include <string>
 #include <utility>
 
+#include "bench_session.h"
 #include "engine_benchmarks.h"
 #include "kvrt/kv_cache.h"
 #include "kvrt/session.h"
@@ -40,29 +41,6 @@ namespace {
 double Seconds(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
-
-// A cache and a fast f32 session over it; the cache stays put while bound.
-struct BoundSession {
-  BoundSession(const DecoderModel& model, threading::ThreadPool* pool, bool batch_invariant = true) {
-    CacheOptions cache_options;
-    cache_options.precision = Precision::kF32;
-    cache = std::make_unique<DecoderKvCache>(*DecoderKvCache::Create(model, cache_options));
-    EngineOptions engine;
-    engine.backend = Backend::kFast;
-    engine.precision = Precision::kF32;
-    engine.pool = pool;
-    engine.batch_invariant = batch_invariant;
-    Result<DecoderKvSession> bound = cache->Bind(model, engine);
-    if (!bound) throw std::runtime_error(bound.error().message());
-    session = std::make_unique<DecoderKvSession>(std::move(*bound));
-  }
-  void Prefill(std::span<const uint32_t> tokens) {
-    session->Reset();
-    if (!session->Prefill(tokens)) throw std::runtime_error("prefill failed");
-  }
-  std::unique_ptr<DecoderKvCache> cache;
-  std::unique_ptr<DecoderKvSession> session;
-};
 
 // Pages in (once) the buffer the read-bandwidth probe streams.
 const void* BandwidthBuffer() {
@@ -77,7 +55,7 @@ const void* BandwidthBuffer() {
 void DecodeScaling(benchmark::State& state, const ModelShape* shape, size_t context,
                    threading::ThreadPool* pool) {
   const DecoderModel& model = SyntheticModel(*shape);
-  BoundSession bound(model, pool);
+  BenchSession bound(model, pool);
   const std::vector<uint32_t> prompt = PromptTokens(context, shape->vocab);
   // The cached side averages the last few decode steps up to `context`: a single
   // step right after a prefill mostly measures how much of the weights that
@@ -111,7 +89,9 @@ void DecodeScaling(benchmark::State& state, const ModelShape* shape, size_t cont
 void Prefill(benchmark::State& state, const ModelShape* shape, size_t tokens, threading::ThreadPool* pool,
              bool batch_invariant) {
   const DecoderModel& model = SyntheticModel(*shape);
-  BoundSession bound(model, pool, batch_invariant);
+  BenchSessionOptions options;
+  options.batch_invariant = batch_invariant;
+  BenchSession bound(model, pool, options);
   const std::vector<uint32_t> prompt = PromptTokens(tokens, shape->vocab);
   for (auto _ : state) bound.Prefill(prompt);
   state.SetItemsProcessed(static_cast<int64_t>(tokens * state.iterations()));
@@ -125,8 +105,10 @@ void Prefill(benchmark::State& state, const ModelShape* shape, size_t tokens, th
 void PrefillFastAgainstInvariant(benchmark::State& state, const ModelShape* shape, size_t tokens,
                                  threading::ThreadPool* pool) {
   const DecoderModel& model = SyntheticModel(*shape);
-  BoundSession fast(model, pool, false);
-  BoundSession invariant(model, pool, true);
+  BenchSessionOptions variant;
+  variant.batch_invariant = false;
+  BenchSession fast(model, pool, variant);
+  BenchSession invariant(model, pool);
   const std::vector<uint32_t> prompt = PromptTokens(tokens, shape->vocab);
   double fast_seconds = 0, invariant_seconds = 0;
   for (auto _ : state) {
@@ -160,7 +142,7 @@ void SetTokenRates(benchmark::State& state, double tokens, double roofline_token
 void EndToEndDecode(benchmark::State& state, const ModelShape* shape, threading::ThreadPool* pool) {
   constexpr size_t kPrompt = 64, kDecodesPerPrompt = 256;
   const DecoderModel& model = SyntheticModel(*shape);
-  BoundSession bound(model, pool);
+  BenchSession bound(model, pool);
   const std::vector<uint32_t> prompt = PromptTokens(kPrompt + kDecodesPerPrompt, shape->vocab);
   const double weight_bytes = WeightBytesPerToken(model);
   const double dram_bandwidth = MeasureReadBytesPerSecond(*pool, BandwidthBuffer(), BandwidthProbeBytes());
@@ -194,7 +176,7 @@ void EndToEndDecode(benchmark::State& state, const ModelShape* shape, threading:
 void EndToEndPrefill(benchmark::State& state, const ModelShape* shape, threading::ThreadPool* pool) {
   constexpr size_t kTokens = 512;
   const DecoderModel& model = SyntheticModel(*shape);
-  BoundSession bound(model, pool);
+  BenchSession bound(model, pool);
   const std::vector<uint32_t> prompt = PromptTokens(kTokens, shape->vocab);
   const double peak = MeasureFmaFlopsPerSecond(*pool);
   for (auto _ : state) bound.Prefill(prompt);

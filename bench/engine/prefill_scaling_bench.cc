@@ -17,6 +17,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "bench_session.h"
 #include "engine_benchmarks.h"
 #include "kvrt/kv_cache.h"
 #include "kvrt/session.h"
@@ -33,27 +34,6 @@ double SecondsOf(Fn&& fn) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// A fast f32 session of `model` on `pool`, over a cache of its own.
-struct PoolSession {
-  PoolSession(const DecoderModel& model, threading::ThreadPool& pool) {
-    CacheOptions cache_options;
-    cache_options.precision = Precision::kF32;
-    cache = std::make_unique<DecoderKvCache>(*DecoderKvCache::Create(model, cache_options));
-    EngineOptions engine;
-    engine.precision = Precision::kF32;
-    engine.pool = &pool;
-    Result<DecoderKvSession> bound = cache->Bind(model, engine);
-    if (!bound) throw std::runtime_error(bound.error().message());
-    session = std::make_unique<DecoderKvSession>(std::move(*bound));
-  }
-  void Prefill(std::span<const uint32_t> tokens) {
-    session->Reset();
-    if (!session->Prefill(tokens)) throw std::runtime_error("prefill failed");
-  }
-  std::unique_ptr<DecoderKvCache> cache;
-  std::unique_ptr<DecoderKvSession> session;
-};
-
 struct Sides {
   double one_thread = 0;
   double two_threads = 0;
@@ -63,7 +43,7 @@ struct Sides {
 void PrefillScaling(benchmark::State& state, const ModelShape* shape, size_t tokens,
                     threading::ThreadPool* one_thread, threading::ThreadPool* two_threads) {
   const DecoderModel& model = SyntheticModel(*shape);
-  PoolSession one(model, *one_thread), two(model, *two_threads);
+  BenchSession one(model, one_thread), two(model, two_threads);
   const std::vector<uint32_t> prompt = PromptTokens(tokens, shape->vocab);
   one.Prefill(prompt);  // warm: weights, workspace, pages
   two.Prefill(prompt);

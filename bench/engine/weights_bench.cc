@@ -17,6 +17,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "bench_session.h"
 #include "engine_benchmarks.h"
 #include "kvrt/kv_cache.h"
 #include "kvrt/session.h"
@@ -32,28 +33,6 @@ namespace {
 
 constexpr WeightFormat kFormats[] = {WeightFormat::kF32, WeightFormat::kBf16, WeightFormat::kF16,
                                      WeightFormat::kQ8_0, WeightFormat::kQ4_0};
-
-struct WeightSession {
-  WeightSession(const DecoderModel& model, threading::ThreadPool* pool, WeightFormat format) {
-    CacheOptions cache_options;
-    cache_options.precision = Precision::kF32;
-    cache = std::make_unique<DecoderKvCache>(*DecoderKvCache::Create(model, cache_options));
-    EngineOptions engine;
-    engine.backend = Backend::kFast;
-    engine.precision = Precision::kF32;
-    engine.pool = pool;
-    engine.weights = format;
-    Result<DecoderKvSession> bound = cache->Bind(model, engine);
-    if (!bound) throw std::runtime_error(bound.error().message());
-    session = std::make_unique<DecoderKvSession>(std::move(*bound));
-  }
-  void Prefill(std::span<const uint32_t> tokens) {
-    session->Reset();
-    if (!session->Prefill(tokens)) throw std::runtime_error("prefill failed");
-  }
-  std::unique_ptr<DecoderKvCache> cache;
-  std::unique_ptr<DecoderKvSession> session;
-};
 
 // Bytes a decode step reads in `format`: every matrix in the layout the engine
 // packed it in (compressed panels, or f32 panels), and the f32 gains.
@@ -82,7 +61,9 @@ void WeightsDecode(benchmark::State& state, const ModelShape* shape, WeightForma
                    threading::ThreadPool* pool) {
   constexpr size_t kPrompt = 64, kDecodesPerPrompt = 256;
   const DecoderModel& model = SyntheticModel(*shape);
-  WeightSession bound(model, pool, format);
+  BenchSessionOptions options;
+  options.weights = format;
+  BenchSession bound(model, pool, options);
   const std::vector<uint32_t> prompt = PromptTokens(kPrompt + kDecodesPerPrompt, shape->vocab);
   const double weight_bytes = FormatWeightBytes(model, format);
   const double bandwidth = MeasureSizedReadBytesPerSecond(*pool, static_cast<size_t>(weight_bytes));
@@ -119,7 +100,9 @@ void WeightsPrefill(benchmark::State& state, const ModelShape* shape, WeightForm
                     threading::ThreadPool* pool) {
   constexpr size_t kTokens = 512;
   const DecoderModel& model = SyntheticModel(*shape);
-  WeightSession bound(model, pool, format);
+  BenchSessionOptions options;
+  options.weights = format;
+  BenchSession bound(model, pool, options);
   const std::vector<uint32_t> prompt = PromptTokens(kTokens, shape->vocab);
   const double peak = MeasureFmaFlopsPerSecond(*pool);
   for (auto _ : state) bound.Prefill(prompt);
