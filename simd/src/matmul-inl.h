@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstddef>
 
+#include "hwy/cache_control.h"
 #include "hwy/highway.h"
 #include "kvrt/simd/packed_matrix.h"
 #include "panel_columns-inl.h"
@@ -38,11 +39,22 @@ inline constexpr size_t kRowBlock = 256;
 // loaded from C (or starts at zero for the first K block), accumulates
 // A[r][k]·W[k][·] for k in order, and is stored back. Storing and reloading a float
 // rounds nothing, so across K blocks each element is a single ascending FMA chain.
+//
+// With `prefetch` (the first tile of a K block, the one that brings it from
+// memory) rows are prefetched kPrefetchRows ahead, past the block's end into
+// `after` (the weights the loop reads next; none after the last). With few
+// rows per block (a decode step of several sequences) the FMAs per weight row are
+// too few to keep enough loads in flight, and the block's 32 KiB jumps between
+// panels defeat the hardware's stream prefetch.
+inline constexpr size_t kPrefetchRows = 32;  // 4 KiB ahead of an f32 panel
+
 template <size_t kRows, class D, typename T = hn::TFromD<D>>
 HWY_INLINE void MatMulTile(D d, const T* a, size_t lda, const T* panel_rows, size_t depth,
-                           bool continue_c, size_t valid, T* c, size_t ldc) {
+                           bool continue_c, size_t valid, T* c, size_t ldc,
+                           bool prefetch = false, const T* after = nullptr) {
   constexpr size_t kWidth = kPanelWidth<T>;
   constexpr size_t kVecs = PanelVectors<D>();
+  constexpr size_t kLineElements = 64 / sizeof(T);
   const size_t lanes = hn::Lanes(d);
   hn::Vec<D> acc[kRows][kVecs];
   for (size_t r = 0; r < kRows; ++r) {
@@ -54,6 +66,14 @@ HWY_INLINE void MatMulTile(D d, const T* a, size_t lda, const T* panel_rows, siz
   }
   for (size_t k = 0; k < depth; ++k) {
     const T* w_row = panel_rows + k * kWidth;
+    if (prefetch) {
+      const T* ahead = k + kPrefetchRows < depth ? w_row + kPrefetchRows * kWidth
+                       : after != nullptr        ? after + (k + kPrefetchRows - depth) * kWidth
+                                                 : nullptr;
+      if (ahead != nullptr) {
+        for (size_t e = 0; e < kWidth; e += kLineElements) hwy::Prefetch(ahead + e);
+      }
+    }
     hn::Vec<D> w[kVecs];
     HWY_UNROLL(16)
     for (size_t v = 0; v < kVecs; ++v) w[v] = hn::LoadU(d, w_row + v * lanes);
@@ -71,13 +91,14 @@ HWY_INLINE void MatMulTile(D d, const T* a, size_t lda, const T* panel_rows, siz
 template <size_t kRows, class D, typename T = hn::TFromD<D>>
 HWY_INLINE void MatMulRemainderTile(D d, size_t rows, const T* a, size_t lda,
                                     const T* panel_rows, size_t depth, bool continue_c,
-                                    size_t valid, T* c, size_t ldc) {
+                                    size_t valid, T* c, size_t ldc, bool prefetch,
+                                    const T* after) {
   if constexpr (kRows > 0) {
     if (rows == kRows) {
-      MatMulTile<kRows>(d, a, lda, panel_rows, depth, continue_c, valid, c, ldc);
+      MatMulTile<kRows>(d, a, lda, panel_rows, depth, continue_c, valid, c, ldc, prefetch, after);
     } else {
       MatMulRemainderTile<kRows - 1>(d, rows, a, lda, panel_rows, depth, continue_c, valid, c,
-                                     ldc);
+                                     ldc, prefetch, after);
     }
   }
 }
@@ -103,14 +124,19 @@ HWY_INLINE void MatMulPanels(D d, const T* a, size_t lda, size_t m, const Packed
         const T* panel_rows = w.panel(p) + k0 * kWidth;
         const T* a_block = a + m0 * lda + k0;
         T* c_block = c + m0 * ldc + col0;
+        // What this loop reads after the block: the next panel's, or the first
+        // panel's next K block.
+        const T* after = p + 1 < panel_end       ? w.panel(p + 1) + k0 * kWidth
+                         : k0 + depth < depth_total ? w.panel(panel_begin) + (k0 + depth) * kWidth
+                                                    : nullptr;
         size_t r = 0;
         for (; r + kRows <= rows; r += kRows) {
           MatMulTile<kRows>(d, a_block + r * lda, lda, panel_rows, depth, continue_c, valid,
-                            c_block + r * ldc, ldc);
+                            c_block + r * ldc, ldc, r == 0, after);
         }
         if (r < rows) {
           MatMulRemainderTile<kRows - 1>(d, rows - r, a_block + r * lda, lda, panel_rows, depth,
-                                         continue_c, valid, c_block + r * ldc, ldc);
+                                         continue_c, valid, c_block + r * ldc, ldc, r == 0, after);
         }
       }
       k0 += depth;
