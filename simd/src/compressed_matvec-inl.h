@@ -10,6 +10,7 @@
 #include <cstddef>
 
 #include "compressed_rows-inl.h"
+#include "hwy/cache_control.h"
 #include "hwy/highway.h"
 #include "kvrt/simd/compressed_matrix.h"
 #include "panel_columns-inl.h"
@@ -17,6 +18,11 @@
 HWY_BEFORE_NAMESPACE();
 namespace kvrt::simd::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
+
+// Rows (of 64 bytes: one cache line per panel) the bf16/f16 kernel prefetches
+// ahead of the row it reads: 1 KiB ahead in each of its panels, measured 7-10 %
+// faster on the 42M and 110M decode (the quantized kernels gained nothing from it).
+inline constexpr size_t kPrefetchRows = 16;
 
 // bf16/f16, the exact form: y for the columns of kPanels consecutive panels from
 // `first_panel`; every panel row is decoded once to the values of at() and contributes
@@ -34,6 +40,11 @@ HWY_INLINE void ExactMatVecGroup(D d, const CompressedMatrixView& w, const float
   }
   for (size_t k = 0; k < w.rows; ++k) {
     const auto xk = hn::Set(d, x[k]);
+    if (k + kPrefetchRows < w.rows) {
+      for (size_t g = 0; g < kPanels; ++g) {
+        hwy::Prefetch(rows[g].panel + (k + kPrefetchRows) * compressed::kHalfRowBytes);
+      }
+    }
     HWY_UNROLL(4)
     for (size_t g = 0; g < kPanels; ++g) {
       hn::Vec<D> wk[kVecs];
