@@ -3,6 +3,7 @@
 // are part of the measurement on both sides.
 #include <benchmark/benchmark.h>
 
+#include <chrono>
 #include <cmath>
 #include <string>
 
@@ -107,6 +108,57 @@ void SiluMulRow(State& state, size_t n) {
   SetThroughput(state, n, 3.0 * n * sizeof(T));
 }
 
+// One row timing the fast kernel and its twin alternately, kBatch calls of each per
+// iteration (the order swapped every time), for the ratios CI gates: a burst of a
+// neighbour lands on both sides instead of on one of two separate rows, so
+// twin_over_fast (the twin's time over the fast kernel's) holds on a shared machine.
+template <class Fast, class Twin>
+void Interleaved(State& state, Fast fast, Twin twin) {
+  constexpr int kBatch = 256;
+  auto seconds = [](auto& kernel) {
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < kBatch; ++i) kernel();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  double fast_seconds = 0, twin_seconds = 0;
+  bool fast_first = true;
+  for (auto _ : state) {
+    if (fast_first) {
+      fast_seconds += seconds(fast);
+      twin_seconds += seconds(twin);
+    } else {
+      twin_seconds += seconds(twin);
+      fast_seconds += seconds(fast);
+    }
+    fast_first = !fast_first;
+  }
+  state.counters["twin_over_fast"] = twin_seconds / fast_seconds;
+}
+
+template <class T>
+void InterleavedDot(State& state, size_t n) {
+  const auto a = RandomRow<T>(n, -1, 1, 1), b = RandomRow<T>(n, -1, 1, 2);
+  Interleaved(state, [&] { benchmark::DoNotOptimize(simd::Dot(a.get(), b.get(), n)); },
+              [&] { benchmark::DoNotOptimize(simd::DotScalar(a.get(), b.get(), n)); });
+}
+
+template <class T>
+void InterleavedSoftmax(State& state, size_t n) {
+  const auto in = RandomRow<T>(n, -8, 8);
+  auto out = RandomRow<T>(n, 0, 1);
+  Interleaved(state, [&] { simd::Softmax(in.get(), out.get(), n); benchmark::ClobberMemory(); },
+              [&] { simd::SoftmaxScalar(in.get(), out.get(), n); benchmark::ClobberMemory(); });
+}
+
+template <class T>
+void InterleavedScaledAccumulate(State& state, size_t n) {
+  const auto x = RandomRow<T>(n, -1, 1);
+  auto y = RandomRow<T>(n, -1, 1);
+  const T w = T(1e-7);  // keeps y bounded
+  Interleaved(state, [&] { simd::ScaledAccumulate(w, x.get(), y.get(), n); benchmark::ClobberMemory(); },
+              [&] { simd::ScaledAccumulateScalar(w, x.get(), y.get(), n); benchmark::ClobberMemory(); });
+}
+
 // Registers the fast row and its twin row for one shape.
 template <class Fast, class Twin, class... Args>
 void RegisterPair(const char* kernel, const char* type, const std::string& shape, Fast fast,
@@ -149,6 +201,11 @@ void RegisterAllForType() {
 void RegisterVectorKernelBenchmarks() {
   RegisterAllForType<float>();
   RegisterAllForType<double>();
+  // The perf gate's fast/twin ratios, each pair interleaved in one row.
+  Timed(benchmark::RegisterBenchmark("Interleaved/Dot/f32/n:256", InterleavedDot<float>, 256));
+  Timed(benchmark::RegisterBenchmark("Interleaved/Softmax/f32/n:256", InterleavedSoftmax<float>, 256));
+  Timed(benchmark::RegisterBenchmark("Interleaved/ScaledAccumulate/f32/n:256",
+                                     InterleavedScaledAccumulate<float>, 256));
 }
 
 }  // namespace kvrt::bench
