@@ -280,30 +280,38 @@ class FastEngine final : public Engine {
                             : std::max(simd::PrefixAttentionScratch(hw), simd::QueryTileAttentionScratch(hw));
   }
 
+  // The prefix rows of run r see in head group kv_head: the slot's committed rows
+  // from the cache, then the run's first `own_rows` staged rows (both attention
+  // paths read the same two segments).
+  struct RunPrefix {
+    simd::PrefixSegment<T> committed;
+    simd::PrefixSegment<T> fresh;
+  };
+  RunPrefix PrefixOf(const EngineRun& run, size_t first_row, size_t kv_head, size_t own_rows,
+                     size_t layer, LayerKvCache& cache) {
+    const size_t hw = config_.head_width(), kv_width = config_.kv_width();
+    const size_t lane = run.slot * config_.kv_heads + kv_head;
+    const T* own = Staged(layer, first_row) + kv_head * hw;
+    return {{KvStorageAccess::keys<T>(cache) + lane * capacity_ * hw,
+             KvStorageAccess::values<T>(cache) + lane * capacity_ * hw, hw, run.start},
+            {own, own + kv_width, 2 * kv_width, own_rows}};
+  }
+
   // Causal attention of every new row; head outputs go to normed_ ([n, D]). Row
   // i of run r at position p reads its slot's rows [0, start) from the cache and
   // the run's own rows [start, p] from staging: one AttendPrefix over p + 1 rows.
   void Attend(const EngineStep& step, size_t layer, LayerKvCache& cache) {
     if (!batch_invariant_) return AttendQueryTiles(step, layer, cache);
     const size_t hw = config_.head_width(), heads = config_.heads,
-                 kv_heads = config_.kv_heads, group = config_.query_heads_per_kv_head();
+                 group = config_.query_heads_per_kv_head();
     const size_t width = qkv_.front().width(), d = config_.model_width;
-    const size_t kv_width = config_.kv_width(), staged_stride = 2 * kv_width;
     const T scale = static_cast<T>(1.0 / std::sqrt(static_cast<double>(hw)));
-    const T* keys = KvStorageAccess::keys<T>(cache);
-    const T* values = KvStorageAccess::values<T>(cache);
-    const T* staged = Staged(layer, 0);
     const size_t scratch_size = AttentionScratchPerWorker();
     auto task = [&](size_t index, size_t worker) {
-      const size_t i = index / heads, h = index % heads, kv_head = h / group;
+      const size_t i = index / heads, h = index % heads;
       const size_t r = row_run_[i], first_row = run_first_row_[r];
-      const EngineRun& run = step.runs[r];
-      const size_t lane = run.slot * kv_heads + kv_head;
-      simd::PrefixSegment<T> committed{keys + lane * capacity_ * hw,
-                                       values + lane * capacity_ * hw, hw, run.start};
-      const T* own = staged + first_row * staged_stride + kv_head * hw;
-      simd::PrefixSegment<T> fresh{own, own + kv_width, staged_stride, i - first_row + 1};
-      simd::AttendPrefix(qkv_rows_.data() + i * width + h * hw, committed, fresh, hw, scale,
+      const RunPrefix prefix = PrefixOf(step.runs[r], first_row, h / group, i - first_row + 1, layer, cache);
+      simd::AttendPrefix(qkv_rows_.data() + i * width + h * hw, prefix.committed, prefix.fresh, hw, scale,
                          attention_scratch_.data() + worker * scratch_size,
                          normed_.data() + i * d + h * hw);
     };
@@ -316,14 +324,10 @@ class FastEngine final : public Engine {
   // the slot's committed rows and the run's staged rows up to the tile's last
   // row; a one-row run (a decode) attends with AttendPrefix.
   void AttendQueryTiles(const EngineStep& step, size_t layer, LayerKvCache& cache) {
-    const size_t hw = config_.head_width(), heads = config_.heads, kv_heads = config_.kv_heads,
+    const size_t hw = config_.head_width(), heads = config_.heads,
                  group = config_.query_heads_per_kv_head();
     const size_t width = qkv_.front().width(), d = config_.model_width;
-    const size_t kv_width = config_.kv_width(), staged_stride = 2 * kv_width;
     const T scale = static_cast<T>(1.0 / std::sqrt(static_cast<double>(hw)));
-    const T* keys = KvStorageAccess::keys<T>(cache);
-    const T* values = KvStorageAccess::values<T>(cache);
-    const T* staged = Staged(layer, 0);
     const size_t scratch_size = AttentionScratchPerWorker(), tile_rows = simd::kQueryTileRows;
     // Tasks of run r: [task_begin_[r], task_begin_[r + 1]), heads × its row tiles.
     size_t tasks = 0;
@@ -339,12 +343,10 @@ class FastEngine final : public Engine {
       const EngineRun& run = step.runs[r];
       const size_t local = index - run_task_begin_[r], tiles = (run.count + tile_rows - 1) / tile_rows;
       const size_t h = local / tiles, begin = (local % tiles) * tile_rows;
-      const size_t rows = std::min(tile_rows, run.count - begin), kv_head = h / group;
-      const size_t first_row = run_first_row_[r], lane = run.slot * kv_heads + kv_head;
-      simd::PrefixSegment<T> committed{keys + lane * capacity_ * hw, values + lane * capacity_ * hw, hw,
-                                       run.start};
-      const T* own = staged + first_row * staged_stride + kv_head * hw;
-      simd::PrefixSegment<T> fresh{own, own + kv_width, staged_stride, begin + rows};
+      const size_t rows = std::min(tile_rows, run.count - begin), first_row = run_first_row_[r];
+      const RunPrefix prefix = PrefixOf(run, first_row, h / group, begin + rows, layer, cache);
+      const simd::PrefixSegment<T>& committed = prefix.committed;
+      const simd::PrefixSegment<T>& fresh = prefix.fresh;
       const size_t i = first_row + begin;  // the tile's first step row
       T* scratch = attention_scratch_.data() + worker * scratch_size;
       const T* q = qkv_rows_.data() + i * width + h * hw;
