@@ -94,4 +94,36 @@ inline void DequantizeRow(WeightType type, const uint8_t* panel, size_t k, float
   }
 }
 
+// The int8-activation layout (CompressedLayout::kInt8Quads, int8_activations.h): per
+// block the same 64 bytes of scales, then 8 quads of 4 rows; a q8_0 quad is 32 columns
+// × 4 bytes (128), a q4_0 quad 16 × 4 bytes of two nibbles (64).
+inline constexpr size_t kQuadRows = 4;
+inline constexpr size_t kQ8QuadBytes = kWidth * kQuadRows;      // 128
+inline constexpr size_t kQ4QuadBytes = kWidth / 2 * kQuadRows;  // 64
+inline constexpr uint8_t kQ8Offset = 128;  // stored unsigned q8_0 quant u = q + 128
+static_assert(kScaleBytes + kQuantBlock / kQuadRows * kQ8QuadBytes == kQ8BlockBytes &&
+                  kScaleBytes + kQuantBlock / kQuadRows * kQ4QuadBytes == kQ4BlockBytes,
+              "the quad layout keeps the row layout's block sizes");
+
+// Byte of row k, column j (< 32) in a quad-layout panel; a q4_0 column j ≥ 16 is the
+// high nibble of the byte of column j − 16.
+inline size_t QuadByteOffset(WeightType type, size_t k, size_t j) {
+  const size_t quad = k % kQuantBlock / kQuadRows, within = k % kQuadRows;
+  const size_t column = type == WeightType::kQ8_0 ? j : j % (kWidth / 2);
+  const size_t quad_bytes = type == WeightType::kQ8_0 ? kQ8QuadBytes : kQ4QuadBytes;
+  return QuantBlockOffset(type, k) + kScaleBytes + quad * quad_bytes + column * kQuadRows + within;
+}
+
+// Row k of a quad-layout panel dequantized into out[0..32): the same values as
+// DequantizeRow of the row layout it was packed from.
+inline void DequantizeQuadRow(WeightType type, const uint8_t* panel, size_t k, float* out) {
+  const uint8_t* scales = panel + QuantBlockOffset(type, k);
+  for (size_t j = 0; j < kWidth; ++j) {
+    const uint8_t byte = panel[QuadByteOffset(type, k, j)];
+    const int q = type == WeightType::kQ8_0 ? int{byte} - kQ8Offset
+                                            : (j < kWidth / 2 ? byte & 0xF : byte >> 4) - 8;
+    out[j] = static_cast<float>(q) * F16ToF32(LoadU16(scales + 2 * j));
+  }
+}
+
 }  // namespace kvrt::simd::compressed

@@ -119,9 +119,19 @@ size_t GgmlRowBytes(WeightType type, size_t rows_k) {
 
 size_t CompressedMatrixView::panel_bytes() const { return compressed::PanelBytes(type, rows); }
 
+namespace {
+void DequantizeAnyRow(const CompressedMatrixView& w, const uint8_t* panel, size_t k, float* out) {
+  if (w.layout == CompressedLayout::kInt8Quads) {
+    compressed::DequantizeQuadRow(w.type, panel, k, out);
+  } else {
+    compressed::DequantizeRow(w.type, panel, k, out);
+  }
+}
+}  // namespace
+
 float CompressedMatrixView::at(size_t k, size_t n) const {
   float row[kWidth];
-  compressed::DequantizeRow(type, panel(n / kWidth), k, row);
+  DequantizeAnyRow(*this, panel(n / kWidth), k, row);
   return row[n % kWidth];
 }
 
@@ -129,7 +139,7 @@ void GatherColumn(const CompressedMatrixView& w, size_t n, float* out) {
   const uint8_t* panel = w.panel(n / kWidth);
   float row[kWidth];
   for (size_t k = 0; k < w.rows; ++k) {
-    compressed::DequantizeRow(w.type, panel, k, row);
+    DequantizeAnyRow(w, panel, k, row);
     out[k] = row[n % kWidth];
   }
 }

@@ -32,6 +32,12 @@ namespace kvrt::simd {
 
 enum class WeightType : uint8_t { kBf16, kF16, kQ8_0, kQ4_0 };  // compressed types only
 
+// How the blocks of a q8_0/q4_0 panel order their quants. kRows is the layout above,
+// the only one of bf16/f16 and the one every kernel of this header takes. kInt8Quads
+// (int8_activations.h) orders four consecutive rows of a column into one 32-bit lane
+// for the int8-activation kernels; at() and GatherColumn read both.
+enum class CompressedLayout : uint8_t { kRows, kInt8Quads };
+
 // Rows (along K) of one q8_0 / q4_0 block, i.e. of one scale.
 inline constexpr size_t kQuantBlock = 32;
 // Columns per panel of every compressed type (the f32 kernels' kPanelWidth<float>).
@@ -56,6 +62,7 @@ struct CompressedMatrixView {
   const uint8_t* data = nullptr;  // 64-byte aligned, CompressedMatrixBytes(type, rows, cols)
   size_t rows = 0;                // K (inputs)
   size_t cols = 0;                // N (outputs)
+  CompressedLayout layout = CompressedLayout::kRows;
 
   size_t panels() const { return (cols + kCompressedPanelWidth - 1) / kCompressedPanelWidth; }
   // Bytes of one panel (CompressedMatrixBytes of a 32-column matrix).
@@ -107,7 +114,8 @@ float Bf16ToF32(uint16_t bits);
 
 // y = x·W for the columns of the panels [panel_begin, panel_end), i.e. y[n] for n in
 // [panel_begin·32, min(panel_end·32, N)), and nothing else (the engine splits the panels
-// over threads). Same shapes and semantics as simd::MatVec for f32 (matvec.h).
+// over threads). Same shapes and semantics as simd::MatVec for f32 (matvec.h). This and
+// MatMul below take CompressedLayout::kRows only.
 //
 // Scalar twin: each panel row is dequantized (at()), then exactly the f32 twin's order:
 // y[n] = Σ_k x[k]·W[k][n] from 0 in ascending k, every product rounded before it is added.

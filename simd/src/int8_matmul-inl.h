@@ -1,0 +1,206 @@
+// Per-target body of the int8-activation kernel (int8_activations.h).
+#if defined(KVRT_SIMD_INT8_MATMUL_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef KVRT_SIMD_INT8_MATMUL_INL_H_
+#undef KVRT_SIMD_INT8_MATMUL_INL_H_
+#else
+#define KVRT_SIMD_INT8_MATMUL_INL_H_
+#endif
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "compressed_layout.h"
+#include "compressed_rows-inl.h"
+#include "hwy/highway.h"
+#include "kvrt/simd/int8_activations.h"
+#include "panel_columns-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace kvrt::simd::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// One quad (4 rows) of a block of one panel as kVecs int32 vectors, columns in
+// order; every 32-bit lane holds the four unsigned quants u of its column, row 4t + j
+// in byte j.
+template <class DI>
+struct Q8QuadWeights {
+  static constexpr size_t kBlockBytes = compressed::kQ8BlockBytes;
+  static constexpr size_t kQuadBytes = compressed::kQ8QuadBytes;
+  static constexpr int32_t kOffset = compressed::kQ8Offset;
+
+  static HWY_INLINE void Load(DI di, const uint8_t* quad, hn::Vec<DI>* w) {
+    constexpr size_t kVecs = PanelVectors<hn::RebindToFloat<DI>>();
+    const auto* lanes = reinterpret_cast<const int32_t*>(quad);
+    HWY_UNROLL(16)
+    for (size_t v = 0; v < kVecs; ++v) w[v] = hn::LoadU(di, lanes + v * hn::Lanes(di));
+  }
+};
+
+// A q4_0 quad's 64 bytes hold columns c and c + 16 in the low and high nibbles of the
+// same byte, so one load gives two vectors: a mask, and a shift and a mask.
+template <class DI>
+struct Q4QuadWeights {
+  static constexpr size_t kBlockBytes = compressed::kQ4BlockBytes;
+  static constexpr size_t kQuadBytes = compressed::kQ4QuadBytes;
+  static constexpr int32_t kOffset = compressed::kQ4Zero;
+
+  static HWY_INLINE void Load(DI di, const uint8_t* quad, hn::Vec<DI>* w) {
+    constexpr size_t kVecs = PanelVectors<hn::RebindToFloat<DI>>();
+    const auto* lanes = reinterpret_cast<const int32_t*>(quad);
+    const auto nibbles = hn::Set(di, 0x0F0F0F0F);
+    HWY_UNROLL(16)
+    for (size_t v = 0; v < kVecs / 2; ++v) {
+      const auto bytes = hn::LoadU(di, lanes + v * hn::Lanes(di));
+      w[v] = hn::And(bytes, nibbles);
+      w[v + kVecs / 2] = hn::And(hn::ShiftRight<4>(bytes), nibbles);
+    }
+  }
+};
+
+// Four activation quants of one row (rows 4t..4t+3 of a block), broadcast: packed in
+// one lane for VPDPBUSD, or one vector per byte for the portable form.
+template <bool kVnni, class DI>
+struct ActivationQuad {
+  hn::Vec<DI> v[kVnni ? 1 : 4];
+
+  HWY_INLINE ActivationQuad(DI di, const int8_t* quants) {
+    if constexpr (kVnni) {
+      int32_t packed;
+      std::memcpy(&packed, quants, sizeof(packed));
+      v[0] = hn::Set(di, packed);
+    } else {
+      for (size_t j = 0; j < 4; ++j) v[j] = hn::Set(di, int32_t{quants[j]});
+    }
+  }
+};
+
+// acc + Σ_j u_j·a_j per lane, u_j the unsigned byte j of w, a_j the signed quant j:
+// exact (the sums stay far inside int32, int8_activations.h).
+template <bool kVnni, class DI>
+HWY_INLINE hn::Vec<DI> Dot4(DI di, hn::Vec<DI> acc, hn::Vec<DI> w,
+                            const ActivationQuad<kVnni, DI>& a) {
+  if constexpr (kVnni) {
+#if HWY_TARGET == HWY_AVX3
+    // VPDPBUSD: unsigned bytes of w times signed bytes of a, four per lane, added
+    // to acc without saturation. Inline assembly because Highway 1.0.3 has no op
+    // for it; the caller checked CPUID (Int8DotUsesVnni).
+    __m512i raw = acc.raw;
+    asm("vpdpbusd %2, %1, %0" : "+v"(raw) : "v"(w.raw), "v"(a.v[0].raw));
+    return hn::Vec<DI>{raw};
+#else
+    static_assert(!kVnni, "VPDPBUSD is used on the AVX3 target only");
+    return acc;
+#endif
+  } else {
+    const auto byte = hn::Set(di, 0xFF);
+    acc = hn::Add(acc, hn::Mul(hn::And(w, byte), a.v[0]));
+    acc = hn::Add(acc, hn::Mul(hn::And(hn::ShiftRight<8>(w), byte), a.v[1]));
+    acc = hn::Add(acc, hn::Mul(hn::And(hn::ShiftRight<16>(w), byte), a.v[2]));
+    return hn::Add(acc, hn::Mul(hn::And(hn::ShiftRight<24>(w), byte), a.v[3]));
+  }
+}
+
+// C rows [row0, row0 + kRows) × the columns of kPanels panels from first_panel: per
+// block the integer sums S_b in int32 lanes (from −o·Σa), then
+// acc = acc + (d_w·d_a)·float(S_b) as two rounded operations (no FMA, so that every
+// target and the twin agree bit for bit).
+template <template <class> class Weights, bool kVnni, size_t kRows, size_t kPanels, class D>
+HWY_INLINE void Int8Tile(D d, const Int8Rows& a, size_t row0, const CompressedMatrixView& w,
+                         float* c, size_t ldc, size_t first_panel) {
+  using DI = hn::RebindToSigned<D>;
+  const DI di;
+  using W = Weights<DI>;
+  constexpr size_t kVecs = PanelVectors<D>();
+  constexpr size_t kQuads = kQuantBlock / compressed::kQuadRows;
+  const size_t blocks = a.blocks();
+  const uint8_t* panel[kPanels];
+  for (size_t g = 0; g < kPanels; ++g) panel[g] = w.panel(first_panel + g);
+  hn::Vec<D> acc[kRows][kPanels][kVecs];
+  for (size_t r = 0; r < kRows; ++r) {
+    for (size_t g = 0; g < kPanels; ++g) {
+      for (size_t v = 0; v < kVecs; ++v) acc[r][g][v] = hn::Zero(d);
+    }
+  }
+  for (size_t b = 0; b < blocks; ++b) {
+    const size_t block_offset = b * W::kBlockBytes;
+    hn::Vec<DI> sum[kRows][kPanels][kVecs];
+    const int8_t* quants[kRows];
+    for (size_t r = 0; r < kRows; ++r) {
+      quants[r] = a.quants + (row0 + r) * a.k + b * kQuantBlock;
+      const auto start = hn::Set(di, -W::kOffset * a.sums[(row0 + r) * blocks + b]);
+      for (size_t g = 0; g < kPanels; ++g) {
+        for (size_t v = 0; v < kVecs; ++v) sum[r][g][v] = start;
+      }
+    }
+    for (size_t t = 0; t < kQuads; ++t) {
+      const size_t quad_offset = block_offset + compressed::kScaleBytes + t * W::kQuadBytes;
+      HWY_UNROLL(4)
+      for (size_t g = 0; g < kPanels; ++g) {
+        hn::Vec<DI> weights[kVecs];
+        W::Load(di, panel[g] + quad_offset, weights);
+        HWY_UNROLL(4)
+        for (size_t r = 0; r < kRows; ++r) {
+          const ActivationQuad<kVnni, DI> quad(di, quants[r] + t * compressed::kQuadRows);
+          for (size_t v = 0; v < kVecs; ++v) sum[r][g][v] = Dot4(di, sum[r][g][v], weights[v], quad);
+        }
+      }
+    }
+    for (size_t g = 0; g < kPanels; ++g) {
+      hn::Vec<D> weight_scale[kVecs];
+      LoadColumnScales(d, panel[g] + block_offset, weight_scale);
+      for (size_t r = 0; r < kRows; ++r) {
+        const auto activation_scale = hn::Set(d, a.scales[(row0 + r) * blocks + b]);
+        for (size_t v = 0; v < kVecs; ++v) {
+          const auto scale = hn::Mul(weight_scale[v], activation_scale);  // exact
+          acc[r][g][v] = hn::Add(acc[r][g][v], hn::Mul(scale, hn::ConvertTo(d, sum[r][g][v])));
+        }
+      }
+    }
+  }
+  for (size_t r = 0; r < kRows; ++r) {
+    for (size_t g = 0; g < kPanels; ++g) {
+      const size_t first_col = (first_panel + g) * kCompressedPanelWidth;
+      StorePanelRow<kVecs>(d, acc[r][g], std::min(kCompressedPanelWidth, w.cols - first_col),
+                           c + r * ldc + first_col);
+    }
+  }
+}
+
+// One row (decode): four panels side by side, as the f32-activation MatVec. Several
+// rows: per panel, tiles of four rows sharing every weight load, then one smaller
+// tile for the rest.
+template <template <class> class Weights, bool kVnni, class D>
+HWY_INLINE void Int8Panels(D d, const Int8Rows& a, size_t first_row, size_t m,
+                           const CompressedMatrixView& w, float* c, size_t ldc,
+                           size_t panel_begin, size_t panel_end) {
+  if (m == 1) {
+    constexpr size_t kGroup = std::max<size_t>(1, 8 / PanelVectors<D>());
+    ForPanelGroups<kGroup>(panel_begin, panel_end, [&](size_t p, auto panels) {
+      Int8Tile<Weights, kVnni, 1, decltype(panels)::value>(d, a, first_row, w, c, ldc, p);
+    });
+    return;
+  }
+  constexpr size_t kRowTile = 4;
+  for (size_t p = panel_begin; p < panel_end; ++p) {
+    ForPanelGroups<kRowTile>(0, m, [&](size_t r, auto rows) {
+      Int8Tile<Weights, kVnni, decltype(rows)::value, 1>(d, a, first_row + r, w, c + r * ldc, ldc, p);
+    });
+  }
+}
+
+template <bool kVnni, class D>
+HWY_INLINE void Int8MatMulFor(D d, const Int8Rows& a, size_t first_row, size_t m,
+                              const CompressedMatrixView& w, float* c, size_t ldc,
+                              size_t panel_begin, size_t panel_end) {
+  if (w.type == WeightType::kQ8_0) {
+    Int8Panels<Q8QuadWeights, kVnni>(d, a, first_row, m, w, c, ldc, panel_begin, panel_end);
+  } else {
+    Int8Panels<Q4QuadWeights, kVnni>(d, a, first_row, m, w, c, ldc, panel_begin, panel_end);
+  }
+}
+
+}  // namespace kvrt::simd::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // KVRT_SIMD_INT8_MATMUL_INL_H_ toggle

@@ -1,0 +1,211 @@
+// The int8-activation path (int8_activations.h) on every compiled target: the quad
+// relayout is lossless, activation rows are ggml's q8_0 blocks, and MatMulInt8 equals
+// its scalar twin BIT FOR BIT (the header's arithmetic is exact integers plus two
+// rounded f32 operations per block, the same on every target) for every row count,
+// column remainder and panel range. The twin is itself checked against an exact
+// long-double evaluation of the same formula, and the whole path against the f32
+// product within the derived bound of rounding the activations to 8 bits.
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "hwy/aligned_allocator.h"
+#include "hwy/tests/hwy_gtest.h"
+#include "kvrt/simd/compressed_matrix.h"
+#include "kvrt/simd/int8_activations.h"
+#include "simd_test_support.h"
+
+namespace kvrt::simd {
+namespace {
+
+using simd_test::GuardedBuffer;
+using simd_test::Inputs;
+
+class Int8ActivationsTest : public hwy::TestWithParamTarget {};
+HWY_TARGET_INSTANTIATE_TEST_SUITE_P(Int8ActivationsTest);
+
+constexpr WeightType kTypes[] = {WeightType::kQ8_0, WeightType::kQ4_0};
+constexpr float kUntouched = -5.0f;
+
+// Activation rows of K values and their Int8Rows.
+struct Activations {
+  Activations(size_t m, size_t k, Inputs& inputs)
+      : x(inputs.Uniform<float>(m * k, -1, 1)), quants(m * k), scales(m * k / 32), sums(m * k / 32) {
+    // Blocks of very different magnitudes, and one all-zero block (d = 0).
+    for (size_t i = 0; i < x.size(); i += 61) x[i] *= 40.0f;
+    if (x.size() >= 64) std::fill(x.begin() + 32, x.begin() + 64, 0.0f);
+    rows = {quants.data(), scales.data(), sums.data(), k};
+    for (size_t r = 0; r < m; ++r) QuantizeRow(x.data() + r * k, rows, r);
+  }
+  std::vector<float> x;
+  std::vector<int8_t> quants;
+  std::vector<float> scales;
+  std::vector<int32_t> sums;
+  Int8Rows rows;
+};
+
+// A random q8_0/q4_0 matrix in the row layout and its quad relayout.
+struct QuadCase {
+  QuadCase(WeightType type, size_t rows, size_t cols, Inputs& inputs)
+      : bytes(CompressedMatrixBytes(type, rows, cols)),
+        row_storage(hwy::AllocateAligned<uint8_t>(bytes)),
+        quad_storage(hwy::AllocateAligned<uint8_t>(bytes)) {
+    auto dense = inputs.Uniform<float>(rows * cols, -1, 1);
+    for (size_t i = 0; i < dense.size(); i += 89) dense[i] *= 30.0f;
+    PackCompressed(type, dense.data(), rows, cols, false, row_storage.get());
+    row_view = {type, row_storage.get(), rows, cols};
+    quads = PackInt8Quads(row_view, quad_storage.get());
+  }
+  size_t bytes;
+  hwy::AlignedFreeUniquePtr<uint8_t[]> row_storage, quad_storage;
+  CompressedMatrixView row_view, quads;
+};
+
+std::vector<size_t> ColumnCounts() { return {1, 17, 32, 33, 64, 100, 160, 161}; }
+
+TEST(Int8ActivationsQuantizeTest, RowsAreGgmlQ8Blocks) {
+  Inputs inputs(11);
+  Activations act(3, 96, inputs);
+  for (size_t r = 0; r < 3; ++r) {
+    for (size_t b = 0; b < 3; ++b) {
+      uint8_t block[34];
+      QuantizeBlockQ8_0(act.x.data() + r * 96 + b * 32, block);
+      EXPECT_EQ(act.scales[r * 3 + b], F16ToF32(static_cast<uint16_t>(block[0] | block[1] << 8)));
+      int32_t sum = 0;
+      for (size_t i = 0; i < 32; ++i) {
+        EXPECT_EQ(act.quants[r * 96 + b * 32 + i], static_cast<int8_t>(block[2 + i]));
+        sum += static_cast<int8_t>(block[2 + i]);
+      }
+      EXPECT_EQ(act.sums[r * 3 + b], sum);
+    }
+  }
+  EXPECT_EQ(act.scales[1], 0.0f);  // the zero block of row 0
+}
+
+TEST(Int8ActivationsPackTest, QuadRelayoutIsLossless) {
+  for (WeightType type : kTypes) {
+    for (size_t rows : {32, 96}) {
+      for (size_t cols : ColumnCounts()) {
+        Inputs inputs(simd_test::CaseSeed(rows, cols, static_cast<size_t>(type)));
+        QuadCase w(type, rows, cols, inputs);
+        EXPECT_EQ(w.quads.layout, CompressedLayout::kInt8Quads);
+        for (size_t k = 0; k < rows; ++k) {
+          for (size_t n = 0; n < w.quads.panels() * 32; ++n) {
+            ASSERT_EQ(w.quads.at(k, n), w.row_view.at(k, n))
+                << WeightTypeName(type) << " K=" << rows << " N=" << cols << " k=" << k << " n=" << n;
+          }
+        }
+        std::vector<float> column(rows), expected(rows);
+        for (size_t n = 0; n < cols; n += 7) {
+          GatherColumn(w.quads, n, column.data());
+          GatherColumn(w.row_view, n, expected.data());
+          ASSERT_EQ(column, expected);
+        }
+      }
+    }
+  }
+}
+
+// The header's formula with every product and sum exact (long double holds the int32
+// sums and the products of f16 values exactly), rounding as the header says.
+float Formula(const Activations& act, size_t row, const CompressedMatrixView& w, size_t n) {
+  float acc = 0.0f;
+  for (size_t b = 0; b < act.rows.blocks(); ++b) {
+    long double dot = 0;
+    for (size_t k = b * 32; k < b * 32 + 32; ++k) {
+      // at() = q·d_w exactly, so dot = d_w·S_b exactly.
+      dot += static_cast<long double>(w.at(k, n)) * act.quants[row * act.rows.k + k];
+    }
+    // dot = d_w·S_b exactly; the kernel computes (d_w·d_a)·float(S_b), one rounding,
+    // which is the rounding of dot·d_a (exact in long double).
+    const float product = static_cast<float>(dot * act.scales[row * act.rows.blocks() + b]);
+    acc = acc + product;
+  }
+  return acc;
+}
+
+TEST_P(Int8ActivationsTest, MatMulEqualsTwinForEveryShape) {
+  for (WeightType type : kTypes) {
+    for (size_t rows : {32, 64, 160}) {
+      for (size_t cols : ColumnCounts()) {
+        for (size_t m : {1, 2, 3, 4, 5, 7, 9}) {
+          Inputs inputs(simd_test::CaseSeed(rows * 7 + m, cols, static_cast<size_t>(type)));
+          QuadCase w(type, rows, cols, inputs);
+          Activations act(m + 2, rows, inputs);
+          const size_t ldc = cols + 3, first_row = 1;
+          GuardedBuffer<float> c(m * ldc, 1);
+          for (size_t i = 0; i < m * ldc; ++i) c[i] = kUntouched;
+          std::vector<float> twin(m * ldc, kUntouched);
+          MatMulInt8(act.rows, first_row, m, w.quads, c.data(), ldc, 0, w.quads.panels());
+          MatMulInt8Scalar(act.rows, first_row, m, w.quads, twin.data(), ldc, 0, w.quads.panels());
+          const auto where = ::testing::Message()
+                             << WeightTypeName(type) << " K=" << rows << " N=" << cols << " M=" << m;
+          ASSERT_TRUE(c.GuardsIntact()) << where;
+          ASSERT_TRUE(simd_test::SameBits(c.data(), twin.data(), m * ldc)) << where;
+          // One row alone gives the same bits as inside the tile.
+          std::vector<float> alone(cols);
+          MatMulInt8(act.rows, first_row + m - 1, 1, w.quads, alone.data(), cols, 0, w.quads.panels());
+          ASSERT_TRUE(simd_test::SameBits(alone.data(), c.data() + (m - 1) * ldc, cols)) << where;
+          if (m == 3) {
+            for (size_t n = 0; n < cols; ++n) {
+              const float expected = Formula(act, first_row + 2, w.quads, n);
+              ASSERT_TRUE(simd_test::SameBits(&twin[2 * ldc + n], &expected, 1))
+                  << where << " n=" << n << ": " << twin[2 * ldc + n] << " vs " << expected;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_P(Int8ActivationsTest, PanelRangesWriteOnlyTheirColumns) {
+  for (WeightType type : kTypes) {
+    const size_t rows = 64, cols = 300;  // 10 panels, the last one partial
+    Inputs inputs(simd_test::CaseSeed(rows, cols, 40 + static_cast<size_t>(type)));
+    QuadCase w(type, rows, cols, inputs);
+    Activations act(2, rows, inputs);
+    for (size_t m : {1, 2}) {
+      std::vector<float> whole(m * cols), split(m * cols, kUntouched);
+      MatMulInt8(act.rows, 0, m, w.quads, whole.data(), cols, 0, w.quads.panels());
+      for (const auto& [begin, end] : {std::pair<size_t, size_t>{0, 3}, {3, 4}, {4, 9}, {9, 10}}) {
+        MatMulInt8(act.rows, 0, m, w.quads, split.data(), cols, begin, end);
+        for (size_t r = 0; r < m; ++r) {
+          for (size_t n = end * 32; n < cols; ++n) ASSERT_EQ(split[r * cols + n], kUntouched);
+        }
+      }
+      ASSERT_TRUE(simd_test::SameBits(whole.data(), split.data(), m * cols)) << WeightTypeName(type);
+    }
+  }
+}
+
+// Against the exact product x·W on the dequantized weights: rounding an activation to
+// its block's step d_a errs by ≤ d_a/2, so |y − x·W| ≤ Σ_b (d_a,b/2)·Σ_{k∈b}|W[k][n]|
+// plus the f32 roundings (≤ (blocks + 1)·u per |term|, far smaller; 2·ε·Σ|x·W| covers it).
+TEST(Int8ActivationsAccuracyTest, WithinTheActivationRoundingBound) {
+  for (WeightType type : kTypes) {
+    const size_t rows = 256, cols = 96;
+    Inputs inputs(simd_test::CaseSeed(rows, cols, 90 + static_cast<size_t>(type)));
+    QuadCase w(type, rows, cols, inputs);
+    Activations act(1, rows, inputs);
+    std::vector<float> y(cols);
+    MatMulInt8(act.rows, 0, 1, w.quads, y.data(), cols, 0, w.quads.panels());
+    for (size_t n = 0; n < cols; ++n) {
+      long double exact = 0, bound = 0, magnitude = 0;
+      for (size_t k = 0; k < rows; ++k) {
+        const long double weight = w.quads.at(k, n);
+        exact += weight * act.x[k];
+        magnitude += std::fabs(weight * act.x[k]);
+        bound += std::fabs(weight) * act.scales[k / 32] / 2;
+      }
+      bound += 2 * static_cast<long double>(FLT_EPSILON) * (magnitude + bound);
+      ASSERT_LE(std::fabs(y[n] - exact), bound) << WeightTypeName(type) << " n=" << n;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kvrt::simd
