@@ -19,6 +19,7 @@ struct BenchSessionOptions {
   CacheOptions cache;                        // f32, one slot, the model's context by default
   WeightFormat weights = WeightFormat::kAsStored;
   bool batch_invariant = true;               // EngineOptions::batch_invariant
+  bool int8_activations = false;             // EngineOptions::int8_activations
 };
 
 struct BenchSession {

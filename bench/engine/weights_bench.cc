@@ -7,7 +7,9 @@
 //       roofline_fraction = FLOPs executed / (time × in-run f32 FMA peak), FLOPs
 //       counted as executed: 2·T per weight of the blocks, the T²-triangle of
 //       attention, the head once (only the last row reaches the vocabulary)
-// Formats: f32, bf16, f16, q8_0, q4_0, converted at load. Select them with
+// Formats: f32, bf16, f16, q8_0, q4_0, converted at load, and q8_0+int8, q4_0+int8:
+// the same weights with the opt-in int8 activations (EngineOptions::int8_activations,
+// less exact; the same bytes per weight, so the same roofline). Select them with
 // --benchmark_filter='^Weights/' (CI's perf gate does not run them).
 #include <benchmark/benchmark.h>
 
@@ -58,11 +60,12 @@ void SetRates(benchmark::State& state, double tokens, double roofline_tokens_per
 }
 
 void WeightsDecode(benchmark::State& state, const ModelShape* shape, WeightFormat format,
-                   threading::ThreadPool* pool) {
+                   threading::ThreadPool* pool, bool int8_activations) {
   constexpr size_t kPrompt = 64, kDecodesPerPrompt = 256;
   const DecoderModel& model = SyntheticModel(*shape);
   BenchSessionOptions options;
   options.weights = format;
+  options.int8_activations = int8_activations;
   BenchSession bound(model, pool, options);
   const std::vector<uint32_t> prompt = PromptTokens(kPrompt + kDecodesPerPrompt, shape->vocab);
   const double weight_bytes = FormatWeightBytes(model, format);
@@ -97,11 +100,12 @@ double PrefillFlops(const ModelShape& shape, size_t tokens) {
 }
 
 void WeightsPrefill(benchmark::State& state, const ModelShape* shape, WeightFormat format,
-                    threading::ThreadPool* pool) {
+                    threading::ThreadPool* pool, bool int8_activations) {
   constexpr size_t kTokens = 512;
   const DecoderModel& model = SyntheticModel(*shape);
   BenchSessionOptions options;
   options.weights = format;
+  options.int8_activations = int8_activations;
   BenchSession bound(model, pool, options);
   const std::vector<uint32_t> prompt = PromptTokens(kTokens, shape->vocab);
   const double peak = MeasureFmaFlopsPerSecond(*pool);
@@ -115,17 +119,22 @@ void WeightsPrefill(benchmark::State& state, const ModelShape* shape, WeightForm
 
 void RegisterWeightBenchmarks(threading::ThreadPool& one_thread, threading::ThreadPool& two_threads) {
   for (const ModelShape& shape : TinyStoriesShapes()) {
-    for (WeightFormat format : kFormats) {
-      for (threading::ThreadPool* pool : {&one_thread, &two_threads}) {
-        const std::string name = "Weights/" + std::string(shape.name) + "/" +
-                                 std::string(WeightFormatName(format)) + "/";
-        const std::string threads = "/threads:" + std::to_string(pool->threads());
-        benchmark::RegisterBenchmark((name + "decode" + threads).c_str(), WeightsDecode, &shape, format, pool)
-            ->UseRealTime()
-            ->Unit(benchmark::kMillisecond);
-        benchmark::RegisterBenchmark((name + "prefill" + threads).c_str(), WeightsPrefill, &shape, format, pool)
-            ->UseRealTime()
-            ->Unit(benchmark::kMillisecond);
+    for (const bool int8 : {false, true}) {
+      for (WeightFormat format : kFormats) {
+        if (int8 && format != WeightFormat::kQ8_0 && format != WeightFormat::kQ4_0) continue;
+        for (threading::ThreadPool* pool : {&one_thread, &two_threads}) {
+          const std::string name = "Weights/" + std::string(shape.name) + "/" +
+                                   std::string(WeightFormatName(format)) + (int8 ? "+int8/" : "/");
+          const std::string threads = "/threads:" + std::to_string(pool->threads());
+          benchmark::RegisterBenchmark((name + "decode" + threads).c_str(), WeightsDecode, &shape, format, pool,
+                                       int8)
+              ->UseRealTime()
+              ->Unit(benchmark::kMillisecond);
+          benchmark::RegisterBenchmark((name + "prefill" + threads).c_str(), WeightsPrefill, &shape, format,
+                                       pool, int8)
+              ->UseRealTime()
+              ->Unit(benchmark::kMillisecond);
+        }
       }
     }
   }

@@ -21,6 +21,7 @@
 #include "kernel_bench_support.h"
 #include "kernel_benchmarks.h"
 #include "kvrt/simd/compressed_matrix.h"
+#include "kvrt/simd/int8_activations.h"
 #include "machine_limits.h"
 #include "packed_weights.h"
 
@@ -41,11 +42,39 @@ struct CompressedWeights {
     const auto dense = RandomRow<float>(rows * cols, -1, 1, rows * 31 + cols);
     simd::PackCompressed(type, dense.get(), rows, cols, false, storage.get());
     view = {type, storage.get(), rows, cols};
+    if (type == WeightType::kQ8_0 || type == WeightType::kQ4_0) {
+      quad_storage = hwy::AllocateAligned<uint8_t>(bytes);
+      quads = simd::PackInt8Quads(view, quad_storage.get());
+    }
   }
   size_t bytes;
-  hwy::AlignedFreeUniquePtr<uint8_t[]> storage;
+  hwy::AlignedFreeUniquePtr<uint8_t[]> storage, quad_storage;
   simd::CompressedMatrixView view;
+  simd::CompressedMatrixView quads;  // q8_0/q4_0: the int8-activation layout
 };
+
+// Activation rows rounded to q8_0 blocks for the int8-activation kernel.
+struct QuantizedRows {
+  QuantizedRows(size_t m, size_t k)
+      : quants(hwy::AllocateAligned<int8_t>(m * k)),
+        scales(hwy::AllocateAligned<float>(m * k / simd::kQuantBlock)),
+        sums(hwy::AllocateAligned<int32_t>(m * k / simd::kQuantBlock)),
+        rows{quants.get(), scales.get(), sums.get(), k} {}
+  void From(const float* a, size_t m) {
+    for (size_t r = 0; r < m; ++r) simd::QuantizeRow(a + r * rows.k, rows, r);
+  }
+  hwy::AlignedFreeUniquePtr<int8_t[]> quants;
+  hwy::AlignedFreeUniquePtr<float[]> scales;
+  hwy::AlignedFreeUniquePtr<int32_t[]> sums;
+  simd::Int8Rows rows;
+};
+
+enum class Activations { kF32, kInt8 };
+
+std::string TypeAndActivations(WeightType type, Activations activations) {
+  return std::string(simd::WeightTypeName(type)) +
+         (activations == Activations::kInt8 ? "/activations:int8" : "");
+}
 
 // Packed matrices shared by all rows and repetitions of one run (quantizing 768×32000
 // takes longer than measuring it), built on first use; rows run one at a time.
@@ -73,18 +102,27 @@ double SecondsOf(Fn&& fn) {
 }
 
 void RegisterRoofline(WeightType type, size_t rows, size_t cols, threading::ThreadPool& pool,
-                      const std::shared_ptr<WeightCache>& cache) {
-  const std::string name = std::string("MatVecRoofline/") + simd::WeightTypeName(type) + "/" +
+                      const std::shared_ptr<WeightCache>& cache,
+                      Activations activations = Activations::kF32) {
+  const std::string name = "MatVecRoofline/" + TypeAndActivations(type, activations) + "/" +
                            Shape(rows, cols) + "/threads:" + std::to_string(pool.threads());
   Timed(benchmark::RegisterBenchmark(name.c_str(), [=, &pool](State& state) {
     const CompressedWeights& w = cache->Get(type, rows, cols);
     const auto x = RandomRow<float>(rows, -1, 1);
     auto y = RandomRow<float>(cols, 0, 1);
     const size_t panels = w.view.panels();
+    QuantizedRows quantized(1, rows);
     auto matvec = [&] {
-      ForEachPanelRange(pool, panels, [&](size_t begin, size_t end) {
-        simd::MatVec(w.view, x.get(), y.get(), begin, end);
-      });
+      if (activations == Activations::kInt8) {
+        quantized.From(x.get(), 1);
+        ForEachPanelRange(pool, panels, [&](size_t begin, size_t end) {
+          simd::MatMulInt8(quantized.rows, 0, 1, w.quads, y.get(), cols, begin, end);
+        });
+      } else {
+        ForEachPanelRange(pool, panels, [&](size_t begin, size_t end) {
+          simd::MatVec(w.view, x.get(), y.get(), begin, end);
+        });
+      }
       benchmark::ClobberMemory();
     };
     uint32_t checksum = 0;
@@ -140,20 +178,29 @@ void RegisterFastAndTwin(WeightType type, size_t rows, size_t cols,
 // Prefill: the f32 FMA peak of these threads is measured right before the loop, as for
 // the f32 MatMul rows (matmul_bench.cc).
 void RegisterMatMul(WeightType type, size_t m, size_t rows, size_t cols,
-                    threading::ThreadPool& pool, const std::shared_ptr<WeightCache>& cache) {
-  const std::string name = std::string("MatMul/") + simd::WeightTypeName(type) + "/fast/M:" +
+                    threading::ThreadPool& pool, const std::shared_ptr<WeightCache>& cache,
+                    Activations activations = Activations::kF32) {
+  const std::string name = "MatMul/" + TypeAndActivations(type, activations) + "/fast/M:" +
                            std::to_string(m) + "/" + Shape(rows, cols) +
                            "/threads:" + std::to_string(pool.threads());
   Timed(benchmark::RegisterBenchmark(name.c_str(), [=, &pool](State& state) {
     const CompressedWeights& w = cache->Get(type, rows, cols);
     const auto a = RandomRow<float>(m * rows, -1, 1);
     auto c = RandomRow<float>(m * cols, 0, 1);
+    QuantizedRows quantized(m, rows);
     const double peak = MeasureFmaFlopsPerSecond(pool);
     const LoopClock clock;
     for (auto _ : state) {
-      ForEachPanelRange(pool, w.view.panels(), [&](size_t begin, size_t end) {
-        simd::MatMul(a.get(), rows, m, w.view, c.get(), cols, begin, end);
-      });
+      if (activations == Activations::kInt8) {
+        quantized.From(a.get(), m);
+        ForEachPanelRange(pool, w.view.panels(), [&](size_t begin, size_t end) {
+          simd::MatMulInt8(quantized.rows, 0, m, w.quads, c.get(), cols, begin, end);
+        });
+      } else {
+        ForEachPanelRange(pool, w.view.panels(), [&](size_t begin, size_t end) {
+          simd::MatMul(a.get(), rows, m, w.view, c.get(), cols, begin, end);
+        });
+      }
       benchmark::ClobberMemory();
     }
     const double flops = 2.0 * static_cast<double>(m * rows * cols);
@@ -180,6 +227,14 @@ void RegisterCompressedBenchmarks(threading::ThreadPool& one_thread,
   for (WeightType type : kTypes) {
     RegisterMatMul(type, 512, 768, 768, one_thread, cache);
     RegisterMatMul(type, 512, 768, 768, two_threads, cache);
+  }
+  for (WeightType type : {WeightType::kQ8_0, WeightType::kQ4_0}) {
+    for (size_t cols : {2048, 32000}) {
+      RegisterRoofline(type, 768, cols, one_thread, cache, Activations::kInt8);
+      RegisterRoofline(type, 768, cols, two_threads, cache, Activations::kInt8);
+    }
+    RegisterMatMul(type, 512, 768, 768, one_thread, cache, Activations::kInt8);
+    RegisterMatMul(type, 512, 768, 768, two_threads, cache, Activations::kInt8);
   }
   for (WeightType type : kTypes) RegisterFastAndTwin(type, 768, 2048, cache);
 }

@@ -121,6 +121,34 @@ TEST_P(LlamaCppFixture, GreedyContinuationsAgreeWithLlamaCpp) {
   }
 }
 
+// The opt-in int8 activations (EngineOptions::int8_activations) do llama.cpp's
+// arithmetic for q8_0/q4_0 weights (activations rounded to q8_0 blocks, integer block
+// sums), so they must stay within the same bound of llama.cpp; their distance from
+// the exact f64 forward pass is printed next to the f32-activation engine's.
+TEST_P(LlamaCppFixture, Int8ActivationsStayWithinTheBoundOfLlamaCpp) {
+  const FixtureType t = GetParam();
+  if (std::string(t.type) != "q8_0" && std::string(t.type) != "q4_0") GTEST_SKIP() << "f32 activations only";
+  const Models& models = LoadModels(t);
+  const nlohmann::json& json = LlamaCppLogits(t);
+  const PlainLlama plain(models.file);
+  EngineOptions int8 = kFastF32;
+  int8.int8_activations = true;
+  for (const nlohmann::json& sequence : json["sequences"]) {
+    const std::vector<uint32_t> tokens = Ids(sequence["tokens"]);
+    const Rows ours = SessionLogits(models.panels, tokens, int8);
+    const Rows f32 = SessionLogits(models.panels, tokens, kFastF32);
+    const Rows expected = plain.Forward(tokens);
+    const double int8_llama = CompareWithLlamaCpp(ours, sequence, json["cols"]);
+    const double f32_llama = CompareWithLlamaCpp(f32, sequence, json["cols"]);
+    std::printf("[ gguf ] %-5s %s: int8 activations: |fast - llama.cpp| %.3g (f32 activations %.3g), "
+                "|fast - plain f64| %.3g (f32 activations %.3g)\n",
+                t.type, sequence["name"].get<std::string>().c_str(), int8_llama, f32_llama,
+                MaxDifference(ours, expected), MaxDifference(f32, expected));
+    EXPECT_LE(int8_llama, t.bound) << sequence["name"];
+    EXPECT_NE(ours, f32) << "the int8 activations did not reach the engine";
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Types, LlamaCppFixture, ::testing::ValuesIn(kFixtureTypes),
                          [](const auto& test_param) { return std::string(test_param.param.type); });
 

@@ -37,6 +37,13 @@ std::string DescribeEngineWeights(const DecoderModel& model, const EngineOptions
       (engine.backend == Backend::kReference || engine.precision == Precision::kF64)) {
     text += " (dequantized, computed in f64)";
   }
+  if (engine.int8_activations) {
+    size_t int8 = 0;
+    for (const MatrixWeightFormat& matrix : plan) {
+      int8 += matrix.effective == WeightFormat::kQ8_0 || matrix.effective == WeightFormat::kQ4_0;
+    }
+    text += "; int8 activations on " + std::to_string(int8) + " q8_0/q4_0 matrices";
+  }
   const std::string fallbacks = DescribeFallbacks(plan);
   text += fallbacks.empty() ? "; no fallbacks" : "; fallbacks: " + fallbacks;
   return text;
@@ -59,9 +66,14 @@ Result<EngineChoice> EngineFromFlags(const Flags& flags) {
   const std::string backend = flags.Value("backend").value_or("fast");
   const std::string precision = flags.Value("precision").value_or(backend == "reference" ? "f64" : "f32");
   choice.options.batch_invariant = !flags.Has("batch-variant");
+  choice.options.int8_activations = flags.Has("int8-activations");
   if (backend == "reference") {
     if (flags.Has("batch-variant")) {
       return std::unexpected(InvalidArgument("--batch-variant needs --backend fast (the reference is exact)"));
+    }
+    if (flags.Has("int8-activations")) {
+      return std::unexpected(Error(ErrorCode::kUnsupportedBackend, {{"", std::string("int8_activations")}},
+                                   "--int8-activations needs --backend fast --precision f32"));
     }
     choice.options.backend = Backend::kReference;
     if (precision != "f64") {
@@ -80,6 +92,10 @@ Result<EngineChoice> EngineFromFlags(const Flags& flags) {
     choice.options.precision = Precision::kF32;
   } else if (precision == "f64") {
     choice.options.precision = Precision::kF64;
+    if (flags.Has("int8-activations")) {
+      return std::unexpected(Error(ErrorCode::kUnsupportedBackend, {{"", std::string("int8_activations")}},
+                                   "--int8-activations needs --precision f32"));
+    }
   } else {
     return std::unexpected(InvalidArgument("--precision must be f32 or f64, got '" + precision + "'"));
   }

@@ -62,10 +62,21 @@ struct EngineOptions {
   // within the fast engine's derived tolerance of the reference. The reference
   // engine ignores it (it is always exact).
   bool batch_invariant = true;
+  // false (the default): activations stay f32 in every matrix product.
+  // true (opt-in, LESS EXACT, fast f32 engine only): the q8_0 and q4_0 matrices
+  // multiply activation rows rounded to 8 bits, in ggml's q8_0 blocks, as llama.cpp
+  // does for these weights (simd/int8_activations.h): exact integer block sums
+  // (AVX-512 VNNI where the CPU has it), several times faster decode and prefill on
+  // those weights. The rounding errs by up to half a step of each block of 32
+  // activations (amax/254), so the logits move by far more than the f32 kernels'
+  // rounding (docs/int8_activations.md gives the measured distance). Other
+  // formats are unaffected. Still deterministic: the same bits for any thread count,
+  // and batch-invariant (every row is rounded alone).
+  bool int8_activations = false;
 
   // UnsupportedBackend for a backend, precision or weight format outside the
-  // enums, or a reference engine asked for anything but f64; InvalidArgument for
-  // max_rows_per_step 0.
+  // enums, a reference engine asked for anything but f64, or int8 activations
+  // outside the fast f32 engine; InvalidArgument for max_rows_per_step 0.
   Result<void> Validate() const;
 };
 

@@ -293,6 +293,12 @@ typedef struct kvrt_engine_options {
                              * (EngineOptions::batch_invariant = false): logits may change with
                              * the step's shape (chunk sizes, other slots' rows), never with the
                              * thread count, within the fast tolerance. Other values: an error */
+  int int8_activations;     /* fast f32 backend: 0 (an initializer without it): f32 activations.
+                             * 1: q8_0/q4_0 matrices multiply activations rounded to 8-bit q8_0
+                             * blocks as llama.cpp does (EngineOptions::int8_activations):
+                             * faster, LESS EXACT; still thread-count and batch invariant.
+                             * With another backend or precision: UnsupportedBackend. Other
+                             * values: an error */
 } kvrt_engine_options;
 
 /* Fast backend, f32, every core, no shared pool, weights as stored. */

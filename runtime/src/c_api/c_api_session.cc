@@ -60,6 +60,13 @@ Result<EngineOptions> EngineFromC(const kvrt_engine_options* engine,
       return Fail(ErrorCode::kInvalidArgument, {},
                   "allow_batch_variance must be 0 or 1, got " + std::to_string(chosen.allow_batch_variance));
   }
+  switch (chosen.int8_activations) {
+    case 0: options.int8_activations = false; break;
+    case 1: options.int8_activations = true; break;
+    default:
+      return Fail(ErrorCode::kInvalidArgument, {},
+                  "int8_activations must be 0 or 1, got " + std::to_string(chosen.int8_activations));
+  }
   if (options.backend == Backend::kReference && options.precision != Precision::kF64) {
     return Fail(ErrorCode::kUnsupportedBackend, {{"", std::string("f32")}},
                 "the reference backend computes in f64 only");
@@ -80,7 +87,7 @@ extern "C" {
 
 kvrt_engine_options kvrt_engine_options_default(void) {
   return kvrt_engine_options{KVRT_BACKEND_FAST, KVRT_PRECISION_F32, 0, nullptr, KVRT_WEIGHTS_AS_STORED,
-                             kvrt::EngineOptions::kDefaultMaxRowsPerStep, 0};
+                             kvrt::EngineOptions::kDefaultMaxRowsPerStep, 0, 0};
 }
 
 kvrt_error* kvrt_pool_create(size_t threads, kvrt_pool** out) {

@@ -31,6 +31,10 @@ Result<void> EngineOptions::Validate() const {
     return Fail(ErrorCode::kUnsupportedBackend, {{"", std::string(PrecisionName(precision))}},
                 "the reference backend computes in f64 only");
   }
+  if (int8_activations && (backend != Backend::kFast || precision != Precision::kF32)) {
+    return Fail(ErrorCode::kUnsupportedBackend, {{"", std::string("int8_activations")}},
+                "int8 activations run on the fast f32 engine only");
+  }
   if (max_rows_per_step == 0) {
     return Fail(ErrorCode::kInvalidArgument, {}, "max_rows_per_step must be at least 1");
   }

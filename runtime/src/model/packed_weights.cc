@@ -4,6 +4,7 @@
 #include <string>
 #include <type_traits>
 
+#include "kvrt/simd/int8_activations.h"
 #include "kvrt/simd/pack_matrix.h"
 #include "model/weight_types.h"
 
@@ -18,9 +19,23 @@ Error OutOfMemory(const std::string& what, size_t elements) {
 // A parameter as a [K, N] matrix for x·W: the matrix itself, or the transpose of a
 // [V, D] table (transposed = true gives the [D, V] head), in the format `plan`
 // gives it for the requested `format`.
+// A q8_0/q4_0 matrix moved into the int8-activation kernels' quad layout (the row
+// layout's buffer is released once the copy is made).
+Result<void> RelayoutForInt8(const std::string& name, CompressedWeight& weight) {
+  if (weight.view.type != simd::WeightType::kQ8_0 && weight.view.type != simd::WeightType::kQ4_0) {
+    return {};
+  }
+  std::optional<Buffer<uint8_t>> quads = Buffer<uint8_t>::Allocate(weight.owned.size());
+  if (!quads) return Fail(OutOfMemory(name + " (int8-activation layout)", weight.owned.size()));
+  weight.view = simd::PackInt8Quads(weight.view, quads->data());
+  weight.owned = std::move(*quads);
+  return {};
+}
+
 template <class T>
 Result<PackedWeight<T>> PackWeight(const ParameterPtr& parameter, bool transposed,
-                                   const MatrixWeightFormat& plan, WeightFormat format) {
+                                   const MatrixWeightFormat& plan, WeightFormat format,
+                                   bool int8_activations) {
   const std::vector<size_t>& shape = parameter->shape();
   const size_t k = transposed ? shape[1] : shape[0], n = transposed ? shape[0] : shape[1];
   PackedWeight<T> packed;
@@ -29,6 +44,11 @@ Result<PackedWeight<T>> PackWeight(const ParameterPtr& parameter, bool transpose
       Result<CompressedWeight> compressed = PackCompressedWeight(*parameter, transposed, plan);
       if (!compressed) return Fail(std::move(compressed.error()));
       packed.compressed = std::move(*compressed);
+      if (int8_activations) {
+        if (Result<void> moved = RelayoutForInt8(parameter->name(), packed.compressed); !moved) {
+          return Fail(std::move(moved.error()));
+        }
+      }
       return packed;
     }
   } else if (format != WeightFormat::kAsStored) {
@@ -89,10 +109,12 @@ Result<Buffer<T>> ConvertTable(const double* values, size_t count) {
 
 template <class T>
 Result<std::shared_ptr<const EngineWeights<T>>> PackEngineWeights(const DecoderModel& model,
-                                                                  WeightFormat format) {
+                                                                  WeightFormat format,
+                                                                  bool int8_activations) {
   const ModelConfig& config = model.config();
   auto weights = std::make_shared<EngineWeights<T>>();
   weights->format = format;
+  weights->int8_activations = int8_activations && std::is_same_v<T, float>;
   weights->plan = PlanWeightFormats(model, format);
   // The plan lists the token table, 7 matrices per block, then an untied head.
   auto plan_of = [&](size_t layer, BlockSlot slot) -> const MatrixWeightFormat& {
@@ -105,7 +127,8 @@ Result<std::shared_ptr<const EngineWeights<T>>> PackEngineWeights(const DecoderM
     BlockWeights<T> block;
     auto matrix = [&](BlockSlot slot, PackedWeight<T>& out) -> Result<void> {
       Result<PackedWeight<T>> packed = PackWeight<T>(parameters[BlockParameterIndex(layer, slot)],
-                                                     false, plan_of(layer, slot), format);
+                                                     false, plan_of(layer, slot), format,
+                                                     weights->int8_activations);
       if (!packed) return Fail(std::move(packed.error()));
       out = std::move(*packed);
       return {};
@@ -128,12 +151,14 @@ Result<std::shared_ptr<const EngineWeights<T>>> PackEngineWeights(const DecoderM
   if (!final_norm) return Fail(std::move(final_norm.error()));
   weights->final_norm = std::move(*final_norm);
   Result<PackedWeight<T>> embedding =
-      PackWeight<T>(parameters.front(), true, weights->plan.front(), format);
+      PackWeight<T>(parameters.front(), true, weights->plan.front(), format,
+                    weights->int8_activations);
   if (!embedding) return Fail(std::move(embedding.error()));
   weights->embedding = std::move(*embedding);
   if (!model.output_head_is_embedding()) {
     Result<PackedWeight<T>> head =
-        PackWeight<T>(parameters.back(), false, weights->plan.back(), format);
+        PackWeight<T>(parameters.back(), false, weights->plan.back(), format,
+                      weights->int8_activations);
     if (!head) return Fail(std::move(head.error()));
     weights->head = std::move(*head);
   }
@@ -151,7 +176,8 @@ Result<std::shared_ptr<const EngineWeights<T>>> PackEngineWeights(const DecoderM
 
 template <class T>
 Result<std::shared_ptr<const EngineWeights<T>>> EngineWeightsCache::Get(const DecoderModel& model,
-                                                                        WeightFormat format) {
+                                                                        WeightFormat format,
+                                                                        bool int8_activations) {
   if (!IsKnownWeightFormat(format)) {
     return Fail(ErrorCode::kUnsupportedBackend, {{"", std::string("unknown")}},
                 "weight format " + std::to_string(static_cast<int>(format)) + " is not available");
@@ -160,7 +186,7 @@ Result<std::shared_ptr<const EngineWeights<T>>> EngineWeightsCache::Get(const De
   const size_t slot = static_cast<size_t>(format);
   std::shared_ptr<const EngineWeights<T>>& cached = [&]() -> auto& {
     if constexpr (std::is_same_v<T, float>) {
-      return f32_[slot];
+      return int8_activations ? f32_int8_[slot] : f32_[slot];
     } else {
       return f64_[slot];
     }
@@ -171,7 +197,7 @@ Result<std::shared_ptr<const EngineWeights<T>>> EngineWeightsCache::Get(const De
   }
   if (!current) {
     cached.reset();  // release a stale packing before building the next one
-    Result<std::shared_ptr<const EngineWeights<T>>> packed = PackEngineWeights<T>(model, format);
+    Result<std::shared_ptr<const EngineWeights<T>>> packed = PackEngineWeights<T>(model, format, int8_activations);
     if (!packed) return Fail(std::move(packed.error()));
     cached = std::move(*packed);
   }
@@ -200,9 +226,9 @@ Result<std::shared_ptr<const DecoderModel>> EngineWeightsCache::Dequantized(cons
   return entry.model;
 }
 
-template Result<std::shared_ptr<const EngineWeights<float>>> PackEngineWeights<float>(const DecoderModel&, WeightFormat);
-template Result<std::shared_ptr<const EngineWeights<double>>> PackEngineWeights<double>(const DecoderModel&, WeightFormat);
-template Result<std::shared_ptr<const EngineWeights<float>>> EngineWeightsCache::Get<float>(const DecoderModel&, WeightFormat);
-template Result<std::shared_ptr<const EngineWeights<double>>> EngineWeightsCache::Get<double>(const DecoderModel&, WeightFormat);
+template Result<std::shared_ptr<const EngineWeights<float>>> PackEngineWeights<float>(const DecoderModel&, WeightFormat, bool);
+template Result<std::shared_ptr<const EngineWeights<double>>> PackEngineWeights<double>(const DecoderModel&, WeightFormat, bool);
+template Result<std::shared_ptr<const EngineWeights<float>>> EngineWeightsCache::Get<float>(const DecoderModel&, WeightFormat, bool);
+template Result<std::shared_ptr<const EngineWeights<double>>> EngineWeightsCache::Get<double>(const DecoderModel&, WeightFormat, bool);
 
 }  // namespace kvrt::detail

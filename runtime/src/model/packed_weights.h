@@ -12,6 +12,10 @@
 // f64 every matrix is f64 panels, of the values the format dequantizes to when a
 // format is asked for explicitly (so fast f64 checks the same weights as the
 // reference oracle, without the bandwidth savings).
+//
+// With int8 activations (EngineOptions::int8_activations, f32 only) every q8_0/q4_0
+// matrix is kept in the int8-activation kernels' quad layout instead of the row
+// layout (simd/int8_activations.h): the same bytes per weight, one copy.
 #pragma once
 
 #include <cstdint>
@@ -56,6 +60,7 @@ struct EngineWeights {
   Buffer<T> rope_sin;          // [rope.tabulated(), hw/2]
   std::vector<uint64_t> revisions;  // of every parameter when packed
   WeightFormat format = WeightFormat::kAsStored;  // as requested
+  bool int8_activations = false;  // q8_0/q4_0 matrices in CompressedLayout::kInt8Quads
   std::vector<MatrixWeightFormat> plan;  // every matrix's format, fallbacks included
 
   const PackedWeight<T>& vocabulary_head(bool tied) const { return tied ? embedding : head; }
@@ -66,9 +71,11 @@ struct EngineWeights {
 // last packing. Also the dequantized models the reference oracle runs on.
 class EngineWeightsCache {
  public:
+  // int8_activations applies to T = float only (ignored for double).
   template <class T>
   Result<std::shared_ptr<const EngineWeights<T>>> Get(
-      const DecoderModel& model, WeightFormat format = WeightFormat::kAsStored);
+      const DecoderModel& model, WeightFormat format = WeightFormat::kAsStored,
+      bool int8_activations = false);
 
   // DecoderModel::Dequantized(format), made once per format and revision.
   Result<std::shared_ptr<const DecoderModel>> Dequantized(const DecoderModel& model,
@@ -82,6 +89,7 @@ class EngineWeightsCache {
   };
   std::mutex mutex_;
   std::shared_ptr<const EngineWeights<float>> f32_[kFormats];
+  std::shared_ptr<const EngineWeights<float>> f32_int8_[kFormats];  // int8 activations
   std::shared_ptr<const EngineWeights<double>> f64_[kFormats];
   DequantizedEntry dequantized_[kFormats];
 };
@@ -91,6 +99,7 @@ class EngineWeightsCache {
 // they are read).
 template <class T>
 Result<std::shared_ptr<const EngineWeights<T>>> PackEngineWeights(
-    const DecoderModel& model, WeightFormat format = WeightFormat::kAsStored);
+    const DecoderModel& model, WeightFormat format = WeightFormat::kAsStored,
+    bool int8_activations = false);
 
 }  // namespace kvrt::detail

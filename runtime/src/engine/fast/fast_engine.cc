@@ -96,6 +96,18 @@ class FastEngine final : public Engine {
     allocate(row_position_, rows);
     allocate(run_first_row_, batch_);
     allocate(run_task_begin_, batch_ + 1);
+    // Int8 activations: the rows of one product rounded to q8_0 blocks (K ≤ max(D, F)).
+    size_t int8_k = 0;
+    for (const auto* products : {&qkv_, &output_, &gate_up_, &down_}) {
+      for (const MatrixProduct<T>& product : *products) int8_k = std::max(int8_k, product.int8_rows_k());
+    }
+    int8_k = std::max(int8_k, head_.int8_rows_k());
+    if (int8_k != 0) {
+      allocate(int8_quants_, rows * int8_k);
+      allocate(int8_scales_, rows * int8_k / simd::kQuantBlock);
+      allocate(int8_sums_, rows * int8_k / simd::kQuantBlock);
+      int8_rows_ = {int8_quants_.data(), int8_scales_.data(), int8_sums_.data(), int8_k};
+    }
     if (!ok) {
       return Fail(ErrorCode::kAllocationFailed,
                   {{"elements", uint64_t{rows * (2 * d + qkv_width + 2 * f)}}},
@@ -118,11 +130,11 @@ class FastEngine final : public Engine {
         Norm(hidden_.data() + i * d, block.attention_norm.data(), normed_.data() + i * d);
       });
       const size_t qkv_width = qkv_[layer].width();
-      qkv_[layer].Run(pool_, normed_.data(), d, n, qkv_rows_.data(), qkv_width);
+      qkv_[layer].Run(pool_, normed_.data(), d, n, qkv_rows_.data(), qkv_width, &int8_rows_);
       Rotate(step);
       StageKeyValueRows(step, layer);
       Attend(step, layer, layers[layer]);  // into normed_
-      output_[layer].Run(pool_, normed_.data(), d, n, qkv_rows_.data(), d);
+      output_[layer].Run(pool_, normed_.data(), d, n, qkv_rows_.data(), d, &int8_rows_);
       ForRows(n, [&](size_t i) { AddInto(hidden_.data() + i * d, qkv_rows_.data() + i * d); });
       if (Result<void> finite = CheckNewRows(step, layer); !finite) return finite;
 
@@ -130,12 +142,12 @@ class FastEngine final : public Engine {
         Norm(hidden_.data() + i * d, block.ffn_norm.data(), normed_.data() + i * d);
       });
       const size_t f = config_.feed_forward_width;
-      gate_up_[layer].Run(pool_, normed_.data(), d, n, gate_up_rows_.data(), 2 * f);
+      gate_up_[layer].Run(pool_, normed_.data(), d, n, gate_up_rows_.data(), 2 * f, &int8_rows_);
       ForRows(n, [&](size_t i) {
         T* row = gate_up_rows_.data() + i * 2 * f;
         simd::SiluMul(row, row + f, row, f);
       });
-      down_[layer].Run(pool_, gate_up_rows_.data(), 2 * f, n, normed_.data(), d);
+      down_[layer].Run(pool_, gate_up_rows_.data(), 2 * f, n, normed_.data(), d, &int8_rows_);
       ForRows(n, [&](size_t i) { AddInto(hidden_.data() + i * d, normed_.data() + i * d); });
     }
     // Only the last row of every run reaches the vocabulary.
@@ -144,7 +156,7 @@ class FastEngine final : public Engine {
       Norm(hidden_.data() + last * d, weights_->final_norm.data(), normed_.data() + r * d);
     }
     const size_t v = config_.vocabulary_size;
-    head_.Run(pool_, normed_.data(), d, runs, logits_.data(), v);
+    head_.Run(pool_, normed_.data(), d, runs, logits_.data(), v, &int8_rows_);
     if (auto bad = FirstNonFinite(logits_.data(), runs * v)) {
       return Fail(NonFiniteLogits(*bad, static_cast<double>(logits_[*bad])));
     }
@@ -402,13 +414,18 @@ class FastEngine final : public Engine {
   Buffer<size_t> row_position_;  // [rows]
   Buffer<size_t> run_first_row_;  // [slots]: first step row of every run
   Buffer<size_t> run_task_begin_;  // [slots + 1]: first attention task of every run (batch-variant)
+  Buffer<int8_t> int8_quants_;     // [rows, K]: int8 activations only
+  Buffer<float> int8_scales_;      // [rows, K/32]
+  Buffer<int32_t> int8_sums_;      // [rows, K/32]
+  simd::Int8Rows int8_rows_;       // the three above (k: the largest K)
 };
 
 template <class T>
 Result<std::unique_ptr<Engine>> Create(const DecoderModel& model, const DecoderKvCache& cache,
                                        const EngineOptions& options) {
   Result<std::shared_ptr<const EngineWeights<T>>> weights =
-      ModelInternals::WeightsCache(model).template Get<T>(model, options.weights);
+      ModelInternals::WeightsCache(model).template Get<T>(model, options.weights,
+                                                          options.int8_activations);
   if (!weights) return Fail(std::move(weights.error()));
   auto engine = std::make_unique<FastEngine<T>>(model, cache, std::move(*weights), options.pool,
                                                 options.max_rows_per_step, options.batch_invariant);

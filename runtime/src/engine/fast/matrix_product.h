@@ -5,6 +5,11 @@
 // compressed matrix (kvrt/simd/compressed_matrix.h); parts of one product may
 // differ in type (a fallback keeps one matrix in f16 next to q8_0 ones).
 //
+// With int8 activations (weights packed with EngineOptions::int8_activations) the
+// q8_0/q4_0 parts are in the quad layout: Run first rounds the input rows to q8_0
+// blocks into the engine's Int8Rows scratch (row by row, so a row's result never
+// depends on the others), then those parts run simd::MatMulInt8.
+//
 // Work is cut into tasks from the problem size alone (panel tiles, and row tiles
 // for several rows), never from the thread count. Every output element is computed
 // by one kernel call over all of K in a fixed order, so the result is the same
@@ -19,6 +24,7 @@
 
 #include "model/packed_weights.h"
 #include "kvrt/simd/compressed_matrix.h"
+#include "kvrt/simd/int8_activations.h"
 #include "kvrt/simd/matmul.h"
 #include "kvrt/simd/matvec.h"
 #include "kvrt/threading/thread_pool.h"
@@ -35,7 +41,11 @@ class MatrixProduct {
     for (const PackedWeight<T>* part : parts) {
       const bool compressed = part->is_compressed();
       const size_t panels = compressed ? part->compressed.view.panels() : part->view.panels();
-      parts_.push_back({&part->view, compressed ? &part->compressed.view : nullptr, offset, panels});
+      const bool int8 =
+          compressed && part->compressed.view.layout == simd::CompressedLayout::kInt8Quads;
+      parts_.push_back(
+          {&part->view, compressed ? &part->compressed.view : nullptr, offset, panels, int8});
+      if (int8) int8_rows_k_ = part->compressed.view.rows;
       offset += part->cols();
       total_panels += panels;
     }
@@ -63,14 +73,36 @@ class MatrixProduct {
 
   // Output columns of all parts together.
   size_t width() const { return width_; }
+  // K of the parts that take int8 activations (0: none does, Run needs no scratch).
+  size_t int8_rows_k() const { return int8_rows_k_; }
 
   // c[r][offset + n] = Σ_k a[r][k]·W_part[k][n] for rows r < m; ldc ≥ width().
-  void Run(threading::ThreadPool* pool, const T* a, size_t lda, size_t m, T* c, size_t ldc) const {
+  // `int8` (int8_rows_k() ≠ 0 only): storage for m rows of int8_rows_k() quants.
+  void Run(threading::ThreadPool* pool, const T* a, size_t lda, size_t m, T* c, size_t ldc,
+           const simd::Int8Rows* int8 = nullptr) const {
+    simd::Int8Rows quantized;
+    if constexpr (std::is_same_v<T, float>) {
+      if (int8_rows_k_ != 0) {
+        quantized = {int8->quants, int8->scales, int8->sums, int8_rows_k_};
+        if (m == 1) {
+          simd::QuantizeRow(a, quantized, 0);
+        } else {
+          threading::ParallelFor(pool, m, [&](size_t row, size_t) {
+            simd::QuantizeRow(a + row * lda, quantized, row);
+          });
+        }
+      }
+    }
     if (m == 1) {
       auto body = [&](size_t index, size_t) {
         const Task& task = vector_tasks_[index];
         const Part& part = parts_[task.part];
         if constexpr (std::is_same_v<T, float>) {
+          if (part.int8) {
+            simd::MatMulInt8(quantized, 0, 1, *part.compressed, c + part.offset, ldc,
+                             task.panel_begin, task.panel_end);
+            return;
+          }
           if (part.compressed != nullptr) {
             simd::MatVec(*part.compressed, a, c + part.offset, task.panel_begin, task.panel_end);
             return;
@@ -88,6 +120,11 @@ class MatrixProduct {
       const size_t rows = std::min(kRowTile, m - row);
       const Part& part = parts_[task.part];
       if constexpr (std::is_same_v<T, float>) {
+        if (part.int8) {
+          simd::MatMulInt8(quantized, row, rows, *part.compressed, c + row * ldc + part.offset, ldc,
+                           task.panel_begin, task.panel_end);
+          return;
+        }
         if (part.compressed != nullptr) {
           simd::MatMul(a + row * lda, lda, rows, *part.compressed, c + row * ldc + part.offset, ldc,
                        task.panel_begin, task.panel_end);
@@ -108,6 +145,7 @@ class MatrixProduct {
     const simd::CompressedMatrixView* compressed;  // set: run the compressed kernels
     size_t offset;
     size_t panels;
+    bool int8;  // compressed in the quad layout: runs on the int8 activations
   };
   struct Task {
     uint32_t part;
@@ -119,6 +157,7 @@ class MatrixProduct {
   std::vector<Task> vector_tasks_;
   std::vector<Task> matrix_tasks_;
   size_t width_ = 0;
+  size_t int8_rows_k_ = 0;
   size_t vector_tile_ = 1;
   size_t matrix_tile_ = 1;
 };

@@ -1,0 +1,75 @@
+// --int8-activations: the opt-in int8-activation kernels of generate, logits and
+// batch on q8_0/q4_0 weights. Off by default; on, the logits move off the
+// f32-activation ones (but not with --threads), the engine's stderr line says how many
+// matrices use them, and outside the fast f32 engine it is UnsupportedBackend.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "cli_runner.h"
+#include "test_support.h"
+
+namespace kvrt {
+namespace {
+
+using Json = nlohmann::json;
+using testing::RunKvrt;
+
+const std::string kDemo = testing::FixturePath("demo/demo.ckpt");
+constexpr const char* kPrompt = "67,118,5,9,33,2,71,40,12,3,77,5,19,4,88,23,1,9";
+
+std::vector<double> Logits(std::vector<std::string> args) {
+  const testing::CliRun run = RunKvrt(args);
+  EXPECT_EQ(run.status, 0) << run.err;
+  const Json out = Json::parse(run.out, nullptr, /*allow_exceptions=*/false);
+  EXPECT_FALSE(out.is_discarded()) << run.out;
+  return out.is_discarded() ? std::vector<double>{} : out.at("logits").get<std::vector<double>>();
+}
+
+TEST(CliInt8ActivationsTest, MovesTheLogitsButNotWithThreads) {
+  for (const char* weights : {"q8_0", "q4_0"}) {
+    const std::vector<double> exact =
+        Logits({"logits", "--model", kDemo, "--tokens", kPrompt, "--json", "--weights", weights});
+    const std::vector<double> int8 = Logits({"logits", "--model", kDemo, "--tokens", kPrompt, "--json", "--weights",
+                                             weights, "--int8-activations", "--threads", "1"});
+    ASSERT_EQ(int8.size(), exact.size());
+    ASSERT_FALSE(int8.empty());
+    EXPECT_NE(int8, exact) << weights << ": --int8-activations did not reach the engine";
+    double worst = 0;
+    for (size_t i = 0; i < int8.size(); ++i) worst = std::max(worst, std::fabs(int8[i] - exact[i]));
+    EXPECT_LE(worst, 0.5) << weights;  // the demo's logits span about 30
+    EXPECT_EQ(Logits({"logits", "--model", kDemo, "--tokens", kPrompt, "--json", "--weights", weights,
+                      "--int8-activations", "--threads", "2"}),
+              int8)
+        << weights;
+  }
+}
+
+TEST(CliInt8ActivationsTest, TheEngineLineCountsTheMatrices) {
+  const testing::CliRun run = RunKvrt({"generate", "--model", kDemo, "--tokens", kPrompt, "--max-new-tokens", "2",
+                                       "--weights", "q8_0", "--int8-activations"});
+  EXPECT_EQ(run.status, 0) << run.err;
+  // 15 matrices: the two FFN down projections (K = 172) fall back to f16.
+  EXPECT_NE(run.err.find("int8 activations on 13 q8_0/q4_0 matrices"), std::string::npos) << run.err;
+  for (const char* command : {"generate", "logits", "batch"}) {
+    const testing::CliRun help = RunKvrt({command, "--help"});
+    EXPECT_NE((help.out + help.err).find("--int8-activations"), std::string::npos) << command;
+  }
+}
+
+TEST(CliInt8ActivationsTest, OutsideTheFastF32EngineIsUnsupportedBackend) {
+  for (std::vector<std::string> engine : {std::vector<std::string>{"--backend", "reference"},
+                                          std::vector<std::string>{"--precision", "f64"}}) {
+    std::vector<std::string> args = {"logits", "--model", kDemo, "--tokens", "1,2", "--int8-activations"};
+    args.insert(args.end(), engine.begin(), engine.end());
+    const testing::CliRun run = RunKvrt(args);
+    EXPECT_NE(run.status, 0);
+    EXPECT_NE(run.err.find("error: UnsupportedBackend: "), std::string::npos) << run.err;
+  }
+}
+
+}  // namespace
+}  // namespace kvrt

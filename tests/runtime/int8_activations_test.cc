@@ -1,0 +1,192 @@
+// The opt-in int8 activations (EngineOptions::int8_activations) in the engine: they
+// reach the q8_0/q4_0 matrices (the logits move off the f32-activation ones, and stay
+// near the oracle), they keep every determinism promise — the same bits for 1–3
+// threads, for a prompt prefilled at once, in chunks or token by token, and for a
+// sequence alone or beside another slot — and they allocate nothing per decode step.
+// Asking for them outside the fast f32 engine is UnsupportedBackend.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "allocation_counter.h"
+#include "kvrt/kv_cache.h"
+#include "kvrt/model.h"
+#include "kvrt/session.h"
+#include "kvrt/threading/thread_pool.h"
+
+namespace kvrt {
+namespace {
+
+using Logits = std::vector<double>;
+
+EngineOptions Int8(WeightFormat format, threading::ThreadPool* pool = nullptr, size_t max_rows = 512) {
+  EngineOptions options;
+  options.backend = Backend::kFast;
+  options.precision = Precision::kF32;
+  options.weights = format;
+  options.pool = pool;
+  options.max_rows_per_step = max_rows;
+  options.int8_activations = true;
+  return options;
+}
+
+std::vector<uint32_t> Tokens(size_t n, uint64_t seed, size_t vocabulary) {
+  std::vector<uint32_t> tokens;
+  SplitMix64 rng(seed);
+  for (size_t i = 0; i < n; ++i) tokens.push_back(static_cast<uint32_t>(rng.NextU64() % vocabulary));
+  return tokens;
+}
+
+// D 96, F 160 (q8_0/q4_0 everywhere: both multiples of 32), V 300, untied head:
+// several panels and task tiles per matrix.
+DecoderModel Model() {
+  SplitMix64 rng(77);
+  ModelConfig config = ModelConfig::Create(300, 96, 3, 160, 2, 80, 10000.0, 1e-5);
+  config.tied_output = false;
+  return *DecoderModel::FromSeed(config, rng);
+}
+
+// Logits after a prefill of `prompt` in chunks of `chunk` tokens, then per decode.
+std::vector<Logits> SessionLogits(const DecoderModel& model, const std::vector<uint32_t>& prompt,
+                                  const std::vector<uint32_t>& continuation, const EngineOptions& engine,
+                                  size_t chunk = 0) {
+  CacheOptions cache_options;
+  cache_options.precision = engine.precision;
+  DecoderKvCache cache = *DecoderKvCache::Create(model, cache_options);
+  Result<DecoderKvSession> session = cache.Bind(model, engine);
+  EXPECT_TRUE(session) << session.error().message();
+  std::vector<Logits> out;
+  if (chunk == 0) {
+    Result<StepOutput> step = session->Prefill(prompt);
+    EXPECT_TRUE(step) << step.error().message();
+    out.emplace_back(step->logits.begin(), step->logits.end());
+  }
+  for (size_t begin = 0; chunk != 0 && begin < prompt.size(); begin += chunk) {
+    const size_t end = std::min(prompt.size(), begin + chunk);
+    const SlotRun run{0, std::span(prompt).subspan(begin, end - begin), RunPhase::kPrefill, end == prompt.size()};
+    Result<SlotStepOutput> step = session->Step(std::span(&run, 1));
+    EXPECT_TRUE(step) << step.error().message();
+    if (end == prompt.size()) out.emplace_back(step->logits.begin(), step->logits.end());
+  }
+  for (uint32_t token : continuation) {
+    Result<StepOutput> step = session->Decode(token);
+    EXPECT_TRUE(step) << step.error().message();
+    out.emplace_back(step->logits.begin(), step->logits.end());
+  }
+  return out;
+}
+
+double MaxAbsDiff(const std::vector<Logits>& a, const std::vector<Logits>& b) {
+  double worst = 0;
+  for (size_t r = 0; r < a.size(); ++r) {
+    for (size_t i = 0; i < a[r].size(); ++i) worst = std::max(worst, std::fabs(a[r][i] - b[r][i]));
+  }
+  return worst;
+}
+
+TEST(Int8ActivationsTest, OffByDefault) {
+  EXPECT_FALSE(EngineOptions{}.int8_activations);
+  EXPECT_FALSE(ReferenceEngine().int8_activations);
+}
+
+TEST(Int8ActivationsTest, OutsideTheFastF32EngineIsUnsupportedBackend) {
+  const DecoderModel model = Model();
+  DecoderKvCache cache = *DecoderKvCache::Create(model);
+  EngineOptions reference = ReferenceEngine();
+  reference.int8_activations = true;
+  EngineOptions f64 = Int8(WeightFormat::kQ8_0);
+  f64.precision = Precision::kF64;
+  for (const EngineOptions& options : {reference, f64}) {
+    Result<DecoderKvSession> session = cache.Bind(model, options);
+    ASSERT_FALSE(session);
+    EXPECT_EQ(session.error().code(), ErrorCode::kUnsupportedBackend) << session.error().message();
+  }
+}
+
+TEST(Int8ActivationsTest, MoveTheLogitsButStayNearTheOracle) {
+  const DecoderModel model = Model();
+  const std::vector<uint32_t> prompt = Tokens(21, 3, 300), continuation = Tokens(5, 4, 300);
+  for (WeightFormat format : {WeightFormat::kQ8_0, WeightFormat::kQ4_0}) {
+    EngineOptions f32 = Int8(format);
+    f32.int8_activations = false;
+    EngineOptions oracle{Backend::kReference, Precision::kF64, nullptr};
+    oracle.weights = format;
+    const auto int8 = SessionLogits(model, prompt, continuation, Int8(format));
+    const auto exact = SessionLogits(model, prompt, continuation, f32);
+    const auto reference = SessionLogits(model, prompt, continuation, oracle);
+    const double int8_error = MaxAbsDiff(int8, reference), f32_error = MaxAbsDiff(exact, reference);
+    std::printf("[ int8 ] %s: |int8 - oracle| %.3g, |f32 activations - oracle| %.3g\n",
+                std::string(WeightFormatName(format)).c_str(),
+                int8_error, f32_error);
+    EXPECT_GT(int8_error, 10 * f32_error) << "the int8 activations did not reach the kernels";
+    // Each activation errs by ≤ 1/254 of its block's largest (0.4 %) in every
+    // product; through 2 blocks and the head that stays a few per cent of the
+    // logits' own spread.
+    double spread = 0;
+    for (const Logits& row : reference) {
+      spread = std::max(spread, *std::max_element(row.begin(), row.end()) - *std::min_element(row.begin(), row.end()));
+    }
+    std::printf("[ int8 ] %s: logit spread %.3g\n", std::string(WeightFormatName(format)).c_str(), spread);
+    EXPECT_LT(int8_error, 0.05 * spread) << WeightFormatName(format);
+  }
+}
+
+TEST(Int8ActivationsTest, BitIdenticalForThreadsChunksAndTokenByToken) {
+  const DecoderModel model = Model();
+  const std::vector<uint32_t> prompt = Tokens(37, 7, 300), continuation = Tokens(4, 8, 300);
+  for (WeightFormat format : {WeightFormat::kQ8_0, WeightFormat::kQ4_0}) {
+    const auto serial = SessionLogits(model, prompt, continuation, Int8(format));
+    for (size_t threads : {1, 2, 3}) {
+      threading::ThreadPool pool(threads);
+      EXPECT_EQ(SessionLogits(model, prompt, continuation, Int8(format, &pool)), serial)
+          << threads << " threads, " << WeightFormatName(format);
+      for (size_t chunk : {1, 5, 16}) {
+        EXPECT_EQ(SessionLogits(model, prompt, continuation, Int8(format, &pool), chunk), serial)
+            << threads << " threads, chunks of " << chunk << ", " << WeightFormatName(format);
+      }
+    }
+  }
+}
+
+TEST(Int8ActivationsTest, ASequenceGetsTheSameBitsBesideAnother) {
+  const DecoderModel model = Model();
+  const std::vector<uint32_t> prompt = Tokens(19, 9, 300), other = Tokens(30, 10, 300);
+  for (WeightFormat format : {WeightFormat::kQ8_0, WeightFormat::kQ4_0}) {
+    const Logits alone = SessionLogits(model, prompt, {}, Int8(format)).front();
+    CacheOptions cache_options;
+    cache_options.precision = Precision::kF32;
+    cache_options.batch_size = 2;
+    DecoderKvCache cache = *DecoderKvCache::Create(model, cache_options);
+    Result<DecoderKvSession> session = cache.Bind(model, Int8(format));
+    ASSERT_TRUE(session) << session.error().message();
+    const SlotRun runs[] = {{1, other, RunPhase::kPrefill, true}, {0, prompt, RunPhase::kPrefill, true}};
+    Result<SlotStepOutput> step = session->Step(runs);
+    ASSERT_TRUE(step) << step.error().message();
+    const Logits beside(step->logits.begin() + 300, step->logits.begin() + 600);
+    EXPECT_EQ(beside, alone) << WeightFormatName(format);
+  }
+}
+
+TEST(Int8ActivationsTest, DecodingAllocatesNothing) {
+  const DecoderModel model = Model();
+  threading::ThreadPool pool(2);
+  for (WeightFormat format : {WeightFormat::kQ8_0, WeightFormat::kQ4_0}) {
+    CacheOptions cache_options;
+    cache_options.precision = Precision::kF32;
+    DecoderKvCache cache = *DecoderKvCache::Create(model, cache_options);
+    Result<DecoderKvSession> session = cache.Bind(model, Int8(format, &pool));
+    ASSERT_TRUE(session) << session.error().message();
+    ASSERT_TRUE(session->Prefill(Tokens(10, 4, 300)));
+    ASSERT_TRUE(session->Decode(1));  // warm the pool's workers
+    const uint64_t before = testing::HeapAllocationsInProcess();
+    for (uint32_t token = 0; token < 40; ++token) ASSERT_TRUE(session->Decode(token));
+    EXPECT_EQ(testing::HeapAllocationsInProcess(), before) << WeightFormatName(format);
+  }
+}
+
+}  // namespace
+}  // namespace kvrt
