@@ -189,6 +189,41 @@ HWY_INLINE void Int8Panels(D d, const Int8Rows& a, size_t first_row, size_t m,
   }
 }
 
+// One activation row rounded to q8_0 blocks (int8_activations.h), exactly as ggml's
+// quantize_row_q8_0_ref: amax, d = amax/127 and id = 1/d in scalar f32 as
+// QuantizeBlockQ8_0 does, then q = roundf(x·id) lane-wise: x·id is one rounded
+// multiply either way, and roundf (half away from zero) is the truncation plus one
+// toward the sign where the exact fraction is at least a half.
+template <class D>
+HWY_INLINE void QuantizeRowFor(D d, const float* x, const Int8Rows& out, size_t row) {
+  using DI = hn::RebindToSigned<D>;
+  const DI di;
+  const hn::Rebind<int8_t, D> di8;
+  const size_t lanes = hn::Lanes(d);
+  int8_t* quants = out.quants + row * out.k;
+  for (size_t b = 0; b < out.blocks(); ++b) {
+    const float* block = x + b * kQuantBlock;
+    auto amax = hn::Zero(d);
+    for (size_t i = 0; i < kQuantBlock; i += lanes) amax = hn::Max(amax, hn::Abs(hn::LoadU(d, block + i)));
+    const float block_max = hn::GetLane(hn::MaxOfLanes(d, amax));
+    const float scale = block_max / 127.0f;
+    const float inverse = scale != 0.0f ? 1.0f / scale : 0.0f;
+    out.scales[row * out.blocks() + b] = F16ToF32(F32ToF16(scale));
+    const auto id = hn::Set(d, inverse), half = hn::Set(d, 0.5f), one = hn::Set(d, 1.0f);
+    auto sum = hn::Zero(di);
+    for (size_t i = 0; i < kQuantBlock; i += lanes) {
+      const auto scaled = hn::Mul(hn::LoadU(d, block + i), id);
+      const auto whole = hn::Trunc(scaled);
+      const auto away = hn::Ge(hn::Abs(hn::Sub(scaled, whole)), half);
+      const auto rounded = hn::IfThenElse(away, hn::Add(whole, hn::CopySignToAbs(one, scaled)), whole);
+      const auto q = hn::ConvertTo(di, rounded);
+      sum = hn::Add(sum, q);
+      hn::StoreU(hn::DemoteTo(di8, q), di8, quants + b * kQuantBlock + i);
+    }
+    out.sums[row * out.blocks() + b] = hn::GetLane(hn::SumOfLanes(di, sum));
+  }
+}
+
 template <bool kVnni, class D>
 HWY_INLINE void Int8MatMulFor(D d, const Int8Rows& a, size_t first_row, size_t m,
                               const CompressedMatrixView& w, float* c, size_t ldc,

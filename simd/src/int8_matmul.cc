@@ -20,6 +20,10 @@ void Int8MatMul(const Int8Rows& a, size_t first_row, size_t m, const CompressedM
   Int8MatMulFor<false>(d, a, first_row, m, w, c, ldc, panel_begin, panel_end);
 }
 
+void Int8QuantizeRow(const float* x, const Int8Rows& out, size_t row) {
+  QuantizeRowFor(hn::ScalableTag<float>(), x, out, row);
+}
+
 // Whether this target's kernel would use VPDPBUSD on a CPU that has it.
 bool Int8TargetCanUseVnni() { return HWY_TARGET == HWY_AVX3; }
 
@@ -45,6 +49,11 @@ bool CpuHasAvx512Vnni() {
 
 HWY_EXPORT(Int8MatMul);
 HWY_EXPORT(Int8TargetCanUseVnni);
+HWY_EXPORT(Int8QuantizeRow);
+
+void QuantizeRow(const float* x, const Int8Rows& out, size_t row) {
+  HWY_DYNAMIC_DISPATCH(Int8QuantizeRow)(x, out, row);
+}
 
 bool Int8DotUsesVnni() {
   static const bool uses = HWY_DYNAMIC_DISPATCH(Int8TargetCanUseVnni)() && CpuHasAvx512Vnni();

@@ -8,7 +8,7 @@
 
 namespace kvrt::simd {
 
-void QuantizeRow(const float* x, const Int8Rows& out, size_t row) {
+void QuantizeRowScalar(const float* x, const Int8Rows& out, size_t row) {
   int8_t* quants = out.quants + row * out.k;
   float* scales = out.scales + row * out.blocks();
   int32_t* sums = out.sums + row * out.blocks();

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -69,7 +70,12 @@ std::vector<size_t> ColumnCounts() { return {1, 17, 32, 33, 64, 100, 160, 161}; 
 TEST(Int8ActivationsQuantizeTest, RowsAreGgmlQ8Blocks) {
   Inputs inputs(11);
   Activations act(3, 96, inputs);
+  std::vector<int8_t> quants(96);
+  std::vector<float> scales(3);
+  std::vector<int32_t> sums(3);
   for (size_t r = 0; r < 3; ++r) {
+    QuantizeRowScalar(act.x.data() + r * 96, {quants.data(), scales.data(), sums.data(), 96}, 0);
+    EXPECT_EQ(quants, std::vector<int8_t>(act.quants.begin() + r * 96, act.quants.begin() + r * 96 + 96));
     for (size_t b = 0; b < 3; ++b) {
       uint8_t block[34];
       QuantizeBlockQ8_0(act.x.data() + r * 96 + b * 32, block);
@@ -83,6 +89,28 @@ TEST(Int8ActivationsQuantizeTest, RowsAreGgmlQ8Blocks) {
     }
   }
   EXPECT_EQ(act.scales[1], 0.0f);  // the zero block of row 0
+}
+
+TEST_P(Int8ActivationsTest, QuantizeRowEqualsItsTwin) {
+  Inputs inputs(12);
+  const size_t k = 160;
+  std::vector<float> x = inputs.Uniform<float>(k, -3, 3);
+  std::fill(x.begin() + 32, x.begin() + 64, 0.0f);  // d = 0
+  // Exact ties x·id = n + 1/2 (amax 127 gives id = 1): roundf rounds them away from 0.
+  x[64] = 127.0f;
+  for (size_t i = 65; i < 96; ++i) x[i] = static_cast<float>(static_cast<int>(i) - 80) + 0.5f;
+  x[96] = -1e-30f;  // a tiny block
+  for (size_t i = 97; i < 128; ++i) x[i] = 1e-31f * static_cast<float>(i % 7);
+  std::vector<int8_t> quants(k), twin_quants(k);
+  std::vector<float> scales(5), twin_scales(5);
+  std::vector<int32_t> sums(5), twin_sums(5);
+  QuantizeRow(x.data(), {quants.data(), scales.data(), sums.data(), k}, 0);
+  QuantizeRowScalar(x.data(), {twin_quants.data(), twin_scales.data(), twin_sums.data(), k}, 0);
+  EXPECT_EQ(quants, twin_quants);
+  EXPECT_EQ(sums, twin_sums);
+  ASSERT_TRUE(simd_test::SameBits(scales.data(), twin_scales.data(), 5));
+  EXPECT_EQ(quants[65], -15);  // −15.5 away from zero
+  EXPECT_EQ(quants[66], -14);  // −14.5
 }
 
 TEST(Int8ActivationsPackTest, QuadRelayoutIsLossless) {

@@ -53,7 +53,9 @@ struct Int8Rows {
 
 // Row `row` of `out` from x[0..out.k): ggml's quantize_row_q8_0_ref block by block
 // (QuantizeBlockQ8_0), the scale kept as the f16 value it stores. Finite inputs.
+// QuantizeRow (Highway, dispatched) gives the same bytes as its twin on every target.
 void QuantizeRow(const float* x, const Int8Rows& out, size_t row);
+void QuantizeRowScalar(const float* x, const Int8Rows& out, size_t row);
 
 // The row-layout q8_0/q4_0 matrix `w` in CompressedLayout::kInt8Quads, into `out`
 // (CompressedMatrixBytes(w.type, w.rows, w.cols) bytes, not overlapping w). Lossless:
