@@ -2,6 +2,8 @@
 // the shell, stdout captured, stderr captured through a file, exit status decoded.
 #pragma once
 
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -45,6 +47,16 @@ inline CliRun RunKvrt(const std::vector<std::string>& args) {
   run.err = ReadText(err_path);
   std::filesystem::remove(err_path);
   return run;
+}
+
+// `kvrt logits ... --json`'s logits; a failed run or unparsable output fails the test
+// and gives no logits.
+inline std::vector<double> RunLogits(const std::vector<std::string>& args) {
+  const CliRun run = RunKvrt(args);
+  EXPECT_EQ(run.status, 0) << run.err;
+  const nlohmann::json out = nlohmann::json::parse(run.out, nullptr, /*allow_exceptions=*/false);
+  EXPECT_FALSE(out.is_discarded()) << run.out;
+  return out.is_discarded() ? std::vector<double>{} : out.at("logits").get<std::vector<double>>();
 }
 
 // "1,2,3" for --tokens.

@@ -2,7 +2,6 @@
 // batch. Off by default; on, the logits move within the f32 tolerance but never
 // with --threads; with the reference backend it is a usage error.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <string>
@@ -14,19 +13,12 @@
 namespace kvrt {
 namespace {
 
-using Json = nlohmann::json;
 using testing::RunKvrt;
 
 const std::string kDemo = testing::FixturePath("demo/demo.ckpt");
 constexpr const char* kPrompt = "67,118,5,9,33,2,71,40,12,3,77,5,19,4,88,23,1,9";
 
-std::vector<double> Logits(std::vector<std::string> args) {
-  const testing::CliRun run = RunKvrt(args);
-  EXPECT_EQ(run.status, 0) << run.err;
-  const Json out = Json::parse(run.out, nullptr, /*allow_exceptions=*/false);
-  EXPECT_FALSE(out.is_discarded()) << run.out;
-  return out.is_discarded() ? std::vector<double>{} : out.at("logits").get<std::vector<double>>();
-}
+std::vector<double> Logits(const std::vector<std::string>& args) { return testing::RunLogits(args); }
 
 TEST(CliBatchVariantTest, MovesTheLogitsWithinToleranceButNotWithThreads) {
   const std::vector<double> invariant = Logits({"logits", "--model", kDemo, "--tokens", kPrompt, "--json"});

@@ -33,7 +33,9 @@ void ExpectBuildFacts(const Json& out, size_t threads, const std::string& what) 
   EXPECT_TRUE(std::regex_match(facts.at("version").get<std::string>(), std::regex(R"(\d+\.\d+\.\d+)"))) << what;
   EXPECT_FALSE(facts.at("commit").get<std::string>().empty()) << what;
   EXPECT_FALSE(facts.at("simd_target").get<std::string>().empty()) << what;
-  if (threads != 0) EXPECT_EQ(facts.at("threads").get<size_t>(), threads) << what;
+  if (threads != 0) {
+    EXPECT_EQ(facts.at("threads").get<size_t>(), threads) << what;
+  }
   EXPECT_GE(facts.at("threads").get<size_t>(), 1u) << what;
 }
 

@@ -3,7 +3,6 @@
 // f32-activation ones (but not with --threads), the engine's stderr line says how many
 // matrices use them, and outside the fast f32 engine it is UnsupportedBackend.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <string>
@@ -15,19 +14,12 @@
 namespace kvrt {
 namespace {
 
-using Json = nlohmann::json;
 using testing::RunKvrt;
 
 const std::string kDemo = testing::FixturePath("demo/demo.ckpt");
 constexpr const char* kPrompt = "67,118,5,9,33,2,71,40,12,3,77,5,19,4,88,23,1,9";
 
-std::vector<double> Logits(std::vector<std::string> args) {
-  const testing::CliRun run = RunKvrt(args);
-  EXPECT_EQ(run.status, 0) << run.err;
-  const Json out = Json::parse(run.out, nullptr, /*allow_exceptions=*/false);
-  EXPECT_FALSE(out.is_discarded()) << run.out;
-  return out.is_discarded() ? std::vector<double>{} : out.at("logits").get<std::vector<double>>();
-}
+std::vector<double> Logits(const std::vector<std::string>& args) { return testing::RunLogits(args); }
 
 TEST(CliInt8ActivationsTest, MovesTheLogitsButNotWithThreads) {
   for (const char* weights : {"q8_0", "q4_0"}) {

@@ -113,7 +113,9 @@ TEST(GgufCliTest, LastLogitsAndGreedyTokensAgreeWithLlamaCpp) {
       if (type != "f32" && margins[i] <= 2 * LlamaCppBound(type)) break;  // the paths may part here
       EXPECT_EQ(generated[i], greedy[i]) << type << " step " << i;
     }
-    if (type == "f32") EXPECT_EQ(generated, greedy);
+    if (type == "f32") {
+      EXPECT_EQ(generated, greedy);
+    }
   }
 }
 

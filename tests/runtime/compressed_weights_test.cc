@@ -351,40 +351,28 @@ GreedyRun Greedy(const DecoderModel& model, const std::vector<uint32_t>& prompt,
   return run;
 }
 
+// The bundled demo model, and the prompt of its first golden sample.
+Result<DecoderModel> DemoModel() {
+  Result<Checkpoint> checkpoint = LoadCheckpoint(testing::FixturePath("demo/demo.ckpt"));
+  if (!checkpoint) return Fail(std::move(checkpoint.error()));
+  return checkpoint->BuildModel();
+}
+
+std::vector<uint32_t> DemoPrompt() {
+  const Json golden = testing::LoadJson(testing::FixturePath("demo/golden.json"));
+  return Ids(golden.at("samples")[0].at("prompt_ids"));
+}
+
 // The issue asks whether greedy q8_0 agrees with f32 for 32 tokens on the demo
 // model and, if not, where they diverge and with what margin. This test prints
 // that report and checks it is consistent: at the first divergence each run's
 // choice leads its own logits, and f32's margin over q8_0's token is at most
 // twice the largest logit difference between the two runs there (the only way
 // the two argmaxes can differ).
-// The same question with the opt-in int8 activations on the q8_0 (and q4_0)
-// weights: they agree with f32 on all 32 tokens of the demo's first sample.
-TEST(CompressedWeightsTest, GreedyWithInt8ActivationsAgainstF32OnTheDemoModel) {
-  Result<Checkpoint> checkpoint = LoadCheckpoint(testing::FixturePath("demo/demo.ckpt"));
-  ASSERT_TRUE(checkpoint) << checkpoint.error().message();
-  Result<DecoderModel> model = checkpoint->BuildModel();
-  ASSERT_TRUE(model);
-  const Json golden = testing::LoadJson(testing::FixturePath("demo/golden.json"));
-  const std::vector<uint32_t> prompt = Ids(golden.at("samples")[0].at("prompt_ids"));
-  constexpr size_t kTokens = 32;
-  const GreedyRun f32 = Greedy(*model, prompt, kTokens, WeightFormat::kF32);
-  for (WeightFormat format : {WeightFormat::kQ8_0, WeightFormat::kQ4_0}) {
-    const GreedyRun int8 = Greedy(*model, prompt, kTokens, format, /*int8_activations=*/true);
-    size_t first = 0;
-    while (first < kTokens && f32.tokens[first] == int8.tokens[first]) ++first;
-    std::cout << "[ greedy  ] " << WeightFormatName(format) << " + int8 activations and f32 agree on the first "
-              << first << " of " << kTokens << " tokens\n";
-    EXPECT_EQ(int8.tokens, f32.tokens) << WeightFormatName(format);
-  }
-}
-
 TEST(CompressedWeightsTest, GreedyQ8_0AgainstF32OnTheDemoModel) {
-  Result<Checkpoint> checkpoint = LoadCheckpoint(testing::FixturePath("demo/demo.ckpt"));
-  ASSERT_TRUE(checkpoint) << checkpoint.error().message();
-  Result<DecoderModel> model = checkpoint->BuildModel();
-  ASSERT_TRUE(model);
-  const Json golden = testing::LoadJson(testing::FixturePath("demo/golden.json"));
-  const std::vector<uint32_t> prompt = Ids(golden.at("samples")[0].at("prompt_ids"));
+  Result<DecoderModel> model = DemoModel();
+  ASSERT_TRUE(model) << model.error().message();
+  const std::vector<uint32_t> prompt = DemoPrompt();
   constexpr size_t kTokens = 32;
   ASSERT_LE(prompt.size() + kTokens, model->config().max_positions);
   const GreedyRun f32 = Greedy(*model, prompt, kTokens, WeightFormat::kF32);
@@ -427,6 +415,24 @@ TEST(CompressedWeightsTest, GreedyQ8_0AgainstF32OnTheDemoModel) {
   EXPECT_GE(f32_margin, 0.0);
   EXPECT_GE(q8_margin, 0.0);
   EXPECT_LE(f32_margin, 2.0 * largest);
+}
+
+// The same question with the opt-in int8 activations on the q8_0 (and q4_0)
+// weights: they agree with f32 on all 32 tokens of the demo's first sample.
+TEST(CompressedWeightsTest, GreedyWithInt8ActivationsAgainstF32OnTheDemoModel) {
+  Result<DecoderModel> model = DemoModel();
+  ASSERT_TRUE(model) << model.error().message();
+  const std::vector<uint32_t> prompt = DemoPrompt();
+  constexpr size_t kTokens = 32;
+  const GreedyRun f32 = Greedy(*model, prompt, kTokens, WeightFormat::kF32);
+  for (WeightFormat format : {WeightFormat::kQ8_0, WeightFormat::kQ4_0}) {
+    const GreedyRun int8 = Greedy(*model, prompt, kTokens, format, /*int8_activations=*/true);
+    size_t first = 0;
+    while (first < kTokens && f32.tokens[first] == int8.tokens[first]) ++first;
+    std::cout << "[ greedy  ] " << WeightFormatName(format) << " + int8 activations and f32 agree on the first "
+              << first << " of " << kTokens << " tokens\n";
+    EXPECT_EQ(int8.tokens, f32.tokens) << WeightFormatName(format);
+  }
 }
 
 }  // namespace
