@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstddef>
 
+#include "compressed_layout.h"
 #include "compressed_rows-inl.h"
 #include "hwy/highway.h"
 #include "kvrt/simd/compressed_matrix.h"
@@ -62,6 +63,16 @@ HWY_INLINE void DecodeQuantBlock(D d, const uint8_t* panel, size_t k0, size_t de
     LoadColumnScales(d, quant_block, scale);
     for (size_t v = 0; v < kVecs; ++v) hn::Store(scale[v], d, block.scales + b * kCompressedPanelWidth + v * lanes);
   }
+}
+
+// Asks for the bytes of panel p's rows [k0, k0 + depth) to be brought into L2 while the
+// tiles of the current block run (tens of microseconds): the compressed panels stream
+// from memory once per M block, and a block's first touch would otherwise stall the
+// decode loop, whose few instructions per byte cannot hide the latency.
+HWY_INLINE void PrefetchPanelRows(const CompressedMatrixView& w, size_t p, size_t k0, size_t depth) {
+  const uint8_t* begin = w.panel(p) + compressed::PanelBytes(w.type, k0);
+  const uint8_t* end = w.panel(p) + compressed::PanelBytes(w.type, k0 + depth);
+  for (const uint8_t* line = begin; line < end; line += 64) __builtin_prefetch(line, 0, 2);
 }
 
 // Rows of the block-scaled register tile: accumulators and partial sums for every row
@@ -166,6 +177,12 @@ HWY_INLINE void CompressedMatMulPanels(D d, const float* a, size_t lda, size_t m
           DecodeQuantBlock<Rows>(d, w.panel(p), k0, depth, block);
         } else {
           DecodeHalfBlock<Rows>(d, w.panel(p), k0, depth, block);
+        }
+        // The block decoded next: the next panel's, or the first panel's next K block.
+        if (p + 1 < panel_end) {
+          PrefetchPanelRows(w, p + 1, k0, depth);
+        } else if (k0 + depth < depth_total) {
+          PrefetchPanelRows(w, panel_begin, k0 + depth, std::min(DecodedBlock::kDepth, depth_total - k0 - depth));
         }
         const float* a_block = a + m0 * lda + k0;
         float* c_block = c + m0 * ldc + col0;
