@@ -34,7 +34,7 @@ void ExpectScoresMatchTwin(bool large_magnitudes) {
   for (size_t h = 0; h <= 130; ++h) widths.push_back(h);
   widths.push_back(256);
   for (size_t head_width : widths) {
-    for (size_t count : {0, 1, 2, 3, 4, 5, 7, 8, 9, 33}) {
+    for (size_t count : {0, 1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 33, 50}) {
       for (size_t padding : {0, 5}) {  // keys packed back to back, or strided
         const size_t stride = head_width + padding;
         Inputs inputs(simd_test::CaseSeed(head_width, count, padding));
@@ -63,21 +63,30 @@ void ExpectScoresMatchTwin(bool large_magnitudes) {
   }
 }
 
-// A key's score does not depend on how many keys share the call (group of four or
-// the single-key remainder).
+// A key's score does not depend on how many keys share the call or where the call
+// starts: the group of sixteen (reduced together on AVX3), the groups of four and the
+// single-key remainder give the same bits.
 template <class T>
 void ExpectScoreIndependentOfCount() {
-  Inputs inputs(simd_test::CaseSeed(64, 4));
-  const size_t head_width = 67;
-  const auto q = inputs.Uniform<T>(head_width, -1, 1);
-  const auto keys = inputs.Uniform<T>(9 * head_width, -1, 1);
-  std::vector<T> all(9);
-  AttentionScores(q.data(), keys.data(), head_width, 9, head_width, T(0.125), all.data());
-  for (size_t p = 0; p < 9; ++p) {
-    T single;
-    AttentionScores(q.data(), keys.data() + p * head_width, head_width, 1, head_width, T(0.125),
-                    &single);
-    ASSERT_TRUE(simd_test::SameBits(&single, &all[p], 1)) << "p=" << p;
+  constexpr size_t kKeys = 41;
+  for (size_t head_width : {1, 16, 48, 64, 67, 128}) {
+    Inputs inputs(simd_test::CaseSeed(head_width, 4));
+    const auto q = inputs.Uniform<T>(head_width, -1, 1);
+    const auto keys = inputs.Uniform<T>(kKeys * head_width, -1, 1);
+    std::vector<T> single(kKeys);
+    for (size_t p = 0; p < kKeys; ++p) {
+      AttentionScores(q.data(), keys.data() + p * head_width, head_width, 1, head_width, T(0.125),
+                      &single[p]);
+    }
+    for (size_t first : {0, 1, 3, 16, 25}) {
+      std::vector<T> all(kKeys - first);
+      AttentionScores(q.data(), keys.data() + first * head_width, head_width, kKeys - first, head_width,
+                      T(0.125), all.data());
+      for (size_t p = first; p < kKeys; ++p) {
+        ASSERT_TRUE(simd_test::SameBits(&single[p], &all[p - first], 1))
+            << "head_width=" << head_width << " first=" << first << " p=" << p;
+      }
+    }
   }
 }
 
