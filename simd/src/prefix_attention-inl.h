@@ -148,6 +148,25 @@ HWY_INLINE void MixTile(D d, const T* e, const PrefixSegment<T>& first,
   }
 }
 
+// out = (even + odd) · (1 / Σ lanes of sum): the end of every query row.
+template <class D, typename T = hn::TFromD<D>>
+HWY_INLINE void FinishRow(D d, const T* even, const T* odd, hn::Vec<D> sum, size_t head_width,
+                          T* out) {
+  const auto reciprocal = hn::Set(d, T(1) / hn::GetLane(hn::SumOfLanes(d, sum)));
+  const size_t lanes = hn::Lanes(d);
+  size_t j = 0;
+  for (; j + lanes <= head_width; j += lanes) {
+    const auto mixed = hn::Add(hn::LoadU(d, even + j), hn::LoadU(d, odd + j));
+    hn::StoreU(hn::Mul(mixed, reciprocal), d, out + j);
+  }
+  if (j < head_width) {
+    const auto tail = hn::FirstN(d, head_width - j);
+    const auto mixed =
+        hn::Add(hn::MaskedLoad(tail, d, even + j), hn::MaskedLoad(tail, d, odd + j));
+    hn::BlendedStore(hn::Mul(mixed, reciprocal), tail, d, out + j);
+  }
+}
+
 template <class D, typename T = hn::TFromD<D>>
 HWY_INLINE void AttendPrefixRow(D d, const T* q, const PrefixSegment<T>& first,
                                 const PrefixSegment<T>& second, size_t head_width, T scale,
@@ -177,19 +196,7 @@ HWY_INLINE void AttendPrefixRow(D d, const T* q, const PrefixSegment<T>& first,
     ExpTile(d, s, count, max_value, sum);
     MixTile(d, s, first, second, begin, count, head_width, even, odd);
   }
-  const auto reciprocal = hn::Set(d, T(1) / hn::GetLane(hn::SumOfLanes(d, sum)));
-  const size_t lanes = hn::Lanes(d);
-  size_t j = 0;
-  for (; j + lanes <= head_width; j += lanes) {
-    const auto mixed = hn::Add(hn::LoadU(d, even + j), hn::LoadU(d, odd + j));
-    hn::StoreU(hn::Mul(mixed, reciprocal), d, out + j);
-  }
-  if (j < head_width) {
-    const auto tail = hn::FirstN(d, head_width - j);
-    const auto mixed =
-        hn::Add(hn::MaskedLoad(tail, d, even + j), hn::MaskedLoad(tail, d, odd + j));
-    hn::BlendedStore(hn::Mul(mixed, reciprocal), tail, d, out + j);
-  }
+  FinishRow(d, even, odd, sum, head_width, out);
 }
 
 }  // namespace kvrt::simd::HWY_NAMESPACE

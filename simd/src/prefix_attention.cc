@@ -5,6 +5,7 @@
 
 #include "hwy/highway.h"
 #include "prefix_attention-inl.h"
+#include "prefix_attention_rows-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace kvrt::simd::HWY_NAMESPACE {
@@ -17,6 +18,18 @@ void AttendPrefixF64(const double* q, PrefixSegment<double> first, PrefixSegment
                      size_t head_width, double scale, double* scratch, double* out) {
   AttendPrefixRow(hn::ScalableTag<double>(), q, first, second, head_width, scale, scratch, out);
 }
+void AttendPrefixRowsF32(const float* q, size_t q_stride, size_t rows, PrefixSegment<float> first,
+                         PrefixSegment<float> second, size_t head_width, float scale, float* scratch,
+                         float* out, size_t out_stride) {
+  AttendPrefixRowRange(hn::ScalableTag<float>(), q, q_stride, rows, first, second, head_width, scale,
+                       scratch, out, out_stride);
+}
+void AttendPrefixRowsF64(const double* q, size_t q_stride, size_t rows, PrefixSegment<double> first,
+                         PrefixSegment<double> second, size_t head_width, double scale,
+                         double* scratch, double* out, size_t out_stride) {
+  AttendPrefixRowRange(hn::ScalableTag<double>(), q, q_stride, rows, first, second, head_width, scale,
+                       scratch, out, out_stride);
+}
 
 }  // namespace kvrt::simd::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
@@ -26,6 +39,8 @@ namespace kvrt::simd {
 
 HWY_EXPORT(AttendPrefixF32);
 HWY_EXPORT(AttendPrefixF64);
+HWY_EXPORT(AttendPrefixRowsF32);
+HWY_EXPORT(AttendPrefixRowsF64);
 
 void AttendPrefix(const float* q, PrefixSegment<float> first, PrefixSegment<float> second,
                   size_t head_width, float scale, float* scratch, float* out) {
@@ -34,6 +49,19 @@ void AttendPrefix(const float* q, PrefixSegment<float> first, PrefixSegment<floa
 void AttendPrefix(const double* q, PrefixSegment<double> first, PrefixSegment<double> second,
                   size_t head_width, double scale, double* scratch, double* out) {
   HWY_DYNAMIC_DISPATCH(AttendPrefixF64)(q, first, second, head_width, scale, scratch, out);
+}
+
+void AttendPrefixRows(const float* q, size_t q_stride, size_t rows, PrefixSegment<float> first,
+                      PrefixSegment<float> second, size_t head_width, float scale, float* scratch,
+                      float* out, size_t out_stride) {
+  HWY_DYNAMIC_DISPATCH(AttendPrefixRowsF32)(q, q_stride, rows, first, second, head_width, scale,
+                                            scratch, out, out_stride);
+}
+void AttendPrefixRows(const double* q, size_t q_stride, size_t rows, PrefixSegment<double> first,
+                      PrefixSegment<double> second, size_t head_width, double scale,
+                      double* scratch, double* out, size_t out_stride) {
+  HWY_DYNAMIC_DISPATCH(AttendPrefixRowsF64)(q, q_stride, rows, first, second, head_width, scale,
+                                            scratch, out, out_stride);
 }
 
 }  // namespace kvrt::simd

@@ -4,9 +4,10 @@
 // any slots, mixed) through each block at once: one matrix product per weight
 // matrix for all rows, so the weights are read once per step, and every output
 // row of a product is the same bits as a matrix-vector product of that row.
-// Attention runs in parallel over (row, query head): every row attends over its
-// own slot's prefix with AttendPrefix, whose reduction order depends only on that
-// prefix, so a sequence's logits are the same bits alone or beside others, in any
+// Attention runs in parallel over (query head, block of rows): every row attends
+// over its own slot's prefix as AttendPrefix does, whose reduction order depends
+// only on that prefix (AttendPrefixRows shares the K/V loads of a block's rows and
+// nothing else), so a sequence's logits are the same bits alone or beside others, in any
 // slot, with any thread count, and prefilled in one step, in chunks or row by
 // row. With EngineOptions::batch_invariant false (opt-in), the rows of a
 // prefill run attend together instead, in tiles of queries per head
@@ -288,7 +289,7 @@ class FastEngine final : public Engine {
   // never by the capacity).
   size_t AttentionScratchPerWorker() const {
     const size_t hw = config_.head_width();
-    return batch_invariant_ ? simd::PrefixAttentionScratch(hw)
+    return batch_invariant_ ? simd::PrefixAttentionRowsScratch(hw)
                             : std::max(simd::PrefixAttentionScratch(hw), simd::QueryTileAttentionScratch(hw));
   }
 
@@ -311,44 +312,29 @@ class FastEngine final : public Engine {
 
   // Causal attention of every new row; head outputs go to normed_ ([n, D]). Row
   // i of run r at position p reads its slot's rows [0, start) from the cache and
-  // the run's own rows [start, p] from staging: one AttendPrefix over p + 1 rows.
-  // Tasks go head by head: consecutive tasks share one head's K/V rows (256 KiB for a
-  // 512-token prefill of 110M), which stay in L2, where row-major tasks would sweep
-  // every head's (3 MiB) per row.
+  // the run's own rows [start, p] from staging.
+  //
+  // One task per (run, query head, block of consecutive rows of the run): a fixed
+  // partition of the step, so the result does not depend on the thread count.
+  // Within a run the tasks go head by head, so consecutive tasks share one head's
+  // K/V rows (256 KiB for a 512-token prefill of 110M), which stay in L2.
+  //   batch-invariant: blocks of kPrefixAttentionRows rows, AttendPrefixRows: every
+  //       row is AttendPrefix over its own p + 1 rows, bit for bit (the rows of a
+  //       block share only the loads of the K/V rows they all see);
+  //   batch-variant:   blocks of kQueryTileRows rows, AttendQueryTile (a one-row
+  //       run, a decode, attends with AttendPrefix).
   void Attend(const EngineStep& step, size_t layer, LayerKvCache& cache) {
-    if (!batch_invariant_) return AttendQueryTiles(step, layer, cache);
     const size_t hw = config_.head_width(), heads = config_.heads,
                  group = config_.query_heads_per_kv_head();
     const size_t width = qkv_.front().width(), d = config_.model_width;
     const T scale = static_cast<T>(1.0 / std::sqrt(static_cast<double>(hw)));
     const size_t scratch_size = AttentionScratchPerWorker();
-    auto task = [&](size_t index, size_t worker) {
-      const size_t h = index / step.rows, i = index % step.rows;
-      const size_t r = row_run_[i], first_row = run_first_row_[r];
-      const RunPrefix prefix = PrefixOf(step.runs[r], first_row, h / group, i - first_row + 1, layer, cache);
-      simd::AttendPrefix(qkv_rows_.data() + i * width + h * hw, prefix.committed, prefix.fresh, hw, scale,
-                         attention_scratch_.data() + worker * scratch_size,
-                         normed_.data() + i * d + h * hw);
-    };
-    threading::ParallelFor(pool_, step.rows * heads, task);
-  }
-
-  // The batch-variant attention (batch_invariant_ false): one task per (run,
-  // query head, tile of kQueryTileRows rows of the run), a fixed partition of the
-  // step, so the result does not depend on the thread count. A tile's rows see
-  // the slot's committed rows and the run's staged rows up to the tile's last
-  // row; a one-row run (a decode) attends with AttendPrefix.
-  void AttendQueryTiles(const EngineStep& step, size_t layer, LayerKvCache& cache) {
-    const size_t hw = config_.head_width(), heads = config_.heads,
-                 group = config_.query_heads_per_kv_head();
-    const size_t width = qkv_.front().width(), d = config_.model_width;
-    const T scale = static_cast<T>(1.0 / std::sqrt(static_cast<double>(hw)));
-    const size_t scratch_size = AttentionScratchPerWorker(), tile_rows = simd::kQueryTileRows;
-    // Tasks of run r: [task_begin_[r], task_begin_[r + 1]), heads × its row tiles.
+    const size_t block_rows = batch_invariant_ ? simd::kPrefixAttentionRows : simd::kQueryTileRows;
+    // Tasks of run r: [run_task_begin_[r], run_task_begin_[r + 1]), heads × its row blocks.
     size_t tasks = 0;
     for (size_t r = 0; r < step.runs.size(); ++r) {
       run_task_begin_[r] = tasks;
-      tasks += heads * ((step.runs[r].count + tile_rows - 1) / tile_rows);
+      tasks += heads * ((step.runs[r].count + block_rows - 1) / block_rows);
     }
     run_task_begin_[step.runs.size()] = tasks;
     auto task = [&](size_t index, size_t worker) {
@@ -356,20 +342,20 @@ class FastEngine final : public Engine {
           std::upper_bound(run_task_begin_.data(), run_task_begin_.data() + step.runs.size() + 1, index) -
           run_task_begin_.data() - 1);
       const EngineRun& run = step.runs[r];
-      const size_t local = index - run_task_begin_[r], tiles = (run.count + tile_rows - 1) / tile_rows;
-      const size_t h = local / tiles, begin = (local % tiles) * tile_rows;
-      const size_t rows = std::min(tile_rows, run.count - begin), first_row = run_first_row_[r];
+      const size_t local = index - run_task_begin_[r], blocks = (run.count + block_rows - 1) / block_rows;
+      const size_t h = local / blocks, begin = (local % blocks) * block_rows;
+      const size_t rows = std::min(block_rows, run.count - begin), first_row = run_first_row_[r];
       const RunPrefix prefix = PrefixOf(run, first_row, h / group, begin + rows, layer, cache);
-      const simd::PrefixSegment<T>& committed = prefix.committed;
-      const simd::PrefixSegment<T>& fresh = prefix.fresh;
-      const size_t i = first_row + begin;  // the tile's first step row
+      const size_t i = first_row + begin;  // the block's first step row
       T* scratch = attention_scratch_.data() + worker * scratch_size;
       const T* q = qkv_rows_.data() + i * width + h * hw;
       T* out = normed_.data() + i * d + h * hw;
-      if (run.count == 1) {
-        simd::AttendPrefix(q, committed, fresh, hw, scale, scratch, out);
+      if (batch_invariant_) {
+        simd::AttendPrefixRows(q, width, rows, prefix.committed, prefix.fresh, hw, scale, scratch, out, d);
+      } else if (run.count == 1) {
+        simd::AttendPrefix(q, prefix.committed, prefix.fresh, hw, scale, scratch, out);
       } else {
-        simd::AttendQueryTile(q, width, rows, committed, fresh, hw, scale, scratch, out, d);
+        simd::AttendQueryTile(q, width, rows, prefix.committed, prefix.fresh, hw, scale, scratch, out, d);
       }
     };
     threading::ParallelFor(pool_, tasks, task);
@@ -410,13 +396,13 @@ class FastEngine final : public Engine {
   Buffer<T> qkv_rows_;      // [rows, D + 2·kv_width], then the attention branch
   Buffer<T> gate_up_rows_;  // [rows, 2F]
   Buffer<T> rope_rows_;     // [rows, hw]: cos then sin of positions past the table
-  Buffer<T> attention_scratch_;  // [workers, PrefixAttentionScratch(hw)]
+  Buffer<T> attention_scratch_;  // [workers, AttentionScratchPerWorker()]
   Buffer<T> logits_;        // [slots, V]
   Buffer<T> staged_;        // [layers, rows, K | V]: the step's new rows
   Buffer<size_t> row_run_;       // [rows]: the run of every step row
   Buffer<size_t> row_position_;  // [rows]
   Buffer<size_t> run_first_row_;  // [slots]: first step row of every run
-  Buffer<size_t> run_task_begin_;  // [slots + 1]: first attention task of every run (batch-variant)
+  Buffer<size_t> run_task_begin_;  // [slots + 1]: first attention task of every run
   Buffer<int8_t> int8_quants_;     // [rows, K]: int8 activations only
   Buffer<float> int8_scales_;      // [rows, K/32]
   Buffer<int32_t> int8_sums_;      // [rows, K/32]

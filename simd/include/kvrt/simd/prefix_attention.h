@@ -59,6 +59,20 @@ struct PrefixSegment {
   size_t count = 0;
 };
 
+// Consecutive query rows of one head, each over its own causal prefix (a run's
+// prefill): query r = 0 .. rows−1 at q + r·q_stride sees the first n − (rows − 1 − r)
+// prefix rows, n = first.count + second.count ≥ rows, and writes out + r·out_stride.
+// Each query's result is AttendPrefix's on its own prefix, bit for bit: groups of
+// kPrefixAttentionRows queries share only the loads of the K and V rows they all see
+// (a quarter of the key and of the value traffic of one call per query), and run
+// every accumulation, reduction and exp as a lone query does. Queries whose prefix
+// exceeds kPrefixAttentionTile run one at a time. Scratch:
+// PrefixAttentionRowsScratch(head_width) elements.
+inline constexpr size_t kPrefixAttentionRows = 4;
+inline constexpr size_t PrefixAttentionRowsScratch(size_t head_width) {
+  return kPrefixAttentionRows * PrefixAttentionScratch(head_width);
+}
+
 void AttendPrefixScalar(const float* q, PrefixSegment<float> first, PrefixSegment<float> second,
                         size_t head_width, float scale, float* scratch, float* out);
 void AttendPrefixScalar(const double* q, PrefixSegment<double> first,
@@ -69,5 +83,12 @@ void AttendPrefix(const float* q, PrefixSegment<float> first, PrefixSegment<floa
                   size_t head_width, float scale, float* scratch, float* out);
 void AttendPrefix(const double* q, PrefixSegment<double> first, PrefixSegment<double> second,
                   size_t head_width, double scale, double* scratch, double* out);
+
+void AttendPrefixRows(const float* q, size_t q_stride, size_t rows, PrefixSegment<float> first,
+                      PrefixSegment<float> second, size_t head_width, float scale, float* scratch,
+                      float* out, size_t out_stride);
+void AttendPrefixRows(const double* q, size_t q_stride, size_t rows, PrefixSegment<double> first,
+                      PrefixSegment<double> second, size_t head_width, double scale,
+                      double* scratch, double* out, size_t out_stride);
 
 }  // namespace kvrt::simd

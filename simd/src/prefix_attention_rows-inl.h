@@ -1,0 +1,262 @@
+// Per-target body of AttendPrefixRows (prefix_attention.h): kPrefixAttentionRows
+// consecutive queries of one head at once, each computed exactly as AttendPrefixRow
+// computes it alone. The queries share only the loads of the K and V rows they all
+// see; every accumulator, every reduction tree and every exp is the lone query's.
+#if defined(KVRT_SIMD_PREFIX_ATTENTION_ROWS_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef KVRT_SIMD_PREFIX_ATTENTION_ROWS_INL_H_
+#undef KVRT_SIMD_PREFIX_ATTENTION_ROWS_INL_H_
+#else
+#define KVRT_SIMD_PREFIX_ATTENTION_ROWS_INL_H_
+#endif
+
+#include <algorithm>
+#include <cstddef>
+#include <limits>
+#include <type_traits>
+
+#include "attention_scores-inl.h"
+#include "hwy/highway.h"
+#include "kvrt/simd/prefix_attention.h"
+#include "prefix_attention-inl.h"
+#include "softmax-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace kvrt::simd::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+inline constexpr size_t kRowGroup = kPrefixAttentionRows;
+
+// The first `count` rows of a prefix, as segments.
+template <class T>
+struct PrefixHead {
+  PrefixSegment<T> first, second;
+};
+template <class T>
+HWY_INLINE PrefixHead<T> FirstRows(PrefixSegment<T> first, PrefixSegment<T> second, size_t count) {
+  first.count = std::min(first.count, count);
+  second.count = count - first.count;
+  return {first, second};
+}
+
+// fn(keys, values, stride, count, p) for the rows [begin, end) of each segment, p the
+// prefix index of the first of them.
+template <class T, class Fn>
+HWY_INLINE void ForSegmentRows(const PrefixSegment<T>& first, const PrefixSegment<T>& second,
+                               size_t begin, size_t end, Fn&& fn) {
+  if (begin < std::min(end, first.count)) {
+    const size_t stop = std::min(end, first.count);
+    fn(first.keys + begin * first.stride, first.values + begin * first.stride, first.stride,
+       stop - begin, begin);
+    begin = stop;
+  }
+  if (begin < end) {
+    const size_t offset = begin - first.count;
+    fn(second.keys + offset * second.stride, second.values + offset * second.stride,
+       second.stride, end - begin, begin);
+  }
+}
+
+// Keys a score group takes: kRowGroup × kKeys accumulators (16 on AVX-512, 8 on
+// 16-register targets) plus the key and query vectors.
+template <class D>
+constexpr size_t RowScoreKeys() {
+  return HWY_MAX_BYTES >= 64 ? 4 : 2;
+}
+
+// Scores of kKeys keys for each query: s[r][p + j]. Every accumulator is the chain
+// AccumulateKeyGroup builds for one query and key, reduced by SumOfScoreLanes' tree.
+template <size_t kKeys, class D, typename T = hn::TFromD<D>>
+HWY_INLINE void ScoreRowsKeyGroup(D d, const T* const* q, const T* key, size_t key_stride,
+                                  size_t head_width, T scale, T* const* s, size_t p) {
+  const size_t lanes = hn::Lanes(d);
+  hn::Vec<D> acc[kRowGroup][kKeys];
+  for (size_t r = 0; r < kRowGroup; ++r) {
+    for (size_t j = 0; j < kKeys; ++j) acc[r][j] = hn::Zero(d);
+  }
+  const auto step = [&](size_t i, auto load) {
+    hn::Vec<D> keys[kKeys];
+    for (size_t j = 0; j < kKeys; ++j) keys[j] = load(key + j * key_stride + i);
+    for (size_t r = 0; r < kRowGroup; ++r) {
+      const auto query = load(q[r] + i);
+      for (size_t j = 0; j < kKeys; ++j) acc[r][j] = hn::MulAdd(query, keys[j], acc[r][j]);
+    }
+  };
+  size_t i = 0;
+  for (; i + lanes <= head_width; i += lanes) step(i, [&](const T* at) { return hn::LoadU(d, at); });
+  if (i < head_width) {
+    const auto tail = hn::FirstN(d, head_width - i);
+    step(i, [&](const T* at) { return hn::MaskedLoad(tail, d, at); });
+  }
+#if HWY_TARGET == HWY_AVX3
+  if constexpr (std::is_same_v<T, float> && kRowGroup * kKeys == 16) {
+    __m512 raw[16];
+    for (size_t r = 0; r < kRowGroup; ++r) {
+      for (size_t j = 0; j < kKeys; ++j) raw[r * kKeys + j] = acc[r][j].raw;
+    }
+    const __m512 scores = _mm512_mul_ps(SumOf16Lanes(raw), _mm512_set1_ps(scale));
+    _mm_storeu_ps(s[0] + p, _mm512_castps512_ps128(scores));
+    _mm_storeu_ps(s[1] + p, _mm512_extractf32x4_ps(scores, 1));
+    _mm_storeu_ps(s[2] + p, _mm512_extractf32x4_ps(scores, 2));
+    _mm_storeu_ps(s[3] + p, _mm512_extractf32x4_ps(scores, 3));
+    return;
+  }
+#endif
+  for (size_t r = 0; r < kRowGroup; ++r) {
+    for (size_t j = 0; j < kKeys; ++j) s[r][p + j] = SumOfScoreLanes(d, acc[r][j]) * scale;
+  }
+}
+
+// Columns [col, col + kVecs·lanes) of every query's value mix over prefix rows
+// [begin, begin + n), weights e[r][p − begin]: the even-p and odd-p chains of
+// MixTileColumns, one value load serving every query.
+template <size_t kVecs, bool kMaskedLast, class D, typename T = hn::TFromD<D>>
+HWY_INLINE void MixRowsColumns(D d, const T* const* e, const PrefixSegment<T>& first,
+                               const PrefixSegment<T>& second, size_t begin, size_t n,
+                               size_t col, hn::Mask<D> tail, T* const* even, T* const* odd) {
+  const size_t lanes = hn::Lanes(d);
+  const auto load = [&](const T* row, size_t v) {
+    if (kMaskedLast && v + 1 == kVecs) return hn::MaskedLoad(tail, d, row + v * lanes);
+    return hn::LoadU(d, row + v * lanes);
+  };
+  hn::Vec<D> ev[kRowGroup][kVecs];
+  hn::Vec<D> od[kRowGroup][kVecs];
+  for (size_t r = 0; r < kRowGroup; ++r) {
+    for (size_t v = 0; v < kVecs; ++v) {
+      ev[r][v] = load(even[r] + col, v);
+      od[r][v] = load(odd[r] + col, v);
+    }
+  }
+  ForSegmentRows(first, second, begin, begin + n,
+                 [&](const T*, const T* values, size_t stride, size_t count, size_t p0) {
+                   const auto add = [&](size_t p, hn::Vec<D> (*acc)[kVecs]) {
+                     const T* row = values + (p - p0) * stride + col;
+                     hn::Vec<D> value[kVecs];
+                     for (size_t v = 0; v < kVecs; ++v) value[v] = load(row, v);
+                     for (size_t r = 0; r < kRowGroup; ++r) {
+                       const auto w = hn::Set(d, e[r][p - begin]);
+                       for (size_t v = 0; v < kVecs; ++v) acc[r][v] = hn::MulAdd(w, value[v], acc[r][v]);
+                     }
+                   };
+                   size_t p = p0;
+                   const size_t end = p0 + count;
+                   if (p % 2 == 1) add(p++, od);
+                   for (; p + 2 <= end; p += 2) {
+                     add(p, ev);
+                     add(p + 1, od);
+                   }
+                   if (p < end) add(p, ev);
+                 });
+  for (size_t r = 0; r < kRowGroup; ++r) {
+    for (size_t v = 0; v < kVecs; ++v) {
+      if (kMaskedLast && v + 1 == kVecs) {
+        hn::BlendedStore(ev[r][v], tail, d, even[r] + col + v * lanes);
+        hn::BlendedStore(od[r][v], tail, d, odd[r] + col + v * lanes);
+      } else {
+        hn::StoreU(ev[r][v], d, even[r] + col + v * lanes);
+        hn::StoreU(od[r][v], d, odd[r] + col + v * lanes);
+      }
+    }
+  }
+}
+
+// Every query's mix over the rows [begin, begin + n) they all see, in column blocks
+// of kVecs vectors (2 on AVX-512: 16 accumulators), the last one masked.
+template <class D, typename T = hn::TFromD<D>>
+HWY_INLINE void MixRows(D d, const T* const* e, const PrefixSegment<T>& first,
+                        const PrefixSegment<T>& second, size_t begin, size_t n, size_t head_width,
+                        T* const* even, T* const* odd) {
+  constexpr size_t kVecs = HWY_MAX_BYTES >= 64 ? 2 : 1;
+  const size_t lanes = hn::Lanes(d);
+  const auto all = hn::FirstN(d, lanes);
+  size_t col = 0;
+  for (; col + kVecs * lanes <= head_width; col += kVecs * lanes) {
+    MixRowsColumns<kVecs, false>(d, e, first, second, begin, n, col, all, even, odd);
+  }
+  const size_t rest = head_width - col;
+  if (rest == 0) return;
+  const size_t full = rest / lanes, partial = rest % lanes;
+  const auto tail = hn::FirstN(d, partial);
+  if (partial == 0) return MixRowsColumns<1, false>(d, e, first, second, begin, n, col, all, even, odd);
+  if (full == 0) return MixRowsColumns<1, true>(d, e, first, second, begin, n, col, tail, even, odd);
+  return MixRowsColumns<2, true>(d, e, first, second, begin, n, col, tail, even, odd);
+}
+
+// Four consecutive queries, the last over the whole prefix (n ≤ one tile), query r
+// over its first n − 3 + r rows: AttendPrefixRow's passes (scores, max, exps, mix),
+// each query on its own scratch, the rows all four see walked once for all of them.
+template <class D, typename T = hn::TFromD<D>>
+HWY_INLINE void AttendRowGroup(D d, const T* q, size_t q_stride, const PrefixSegment<T>& first,
+                               const PrefixSegment<T>& second, size_t head_width, T scale,
+                               T* scratch, T* out, size_t out_stride) {
+  constexpr size_t kKeys = RowScoreKeys<D>();
+  const size_t n = first.count + second.count, shared = n - (kRowGroup - 1);
+  const size_t per_row = PrefixAttentionScratch(head_width);
+  const T* queries[kRowGroup];
+  T* s[kRowGroup];
+  T* even[kRowGroup];
+  T* odd[kRowGroup];
+  size_t count[kRowGroup];
+  for (size_t r = 0; r < kRowGroup; ++r) {
+    queries[r] = q + r * q_stride;
+    s[r] = scratch + r * per_row;
+    even[r] = s[r] + kPrefixAttentionTile;
+    odd[r] = even[r] + head_width;
+    count[r] = shared + r;
+  }
+  // Scores: the shared rows in groups of kKeys keys (a segment's last few one query
+  // at a time), then each query's own last rows.
+  ForSegmentRows(first, second, 0, shared,
+                 [&](const T* keys, const T*, size_t stride, size_t rows, size_t p) {
+                   size_t j = 0;
+                   for (; j + kKeys <= rows; j += kKeys) {
+                     ScoreRowsKeyGroup<kKeys>(d, queries, keys + j * stride, stride, head_width, scale, s, p + j);
+                   }
+                   for (size_t r = 0; r < kRowGroup && j < rows; ++r) {
+                     ScoreKeys(d, queries[r], keys + j * stride, stride, rows - j, head_width, scale, s[r] + p + j);
+                   }
+                 });
+  hn::Vec<D> sum[kRowGroup];
+  for (size_t r = 0; r < kRowGroup; ++r) {
+    ForSegmentRows(first, second, shared, count[r],
+                   [&](const T* keys, const T*, size_t stride, size_t rows, size_t p) {
+                     ScoreKeys(d, queries[r], keys, stride, rows, head_width, scale, s[r] + p);
+                   });
+    const T max_value = std::max(-std::numeric_limits<T>::infinity(), RowMax(d, s[r], count[r]));
+    sum[r] = hn::Zero(d);
+    ExpTile(d, s[r], count[r], max_value, sum[r]);
+    std::fill_n(even[r], 2 * head_width, T(0));
+  }
+  // The value mix: the shared rows for all four, then each query's own last rows.
+  MixRows(d, s, first, second, 0, shared, head_width, even, odd);
+  for (size_t r = 0; r < kRowGroup; ++r) {
+    MixTile(d, s[r] + shared, first, second, shared, count[r] - shared, head_width, even[r], odd[r]);
+    FinishRow(d, even[r], odd[r], sum[r], head_width, out + r * out_stride);
+  }
+}
+
+// Queries [0, rows): groups of four while they fit one tile, the rest alone.
+template <class D, typename T = hn::TFromD<D>>
+HWY_INLINE void AttendPrefixRowRange(D d, const T* q, size_t q_stride, size_t rows,
+                                     const PrefixSegment<T>& first, const PrefixSegment<T>& second,
+                                     size_t head_width, T scale, T* scratch, T* out,
+                                     size_t out_stride) {
+  const size_t n = first.count + second.count;
+  size_t r = 0;
+  for (; r + kRowGroup <= rows; r += kRowGroup) {
+    const size_t last = n - (rows - (r + kRowGroup));  // rows the group's last query sees
+    if (last > kPrefixAttentionTile) break;  // longer prefixes: two passes, one query at a time
+    const PrefixHead<T> head = FirstRows(first, second, last);
+    AttendRowGroup(d, q + r * q_stride, q_stride, head.first, head.second, head_width, scale,
+                   scratch, out + r * out_stride, out_stride);
+  }
+  for (; r < rows; ++r) {
+    const PrefixHead<T> head = FirstRows(first, second, n - (rows - 1 - r));
+    AttendPrefixRow(d, q + r * q_stride, head.first, head.second, head_width, scale, scratch,
+                    out + r * out_stride);
+  }
+}
+
+}  // namespace kvrt::simd::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // KVRT_SIMD_PREFIX_ATTENTION_ROWS_INL_H_ toggle
