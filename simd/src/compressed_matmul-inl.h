@@ -65,15 +65,28 @@ HWY_INLINE void DecodeQuantBlock(D d, const uint8_t* panel, size_t k0, size_t de
   }
 }
 
-// Asks for the bytes of panel p's rows [k0, k0 + depth) to be brought into L2 while the
-// tiles of the current block run (tens of microseconds): the compressed panels stream
+// The bytes of the block decoded next (panel p's rows [k0, k0 + depth)), asked into L2
+// a few lines before each row tile of the current block: the compressed panels stream
 // from memory once per M block, and a block's first touch would otherwise stall the
-// decode loop, whose few instructions per byte cannot hide the latency.
-HWY_INLINE void PrefetchPanelRows(const CompressedMatrixView& w, size_t p, size_t k0, size_t depth) {
-  const uint8_t* begin = w.panel(p) + compressed::PanelBytes(w.type, k0);
-  const uint8_t* end = w.panel(p) + compressed::PanelBytes(w.type, k0 + depth);
-  for (const uint8_t* line = begin; line < end; line += 64) __builtin_prefetch(line, 0, 2);
-}
+// decode loop, whose few instructions per byte cannot hide the latency. Spread over
+// the tiles, the requests never fill the core's line-fill buffers (a burst of 256
+// prefetches stalls, and may be dropped).
+struct NextBlockPrefetch {
+  const uint8_t* line = nullptr;
+  const uint8_t* end = nullptr;
+  size_t lines_per_tile = 0;
+
+  NextBlockPrefetch() = default;
+  NextBlockPrefetch(const CompressedMatrixView& w, size_t p, size_t k0, size_t depth, size_t tiles)
+      : line(w.panel(p) + compressed::PanelBytes(w.type, k0)),
+        end(w.panel(p) + compressed::PanelBytes(w.type, k0 + depth)) {
+    const size_t lines = static_cast<size_t>(end - line + 63) / 64;
+    lines_per_tile = (lines + tiles - 1) / tiles;
+  }
+  HWY_INLINE void BeforeTile() {
+    for (size_t i = 0; i < lines_per_tile && line < end; ++i, line += 64) __builtin_prefetch(line, 0, 2);
+  }
+};
 
 // Rows of the block-scaled register tile: accumulators and partial sums for every row
 // (2·kRows·kVecs registers) plus the panel row and a broadcast. AVX3: 6 rows × 2
@@ -179,20 +192,25 @@ HWY_INLINE void CompressedMatMulPanels(D d, const float* a, size_t lda, size_t m
           DecodeHalfBlock<Rows>(d, w.panel(p), k0, depth, block);
         }
         // The block decoded next: the next panel's, or the first panel's next K block.
+        const size_t tiles = (rows + kRows - 1) / kRows;
+        NextBlockPrefetch next;
         if (p + 1 < panel_end) {
-          PrefetchPanelRows(w, p + 1, k0, depth);
+          next = NextBlockPrefetch(w, p + 1, k0, depth, tiles);
         } else if (k0 + depth < depth_total) {
-          PrefetchPanelRows(w, panel_begin, k0 + depth, std::min(DecodedBlock::kDepth, depth_total - k0 - depth));
+          next = NextBlockPrefetch(w, panel_begin, k0 + depth,
+                                   std::min(DecodedBlock::kDepth, depth_total - k0 - depth), tiles);
         }
         const float* a_block = a + m0 * lda + k0;
         float* c_block = c + m0 * ldc + col0;
         size_t r = 0;
         for (; r + kRows <= rows; r += kRows) {
+          next.BeforeTile();
           CompressedRemainderTile<kBlockScaled, kRows>(d, kRows, a_block + r * lda, lda, block,
                                                        depth, continue_c, valid,
                                                        c_block + r * ldc, ldc);
         }
         if (r < rows) {
+          next.BeforeTile();
           CompressedRemainderTile<kBlockScaled, kRows - 1>(d, rows - r, a_block + r * lda, lda,
                                                            block, depth, continue_c, valid,
                                                            c_block + r * ldc, ldc);
