@@ -1,7 +1,10 @@
 // Attention-row kernels over one lane of the KV cache ([context, head_width] rows,
 // stride = head_width): fast (one dispatch per query row) vs twin. And causal
 // attention of Q new query rows after C committed rows:
-//   CausalAttention/<type>/prefix/...      AttendPrefix per row (the invariant engine)
+//   CausalAttention/<type>/prefix/...      AttendPrefix per row (the invariant engine's
+//                                          decode; its prefill before AttendPrefixRows)
+//   CausalAttention/<type>/rows/...        AttendPrefixRows for all Q rows (the invariant
+//                                          engine's prefill: the same bits as prefix)
 //   CausalAttention/<type>/query_tile/...  AttendQueryTile for all Q rows at once
 //                                          (the batch-variant engine's prefill);
 // queries:1 is a decode row, the cost of running decodes through AttendQueryTile.
@@ -60,7 +63,9 @@ void MixValuesRow(State& state, size_t head_width, size_t count) {
                 static_cast<double>((count * head_width + count) * sizeof(T)));
 }
 
-template <class T, bool kQueryTile>
+enum class CausalKernel { kPrefix, kRows, kQueryTile };
+
+template <class T, CausalKernel kKernel>
 void CausalAttentionRows(State& state, size_t head_width, size_t queries, size_t committed) {
   const size_t n = committed + queries;
   const auto q = RandomRow<T>(queries * head_width, -1, 1, 1);
@@ -68,15 +73,18 @@ void CausalAttentionRows(State& state, size_t head_width, size_t queries, size_t
   const auto values = RandomRow<T>(n * head_width, -1, 1, 3);
   auto out = RandomRow<T>(queries * head_width, 0, 1);
   auto scratch = RandomRow<T>(
-      std::max(simd::PrefixAttentionScratch(head_width), simd::QueryTileAttentionScratch(head_width)), 0, 1);
+      std::max(simd::PrefixAttentionRowsScratch(head_width), simd::QueryTileAttentionScratch(head_width)), 0, 1);
   const T scale = T(1) / std::sqrt(static_cast<T>(head_width));
   const simd::PrefixSegment<T> cache{keys.get(), values.get(), head_width, committed};
   const T* own_keys = keys.get() + committed * head_width;
   const T* own_values = values.get() + committed * head_width;
   for (auto _ : state) {
-    if (kQueryTile) {
+    if constexpr (kKernel == CausalKernel::kQueryTile) {
       simd::AttendQueryTile(q.get(), head_width, queries, cache, {own_keys, own_values, head_width, queries},
                             head_width, scale, scratch.get(), out.get(), head_width);
+    } else if constexpr (kKernel == CausalKernel::kRows) {
+      simd::AttendPrefixRows(q.get(), head_width, queries, cache, {own_keys, own_values, head_width, queries},
+                             head_width, scale, scratch.get(), out.get(), head_width);
     } else {
       for (size_t r = 0; r < queries; ++r) {
         simd::AttendPrefix(q.get() + r * head_width, cache, {own_keys, own_values, head_width, r + 1}, head_width,
@@ -96,11 +104,15 @@ void RegisterAllForType() {
     for (const auto& [queries, committed] : {std::pair<size_t, size_t>{64, 0}, {64, 448}, {1, 511}}) {
       const std::string shape = "head_width:" + std::to_string(head_width) + "/queries:" + std::to_string(queries) +
                                 "/context:" + std::to_string(committed);
-      for (bool tile : {false, true}) {
-        Timed(benchmark::RegisterBenchmark(
-            KernelName<T>("CausalAttention", tile ? "query_tile" : "prefix", shape).c_str(),
-            tile ? CausalAttentionRows<T, true> : CausalAttentionRows<T, false>, head_width, queries, committed));
-      }
+      Timed(benchmark::RegisterBenchmark(KernelName<T>("CausalAttention", "prefix", shape).c_str(),
+                                         CausalAttentionRows<T, CausalKernel::kPrefix>, head_width, queries,
+                                         committed));
+      Timed(benchmark::RegisterBenchmark(KernelName<T>("CausalAttention", "rows", shape).c_str(),
+                                         CausalAttentionRows<T, CausalKernel::kRows>, head_width, queries,
+                                         committed));
+      Timed(benchmark::RegisterBenchmark(KernelName<T>("CausalAttention", "query_tile", shape).c_str(),
+                                         CausalAttentionRows<T, CausalKernel::kQueryTile>, head_width, queries,
+                                         committed));
     }
   }
   for (size_t head_width : {64, 128}) {
