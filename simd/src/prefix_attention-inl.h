@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <limits>
+#include <type_traits>
 
 #include "attention_scores-inl.h"
 #include "hwy/contrib/math/math-inl.h"
@@ -20,24 +21,48 @@ HWY_BEFORE_NAMESPACE();
 namespace kvrt::simd::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
+// fn(keys, values, stride, count, p) for the rows [begin, end) of each segment that
+// has some, p the prefix index of the first of them.
+template <class T, class Fn>
+HWY_INLINE void ForSegmentRows(const PrefixSegment<T>& first, const PrefixSegment<T>& second,
+                               size_t begin, size_t end, Fn&& fn) {
+  if (begin < std::min(end, first.count)) {
+    const size_t stop = std::min(end, first.count);
+    fn(first.keys + begin * first.stride, first.values + begin * first.stride, first.stride,
+       stop - begin, begin);
+    begin = stop;
+  }
+  if (begin < end) {
+    const size_t offset = begin - first.count;
+    fn(second.keys + offset * second.stride, second.values + offset * second.stride,
+       second.stride, end - begin, begin);
+  }
+}
+
+// add(p, odd) for p in [begin, end) in ascending order, odd a std::bool_constant of
+// p's parity, so that each call picks its chain of the value mix at compile time; two
+// calls a loop turn, an even p then an odd one.
+template <class Add>
+HWY_INLINE void ForEachParity(size_t begin, size_t end, Add&& add) {
+  size_t p = begin;
+  if (p < end && p % 2 == 1) add(p++, std::true_type());
+  for (; p + 2 <= end; p += 2) {
+    add(p, std::false_type());
+    add(p + 1, std::true_type());
+  }
+  if (p < end) add(p, std::false_type());
+}
+
 // Scores of prefix rows [begin, begin + n) into s[0, n). Each key's score is
 // its own FMA chain (ScoreKeys), so where the segments split changes nothing.
 template <class D, typename T = hn::TFromD<D>>
 HWY_INLINE void ScorePrefixTile(D d, const T* q, const PrefixSegment<T>& first,
                                 const PrefixSegment<T>& second, size_t begin, size_t n,
                                 size_t head_width, T scale, T* s) {
-  size_t p = begin;
-  const size_t end = begin + n;
-  if (p < first.count) {
-    const size_t m = std::min(end, first.count) - p;
-    ScoreKeys(d, q, first.keys + p * first.stride, first.stride, m, head_width, scale, s);
-    s += m;
-    p += m;
-  }
-  if (p < end) {
-    ScoreKeys(d, q, second.keys + (p - first.count) * second.stride, second.stride, end - p,
-              head_width, scale, s);
-  }
+  ForSegmentRows(first, second, begin, begin + n,
+                 [&](const T* keys, const T*, size_t stride, size_t count, size_t p) {
+                   ScoreKeys(d, q, keys, stride, count, head_width, scale, s + (p - begin));
+                 });
 }
 
 // s[i] = exp(s[i] − max) for i < n, added into `sum` lane by lane. Tiles start
@@ -81,29 +106,15 @@ HWY_INLINE void MixTileColumns(D d, const T* e, const PrefixSegment<T>& first,
     ev[v] = load(even + col, v);
     od[v] = load(odd + col, v);
   }
-  const size_t end = begin + n;
-  const PrefixSegment<T>* segments[2] = {&first, &second};
-  const size_t bounds[3] = {0, first.count, first.count + second.count};
-  for (size_t g = 0; g < 2; ++g) {
-    const size_t a = std::max(begin, bounds[g]), b = std::min(end, bounds[g + 1]);
-    if (a >= b) continue;
-    const PrefixSegment<T>& segment = *segments[g];
-    const auto row_of = [&](size_t p) {
-      return segment.values + (p - bounds[g]) * segment.stride + col;
-    };
-    const auto add = [&](size_t p, hn::Vec<D>* acc) {
-      const auto w = hn::Set(d, e[p - begin]);
-      const T* row = row_of(p);
-      for (size_t v = 0; v < kVecs; ++v) acc[v] = hn::MulAdd(w, load(row, v), acc[v]);
-    };
-    size_t p = a;
-    if (p % 2 == 1) add(p++, od);
-    for (; p + 2 <= b; p += 2) {
-      add(p, ev);
-      add(p + 1, od);
-    }
-    if (p < b) add(p, ev);
-  }
+  ForSegmentRows(first, second, begin, begin + n,
+                 [&](const T*, const T* values, size_t stride, size_t count, size_t p0) {
+                   ForEachParity(p0, p0 + count, [&](size_t p, auto is_odd) {
+                     hn::Vec<D>* acc = decltype(is_odd)::value ? od : ev;
+                     const auto w = hn::Set(d, e[p - begin]);
+                     const T* row = values + (p - p0) * stride + col;
+                     for (size_t v = 0; v < kVecs; ++v) acc[v] = hn::MulAdd(w, load(row, v), acc[v]);
+                   });
+                 });
   for (size_t v = 0; v < kVecs; ++v) {
     if (kMaskedLast && v + 1 == kVecs) {
       hn::BlendedStore(ev[v], tail, d, even + col + v * lanes);

@@ -38,24 +38,6 @@ HWY_INLINE PrefixHead<T> FirstRows(PrefixSegment<T> first, PrefixSegment<T> seco
   return {first, second};
 }
 
-// fn(keys, values, stride, count, p) for the rows [begin, end) of each segment, p the
-// prefix index of the first of them.
-template <class T, class Fn>
-HWY_INLINE void ForSegmentRows(const PrefixSegment<T>& first, const PrefixSegment<T>& second,
-                               size_t begin, size_t end, Fn&& fn) {
-  if (begin < std::min(end, first.count)) {
-    const size_t stop = std::min(end, first.count);
-    fn(first.keys + begin * first.stride, first.values + begin * first.stride, first.stride,
-       stop - begin, begin);
-    begin = stop;
-  }
-  if (begin < end) {
-    const size_t offset = begin - first.count;
-    fn(second.keys + offset * second.stride, second.values + offset * second.stride,
-       second.stride, end - begin, begin);
-  }
-}
-
 // Keys a score group takes: kRowGroup × kKeys accumulators (16 on AVX-512, 8 on
 // 16-register targets) plus the key and query vectors.
 template <class D>
@@ -128,7 +110,8 @@ HWY_INLINE void MixRowsColumns(D d, const T* const* e, const PrefixSegment<T>& f
   }
   ForSegmentRows(first, second, begin, begin + n,
                  [&](const T*, const T* values, size_t stride, size_t count, size_t p0) {
-                   const auto add = [&](size_t p, hn::Vec<D> (*acc)[kVecs]) {
+                   ForEachParity(p0, p0 + count, [&](size_t p, auto is_odd) {
+                     hn::Vec<D>(*acc)[kVecs] = decltype(is_odd)::value ? od : ev;
                      const T* row = values + (p - p0) * stride + col;
                      hn::Vec<D> value[kVecs];
                      for (size_t v = 0; v < kVecs; ++v) value[v] = load(row, v);
@@ -136,15 +119,7 @@ HWY_INLINE void MixRowsColumns(D d, const T* const* e, const PrefixSegment<T>& f
                        const auto w = hn::Set(d, e[r][p - begin]);
                        for (size_t v = 0; v < kVecs; ++v) acc[r][v] = hn::MulAdd(w, value[v], acc[r][v]);
                      }
-                   };
-                   size_t p = p0;
-                   const size_t end = p0 + count;
-                   if (p % 2 == 1) add(p++, od);
-                   for (; p + 2 <= end; p += 2) {
-                     add(p, ev);
-                     add(p + 1, od);
-                   }
-                   if (p < end) add(p, ev);
+                   });
                  });
   for (size_t r = 0; r < kRowGroup; ++r) {
     for (size_t v = 0; v < kVecs; ++v) {
