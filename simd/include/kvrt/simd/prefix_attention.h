@@ -68,6 +68,9 @@ struct PrefixSegment {
 // every accumulation, reduction and exp as a lone query does. Queries whose prefix
 // exceeds kPrefixAttentionTile run one at a time. Scratch:
 // PrefixAttentionRowsScratch(head_width) elements.
+// Scalar twin: AttendPrefixScalar of every query over its own prefix. The tests
+// hold AttendPrefixRows to AttendPrefix bit for bit, and AttendPrefix to that twin
+// within the bound above, so the bound is AttendPrefix's.
 inline constexpr size_t kPrefixAttentionRows = 4;
 inline constexpr size_t PrefixAttentionRowsScratch(size_t head_width) {
   return kPrefixAttentionRows * PrefixAttentionScratch(head_width);
