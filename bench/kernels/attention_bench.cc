@@ -7,6 +7,7 @@
 //                                          engine's prefill: the same bits as prefix)
 //   CausalAttention/<type>/query_tile/...  AttendQueryTile for all Q rows at once
 //                                          (the batch-variant engine's prefill);
+// context:1984 crosses the 1024-row tile of the invariant kernels (two passes);
 // queries:1 is a decode row, the cost of running decodes through AttendQueryTile.
 #include <benchmark/benchmark.h>
 
@@ -101,7 +102,7 @@ void CausalAttentionRows(State& state, size_t head_width, size_t queries, size_t
 template <class T>
 void RegisterAllForType() {
   for (size_t head_width : {48, 64}) {
-    for (const auto& [queries, committed] : {std::pair<size_t, size_t>{64, 0}, {64, 448}, {1, 511}}) {
+    for (const auto& [queries, committed] : {std::pair<size_t, size_t>{64, 0}, {64, 448}, {64, 1984}, {1, 511}}) {
       const std::string shape = "head_width:" + std::to_string(head_width) + "/queries:" + std::to_string(queries) +
                                 "/context:" + std::to_string(committed);
       Timed(benchmark::RegisterBenchmark(KernelName<T>("CausalAttention", "prefix", shape).c_str(),

@@ -156,14 +156,51 @@ HWY_INLINE void MixRows(D d, const T* const* e, const PrefixSegment<T>& first,
   return MixRowsColumns<2, true>(d, e, first, second, begin, n, col, tail, even, odd);
 }
 
-// Four consecutive queries, the last over the whole prefix (n ≤ one tile), query r
-// over its first n − 3 + r rows: AttendPrefixRow's passes (scores, max, exps, mix),
-// each query on its own scratch, the rows all four see walked once for all of them.
+// Rows of the tile [begin, begin + kPrefixAttentionTile) that a query over the first
+// `count` prefix rows sees: its own tile's count, 0 past its prefix.
+inline size_t TileRows(size_t count, size_t begin) {
+  return count > begin ? std::min(kPrefixAttentionTile, count - begin) : 0;
+}
+
+// Scores of the tile at `begin` for the four queries, s[r][p − begin]: the rows they
+// all see (p < shared) in groups of kKeys keys (a segment's last few one query at a
+// time), then each query's own last rows (query r sees count[r] = shared + r rows).
+template <class D, typename T = hn::TFromD<D>>
+HWY_INLINE void ScoreRowGroupTile(D d, const T* const* queries, const PrefixSegment<T>& first,
+                                  const PrefixSegment<T>& second, size_t shared,
+                                  const size_t* count, size_t begin, size_t head_width, T scale,
+                                  T* const* s) {
+  constexpr size_t kKeys = RowScoreKeys<D>();
+  ForSegmentRows(first, second, begin, std::min(shared, begin + kPrefixAttentionTile),
+                 [&](const T* keys, const T*, size_t stride, size_t rows, size_t p) {
+                   const size_t at = p - begin;
+                   size_t j = 0;
+                   for (; j + kKeys <= rows; j += kKeys) {
+                     ScoreRowsKeyGroup<kKeys>(d, queries, keys + j * stride, stride, head_width, scale, s, at + j);
+                   }
+                   for (size_t r = 0; r < kRowGroup && j < rows; ++r) {
+                     ScoreKeys(d, queries[r], keys + j * stride, stride, rows - j, head_width, scale, s[r] + at + j);
+                   }
+                 });
+  for (size_t r = 0; r < kRowGroup; ++r) {
+    ForSegmentRows(first, second, std::max(begin, shared), begin + TileRows(count[r], begin),
+                   [&](const T* keys, const T*, size_t stride, size_t rows, size_t p) {
+                     ScoreKeys(d, queries[r], keys, stride, rows, head_width, scale, s[r] + (p - begin));
+                   });
+  }
+}
+
+// Four consecutive queries, the last over the whole prefix of n rows, query r over
+// its first n − 3 + r: AttendPrefixRow's passes, tile by tile (the scores for every
+// query's max; then, for a prefix of more than one tile, the scores again, the exps
+// and the value mix), each query on its own scratch, the rows all four see walked
+// once for all of them. Every tile starts at the same multiple of the tile size as
+// in AttendPrefixRow, so each query's exp sum and value chains are its lone ones.
 template <class D, typename T = hn::TFromD<D>>
 HWY_INLINE void AttendRowGroup(D d, const T* q, size_t q_stride, const PrefixSegment<T>& first,
                                const PrefixSegment<T>& second, size_t head_width, T scale,
                                T* scratch, T* out, size_t out_stride) {
-  constexpr size_t kKeys = RowScoreKeys<D>();
+  constexpr size_t kTile = kPrefixAttentionTile;
   const size_t n = first.count + second.count, shared = n - (kRowGroup - 1);
   const size_t per_row = PrefixAttentionScratch(head_width);
   const T* queries[kRowGroup];
@@ -171,45 +208,48 @@ HWY_INLINE void AttendRowGroup(D d, const T* q, size_t q_stride, const PrefixSeg
   T* even[kRowGroup];
   T* odd[kRowGroup];
   size_t count[kRowGroup];
+  T max_value[kRowGroup];
   for (size_t r = 0; r < kRowGroup; ++r) {
     queries[r] = q + r * q_stride;
     s[r] = scratch + r * per_row;
-    even[r] = s[r] + kPrefixAttentionTile;
+    even[r] = s[r] + kTile;
     odd[r] = even[r] + head_width;
     count[r] = shared + r;
+    max_value[r] = -std::numeric_limits<T>::infinity();
   }
-  // Scores: the shared rows in groups of kKeys keys (a segment's last few one query
-  // at a time), then each query's own last rows.
-  ForSegmentRows(first, second, 0, shared,
-                 [&](const T* keys, const T*, size_t stride, size_t rows, size_t p) {
-                   size_t j = 0;
-                   for (; j + kKeys <= rows; j += kKeys) {
-                     ScoreRowsKeyGroup<kKeys>(d, queries, keys + j * stride, stride, head_width, scale, s, p + j);
-                   }
-                   for (size_t r = 0; r < kRowGroup && j < rows; ++r) {
-                     ScoreKeys(d, queries[r], keys + j * stride, stride, rows - j, head_width, scale, s[r] + p + j);
-                   }
-                 });
+  // Pass 1: every query's maximum score (order-free). One tile keeps its scores.
+  for (size_t begin = 0; begin < n; begin += kTile) {
+    ScoreRowGroupTile(d, queries, first, second, shared, count, begin, head_width, scale, s);
+    for (size_t r = 0; r < kRowGroup; ++r) {
+      const size_t rows = TileRows(count[r], begin);
+      if (rows > 0) max_value[r] = std::max(max_value[r], RowMax(d, s[r], rows));
+    }
+  }
+  // Pass 2: exps, their sums and the value mix, carried across tiles: the rows all
+  // four see for all of them, then each query's own last rows.
   hn::Vec<D> sum[kRowGroup];
   for (size_t r = 0; r < kRowGroup; ++r) {
-    ForSegmentRows(first, second, shared, count[r],
-                   [&](const T* keys, const T*, size_t stride, size_t rows, size_t p) {
-                     ScoreKeys(d, queries[r], keys, stride, rows, head_width, scale, s[r] + p);
-                   });
-    const T max_value = std::max(-std::numeric_limits<T>::infinity(), RowMax(d, s[r], count[r]));
     sum[r] = hn::Zero(d);
-    ExpTile(d, s[r], count[r], max_value, sum[r]);
     std::fill_n(even[r], 2 * head_width, T(0));
   }
-  // The value mix: the shared rows for all four, then each query's own last rows.
-  MixRows(d, s, first, second, 0, shared, head_width, even, odd);
+  for (size_t begin = 0; begin < n; begin += kTile) {
+    if (n > kTile) ScoreRowGroupTile(d, queries, first, second, shared, count, begin, head_width, scale, s);
+    for (size_t r = 0; r < kRowGroup; ++r) ExpTile(d, s[r], TileRows(count[r], begin), max_value[r], sum[r]);
+    const size_t shared_end = std::min(shared, begin + kTile);
+    if (begin < shared_end) MixRows(d, s, first, second, begin, shared_end - begin, head_width, even, odd);
+    for (size_t r = 0; r < kRowGroup; ++r) {
+      const size_t own = std::max(begin, shared), end = begin + TileRows(count[r], begin);
+      if (own < end) {
+        MixTile(d, s[r] + (own - begin), first, second, own, end - own, head_width, even[r], odd[r]);
+      }
+    }
+  }
   for (size_t r = 0; r < kRowGroup; ++r) {
-    MixTile(d, s[r] + shared, first, second, shared, count[r] - shared, head_width, even[r], odd[r]);
     FinishRow(d, even[r], odd[r], sum[r], head_width, out + r * out_stride);
   }
 }
 
-// Queries [0, rows): groups of four while they fit one tile, the rest alone.
+// Queries [0, rows): groups of four, then the rest alone.
 template <class D, typename T = hn::TFromD<D>>
 HWY_INLINE void AttendPrefixRowRange(D d, const T* q, size_t q_stride, size_t rows,
                                      const PrefixSegment<T>& first, const PrefixSegment<T>& second,
@@ -219,7 +259,6 @@ HWY_INLINE void AttendPrefixRowRange(D d, const T* q, size_t q_stride, size_t ro
   size_t r = 0;
   for (; r + kRowGroup <= rows; r += kRowGroup) {
     const size_t last = n - (rows - (r + kRowGroup));  // rows the group's last query sees
-    if (last > kPrefixAttentionTile) break;  // longer prefixes: two passes, one query at a time
     const PrefixHead<T> head = FirstRows(first, second, last);
     AttendRowGroup(d, q + r * q_stride, q_stride, head.first, head.second, head_width, scale,
                    scratch, out + r * out_stride, out_stride);

@@ -1,6 +1,6 @@
 // AttendPrefixRows (prefix_attention.h) on every compiled target: each query of a
 // run gives the bits AttendPrefix gives for it alone, for every group shape, prefix
-// length (around the one-tile limit of the groups), head width and segment split.
+// length (within one tile and across tiles), head width and segment split.
 // The batch-invariant engine relies on it: a prompt's prefill and its decode steps
 // attend in the same arithmetic.
 #include <cstring>
@@ -83,13 +83,17 @@ void ExpectRowsMatchAttendPrefix() {
       }
     }
   }
-  // Around the tile: groups whose last query sees more than one tile run alone.
+  // Around the tiles: groups whose queries see one tile, more than one (walked in
+  // the lone query's tiles), or some one and some two; segments split inside, at
+  // and around a tile boundary.
   for (size_t head_width : {16, 64}) {
-    for (size_t n : {t - 2, t, t + 1, t + 3, t + 9}) {
-      for (size_t split : {size_t{0}, n / 3, n}) {
+    for (size_t n : {t - 2, t, t + 1, t + 3, t + 9, 2 * t - 1, 2 * t + 2}) {
+      for (size_t split : {size_t{0}, n / 3, t - 1, t + 1, n}) {
+        if (split > n) continue;
         ExpectEveryQueryMatchesAttendPrefix(RowsCase<T>(8, n, split, head_width));
       }
     }
+    ExpectEveryQueryMatchesAttendPrefix(RowsCase<T>(9, 2 * t + 2, t, head_width));
   }
 }
 

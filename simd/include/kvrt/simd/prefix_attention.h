@@ -65,8 +65,9 @@ struct PrefixSegment {
 // Each query's result is AttendPrefix's on its own prefix, bit for bit: groups of
 // kPrefixAttentionRows queries share only the loads of the K and V rows they all see
 // (a quarter of the key and of the value traffic of one call per query), and run
-// every accumulation, reduction and exp as a lone query does. Queries whose prefix
-// exceeds kPrefixAttentionTile run one at a time. Scratch:
+// every accumulation, reduction and exp as a lone query does; a prefix longer than
+// kPrefixAttentionTile is walked in the lone query's tiles, twice. The last
+// rows % kPrefixAttentionRows queries run one at a time. Scratch:
 // PrefixAttentionRowsScratch(head_width) elements.
 // Scalar twin: AttendPrefixScalar of every query over its own prefix. The tests
 // hold AttendPrefixRows to AttendPrefix bit for bit, and AttendPrefix to that twin
