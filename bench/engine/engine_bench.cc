@@ -17,9 +17,12 @@
 //   EndToEnd/<model>/decode|prefill/threads:<n>   tokens/s with the fraction of the
 //                                      roofline measured in the same run: decode
 //                                      against the read bandwidth over a buffer the
-//                                      size of its weights / weight bytes per token
-//                                      (DRAM bandwidth and parallel loops per token
-//                                      beside it), prefill against FMA peak / 2·params.
+//                                      size of its weights / weight bytes per token,
+//                                      probed around every run of decode steps
+//                                      (paired_roofline.h; fraction_of_best_probe:
+//                                      against the best reading), with the DRAM
+//                                      bandwidth and the parallel loops per token
+//                                      beside it; prefill against FMA peak / 2·params.
 #include <benchmark/benchmark.h>
 
 #include <chrono>
@@ -33,6 +36,7 @@
 #include "kvrt/kv_cache.h"
 #include "kvrt/session.h"
 #include "machine_limits.h"
+#include "paired_roofline.h"
 #include "synthetic_models.h"
 
 namespace kvrt::bench {
@@ -147,25 +151,34 @@ void EndToEndDecode(benchmark::State& state, const ModelShape* shape, threading:
   const double weight_bytes = WeightBytesPerToken(model);
   const double dram_bandwidth = MeasureReadBytesPerSecond(*pool, BandwidthBuffer(), BandwidthProbeBytes());
   // The roofline reads as many bytes as a step reads weights: from the LLC as far
-  // as they fit there, which a DRAM-sized probe would not credit.
-  const double bandwidth = MeasureSizedReadBytesPerSecond(*pool, static_cast<size_t>(weight_bytes));
-  if (bandwidth <= 0) state.SkipWithError("no buffer for the bandwidth probe");
+  // as they fit there, which a DRAM-sized probe would not credit. It is probed
+  // around every run of decode steps (paired_roofline.h).
+  PairedRoofline roofline([&] { return MeasureSizedReadBytesPerSecond(*pool, static_cast<size_t>(weight_bytes)); });
+  if (roofline.last_probe() <= 0) state.SkipWithError("no buffer for the bandwidth probe");
   bound.Prefill(std::span<const uint32_t>(prompt).first(kPrompt));
   size_t decoded = 0;
+  double segment_seconds = 0;  // the decode steps since the last probe
   uint64_t regions = 0;  // parallel loops of the timed decode steps
   for (auto _ : state) {
     if (decoded == kDecodesPerPrompt) {  // keep the context short: weights dominate
       state.PauseTiming();
+      roofline.Segment(static_cast<double>(decoded) * weight_bytes, segment_seconds);
+      segment_seconds = 0;
       bound.Prefill(std::span<const uint32_t>(prompt).first(kPrompt));
       decoded = 0;
       state.ResumeTiming();
     }
     const uint64_t before = pool->parallel_regions();
+    const auto start = std::chrono::steady_clock::now();
     if (!bound.session->Decode(prompt[kPrompt + decoded++])) state.SkipWithError("decode failed");
+    segment_seconds += Seconds(start);
     regions += pool->parallel_regions() - before;
   }
-  const double roofline = bandwidth / weight_bytes;
-  SetTokenRates(state, static_cast<double>(state.iterations()), roofline);
+  roofline.Segment(static_cast<double>(decoded) * weight_bytes, segment_seconds);
+  const double bandwidth = roofline.best_probe();
+  SetTokenRates(state, static_cast<double>(state.iterations()), bandwidth / weight_bytes);
+  state.counters["fraction_of_best_probe"] = state.counters["roofline_fraction"];
+  state.counters["roofline_fraction"] = roofline.MedianFraction();
   state.counters["read_bw_GBps"] = bandwidth / 1e9;
   state.counters["dram_read_bw_GBps"] = dram_bandwidth / 1e9;
   state.counters["weight_MB"] = weight_bytes / 1e6;

@@ -2,12 +2,16 @@
 //   Weights/<model>/<format>/decode/threads:<n>    decode tokens/s; roofline_fraction
 //       against a read-bandwidth probe over a freshly allocated, paged-in buffer of
 //       the SAME size as the model's weights in that format (a q4_0 110M fits the
-//       large shared L3, so a DRAM-only roofline would overstate what is possible);
+//       large shared L3, so a DRAM-only roofline would overstate what is possible),
+//       taken before and after every run of decode steps between two prefills
+//       (paired_roofline.h: the median over those runs of their fraction of the
+//       probes around them; fraction_of_best_probe divides by the best reading);
 //       weights_and_kv_fraction adds the f32 K/V rows a step also reads (the context
 //       averages 192 positions here: 14 MB a token on 110M, a fifth of its q4_0 weights)
 //   Weights/<model>/<format>/prefill/threads:<n>   512-token prefill tokens/s;
-//       roofline_fraction = FLOPs executed / (time × in-run f32 FMA peak: the best of
-//       the probe's readings at set-up and after every prefill), FLOPs
+//       roofline_fraction = FLOPs executed / (time × in-run f32 FMA peak), the peak
+//       probed before and after every prefill (the median over the prefills;
+//       fraction_of_best_peak divides by the best reading), FLOPs
 //       counted as executed: 2·T per weight of the blocks, the T²-triangle of
 //       attention, the head once (only the last row reaches the vocabulary)
 // Formats: f32, bf16, f16, q8_0, q4_0, converted at load, and q8_0+int8, q4_0+int8:
@@ -17,6 +21,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -31,6 +36,7 @@
 #include "kvrt/simd/packed_matrix.h"
 #include "kvrt/weight_format.h"
 #include "machine_limits.h"
+#include "paired_roofline.h"
 #include "model/weight_types.h"
 #include "synthetic_models.h"
 
@@ -73,28 +79,38 @@ void WeightsDecode(benchmark::State& state, const ModelShape* shape, WeightForma
   BenchSession bound(model, pool, options);
   const std::vector<uint32_t> prompt = PromptTokens(kPrompt + kDecodesPerPrompt, shape->vocab);
   const double weight_bytes = FormatWeightBytes(model, format);
-  const double bandwidth = MeasureSizedReadBytesPerSecond(*pool, static_cast<size_t>(weight_bytes));
-  if (bandwidth <= 0) {
+  const auto probe = [&] { return MeasureSizedReadBytesPerSecond(*pool, static_cast<size_t>(weight_bytes)); };
+  PairedRoofline roofline(probe);
+  if (roofline.last_probe() <= 0) {
     state.SkipWithError("no buffer for the bandwidth probe");
     return;
   }
   bound.Prefill(std::span<const uint32_t>(prompt).first(kPrompt));
   size_t decoded = 0;
+  double segment_seconds = 0;  // the decode steps since the last probe
   for (auto _ : state) {
     if (decoded == kDecodesPerPrompt) {  // keep the context short: weights dominate
       state.PauseTiming();
+      roofline.Segment(static_cast<double>(decoded) * weight_bytes, segment_seconds);
+      segment_seconds = 0;
       bound.Prefill(std::span<const uint32_t>(prompt).first(kPrompt));
       decoded = 0;
       state.ResumeTiming();
     }
+    const auto start = std::chrono::steady_clock::now();
     if (!bound.session->Decode(prompt[kPrompt + decoded++])) state.SkipWithError("decode failed");
+    segment_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
+  roofline.Segment(static_cast<double>(decoded) * weight_bytes, segment_seconds);
+  const double bandwidth = roofline.best_probe();
   SetRates(state, static_cast<double>(state.iterations()), bandwidth / weight_bytes);
+  state.counters["fraction_of_best_probe"] = state.counters["roofline_fraction"];
+  state.counters["roofline_fraction"] = roofline.MedianFraction();
   // Keys and values of every layer at the average context of the timed decodes (no GQA).
   const double kv_bytes = static_cast<double>(shape->layers) * (kPrompt + kDecodesPerPrompt / 2.0) * 2.0 *
                           static_cast<double>(shape->dim) * sizeof(float);
-  state.counters["weights_and_kv_fraction"] = benchmark::Counter(
-      static_cast<double>(state.iterations()) / (bandwidth / (weight_bytes + kv_bytes)), benchmark::Counter::kIsRate);
+  state.counters["weights_and_kv_fraction"] =
+      roofline.MedianFraction() * (weight_bytes + kv_bytes) / weight_bytes;
   state.counters["read_bw_GBps"] = bandwidth / 1e9;
   state.counters["weight_MB"] = weight_bytes / 1e6;
   state.counters["kv_MB_per_token"] = kv_bytes / 1e6;
@@ -118,19 +134,20 @@ void WeightsPrefill(benchmark::State& state, const ModelShape* shape, WeightForm
   options.int8_activations = int8_activations;
   BenchSession bound(model, pool, options);
   const std::vector<uint32_t> prompt = PromptTokens(kTokens, shape->vocab);
-  // The peak is taken again after every prefill, untimed, and the best reading is kept:
-  // measured once at set-up, a neighbour's burst on the second core during those few
-  // milliseconds halved a 2-thread peak and inflated the row's fraction (0.73 on 175
-  // GFLOP/s, against 300+ in the rows around it).
-  double peak = MeasureFmaFlopsPerSecond(*pool);
+  const double flops = PrefillFlops(*shape, kTokens);
+  PairedRoofline roofline([&] { return MeasureFmaFlopsPerSecond(*pool); });
   for (auto _ : state) {
+    const auto start = std::chrono::steady_clock::now();
     bound.Prefill(prompt);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     state.PauseTiming();
-    peak = std::max(peak, MeasureFmaFlopsPerSecond(*pool));
+    roofline.Segment(flops, seconds);
     state.ResumeTiming();
   }
-  SetRates(state, static_cast<double>(kTokens * state.iterations()),
-           peak / PrefillFlops(*shape, kTokens) * kTokens);
+  const double peak = roofline.best_probe();
+  SetRates(state, static_cast<double>(kTokens * state.iterations()), peak / flops * kTokens);
+  state.counters["fraction_of_best_peak"] = state.counters["roofline_fraction"];
+  state.counters["roofline_fraction"] = roofline.MedianFraction();
   state.counters["fma_peak_GFLOPs"] = peak / 1e9;
 }
 
