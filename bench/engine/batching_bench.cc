@@ -8,12 +8,12 @@
 // steps, so the weights dominate as in the EndToEnd decode rows.
 #include <benchmark/benchmark.h>
 
-#include <chrono>
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "alternating_timing.h"
 #include "bench_session.h"
 #include "engine_benchmarks.h"
 #include "kvrt/kv_cache.h"
@@ -55,9 +55,9 @@ void BatchedDecode(benchmark::State& state, const ModelShape* shape, size_t sequ
     for (size_t b = 0; b < sequences; ++b) {
       decode[b] = {b, std::span<const uint32_t>(tokens).subspan(16 + 3 * b + steps, 1), RunPhase::kDecode, true};
     }
-    const auto start = std::chrono::steady_clock::now();
-    if (!slots.session->Step(decode)) state.SkipWithError("decode step failed");
-    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    seconds += SecondsOf([&] {
+      if (!slots.session->Step(decode)) state.SkipWithError("decode step failed");
+    });
     ++steps;
   }
   const double n = static_cast<double>(state.iterations());

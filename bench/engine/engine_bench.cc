@@ -25,12 +25,12 @@
 //                                      beside it; prefill against FMA peak / 2·params.
 #include <benchmark/benchmark.h>
 
-#include <chrono>
 #include <cstring>
 #include <memory>
 #include <string>
 #include <utility>
 
+#include "alternating_timing.h"
 #include "bench_session.h"
 #include "engine_benchmarks.h"
 #include "kvrt/kv_cache.h"
@@ -41,10 +41,6 @@
 
 namespace kvrt::bench {
 namespace {
-
-double Seconds(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 // Pages in (once) the buffer the read-bandwidth probe streams.
 const void* BandwidthBuffer() {
@@ -69,16 +65,14 @@ void DecodeScaling(benchmark::State& state, const ModelShape* shape, size_t cont
   double cached = 0, replay = 0;
   for (auto _ : state) {
     // The complete-prefix replay: logits of all `context` tokens from scratch.
-    auto start = std::chrono::steady_clock::now();
-    bound.Prefill(all);
-    const double replay_step = Seconds(start);
+    const double replay_step = SecondsOf([&] { bound.Prefill(all); });
     // The cached steps: decode the last tokens one at a time onto the cache.
     bound.Prefill(cached_prefix);
-    start = std::chrono::steady_clock::now();
-    for (size_t i = context - kDecodeSteps; i < context; ++i) {
-      if (!bound.session->Decode(prompt[i])) state.SkipWithError("decode failed");
-    }
-    const double cached_step = Seconds(start) / kDecodeSteps;
+    const double cached_step = SecondsOf([&] {
+      for (size_t i = context - kDecodeSteps; i < context; ++i) {
+        if (!bound.session->Decode(prompt[i])) state.SkipWithError("decode failed");
+      }
+    }) / kDecodeSteps;
     state.SetIterationTime(cached_step);
     cached += cached_step;
     replay += replay_step;
@@ -116,13 +110,9 @@ void PrefillFastAgainstInvariant(benchmark::State& state, const ModelShape* shap
   const std::vector<uint32_t> prompt = PromptTokens(tokens, shape->vocab);
   double fast_seconds = 0, invariant_seconds = 0;
   for (auto _ : state) {
-    auto start = std::chrono::steady_clock::now();
-    fast.Prefill(prompt);
-    fast_seconds += Seconds(start);
+    fast_seconds += SecondsOf([&] { fast.Prefill(prompt); });
     state.PauseTiming();
-    start = std::chrono::steady_clock::now();
-    invariant.Prefill(prompt);
-    invariant_seconds += Seconds(start);
+    invariant_seconds += SecondsOf([&] { invariant.Prefill(prompt); });
     state.ResumeTiming();
   }
   state.SetItemsProcessed(static_cast<int64_t>(tokens * state.iterations()));
@@ -169,9 +159,9 @@ void EndToEndDecode(benchmark::State& state, const ModelShape* shape, threading:
       state.ResumeTiming();
     }
     const uint64_t before = pool->parallel_regions();
-    const auto start = std::chrono::steady_clock::now();
-    if (!bound.session->Decode(prompt[kPrompt + decoded++])) state.SkipWithError("decode failed");
-    segment_seconds += Seconds(start);
+    segment_seconds += SecondsOf([&] {
+      if (!bound.session->Decode(prompt[kPrompt + decoded++])) state.SkipWithError("decode failed");
+    });
     regions += pool->parallel_regions() - before;
   }
   roofline.Segment(static_cast<double>(decoded) * weight_bytes, segment_seconds);

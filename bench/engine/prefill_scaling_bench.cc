@@ -12,11 +12,11 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
-#include <chrono>
 #include <memory>
 #include <stdexcept>
 #include <string>
 
+#include "alternating_timing.h"
 #include "bench_session.h"
 #include "engine_benchmarks.h"
 #include "kvrt/kv_cache.h"
@@ -26,13 +26,6 @@
 
 namespace kvrt::bench {
 namespace {
-
-template <class Fn>
-double SecondsOf(Fn&& fn) {
-  const auto start = std::chrono::steady_clock::now();
-  fn();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 struct Sides {
   double one_thread = 0;
@@ -53,7 +46,7 @@ void PrefillScaling(benchmark::State& state, const ModelShape* shape, size_t tok
   const size_t rounds = std::max<size_t>(1, 2 * block_weights * tokens / 512);
   float sink = 0;
   Sides prefill, probe;
-  bool one_first = true;
+  Alternation alternate;
   for (auto _ : state) {
     auto run_one = [&] {
       prefill.one_thread += SecondsOf([&] { one.Prefill(prompt); });
@@ -64,14 +57,7 @@ void PrefillScaling(benchmark::State& state, const ModelShape* shape, size_t tok
       // Twice the work on two threads: its time per unit of work is halved.
       probe.two_threads += SecondsOf([&] { ParallelFmaProbe(*two_threads, 2 * rounds, &sink); }) / 2.0;
     };
-    if (one_first) {
-      run_one();
-      run_two();
-    } else {
-      run_two();
-      run_one();
-    }
-    one_first = !one_first;
+    alternate(run_one, run_two);
   }
   benchmark::DoNotOptimize(sink);
   state.counters["two_over_one_threads"] = prefill.Speedup();

@@ -21,13 +21,13 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
 #include <string>
 
+#include "alternating_timing.h"
 #include "bench_session.h"
 #include "engine_benchmarks.h"
 #include "kvrt/kv_cache.h"
@@ -97,9 +97,9 @@ void WeightsDecode(benchmark::State& state, const ModelShape* shape, WeightForma
       decoded = 0;
       state.ResumeTiming();
     }
-    const auto start = std::chrono::steady_clock::now();
-    if (!bound.session->Decode(prompt[kPrompt + decoded++])) state.SkipWithError("decode failed");
-    segment_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    segment_seconds += SecondsOf([&] {
+      if (!bound.session->Decode(prompt[kPrompt + decoded++])) state.SkipWithError("decode failed");
+    });
   }
   roofline.Segment(static_cast<double>(decoded) * weight_bytes, segment_seconds);
   const double bandwidth = roofline.best_probe();
@@ -137,9 +137,7 @@ void WeightsPrefill(benchmark::State& state, const ModelShape* shape, WeightForm
   const double flops = PrefillFlops(*shape, kTokens);
   PairedRoofline roofline([&] { return MeasureFmaFlopsPerSecond(*pool); });
   for (auto _ : state) {
-    const auto start = std::chrono::steady_clock::now();
-    bound.Prefill(prompt);
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double seconds = SecondsOf([&] { bound.Prefill(prompt); });
     state.PauseTiming();
     roofline.Segment(flops, seconds);
     state.ResumeTiming();

@@ -10,13 +10,13 @@
 // time (1.0 = the kernel streams its weights as fast as a plain read can).
 #include <benchmark/benchmark.h>
 
-#include <chrono>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <string>
 #include <tuple>
 
+#include "alternating_timing.h"
 #include "hwy/aligned_allocator.h"
 #include "kernel_bench_support.h"
 #include "kernel_benchmarks.h"
@@ -94,13 +94,6 @@ std::string Shape(size_t rows, size_t cols) {
   return "K:" + std::to_string(rows) + "/N:" + std::to_string(cols);
 }
 
-template <class Fn>
-double SecondsOf(Fn&& fn) {
-  const auto start = std::chrono::steady_clock::now();
-  fn();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
 void RegisterRoofline(WeightType type, size_t rows, size_t cols, threading::ThreadPool& pool,
                       const std::shared_ptr<WeightCache>& cache,
                       Activations activations = Activations::kF32) {
@@ -130,16 +123,9 @@ void RegisterRoofline(WeightType type, size_t rows, size_t cols, threading::Thre
     matvec();  // both sides start from the same, warm cache
     read();
     double matvec_seconds = 0, read_seconds = 0;
-    bool matvec_first = true;
+    Alternation alternate;
     for (auto _ : state) {
-      if (matvec_first) {
-        matvec_seconds += SecondsOf(matvec);
-        read_seconds += SecondsOf(read);
-      } else {
-        read_seconds += SecondsOf(read);
-        matvec_seconds += SecondsOf(matvec);
-      }
-      matvec_first = !matvec_first;
+      alternate([&] { matvec_seconds += SecondsOf(matvec); }, [&] { read_seconds += SecondsOf(read); });
     }
     benchmark::DoNotOptimize(checksum);
     const double iterations = static_cast<double>(state.iterations());

@@ -60,12 +60,12 @@ HWY_AFTER_NAMESPACE();
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
 #include <vector>
 
+#include "alternating_timing.h"
 #include "machine_limits.h"
 
 namespace kvrt::bench {
@@ -153,12 +153,6 @@ namespace {
 // Where the sized probe leaves its checksum, so its reads cannot be elided.
 volatile uint32_t sized_probe_sink = 0;
 
-template <class Fn>
-double Seconds(Fn&& fn) {
-  const auto start = std::chrono::steady_clock::now();
-  fn();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 }  // namespace
 
@@ -169,7 +163,7 @@ double MeasureFmaFlopsPerSecond(threading::ThreadPool& pool) {
   double best = 0;
   for (int run = 0; run < 3; ++run) {
     size_t flops = 0;
-    const double seconds = Seconds([&] { flops = ParallelFmaProbe(pool, iterations, &sink); });
+    const double seconds = SecondsOf([&] { flops = ParallelFmaProbe(pool, iterations, &sink); });
     best = std::max(best, static_cast<double>(flops) / seconds);
   }
   return best;  // the probe runs behind dispatch and pool calls: it cannot be elided
@@ -178,7 +172,7 @@ double MeasureFmaFlopsPerSecond(threading::ThreadPool& pool) {
 double MeasureReadBytesPerSecond(threading::ThreadPool& pool, const void* data, size_t bytes) {
   double best = 0;
   for (int pass = 0; pass < 2; ++pass) {
-    const double seconds = Seconds([&] { ParallelStreamRead(pool, data, bytes); });
+    const double seconds = SecondsOf([&] { ParallelStreamRead(pool, data, bytes); });
     best = std::max(best, static_cast<double>(bytes) / seconds);
   }
   return best;
@@ -200,7 +194,7 @@ double MeasureSizedReadBytesPerSecond(threading::ThreadPool& pool, size_t bytes)
   double best = 0;
   for (int pass = 0; pass < 5; ++pass) {
     uint32_t sum = 0;
-    const double seconds = Seconds([&] { sum = StreamRead(pool, buffer, read, task_bytes); });
+    const double seconds = SecondsOf([&] { sum = StreamRead(pool, buffer, read, task_bytes); });
     checksum ^= sum;
     best = std::max(best, static_cast<double>(read) / seconds);
   }

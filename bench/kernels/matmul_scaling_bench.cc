@@ -15,9 +15,9 @@
 // pool_probe_over_probe keeps that difference visible.
 #include <benchmark/benchmark.h>
 
-#include <chrono>
 #include <string>
 
+#include "alternating_timing.h"
 #include "kernel_bench_support.h"
 #include "kernel_benchmarks.h"
 #include "kvrt/simd/matmul.h"
@@ -28,15 +28,6 @@ namespace kvrt::bench {
 namespace {
 
 using benchmark::State;
-using Clock = std::chrono::steady_clock;
-
-template <class Fn>
-double SecondsOf(Fn&& fn) {
-  const Clock::time_point start = Clock::now();
-  fn();
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
 // Wall time of each side, summed over the iterations.
 struct ScalingSides {
   double one_thread = 0;
@@ -71,7 +62,7 @@ void RegisterMatMulScaling(size_t m, size_t rows, size_t cols, threading::Thread
       ParallelFmaProbe(pool, probe_rounds * pool.threads(), &sink);
     };
     ScalingSides kernel, arithmetic, pool_arithmetic;
-    bool one_first = true;
+    Alternation alternate;
     for (auto _ : state) {
       auto run_one = [&] {
         kernel.one_thread += SecondsOf([&] { matmul(one_thread); });
@@ -84,14 +75,7 @@ void RegisterMatMulScaling(size_t m, size_t rows, size_t cols, threading::Thread
         arithmetic.two_threads += SecondsOf([&] { probe(two_threads); }) / 2.0;
         pool_arithmetic.two_threads += SecondsOf([&] { pool_probe(two_threads); }) / 2.0;
       };
-      if (one_first) {
-        run_one();
-        run_two();
-      } else {
-        run_two();
-        run_one();
-      }
-      one_first = !one_first;
+      alternate(run_one, run_two);
     }
     benchmark::DoNotOptimize(sink);
     state.counters["two_over_one_threads"] = kernel.Speedup();

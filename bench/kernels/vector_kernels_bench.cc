@@ -3,10 +3,10 @@
 // are part of the measurement on both sides.
 #include <benchmark/benchmark.h>
 
-#include <chrono>
 #include <cmath>
 #include <string>
 
+#include "alternating_timing.h"
 #include "kernel_bench_support.h"
 #include "kernel_benchmarks.h"
 #include "kvrt/simd/dot.h"
@@ -116,21 +116,14 @@ template <class Fast, class Twin>
 void Interleaved(State& state, Fast fast, Twin twin) {
   constexpr int kBatch = 256;
   auto seconds = [](auto& kernel) {
-    const auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < kBatch; ++i) kernel();
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return SecondsOf([&] {
+      for (int i = 0; i < kBatch; ++i) kernel();
+    });
   };
   double fast_seconds = 0, twin_seconds = 0;
-  bool fast_first = true;
+  Alternation alternate;
   for (auto _ : state) {
-    if (fast_first) {
-      fast_seconds += seconds(fast);
-      twin_seconds += seconds(twin);
-    } else {
-      twin_seconds += seconds(twin);
-      fast_seconds += seconds(fast);
-    }
-    fast_first = !fast_first;
+    alternate([&] { fast_seconds += seconds(fast); }, [&] { twin_seconds += seconds(twin); });
   }
   state.counters["twin_over_fast"] = twin_seconds / fast_seconds;
 }
