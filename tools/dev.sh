@@ -18,16 +18,24 @@ PACKAGES=(g++ cmake make ccache pkg-config libhwy-dev
           libbenchmark-dev libgtest-dev nlohmann-json3-dev libpcre2-dev)
 
 
+# configure_and_build TARGET [cmake options...]: TARGET "all" builds everything.
 configure_and_build() {
-  local launcher
+  local target="$1" launcher
+  shift
   ccache_launcher launcher
   cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" "$@" >/dev/null
-  cmake --build "$BUILD" -j "$JOBS"
+  cmake --build "$BUILD" -j "$JOBS" --target "$target"
 }
 
 demo() {
   install_missing "${PACKAGES[@]}"
-  configure_and_build -DKVRT_BUILD_TESTS=OFF -DKVRT_BUILD_BENCH=OFF
+  # A fresh tree builds without tests and benchmarks; an existing one keeps its
+  # options (a test build stays one), and only the CLI is built either way.
+  if [[ -f "$BUILD/CMakeCache.txt" ]]; then
+    configure_and_build kvrt_cli
+  else
+    configure_and_build kvrt_cli -DKVRT_BUILD_TESTS=OFF -DKVRT_BUILD_BENCH=OFF
+  fi
   local kvrt="$BUILD/tools/kvrt" model="$ROOT/fixtures/demo/demo.ckpt"
   echo "== kvrt inspect (first lines)"
   # Capture, then print the first lines: piping into `head` would let it close the
@@ -45,7 +53,7 @@ demo() {
 
 test() {
   install_missing "${PACKAGES[@]}"
-  configure_and_build -DKVRT_BUILD_TESTS=ON -DKVRT_BUILD_BENCH=ON
+  configure_and_build all -DKVRT_BUILD_TESTS=ON -DKVRT_BUILD_BENCH=ON
   (cd "$BUILD" && ctest --output-on-failure -j "$JOBS")
 }
 
