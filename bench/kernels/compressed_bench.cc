@@ -1,6 +1,7 @@
 // Compressed weights (bf16, f16, q8_0, q4_0; simd/compressed_matrix.h): MatVec against
 // the roofline that means something for it, the read bandwidth of a buffer of the
-// matrix's own size; MatVec fast vs scalar twin; MatMul against the f32 FMA peak.
+// matrix's own size; MatVec fast vs scalar twin; MatMul against the f32 FMA peak, and
+// against the f32 MatMul timed alternately (MatMulVsF32 rows, speed_over_f32).
 //
 // MatVecRoofline rows: the weights are the matrix itself, cache-resident when small
 // (768×2048 is 0.9–3 MB, 768×32000 14–49 MB, within this machine's 260 MB L3). Every
@@ -22,6 +23,7 @@
 #include "kernel_benchmarks.h"
 #include "kvrt/simd/compressed_matrix.h"
 #include "kvrt/simd/int8_activations.h"
+#include "kvrt/simd/matmul.h"
 #include "machine_limits.h"
 #include "packed_weights.h"
 
@@ -199,6 +201,42 @@ void RegisterMatMul(WeightType type, size_t m, size_t rows, size_t cols,
   }));
 }
 
+// The compressed MatMul against the f32 MatMul of the same shape, one of each per
+// iteration in alternating order (alternating_timing.h): speed_over_f32 is the f32
+// time over the compressed time, the ratio CI gates, which two separate rows
+// seconds apart put at 0.73–1.13 within minutes on a shared VM.
+void RegisterMatMulAgainstF32(WeightType type, size_t m, size_t rows, size_t cols,
+                              threading::ThreadPool& pool, const std::shared_ptr<WeightCache>& cache) {
+  const std::string name = "MatMulVsF32/" + std::string(simd::WeightTypeName(type)) + "/M:" +
+                           std::to_string(m) + "/" + Shape(rows, cols) +
+                           "/threads:" + std::to_string(pool.threads());
+  Timed(benchmark::RegisterBenchmark(name.c_str(), [=, &pool](State& state) {
+    const CompressedWeights& w = cache->Get(type, rows, cols);
+    const PackedWeights<float> f32(rows, cols);
+    const auto a = RandomRow<float>(m * rows, -1, 1);
+    auto c = RandomRow<float>(m * cols, 0, 1);
+    const auto compressed_matmul = [&] {
+      ForEachPanelRange(pool, w.view.panels(), [&](size_t begin, size_t end) {
+        simd::MatMul(a.get(), rows, m, w.view, c.get(), cols, begin, end);
+      });
+      benchmark::ClobberMemory();
+    };
+    const auto f32_matmul = [&] {
+      ForEachPanelRange(pool, f32.view.panels(), [&](size_t begin, size_t end) {
+        simd::MatMul(a.get(), rows, m, f32.view, c.get(), cols, begin, end);
+      });
+      benchmark::ClobberMemory();
+    };
+    double compressed_seconds = 0, f32_seconds = 0;
+    Alternation alternate;
+    for (auto _ : state) {
+      alternate([&] { compressed_seconds += SecondsOf(compressed_matmul); },
+                [&] { f32_seconds += SecondsOf(f32_matmul); });
+    }
+    state.counters["speed_over_f32"] = f32_seconds / compressed_seconds;
+  }));
+}
+
 }  // namespace
 
 void RegisterCompressedBenchmarks(threading::ThreadPool& one_thread,
@@ -213,6 +251,7 @@ void RegisterCompressedBenchmarks(threading::ThreadPool& one_thread,
   for (WeightType type : kTypes) {
     RegisterMatMul(type, 512, 768, 768, one_thread, cache);
     RegisterMatMul(type, 512, 768, 768, two_threads, cache);
+    RegisterMatMulAgainstF32(type, 512, 768, 768, one_thread, cache);
   }
   for (WeightType type : {WeightType::kQ8_0, WeightType::kQ4_0}) {
     for (size_t cols : {2048, 32000}) {
