@@ -24,9 +24,12 @@ std::string Ids(const std::vector<uint32_t>& ids) {
 }
 
 std::vector<uint32_t> TokenizeFile(const std::string& model, const std::string& text, bool bos) {
-  // One file per test: ctest runs the tests of this binary in parallel processes.
-  const std::string path = ::testing::TempDir() + "/kvrt_tokenize_" +
-                           ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".txt";
+  // In this process's own directory: ctest runs the tests of this binary in parallel
+  // processes, and another test run may share the machine's temporary directory (a
+  // fixed name once let a second ctest truncate the prompt under this one).
+  static const testing::ScratchDir scratch;
+  const std::string path = scratch.File(std::string("tokenize_") +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".txt");
   std::ofstream(path, std::ios::binary) << text;
   std::vector<std::string> args = {"tokenize", "--model", model, "--file", path, "--json"};
   if (!bos) args.push_back("--no-bos");
@@ -131,7 +134,8 @@ TEST(GgufCliTest, InspectDescribesTheFileAndRejectsUnknownFormats) {
   EXPECT_EQ(summary.at("tokenizer").at("kind"), "sentencepiece");
   EXPECT_EQ(summary.at("context_length"), 128);
 
-  const std::string text = ::testing::TempDir() + "/kvrt_not_a_model.txt";
+  const testing::ScratchDir scratch;
+  const std::string text = scratch.File("not_a_model.txt");
   std::ofstream(text) << "hello, world\n";
   const testing::CliRun unknown = RunKvrt({"inspect", text});
   EXPECT_EQ(unknown.status, 2);
@@ -143,8 +147,9 @@ TEST(GgufCliTest, InspectDescribesTheFileAndRejectsUnknownFormats) {
 }
 
 TEST(GgufCliTest, SynthesizedFilesRunInEveryType) {
+  const testing::ScratchDir scratch;
   for (const std::string type : {"f32", "f16", "bf16", "q8_0", "q4_0"}) {
-    const std::string path = ::testing::TempDir() + "/kvrt_synth_" + type + ".gguf";
+    const std::string path = scratch.File("synth_" + type + ".gguf");
     const testing::CliRun synth = RunKvrt({"synth", "--dim", "64", "--layers", "2", "--heads", "4", "--kv-heads", "2",
                                            "--ffn", "96", "--vocab", "300", "--seq-len", "32", "--untied",
                                            "--gguf", path, "--type", type});
