@@ -2,8 +2,9 @@
 // each timed segment of a benchmark row, instead of once for the whole row.
 //
 // Why: on a shared VM the machine's speed drifts by tens of percent within seconds
-// (a neighbour on the sibling hyperthread takes the FMA ports; another tenant takes
-// L3 and memory bandwidth). A probe taken once at set-up, or the best of many
+// (other tenants of the host take its cores, caches and memory bandwidth; the same
+// L1-resident FMA loop read 0.36 and 0.99 of the peak minutes apart, 2026-12-02).
+// A probe taken once at set-up, or the best of many
 // readings, then describes another moment than the work it divides: a quiet set-up
 // probe understates a busy row's fraction, a busy one inflates it. Each segment
 // (one prefill; a run of decode steps between two prefills) is divided by the mean
@@ -43,7 +44,6 @@ class PairedRoofline {
   }
   double best_probe() const { return best_; }
   double last_probe() const { return before_; }
-  size_t segments() const { return fractions_.size(); }
 
  private:
   std::function<double()> probe_;
