@@ -145,30 +145,15 @@ void EndToEndDecode(benchmark::State& state, const ModelShape* shape, threading:
   // around every run of decode steps (paired_roofline.h).
   PairedRoofline roofline([&] { return MeasureSizedReadBytesPerSecond(*pool, static_cast<size_t>(weight_bytes)); });
   if (roofline.last_probe() <= 0) state.SkipWithError("no buffer for the bandwidth probe");
-  bound.Prefill(std::span<const uint32_t>(prompt).first(kPrompt));
-  size_t decoded = 0;
-  double segment_seconds = 0;  // the decode steps since the last probe
   uint64_t regions = 0;  // parallel loops of the timed decode steps
-  for (auto _ : state) {
-    if (decoded == kDecodesPerPrompt) {  // keep the context short: weights dominate
-      state.PauseTiming();
-      roofline.Segment(static_cast<double>(decoded) * weight_bytes, segment_seconds);
-      segment_seconds = 0;
-      bound.Prefill(std::span<const uint32_t>(prompt).first(kPrompt));
-      decoded = 0;
-      state.ResumeTiming();
-    }
+  DecodeInSegments(state, bound, prompt, kPrompt, kDecodesPerPrompt, weight_bytes, roofline, [&](uint32_t token) {
     const uint64_t before = pool->parallel_regions();
-    segment_seconds += SecondsOf([&] {
-      if (!bound.session->Decode(prompt[kPrompt + decoded++])) state.SkipWithError("decode failed");
-    });
+    if (!bound.session->Decode(token)) state.SkipWithError("decode failed");
     regions += pool->parallel_regions() - before;
-  }
-  roofline.Segment(static_cast<double>(decoded) * weight_bytes, segment_seconds);
+  });
   const double bandwidth = roofline.best_probe();
   SetTokenRates(state, static_cast<double>(state.iterations()), bandwidth / weight_bytes);
-  state.counters["fraction_of_best_probe"] = state.counters["roofline_fraction"];
-  state.counters["roofline_fraction"] = roofline.MedianFraction();
+  roofline.Report(state, "fraction_of_best_probe");
   state.counters["read_bw_GBps"] = bandwidth / 1e9;
   state.counters["dram_read_bw_GBps"] = dram_bandwidth / 1e9;
   state.counters["weight_MB"] = weight_bytes / 1e6;

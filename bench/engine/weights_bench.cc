@@ -79,33 +79,17 @@ void WeightsDecode(benchmark::State& state, const ModelShape* shape, WeightForma
   BenchSession bound(model, pool, options);
   const std::vector<uint32_t> prompt = PromptTokens(kPrompt + kDecodesPerPrompt, shape->vocab);
   const double weight_bytes = FormatWeightBytes(model, format);
-  const auto probe = [&] { return MeasureSizedReadBytesPerSecond(*pool, static_cast<size_t>(weight_bytes)); };
-  PairedRoofline roofline(probe);
+  PairedRoofline roofline([&] { return MeasureSizedReadBytesPerSecond(*pool, static_cast<size_t>(weight_bytes)); });
   if (roofline.last_probe() <= 0) {
     state.SkipWithError("no buffer for the bandwidth probe");
     return;
   }
-  bound.Prefill(std::span<const uint32_t>(prompt).first(kPrompt));
-  size_t decoded = 0;
-  double segment_seconds = 0;  // the decode steps since the last probe
-  for (auto _ : state) {
-    if (decoded == kDecodesPerPrompt) {  // keep the context short: weights dominate
-      state.PauseTiming();
-      roofline.Segment(static_cast<double>(decoded) * weight_bytes, segment_seconds);
-      segment_seconds = 0;
-      bound.Prefill(std::span<const uint32_t>(prompt).first(kPrompt));
-      decoded = 0;
-      state.ResumeTiming();
-    }
-    segment_seconds += SecondsOf([&] {
-      if (!bound.session->Decode(prompt[kPrompt + decoded++])) state.SkipWithError("decode failed");
-    });
-  }
-  roofline.Segment(static_cast<double>(decoded) * weight_bytes, segment_seconds);
+  DecodeInSegments(state, bound, prompt, kPrompt, kDecodesPerPrompt, weight_bytes, roofline, [&](uint32_t token) {
+    if (!bound.session->Decode(token)) state.SkipWithError("decode failed");
+  });
   const double bandwidth = roofline.best_probe();
   SetRates(state, static_cast<double>(state.iterations()), bandwidth / weight_bytes);
-  state.counters["fraction_of_best_probe"] = state.counters["roofline_fraction"];
-  state.counters["roofline_fraction"] = roofline.MedianFraction();
+  roofline.Report(state, "fraction_of_best_probe");
   // Keys and values of every layer at the average context of the timed decodes (no GQA).
   const double kv_bytes = static_cast<double>(shape->layers) * (kPrompt + kDecodesPerPrompt / 2.0) * 2.0 *
                           static_cast<double>(shape->dim) * sizeof(float);
@@ -144,8 +128,7 @@ void WeightsPrefill(benchmark::State& state, const ModelShape* shape, WeightForm
   }
   const double peak = roofline.best_probe();
   SetRates(state, static_cast<double>(kTokens * state.iterations()), peak / flops * kTokens);
-  state.counters["fraction_of_best_peak"] = state.counters["roofline_fraction"];
-  state.counters["roofline_fraction"] = roofline.MedianFraction();
+  roofline.Report(state, "fraction_of_best_peak");
   state.counters["fma_peak_GFLOPs"] = peak / 1e9;
 }
 
