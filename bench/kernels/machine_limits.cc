@@ -153,7 +153,6 @@ namespace {
 // Where the sized probe leaves its checksum, so its reads cannot be elided.
 volatile uint32_t sized_probe_sink = 0;
 
-
 }  // namespace
 
 double MeasureFmaFlopsPerSecond(threading::ThreadPool& pool) {

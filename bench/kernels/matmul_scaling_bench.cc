@@ -28,6 +28,7 @@ namespace kvrt::bench {
 namespace {
 
 using benchmark::State;
+
 // Wall time of each side, summed over the iterations.
 struct ScalingSides {
   double one_thread = 0;

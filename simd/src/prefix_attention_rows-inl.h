@@ -234,13 +234,18 @@ HWY_INLINE void AttendRowGroup(D d, const T* q, size_t q_stride, const PrefixSeg
   }
   for (size_t begin = 0; begin < n; begin += kTile) {
     if (n > kTile) ScoreRowGroupTile(d, queries, first, second, shared, count, begin, head_width, scale, s);
-    for (size_t r = 0; r < kRowGroup; ++r) ExpTile(d, s[r], TileRows(count[r], begin), max_value[r], sum[r]);
+    size_t end[kRowGroup];  // where each query's rows in this tile stop
+    for (size_t r = 0; r < kRowGroup; ++r) {
+      const size_t rows = TileRows(count[r], begin);
+      ExpTile(d, s[r], rows, max_value[r], sum[r]);
+      end[r] = begin + rows;
+    }
     const size_t shared_end = std::min(shared, begin + kTile);
     if (begin < shared_end) MixRows(d, s, first, second, begin, shared_end - begin, head_width, even, odd);
+    const size_t own = std::max(begin, shared);
     for (size_t r = 0; r < kRowGroup; ++r) {
-      const size_t own = std::max(begin, shared), end = begin + TileRows(count[r], begin);
-      if (own < end) {
-        MixTile(d, s[r] + (own - begin), first, second, own, end - own, head_width, even[r], odd[r]);
+      if (own < end[r]) {
+        MixTile(d, s[r] + (own - begin), first, second, own, end[r] - own, head_width, even[r], odd[r]);
       }
     }
   }
