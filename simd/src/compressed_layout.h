@@ -61,37 +61,30 @@ inline uint16_t LoadU16(const uint8_t* p) {
 }
 inline void StoreU16(uint8_t* p, uint16_t v) { std::memcpy(p, &v, sizeof(v)); }
 
-// Row k of a panel dequantized into out[0..32): the values at() returns, in column order.
-inline void DequantizeRow(WeightType type, const uint8_t* panel, size_t k, float* out) {
+// Element (k, j) of a row-layout panel (j < 32): the value at() returns, and the only
+// code that reads a value back out of a panel.
+inline float DequantizeElement(WeightType type, const uint8_t* panel, size_t k, size_t j) {
   switch (type) {
-    case WeightType::kBf16: {
-      const uint8_t* row = panel + k * kHalfRowBytes;
-      for (size_t j = 0; j < kWidth; ++j) out[j] = Bf16ToF32(LoadU16(row + 2 * Bf16Slot(j)));
-      return;
-    }
-    case WeightType::kF16: {
-      const uint8_t* row = panel + k * kHalfRowBytes;
-      for (size_t j = 0; j < kWidth; ++j) out[j] = F16ToF32(LoadU16(row + 2 * j));
-      return;
-    }
+    case WeightType::kBf16:
+      return Bf16ToF32(LoadU16(panel + k * kHalfRowBytes + 2 * Bf16Slot(j)));
+    case WeightType::kF16:
+      return F16ToF32(LoadU16(panel + k * kHalfRowBytes + 2 * j));
     case WeightType::kQ8_0: {
-      const uint8_t* scales = panel + QuantBlockOffset(type, k);
-      const auto* row = reinterpret_cast<const int8_t*>(panel + Q8RowOffset(k));
-      for (size_t j = 0; j < kWidth; ++j) {
-        out[j] = static_cast<float>(row[j]) * F16ToF32(LoadU16(scales + 2 * j));
-      }
-      return;
+      const auto q = static_cast<int8_t>(panel[Q8RowOffset(k) + j]);
+      return static_cast<float>(q) * F16ToF32(LoadU16(panel + QuantBlockOffset(type, k) + 2 * j));
     }
     case WeightType::kQ4_0: {
-      const uint8_t* scales = panel + QuantBlockOffset(type, k);
       const uint8_t* row = panel + Q4RowOffset(k);
-      for (size_t j = 0; j < kWidth; ++j) {
-        const int q = j < kWidth / 2 ? row[j] & 0xF : row[j - kWidth / 2] >> 4;
-        out[j] = static_cast<float>(q - 8) * F16ToF32(LoadU16(scales + 2 * j));
-      }
-      return;
+      const int q = j < kWidth / 2 ? row[j] & 0xF : row[j - kWidth / 2] >> 4;
+      return static_cast<float>(q - 8) * F16ToF32(LoadU16(panel + QuantBlockOffset(type, k) + 2 * j));
     }
   }
+  return 0.0f;
+}
+
+// Row k of a row-layout panel dequantized into out[0..32).
+inline void DequantizeRow(WeightType type, const uint8_t* panel, size_t k, float* out) {
+  for (size_t j = 0; j < kWidth; ++j) out[j] = DequantizeElement(type, panel, k, j);
 }
 
 // The int8-activation layout (CompressedLayout::kInt8Quads, int8_activations.h): per
@@ -114,16 +107,13 @@ inline size_t QuadByteOffset(WeightType type, size_t k, size_t j) {
   return QuantBlockOffset(type, k) + kScaleBytes + quad * quad_bytes + column * kQuadRows + within;
 }
 
-// Row k of a quad-layout panel dequantized into out[0..32): the same values as
-// DequantizeRow of the row layout it was packed from.
-inline void DequantizeQuadRow(WeightType type, const uint8_t* panel, size_t k, float* out) {
-  const uint8_t* scales = panel + QuantBlockOffset(type, k);
-  for (size_t j = 0; j < kWidth; ++j) {
-    const uint8_t byte = panel[QuadByteOffset(type, k, j)];
-    const int q = type == WeightType::kQ8_0 ? int{byte} - kQ8Offset
-                                            : (j < kWidth / 2 ? byte & 0xF : byte >> 4) - 8;
-    out[j] = static_cast<float>(q) * F16ToF32(LoadU16(scales + 2 * j));
-  }
+// Element (k, j) of a quad-layout panel: the same value as DequantizeElement of the
+// row layout it was packed from.
+inline float DequantizeQuadElement(WeightType type, const uint8_t* panel, size_t k, size_t j) {
+  const uint8_t byte = panel[QuadByteOffset(type, k, j)];
+  const int q = type == WeightType::kQ8_0 ? int{byte} - kQ8Offset
+                                          : (j < kWidth / 2 ? byte & 0xF : byte >> 4) - 8;
+  return static_cast<float>(q) * F16ToF32(LoadU16(panel + QuantBlockOffset(type, k) + 2 * j));
 }
 
 }  // namespace kvrt::simd::compressed

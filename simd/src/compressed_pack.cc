@@ -1,7 +1,7 @@
 // Sizes, packing (PackCompressed from f32, RepackGgml from GGUF bytes), element access
 // and column gathers of compressed matrices (compressed_matrix.h). Load-time code, plain
 // C++: the element writers below are the only code that places values in a panel, and
-// DequantizeRow (compressed_layout.h) the only code that reads them back.
+// DequantizeElement (compressed_layout.h) the only code that reads them back.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -120,28 +120,21 @@ size_t GgmlRowBytes(WeightType type, size_t rows_k) {
 size_t CompressedMatrixView::panel_bytes() const { return compressed::PanelBytes(type, rows); }
 
 namespace {
-void DequantizeAnyRow(const CompressedMatrixView& w, const uint8_t* panel, size_t k, float* out) {
-  if (w.layout == CompressedLayout::kInt8Quads) {
-    compressed::DequantizeQuadRow(w.type, panel, k, out);
-  } else {
-    compressed::DequantizeRow(w.type, panel, k, out);
-  }
+float DequantizeAnyElement(const CompressedMatrixView& w, const uint8_t* panel, size_t k, size_t j) {
+  return w.layout == CompressedLayout::kInt8Quads ? compressed::DequantizeQuadElement(w.type, panel, k, j)
+                                                  : compressed::DequantizeElement(w.type, panel, k, j);
 }
 }  // namespace
 
 float CompressedMatrixView::at(size_t k, size_t n) const {
-  float row[kWidth];
-  DequantizeAnyRow(*this, panel(n / kWidth), k, row);
-  return row[n % kWidth];
+  return DequantizeAnyElement(*this, panel(n / kWidth), k, n % kWidth);
 }
 
+// One element of every row (an embedding lookup of a tied table, every prefill row):
+// the column's own bytes only, not the other 31 columns of each panel row.
 void GatherColumn(const CompressedMatrixView& w, size_t n, float* out) {
   const uint8_t* panel = w.panel(n / kWidth);
-  float row[kWidth];
-  for (size_t k = 0; k < w.rows; ++k) {
-    DequantizeAnyRow(w, panel, k, row);
-    out[k] = row[n % kWidth];
-  }
+  for (size_t k = 0; k < w.rows; ++k) out[k] = DequantizeAnyElement(w, panel, k, n % kWidth);
 }
 
 void PackCompressed(WeightType type, const float* source, size_t rows, size_t cols,
