@@ -243,6 +243,53 @@ TEST(FastEngineTest, AFailedStepCommitsNothing) {
   }
 }
 
+// A model whose block-0 key element j is huge (1e38, finite in f32) along input
+// feature j for j = 2 and 9, with those two features zero in every token but two:
+// token 1 (feature 9 large) makes key element 9 infinite, token 2 key element 2.
+// RoPE turns pair (8, 9) infinite in both elements, and pair (2, 3).
+DecoderModel InfiniteKeyModel() {
+  DecoderModel model = WideModel();
+  const size_t d = model.config().model_width;
+  std::vector<double> embedding(model.embedding().values().begin(), model.embedding().values().end());
+  for (size_t token = 0; token < model.config().vocabulary_size; ++token) {
+    embedding[token * d + 2] = embedding[token * d + 9] = 0.0;
+  }
+  embedding[1 * d + 9] = 1000.0;
+  embedding[2 * d + 2] = 1000.0;
+  const size_t key = BlockParameterIndex(0, BlockSlot::kKey);
+  std::vector<double> weights(model.parameter(key).values().begin(), model.parameter(key).values().end());
+  for (const size_t j : {2, 9}) weights[j * d + j] = 1e38;  // [input][output], no GQA
+  const std::vector<ParameterUpdate> updates = {{0, embedding}, {key, weights}};
+  EXPECT_TRUE(model.UpdateParameters(updates));
+  return model;
+}
+
+TEST(FastEngineTest, APrefillNamesItsFirstNonFiniteKeyForAnyThreadCount) {
+  // 72 rows: three row tiles of the parallel check. Row 40 (token 1) is the first
+  // bad one, row 66 (token 2, in another tile) a later one: the error must name
+  // key element 8 of row 40, whichever tile a thread checks first.
+  const DecoderModel model = InfiniteKeyModel();
+  std::vector<uint32_t> prompt(72, 0);
+  prompt[40] = 1;
+  prompt[66] = 2;
+  threading::ThreadPool two(2);
+  for (threading::ThreadPool* pool : {static_cast<threading::ThreadPool*>(nullptr), &two}) {
+    DecoderKvCache cache = *DecoderKvCache::Create(model, CacheFor(Precision::kF32));
+    DecoderKvSession session = *cache.Bind(model, Fast(Precision::kF32, pool));
+    const Result<StepOutput> failed = session.Prefill(prompt);
+    ASSERT_FALSE(failed);
+    EXPECT_TRUE(failed.error().Has(ErrorCode::kNonFiniteKey)) << failed.error().Debug();
+    EXPECT_NE(failed.error().Debug().find("index: 8,"), std::string::npos) << failed.error().Debug();
+    EXPECT_EQ(session.cache().len(), 0u);
+    // Without row 40 the first bad row is 66, and the error names its element.
+    prompt[40] = 0;
+    const Result<StepOutput> later = session.Prefill(prompt);
+    prompt[40] = 1;
+    ASSERT_FALSE(later);
+    EXPECT_NE(later.error().Debug().find("index: 2,"), std::string::npos) << later.error().Debug();
+  }
+}
+
 TEST(FastEngineTest, DecodeAllocatesNothingAfterBind) {
   const DecoderModel model = WideModel();
   threading::ThreadPool pool(2);

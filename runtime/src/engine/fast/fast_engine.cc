@@ -95,6 +95,7 @@ class FastEngine final : public Engine {
     allocate(staged_, config_.layers * rows * 2 * config_.kv_width());
     allocate(row_run_, rows);
     allocate(row_position_, rows);
+    allocate(row_finite_, rows);
     allocate(run_first_row_, batch_);
     allocate(run_task_begin_, batch_ + 1);
     // Int8 activations: the rows of one product rounded to q8_0 blocks (K ≤ max(D, F)).
@@ -168,7 +169,8 @@ class FastEngine final : public Engine {
   void Commit(const EngineStep& step, std::span<LayerKvCache> layers) override {
     const size_t hw = config_.head_width(), kv_heads = config_.kv_heads;
     const size_t kv_width = config_.kv_width();
-    for (size_t l = 0; l < layers.size(); ++l) {
+    // A layer per task: a prefill copies megabytes a layer, a decode a few KiB.
+    ForLayers(step.rows, layers.size(), [&](size_t l) {
       T* keys = KvStorageAccess::keys<T>(layers[l]);
       T* values = KvStorageAccess::values<T>(layers[l]);
       size_t i = 0;  // step row
@@ -182,7 +184,7 @@ class FastEngine final : public Engine {
           }
         }
       }
-    }
+    });
   }
 
  private:
@@ -191,14 +193,25 @@ class FastEngine final : public Engine {
   // the same either way.
   template <class Body>
   void ForRows(size_t n, Body&& body) {
-    constexpr size_t kTile = 32;
-    if (pool_ == nullptr || n <= kTile) {
+    if (pool_ == nullptr || n <= kRowsPerTile) {
       for (size_t i = 0; i < n; ++i) body(i);
       return;
     }
-    pool_->ParallelFor((n + kTile - 1) / kTile, [&](size_t tile, size_t) {
-      for (size_t i = tile * kTile; i < std::min(n, (tile + 1) * kTile); ++i) body(i);
+    pool_->ParallelFor((n + kRowsPerTile - 1) / kRowsPerTile, [&](size_t tile, size_t) {
+      for (size_t i = tile * kRowsPerTile; i < std::min(n, (tile + 1) * kRowsPerTile); ++i) body(i);
     });
+  }
+  static constexpr size_t kRowsPerTile = 32;
+
+  // Runs body(layer) for every layer: on the pool when the step has as many rows as
+  // ForRows would spread, else on the calling thread.
+  template <class Body>
+  void ForLayers(size_t rows, size_t layers, Body&& body) {
+    if (pool_ == nullptr || rows <= kRowsPerTile) {
+      for (size_t l = 0; l < layers; ++l) body(l);
+      return;
+    }
+    pool_->ParallelFor(layers, [&](size_t l, size_t) { body(l); });
   }
 
   void Norm(const T* x, const T* gain, T* y) const {
@@ -232,17 +245,17 @@ class FastEngine final : public Engine {
     const PackedWeight<T>& embedding = weights_->embedding;
     const simd::PackedMatrixView<T>& table = embedding.view;
     const size_t d = config_.model_width;
-    for (size_t i = 0; i < step.rows; ++i) {
+    ForRows(step.rows, [&](size_t i) {
       const uint32_t token = TokenOfRow(step, i);
       T* row = hidden_.data() + i * d;
       if constexpr (std::is_same_v<T, float>) {
         if (embedding.is_compressed()) {
           simd::GatherColumn(embedding.compressed.view, token, row);
-          continue;
+          return;
         }
       }
       for (size_t k = 0; k < d; ++k) row[k] = table.at(k, token);
-    }
+    });
   }
 
   void Rotate(const EngineStep& step) {
@@ -280,9 +293,9 @@ class FastEngine final : public Engine {
   void StageKeyValueRows(const EngineStep& step, size_t layer) {
     const size_t width = qkv_.front().width(), d = config_.model_width;
     const size_t kv_width = config_.kv_width();
-    for (size_t i = 0; i < step.rows; ++i) {
+    ForRows(step.rows, [&](size_t i) {
       std::copy_n(qkv_rows_.data() + i * width + d, 2 * kv_width, Staged(layer, i));
-    }
+    });
   }
 
   // Elements of attention scratch one worker uses (bounded by the head width,
@@ -362,10 +375,18 @@ class FastEngine final : public Engine {
   }
 
   // The new K/V rows pass the cache's append validation (spec/kv-cache.md §1.4).
+  // The rows are tested in parallel (a prefill stages megabytes a layer); the first
+  // failing row, in step order, is then searched as one serial pass would, so the
+  // error names the same element for any thread count.
   Result<void> CheckNewRows(const EngineStep& step, size_t layer) {
     const size_t hw = config_.head_width(), kv_heads = config_.kv_heads;
     const size_t kv_width = config_.kv_width();
-    for (size_t i = 0; i < step.rows; ++i) {
+    ForRows(step.rows, [&](size_t i) {
+      row_finite_[i] = !FirstNonFinite(Staged(layer, i), 2 * kv_width).has_value();
+    });
+    const size_t first = static_cast<size_t>(
+        std::find(row_finite_.data(), row_finite_.data() + step.rows, uint8_t{0}) - row_finite_.data());
+    for (size_t i = first; i < step.rows; ++i) {
       for (const bool is_key : {true, false}) {
         for (size_t h = 0; h < kv_heads; ++h) {
           const T* row = Staged(layer, i) + (is_key ? 0 : kv_width) + h * hw;
@@ -401,6 +422,7 @@ class FastEngine final : public Engine {
   Buffer<T> staged_;        // [layers, rows, K | V]: the step's new rows
   Buffer<size_t> row_run_;       // [rows]: the run of every step row
   Buffer<size_t> row_position_;  // [rows]
+  Buffer<uint8_t> row_finite_;   // [rows]: CheckNewRows' verdict on every step row
   Buffer<size_t> run_first_row_;  // [slots]: first step row of every run
   Buffer<size_t> run_task_begin_;  // [slots + 1]: first attention task of every run
   Buffer<int8_t> int8_quants_;     // [rows, K]: int8 activations only
