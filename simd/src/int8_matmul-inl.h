@@ -35,6 +35,20 @@ struct Q8QuadWeights {
     HWY_UNROLL(16)
     for (size_t v = 0; v < kVecs; ++v) w[v] = hn::LoadU(di, lanes + v * hn::Lanes(di));
   }
+
+#if HWY_TARGET == HWY_AVX2
+  // Int8Dot::kBytePairs. u = q + 128 reaches 255, and VPMADDUBSW's int16 pair of
+  // u·a would saturate (2·255·127 > 32767), so the pairs multiply |q| by a with q's
+  // sign: each product is q·a, |q·a| ≤ 128·127, a pair ≤ 32512 (|a| ≤ 127,
+  // int8_activations.h). One quad's pairs are widened at once, and the sums carry
+  // no offset.
+  static constexpr size_t kQuadsPerWidening = 1;
+  static constexpr int32_t kPairOffset = 0;
+  static HWY_INLINE hn::Vec<DI> BytePairs(hn::Vec<DI> u, hn::Vec<DI> a) {
+    const __m256i q = _mm256_xor_si256(u.raw, _mm256_set1_epi8(static_cast<char>(0x80)));
+    return hn::Vec<DI>{_mm256_maddubs_epi16(_mm256_abs_epi8(q), _mm256_sign_epi8(a.raw, q))};
+  }
+#endif
 };
 
 // A q4_0 quad's 64 bytes hold columns c and c + 16 in the low and high nibbles of the
@@ -56,16 +70,35 @@ struct Q4QuadWeights {
       w[v + kVecs / 2] = hn::And(hn::ShiftRight<4>(bytes), nibbles);
     }
   }
+
+#if HWY_TARGET == HWY_AVX2
+  // Int8Dot::kBytePairs: u ≤ 15 and |a| ≤ 128 keep a pair within 2·15·128 = 3840 and
+  // the eight quads of a block within 30720, inside int16: one widening per block.
+  static constexpr size_t kQuadsPerWidening = kQuantBlock / compressed::kQuadRows;
+  static constexpr int32_t kPairOffset = kOffset;
+  static HWY_INLINE hn::Vec<DI> BytePairs(hn::Vec<DI> u, hn::Vec<DI> a) {
+    return hn::Vec<DI>{_mm256_maddubs_epi16(u.raw, a.raw)};
+  }
+#endif
+};
+
+// How a target forms the exact integer block sums S_b (int8_activations.h).
+enum class Int8Dot {
+  kLanes,      // portable: each byte shifted and masked out of its lane, int32 multiplies
+  kBytePairs,  // AVX2: VPMADDUBSW (byte products, pairs added into int16), then
+               // VPMADDWD by ones to int32 (the Weights' BytePairs and ranges)
+  kVnni,       // AVX-512 VNNI: VPDPBUSD, four byte products into each int32 lane
 };
 
 // Four activation quants of one row (rows 4t..4t+3 of a block), broadcast: packed in
-// one lane for VPDPBUSD, or one vector per byte for the portable form.
-template <bool kVnni, class DI>
+// one lane for the byte forms, or one vector per byte for the portable one.
+template <Int8Dot kDot, class DI>
 struct ActivationQuad {
-  hn::Vec<DI> v[kVnni ? 1 : 4];
+  static constexpr bool kPacked = kDot != Int8Dot::kLanes;
+  hn::Vec<DI> v[kPacked ? 1 : 4];
 
   HWY_INLINE ActivationQuad(DI di, const int8_t* quants) {
-    if constexpr (kVnni) {
+    if constexpr (kPacked) {
       int32_t packed;
       std::memcpy(&packed, quants, sizeof(packed));
       v[0] = hn::Set(di, packed);
@@ -77,10 +110,9 @@ struct ActivationQuad {
 
 // acc + Σ_j u_j·a_j per lane, u_j the unsigned byte j of w, a_j the signed quant j:
 // exact (the sums stay far inside int32, int8_activations.h).
-template <bool kVnni, class DI>
-HWY_INLINE hn::Vec<DI> Dot4(DI di, hn::Vec<DI> acc, hn::Vec<DI> w,
-                            const ActivationQuad<kVnni, DI>& a) {
-  if constexpr (kVnni) {
+template <Int8Dot kDot, class DI>
+HWY_INLINE hn::Vec<DI> Dot4(DI di, hn::Vec<DI> acc, hn::Vec<DI> w, const ActivationQuad<kDot, DI>& a) {
+  if constexpr (kDot == Int8Dot::kVnni) {
 #if HWY_TARGET == HWY_AVX3
     // VPDPBUSD: unsigned bytes of w times signed bytes of a, four per lane, added
     // to acc without saturation. Inline assembly because Highway 1.0.3 has no op
@@ -89,10 +121,11 @@ HWY_INLINE hn::Vec<DI> Dot4(DI di, hn::Vec<DI> acc, hn::Vec<DI> w,
     asm("vpdpbusd %2, %1, %0" : "+v"(raw) : "v"(w.raw), "v"(a.v[0].raw));
     return hn::Vec<DI>{raw};
 #else
-    static_assert(!kVnni, "VPDPBUSD is used on the AVX3 target only");
+    static_assert(kDot != Int8Dot::kVnni, "VPDPBUSD is used on the AVX3 target only");
     return acc;
 #endif
   } else {
+    static_assert(kDot == Int8Dot::kLanes, "byte pairs go through BlockSumsByPairs");
     const auto byte = hn::Set(di, 0xFF);
     acc = hn::Add(acc, hn::Mul(hn::And(w, byte), a.v[0]));
     acc = hn::Add(acc, hn::Mul(hn::And(hn::ShiftRight<8>(w), byte), a.v[1]));
@@ -101,18 +134,100 @@ HWY_INLINE hn::Vec<DI> Dot4(DI di, hn::Vec<DI> acc, hn::Vec<DI> w,
   }
 }
 
+// sum += the int8 dot products of one block (Int8Dot::kLanes / kVnni): one Dot4 per
+// quad, row and vector.
+template <template <class> class Weights, Int8Dot kDot, size_t kRows, size_t kPanels, class DI>
+HWY_INLINE void BlockSumsByQuads(DI di, const uint8_t* const* panel, size_t block_offset,
+                                 const int8_t* const* quants,
+                                 hn::Vec<DI> (&sum)[kRows][kPanels][PanelVectors<hn::RebindToFloat<DI>>()]) {
+  using W = Weights<DI>;
+  constexpr size_t kVecs = PanelVectors<hn::RebindToFloat<DI>>();
+  constexpr size_t kQuads = kQuantBlock / compressed::kQuadRows;
+  for (size_t t = 0; t < kQuads; ++t) {
+    const size_t quad_offset = block_offset + compressed::kScaleBytes + t * W::kQuadBytes;
+    HWY_UNROLL(4)
+    for (size_t g = 0; g < kPanels; ++g) {
+      hn::Vec<DI> weights[kVecs];
+      W::Load(di, panel[g] + quad_offset, weights);
+      HWY_UNROLL(4)
+      for (size_t r = 0; r < kRows; ++r) {
+        const ActivationQuad<kDot, DI> quad(di, quants[r] + t * compressed::kQuadRows);
+        for (size_t v = 0; v < kVecs; ++v) sum[r][g][v] = Dot4(di, sum[r][g][v], weights[v], quad);
+      }
+    }
+  }
+}
+
+#if HWY_TARGET == HWY_AVX2
+// The same sums by byte pairs (Int8Dot::kBytePairs): W::BytePairs gives the int16
+// pair sums of one quad; W::kQuadsPerWidening quads of them are added in int16
+// (VPADDW: the Weights' ranges keep them exact), then widened by VPMADDWD with ones,
+// which adds each lane's two int16 halves into int32: every lane ends with the same
+// integer as four VPDPBUSD steps.
+template <template <class> class Weights, size_t kRows, size_t kPanels, class DI>
+HWY_INLINE void BlockSumsByPairs(DI di, const uint8_t* const* panel, size_t block_offset,
+                                 const int8_t* const* quants,
+                                 hn::Vec<DI> (&sum)[kRows][kPanels][PanelVectors<hn::RebindToFloat<DI>>()]) {
+  using W = Weights<DI>;
+  constexpr size_t kVecs = PanelVectors<hn::RebindToFloat<DI>>();
+  constexpr size_t kQuads = kQuantBlock / compressed::kQuadRows;
+  const __m256i ones = _mm256_set1_epi16(1);
+  for (size_t t0 = 0; t0 < kQuads; t0 += W::kQuadsPerWidening) {
+    __m256i pairs[kRows][kPanels][kVecs];
+    for (size_t r = 0; r < kRows; ++r) {
+      for (size_t g = 0; g < kPanels; ++g) {
+        for (size_t v = 0; v < kVecs; ++v) pairs[r][g][v] = _mm256_setzero_si256();
+      }
+    }
+    // Not unrolled: a whole block's eight quads unrolled spill the int16 sums.
+    HWY_UNROLL(1)
+    for (size_t t = t0; t < t0 + W::kQuadsPerWidening; ++t) {
+      const size_t quad_offset = block_offset + compressed::kScaleBytes + t * W::kQuadBytes;
+      HWY_UNROLL(4)
+      for (size_t g = 0; g < kPanels; ++g) {
+        hn::Vec<DI> weights[kVecs];
+        W::Load(di, panel[g] + quad_offset, weights);
+        HWY_UNROLL(4)
+        for (size_t r = 0; r < kRows; ++r) {
+          const ActivationQuad<Int8Dot::kBytePairs, DI> quad(di, quants[r] + t * compressed::kQuadRows);
+          for (size_t v = 0; v < kVecs; ++v) {
+            pairs[r][g][v] = _mm256_add_epi16(pairs[r][g][v], W::BytePairs(weights[v], quad.v[0]).raw);
+          }
+        }
+      }
+    }
+    for (size_t r = 0; r < kRows; ++r) {
+      for (size_t g = 0; g < kPanels; ++g) {
+        for (size_t v = 0; v < kVecs; ++v) {
+          sum[r][g][v] = hn::Add(sum[r][g][v], hn::Vec<DI>{_mm256_madd_epi16(pairs[r][g][v], ones)});
+        }
+      }
+    }
+  }
+}
+#endif
+
+// The offset o of the block sums' start −o·Σa: the stored weights' (Int8Dot::kLanes,
+// kVnni), or what the byte pairs leave in them.
+template <class W, Int8Dot kDot>
+constexpr int32_t SumOffset() {
+#if HWY_TARGET == HWY_AVX2
+  if constexpr (kDot == Int8Dot::kBytePairs) return W::kPairOffset;
+#endif
+  return W::kOffset;
+}
+
 // C rows [row0, row0 + kRows) × the columns of kPanels panels from first_panel: per
 // block the integer sums S_b in int32 lanes (from −o·Σa), then
 // acc = acc + (d_w·d_a)·float(S_b) as two rounded operations (no FMA, so that every
 // target and the twin agree bit for bit).
-template <template <class> class Weights, bool kVnni, size_t kRows, size_t kPanels, class D>
+template <template <class> class Weights, Int8Dot kDot, size_t kRows, size_t kPanels, class D>
 HWY_INLINE void Int8Tile(D d, const Int8Rows& a, size_t row0, const CompressedMatrixView& w,
                          float* c, size_t ldc, size_t first_panel) {
   using DI = hn::RebindToSigned<D>;
   const DI di;
   using W = Weights<DI>;
   constexpr size_t kVecs = PanelVectors<D>();
-  constexpr size_t kQuads = kQuantBlock / compressed::kQuadRows;
   const size_t blocks = a.blocks();
   const uint8_t* panel[kPanels];
   for (size_t g = 0; g < kPanels; ++g) panel[g] = w.panel(first_panel + g);
@@ -128,23 +243,18 @@ HWY_INLINE void Int8Tile(D d, const Int8Rows& a, size_t row0, const CompressedMa
     const int8_t* quants[kRows];
     for (size_t r = 0; r < kRows; ++r) {
       quants[r] = a.quants + (row0 + r) * a.k + b * kQuantBlock;
-      const auto start = hn::Set(di, -W::kOffset * a.sums[(row0 + r) * blocks + b]);
+      const auto start = hn::Set(di, -SumOffset<W, kDot>() * a.sums[(row0 + r) * blocks + b]);
       for (size_t g = 0; g < kPanels; ++g) {
         for (size_t v = 0; v < kVecs; ++v) sum[r][g][v] = start;
       }
     }
-    for (size_t t = 0; t < kQuads; ++t) {
-      const size_t quad_offset = block_offset + compressed::kScaleBytes + t * W::kQuadBytes;
-      HWY_UNROLL(4)
-      for (size_t g = 0; g < kPanels; ++g) {
-        hn::Vec<DI> weights[kVecs];
-        W::Load(di, panel[g] + quad_offset, weights);
-        HWY_UNROLL(4)
-        for (size_t r = 0; r < kRows; ++r) {
-          const ActivationQuad<kVnni, DI> quad(di, quants[r] + t * compressed::kQuadRows);
-          for (size_t v = 0; v < kVecs; ++v) sum[r][g][v] = Dot4(di, sum[r][g][v], weights[v], quad);
-        }
-      }
+#if HWY_TARGET == HWY_AVX2
+    if constexpr (kDot == Int8Dot::kBytePairs) {
+      BlockSumsByPairs<Weights, kRows, kPanels>(di, panel, block_offset, quants, sum);
+    } else  // NOLINT(readability/braces): the other forms follow
+#endif
+    {
+      BlockSumsByQuads<Weights, kDot, kRows, kPanels>(di, panel, block_offset, quants, sum);
     }
     for (size_t g = 0; g < kPanels; ++g) {
       hn::Vec<D> weight_scale[kVecs];
@@ -167,24 +277,24 @@ HWY_INLINE void Int8Tile(D d, const Int8Rows& a, size_t row0, const CompressedMa
   }
 }
 
-// One row (decode): four panels side by side, as the f32-activation MatVec. Several
-// rows: per panel, tiles of four rows sharing every weight load, then one smaller
-// tile for the rest.
-template <template <class> class Weights, bool kVnni, class D>
+// One row (decode): panels side by side, as many as the f32-activation MatVec streams.
+// Several rows: per panel, tiles of four rows sharing every weight load, then one
+// smaller tile for the rest.
+template <template <class> class Weights, Int8Dot kDot, class D>
 HWY_INLINE void Int8Panels(D d, const Int8Rows& a, size_t first_row, size_t m,
                            const CompressedMatrixView& w, float* c, size_t ldc,
                            size_t panel_begin, size_t panel_end) {
   if (m == 1) {
     constexpr size_t kGroup = std::max<size_t>(1, 8 / PanelVectors<D>());
     ForPanelGroups<kGroup>(panel_begin, panel_end, [&](size_t p, auto panels) {
-      Int8Tile<Weights, kVnni, 1, decltype(panels)::value>(d, a, first_row, w, c, ldc, p);
+      Int8Tile<Weights, kDot, 1, decltype(panels)::value>(d, a, first_row, w, c, ldc, p);
     });
     return;
   }
   constexpr size_t kRowTile = 4;
   for (size_t p = panel_begin; p < panel_end; ++p) {
     ForPanelGroups<kRowTile>(0, m, [&](size_t r, auto rows) {
-      Int8Tile<Weights, kVnni, decltype(rows)::value, 1>(d, a, first_row + r, w, c + r * ldc, ldc, p);
+      Int8Tile<Weights, kDot, decltype(rows)::value, 1>(d, a, first_row + r, w, c + r * ldc, ldc, p);
     });
   }
 }
@@ -224,14 +334,14 @@ HWY_INLINE void QuantizeRowFor(D d, const float* x, const Int8Rows& out, size_t 
   }
 }
 
-template <bool kVnni, class D>
+template <Int8Dot kDot, class D>
 HWY_INLINE void Int8MatMulFor(D d, const Int8Rows& a, size_t first_row, size_t m,
                               const CompressedMatrixView& w, float* c, size_t ldc,
                               size_t panel_begin, size_t panel_end) {
   if (w.type == WeightType::kQ8_0) {
-    Int8Panels<Q8QuadWeights, kVnni>(d, a, first_row, m, w, c, ldc, panel_begin, panel_end);
+    Int8Panels<Q8QuadWeights, kDot>(d, a, first_row, m, w, c, ldc, panel_begin, panel_end);
   } else {
-    Int8Panels<Q4QuadWeights, kVnni>(d, a, first_row, m, w, c, ldc, panel_begin, panel_end);
+    Int8Panels<Q4QuadWeights, kDot>(d, a, first_row, m, w, c, ldc, panel_begin, panel_end);
   }
 }
 

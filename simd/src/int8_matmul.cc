@@ -1,5 +1,6 @@
 // Run-time dispatch of the int8-activation kernel (int8_activations.h): Highway picks
-// the target; on AVX3 the CPUID bit of AVX-512 VNNI then picks VPDPBUSD.
+// the target; on AVX3 the CPUID bit of AVX-512 VNNI then picks VPDPBUSD, and AVX2 uses
+// VPMADDUBSW byte pairs (int8_matmul-inl.h).
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "int8_matmul.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
@@ -13,11 +14,13 @@ namespace kvrt::simd::HWY_NAMESPACE {
 void Int8MatMul(const Int8Rows& a, size_t first_row, size_t m, const CompressedMatrixView& w,
                 float* c, size_t ldc, size_t panel_begin, size_t panel_end, bool vnni) {
   const hn::ScalableTag<float> d;
-#if HWY_TARGET == HWY_AVX3
-  if (vnni) return Int8MatMulFor<true>(d, a, first_row, m, w, c, ldc, panel_begin, panel_end);
-#endif
   (void)vnni;
-  Int8MatMulFor<false>(d, a, first_row, m, w, c, ldc, panel_begin, panel_end);
+#if HWY_TARGET == HWY_AVX3
+  if (vnni) return Int8MatMulFor<Int8Dot::kVnni>(d, a, first_row, m, w, c, ldc, panel_begin, panel_end);
+#elif HWY_TARGET == HWY_AVX2
+  return Int8MatMulFor<Int8Dot::kBytePairs>(d, a, first_row, m, w, c, ldc, panel_begin, panel_end);
+#endif
+  Int8MatMulFor<Int8Dot::kLanes>(d, a, first_row, m, w, c, ldc, panel_begin, panel_end);
 }
 
 void Int8QuantizeRow(const float* x, const Int8Rows& out, size_t row) {

@@ -190,6 +190,65 @@ TEST_P(Int8ActivationsTest, MatMulEqualsTwinForEveryShape) {
   }
 }
 
+// The quants at the ends of their ranges, where a form that adds byte products in
+// int16 (AVX2's VPMADDUBSW pairs) would saturate if it let them: q8_0 weights of
+// −128, −127 and 127 (a GGUF file may hold −128, which the quantizer never makes) and
+// q4_0 quants of −8 and 7, against activation quants of ±127 in every sign pattern.
+// Every block's integer sum must still be exact: the kernel equals its twin and the
+// exact formula.
+TEST_P(Int8ActivationsTest, ExtremeQuantsSumExactly) {
+  const size_t rows = 64, cols = 64;
+  // Activations: block 0 all +127 (x = 1), block 1 alternating ±127 in pairs.
+  std::vector<float> x(rows);
+  for (size_t k = 0; k < rows; ++k) x[k] = k < 32 || (k / 2) % 2 == 0 ? 1.0f : -1.0f;
+  for (WeightType type : kTypes) {
+    // ggml rows (one per column n) of two blocks: scale 1.0 (f16 0x3C00), then quants.
+    const size_t block_bytes = type == WeightType::kQ8_0 ? 34 : 18;
+    std::vector<uint8_t> ggml(cols * 2 * block_bytes);
+    for (size_t n = 0; n < cols; ++n) {
+      for (size_t b = 0; b < 2; ++b) {
+        uint8_t* block = ggml.data() + (n * 2 + b) * block_bytes;
+        block[0] = 0x00;
+        block[1] = 0x3C;
+        for (size_t j = 0; j < 32; ++j) {
+          const size_t pattern = (n + j + b) % 4;  // extremes mixed within a lane's four
+          if (type == WeightType::kQ8_0) {
+            const int8_t q[4] = {-128, -127, 127, -128};
+            block[2 + j] = static_cast<uint8_t>(n % 3 == 0 ? q[0] : q[pattern]);
+          } else if (j < 16) {
+            // Column n % 3 == 0 all 7 (u = 15: the largest int16 pair sums).
+            const uint8_t low = n % 3 == 0 || pattern % 2 == 0 ? 0x0F : 0x00;
+            block[2 + j] = low | static_cast<uint8_t>(n % 3 != 2 ? 0xF0 : 0x00);
+          }
+        }
+      }
+    }
+    const size_t bytes = CompressedMatrixBytes(type, rows, cols);
+    auto row_storage = hwy::AllocateAligned<uint8_t>(bytes);
+    auto quad_storage = hwy::AllocateAligned<uint8_t>(bytes);
+    RepackGgml(type, ggml.data(), rows, cols, row_storage.get());
+    const CompressedMatrixView quads = PackInt8Quads({type, row_storage.get(), rows, cols}, quad_storage.get());
+    Inputs inputs(simd_test::CaseSeed(rows, cols, 70));
+    Activations act(1, rows, inputs);
+    act.x = x;
+    QuantizeRow(act.x.data(), act.rows, 0);
+    ASSERT_EQ(act.quants[0], 127);
+    ASSERT_EQ(act.quants[34], -127);
+    std::vector<float> y(cols), twin(cols);
+    MatMulInt8(act.rows, 0, 1, quads, y.data(), cols, 0, quads.panels());
+    MatMulInt8Scalar(act.rows, 0, 1, quads, twin.data(), cols, 0, quads.panels());
+    ASSERT_TRUE(simd_test::SameBits(y.data(), twin.data(), cols)) << WeightTypeName(type);
+    for (size_t n = 0; n < cols; ++n) {
+      const float expected = Formula(act, 0, quads, n);
+      ASSERT_TRUE(simd_test::SameBits(&twin[n], &expected, 1))
+          << WeightTypeName(type) << " n=" << n << ": " << twin[n] << " vs " << expected;
+    }
+    // Column 0 against block 0's +127 activations (block 1's cancel): q8_0 all −128,
+    // −128·127·32·d_a ≈ −4096; q4_0 all 7, 7·127·32·d_a ≈ 224 (d_a ≈ 1/127).
+    ASSERT_NEAR(y[0], type == WeightType::kQ8_0 ? -4096.0f : 224.0f, 0.5f) << WeightTypeName(type);
+  }
+}
+
 TEST_P(Int8ActivationsTest, PanelRangesWriteOnlyTheirColumns) {
   for (WeightType type : kTypes) {
     const size_t rows = 64, cols = 300;  // 10 panels, the last one partial

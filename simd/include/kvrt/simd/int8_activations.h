@@ -20,7 +20,7 @@
 //
 // Activations: Int8Rows, M rows of K (a multiple of 32) as ggml's block_q8_0 holds
 // them: per block b, d_b = the f16 rounding of amax/127 and quants a = round(x/d)
-// (QuantizeBlockQ8_0, ggml's quantize_row_q8_0_ref), plus the block's Σa.
+// in [−127, 127] (QuantizeBlockQ8_0, ggml's quantize_row_q8_0_ref), plus the block's Σa.
 //
 // Result (every target and the scalar twin alike, bit for bit): for row r and column
 // n, with u the stored unsigned weight quant (q8_0: q + 128, q4_0: q + 8) and o its
@@ -67,10 +67,13 @@ CompressedMatrixView PackInt8Quads(const CompressedMatrixView& w, uint8_t* out);
 // as the header says. `w` is q8_0 or q4_0 in kInt8Quads with w.rows == a.k.
 //
 // MatMulInt8 (Highway, dispatched at run time; VPDPBUSD by CPUID where AVX-512 VNNI
-// exists, which Highway 1.0.3 has no op for): one row streams four panels side by
-// side (the decode shape); several rows go in tiles of four rows sharing every
-// weight load. Elsewhere the same integer sums from byte lanes (shift, mask, 32-bit
-// multiply). Scalar twin: one product at a time in ascending k.
+// exists, which Highway 1.0.3 has no op for): one row streams panels side by side
+// (four on AVX3, two on AVX2: the decode shape); several rows go in tiles of four
+// rows sharing every weight load. On AVX2 the same integer sums come from VPMADDUBSW
+// byte pairs, added in int16 while they cannot saturate and widened by VPMADDWD;
+// this needs the activation quants in [−127, 127], which QuantizeRow always gives.
+// Elsewhere from byte lanes (shift, mask, 32-bit multiply). Scalar twin: one product
+// at a time in ascending k.
 void MatMulInt8(const Int8Rows& a, size_t first_row, size_t m, const CompressedMatrixView& w,
                 float* c, size_t ldc, size_t panel_begin, size_t panel_end);
 void MatMulInt8Scalar(const Int8Rows& a, size_t first_row, size_t m, const CompressedMatrixView& w,
