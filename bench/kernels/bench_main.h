@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "kvrt/simd/dispatch_target.h"
+
 namespace kvrt::bench {
 
 // Runs the benchmarks `register_all` registers, with `defaults` (e.g.
@@ -21,6 +23,8 @@ int RunBenchmarkMain(int argc, char** argv, std::initializer_list<const char*> d
   for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
   int count = static_cast<int>(args.size());
   benchmark::Initialize(&count, args.data());
+  // The performance gate picks a ratio's floor by the target (bench/perf_gate.json).
+  benchmark::AddCustomContext("simd_target", std::string(kvrt::simd::DispatchedTargetName()));
   if (benchmark::ReportUnrecognizedArguments(count, args.data())) return 1;
   register_all();
   benchmark::RunSpecifiedBenchmarks();

@@ -30,7 +30,7 @@ struct Bench {
   std::map<std::string, double> counters = {};
 };
 
-Json RunJson(const std::vector<Bench>& benches) {
+Json RunJson(const std::vector<Bench>& benches, const std::string& simd_target = "") {
   Json rows = Json::array();
   for (const Bench& bench : benches) {
     for (int repetition = 0; repetition < 3; ++repetition) {
@@ -46,7 +46,9 @@ Json RunJson(const std::vector<Bench>& benches) {
     rows.push_back({{"name", bench.name + "_cv"}, {"run_name", bench.name}, {"run_type", "aggregate"},
                     {"aggregate_name", "cv"}, {"real_time", bench.cv}, {"time_unit", "ns"}});
   }
-  return {{"context", {{"num_cpus", 2}}}, {"benchmarks", rows}};
+  Json context = {{"num_cpus", 2}};
+  if (!simd_target.empty()) context["simd_target"] = simd_target;
+  return {{"context", context}, {"benchmarks", rows}};
 }
 
 class BenchCompareTest : public ::testing::Test {
@@ -194,6 +196,50 @@ TEST_F(BenchCompareTest, GateChecksInRunRatiosAgainstMinimumAndBaseline) {
   tolerant[0]["tolerance"] = 0.3;
   const std::string tolerant_gate = Write("tolerant.json", Gate(tolerant));
   EXPECT_EQ(RunKvrt({"bench-compare", "--gate", tolerant_gate, slower, engine}).status, 0);
+}
+
+// A ratio may carry another floor for one SIMD target, chosen by the simd_target the
+// run's JSON context records; a run on any other target, or one that records none,
+// keeps the entry's own floor, and the files of one run must agree on the target.
+TEST_F(BenchCompareTest, GateFloorsMayDependOnTheRunsSimdTarget) {
+  const Json ratios = Json::array({
+      {{"name", "dot speed-up"}, {"numerator", "Dot/twin"}, {"denominator", "Dot/fast"}, {"minimum", 8},
+       {"baseline", 12}, {"targets", {{"AVX2", {{"minimum", 4}, {"baseline", 6}}}}}},
+  });
+  const std::string gate = Write("gate.json", Gate(ratios));
+  const std::vector<Bench> six_times = {{"Dot/twin", 600}, {"Dot/fast", 100}};
+  const std::string avx2 = Write("avx2.json", RunJson(six_times, "AVX2"));
+  const CliRun pass = RunKvrt({"bench-compare", "--gate", gate, avx2});
+  EXPECT_EQ(pass.status, 0) << pass.out << pass.err;
+  EXPECT_NE(pass.out.find("SIMD target: AVX2"), std::string::npos) << pass.out;
+  EXPECT_NE(pass.out.find("(AVX2 floor)"), std::string::npos) << pass.out;
+
+  for (const std::string& other : {std::string("AVX3"), std::string()}) {
+    const std::string path = Write("other" + other + ".json", RunJson(six_times, other));
+    const CliRun result = RunKvrt({"bench-compare", "--gate", gate, path});
+    EXPECT_EQ(result.status, 1) << other << result.out;
+    EXPECT_NE(result.out.find("FAIL"), std::string::npos) << result.out;
+  }
+  // The AVX2 floor still fails what falls below it.
+  const std::string slow = Write("slow.json", RunJson({{"Dot/twin", 300}, {"Dot/fast", 100}}, "AVX2"));
+  EXPECT_EQ(RunKvrt({"bench-compare", "--gate", gate, slow}).status, 1);
+
+  const std::string avx3 = Write("avx3.json", RunJson({{"Decode", 1000}}, "AVX3"));
+  const CliRun mixed = RunKvrt({"bench-compare", "--gate", gate, avx2, avx3});
+  EXPECT_EQ(mixed.status, 2);
+  EXPECT_NE(mixed.err.find("different SIMD targets"), std::string::npos) << mixed.err;
+
+  // A malformed override is an error on every machine, not only on its target's.
+  const std::vector<Json> bad_targets = {Json(3), Json{{"AVX2", 1}}, Json{{"AVX2", {{"minimum", "x"}}}},
+                                         Json{{"AVX2", {{"floor", 1}}}}, Json{{"AVX2", {{"minimum", 0}, {"baseline", 0}}}}};
+  for (size_t i = 0; i < bad_targets.size(); ++i) {
+    Json bad = ratios;
+    bad[0]["targets"] = bad_targets[i];
+    const std::string path = Write("bad_targets_" + std::to_string(i) + ".json", Gate(bad));
+    const CliRun result = RunKvrt({"bench-compare", "--gate", path, avx3});
+    EXPECT_EQ(result.status, 2) << bad_targets[i].dump();
+    EXPECT_NE(result.err.find("InvalidArgument"), std::string::npos) << result.err;
+  }
 }
 
 TEST_F(BenchCompareTest, MissingBenchmarksAndMalformedFilesAreErrors) {

@@ -113,11 +113,20 @@ int CompareRuns(const std::string& baseline_path, const std::string& current_pat
   return 0;
 }
 
+// A ratio's floor: `minimum` is the committed floor; `baseline` the value a quiet
+// machine measured, allowed to drop by the noise tolerance (`tolerance` overrides
+// --threshold for ratios that a shared machine moves more, like thread scaling).
+struct GateFloor {
+  double minimum = 0, baseline = 0;
+  std::optional<double> tolerance;
+};
+
 // One entry of GATE.json's "ratios": either numerator/denominator of two rows'
-// times (a speed-up when the numerator is the slower variant) or one row's counter.
-// `minimum` is the committed floor; `baseline` the value a quiet machine measured,
-// allowed to drop by the noise tolerance (`tolerance` overrides --threshold for
-// ratios that a shared machine moves more, like thread scaling).
+// times (a speed-up when the numerator is the slower variant) or one row's counter,
+// and its floor. `targets` may give another floor for runs dispatched to one
+// Highway target ("targets": {"AVX2": {"minimum": 4}}): a ratio like fast/twin
+// scales with the vector width, so AVX2's 8 lanes cannot promise AVX3's 16. Each
+// field given there replaces the entry's own; the others stay.
 struct GateRatioSpec {
   std::string name;
   std::string numerator, denominator;  // time ratio
@@ -125,9 +134,31 @@ struct GateRatioSpec {
   // Optional: divide by another row's counter, e.g. the FMA probe's own 2-thread
   // speed-up, so a thread-scaling ratio judges the code and not a busy machine.
   std::string per_benchmark, per_counter;
-  double minimum = 0, baseline = 0;
-  std::optional<double> tolerance;
+  GateFloor floor;
+  std::map<std::string, Json> targets;  // target name → its floor's fields
 };
+
+// The floor of `spec` for a run on `target` (empty: the run did not say).
+Result<GateFloor> FloorFor(const GateRatioSpec& spec, const std::string& target) {
+  GateFloor floor = spec.floor;
+  const auto it = spec.targets.find(target);
+  if (target.empty() || it == spec.targets.end()) return floor;
+  for (const auto& [key, value] : it->second.items()) {
+    if (!value.is_number() || (key != "minimum" && key != "baseline" && key != "tolerance")) {
+      return std::unexpected(InvalidArgument("gate ratio '" + spec.name + "', target " + target +
+                                             ": only numeric minimum, baseline and tolerance may be given"));
+    }
+    const double number = value.get<double>();
+    if (key == "minimum") floor.minimum = number;
+    if (key == "baseline") floor.baseline = number;
+    if (key == "tolerance") floor.tolerance = number;
+  }
+  if (floor.minimum <= 0 && floor.baseline <= 0) {
+    return std::unexpected(InvalidArgument("gate ratio '" + spec.name + "', target " + target +
+                                           ": needs a minimum or a baseline"));
+  }
+  return floor;
+}
 
 Result<GateRatioSpec> ParseGateRatio(const Json& entry) {
   if (!entry.is_object()) return std::unexpected(InvalidArgument("a gate ratio must be a JSON object"));
@@ -148,9 +179,24 @@ Result<GateRatioSpec> ParseGateRatio(const Json& entry) {
   text("counter", spec.counter);
   text("per_benchmark", spec.per_benchmark);
   text("per_counter", spec.per_counter);
-  spec.minimum = number("minimum").value_or(0.0);
-  spec.baseline = number("baseline").value_or(0.0);
-  spec.tolerance = number("tolerance");
+  spec.floor.minimum = number("minimum").value_or(0.0);
+  spec.floor.baseline = number("baseline").value_or(0.0);
+  spec.floor.tolerance = number("tolerance");
+  if (const auto targets = entry.find("targets"); targets != entry.end()) {
+    if (!targets->is_object()) {
+      return std::unexpected(InvalidArgument("gate ratio '" + spec.name + "': \"targets\" must map target names to floors"));
+    }
+    for (const auto& [target, fields] : targets->items()) {
+      if (!fields.is_object()) {
+        return std::unexpected(InvalidArgument("gate ratio '" + spec.name + "', target " + target +
+                                               ": the floor must be an object"));
+      }
+      spec.targets[target] = fields;
+      // Checked now, so that a malformed override fails on every machine, not only
+      // on the one whose target it names.
+      if (Result<GateFloor> checked = FloorFor(spec, target); !checked) return std::unexpected(checked.error());
+    }
+  }
   const bool is_time_ratio = !spec.numerator.empty() && !spec.denominator.empty();
   const bool is_counter = !spec.benchmark.empty() && !spec.counter.empty();
   if (spec.name.empty() || is_time_ratio == is_counter) {
@@ -160,7 +206,7 @@ Result<GateRatioSpec> ParseGateRatio(const Json& entry) {
   if (spec.per_benchmark.empty() != spec.per_counter.empty()) {
     return std::unexpected(InvalidArgument("gate ratio '" + spec.name + "' needs both per_benchmark and per_counter"));
   }
-  if (spec.minimum <= 0 && spec.baseline <= 0) {
+  if (spec.floor.minimum <= 0 && spec.floor.baseline <= 0) {
     return std::unexpected(InvalidArgument("gate ratio '" + spec.name + "' needs a minimum or a baseline"));
   }
   return spec;
@@ -212,14 +258,23 @@ int CheckGate(const std::string& gate_path, const std::vector<std::string>& curr
   }
   // One run may be split over several binaries' JSON files.
   BenchmarkRun current;
+  std::string target;  // the SIMD target every file of the run names, if any
   for (const std::string& path : current_paths) {
     Result<BenchmarkRun> part = ReadBenchmarkRun(path);
     if (!part) return ReportError(part.error());
     current.merge(*part);
+    Result<std::string> part_target = ReadBenchmarkSimdTarget(path);
+    if (!part_target) return ReportError(part_target.error());
+    if (!part_target->empty() && !target.empty() && *part_target != target) {
+      return ReportError(InvalidArgument("the run's files name different SIMD targets: " + target + " and " +
+                                         *part_target + " (" + path + ")"));
+    }
+    if (!part_target->empty()) target = *part_target;
   }
   const Json& entries = gate->at("ratios");
   if (!entries.is_array() || entries.empty()) return ReportError(InvalidArgument(gate_path + " lists no ratios"));
   int failed = 0;
+  std::printf("SIMD target: %s\n", target.empty() ? "not recorded" : target.c_str());
   std::printf("%-48s %9s %9s %9s %9s\n", "ratio", "measured", "minimum", "baseline", "floor");
   for (const Json& entry : entries) {
     Result<GateRatioSpec> spec = ParseGateRatio(entry);
@@ -227,12 +282,16 @@ int CheckGate(const std::string& gate_path, const std::vector<std::string>& curr
     double cv = 0;
     Result<double> ratio = MeasureRatio(*spec, current, cv);
     if (!ratio) return ReportError(ratio.error());
-    const double tolerance = noise.Tolerance(spec->tolerance.value_or(noise.threshold), cv);
-    const double floor = std::max(spec->minimum, spec->baseline * (1.0 - tolerance));
+    Result<GateFloor> limits = FloorFor(*spec, target);
+    if (!limits) return ReportError(limits.error());
+    const double tolerance = noise.Tolerance(limits->tolerance.value_or(noise.threshold), cv);
+    const double floor = std::max(limits->minimum, limits->baseline * (1.0 - tolerance));
     const bool bad = !(*ratio >= floor);
     failed += bad;
-    std::printf("%-48s %9.3f %9.3f %9.3f %9.3f%s\n", spec->name.c_str(), *ratio, spec->minimum, spec->baseline,
-                floor, bad ? "  FAIL" : "");
+    // The target's own floor is marked, so a reader knows which numbers applied.
+    const std::string note = spec->targets.count(target) != 0 ? "  (" + target + " floor)" : "";
+    std::printf("%-48s %9.3f %9.3f %9.3f %9.3f%s%s\n", spec->name.c_str(), *ratio, limits->minimum,
+                limits->baseline, floor, note.c_str(), bad ? "  FAIL" : "");
   }
   std::printf("absolute medians (reported only):\n");
   for (const auto& [name, row] : current) std::printf("  %-60s %12.4g s\n", name.c_str(), row.seconds);

@@ -69,4 +69,13 @@ Result<BenchmarkRun> ReadBenchmarkRun(const std::string& path) {
   return rows;
 }
 
+Result<std::string> ReadBenchmarkSimdTarget(const std::string& path) {
+  Result<Json> run = ReadJsonFile(path, "benchmark results");
+  if (!run) return std::unexpected(run.error());
+  if (!run->is_object()) return std::unexpected(InvalidArgument(path + " is not Google Benchmark JSON output"));
+  const auto context = run->find("context");
+  if (context == run->end() || !context->is_object()) return std::string();
+  return TextField(*context, "simd_target");
+}
+
 }  // namespace kvrt::cli

@@ -23,4 +23,9 @@ using BenchmarkRun = std::map<std::string, BenchmarkRow>;
 // must not pass a gate by having nothing to compare).
 Result<BenchmarkRun> ReadBenchmarkRun(const std::string& path);
 
+// The Highway target the benchmark binary dispatched to, as its JSON context records
+// it ("simd_target", bench/kernels/bench_main.h); empty when the run does not say.
+// Errors: as ReadBenchmarkRun for an unreadable or non-JSON file.
+Result<std::string> ReadBenchmarkSimdTarget(const std::string& path);
+
 }  // namespace kvrt::cli
