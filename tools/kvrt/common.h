@@ -41,7 +41,8 @@ inline constexpr FlagSpec kEngineFlags[] = {
      "rows (never with --threads); default: batch-invariant"},
     {"int8-activations", false,
      "fast f32 backend: q8_0/q4_0 matrices multiply activations rounded to 8-bit q8_0 blocks, as llama.cpp "
-     "does (VNNI where the CPU has it): faster, LESS EXACT; default: f32 activations"},
+     "does (AVX-512 VNNI or AVX2 byte pairs where the CPU has them): faster, LESS EXACT; default: f32 "
+     "activations"},
 };
 
 // The engine a command runs on, and the thread pool it borrows.

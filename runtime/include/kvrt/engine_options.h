@@ -66,10 +66,10 @@ struct EngineOptions {
   // true (opt-in, LESS EXACT, fast f32 engine only): the q8_0 and q4_0 matrices
   // multiply activation rows rounded to 8 bits, in ggml's q8_0 blocks, as llama.cpp
   // does for these weights (simd/int8_activations.h): exact integer block sums
-  // (AVX-512 VNNI where the CPU has it), several times faster decode and prefill on
-  // those weights. The rounding errs by up to half a step of each block of 32
-  // activations (amax/254), so the logits move by far more than the f32 kernels'
-  // rounding (docs/int8_activations.md gives the measured distance). Other
+  // (AVX-512 VNNI where the CPU has it, VPMADDUBSW byte pairs on AVX2), faster
+  // decode and prefill on those weights. The rounding errs by up to half a step of
+  // each block of 32 activations (amax/254), so the logits move by far more than the
+  // f32 kernels' rounding (docs/int8_activations.md gives the measured distance). Other
   // formats are unaffected. Still deterministic: the same bits for any thread count,
   // and batch-invariant (every row is rounded alone).
   bool int8_activations = false;
