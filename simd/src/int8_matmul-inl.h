@@ -134,27 +134,41 @@ HWY_INLINE hn::Vec<DI> Dot4(DI di, hn::Vec<DI> acc, hn::Vec<DI> w, const Activat
   }
 }
 
+// The operands of quad t of one block: for every panel g, its weights' kVecs vectors
+// (loaded once), and for every row r, the row's four activation quants; visit(r, g,
+// weights, quad) consumes them.
+template <template <class> class Weights, Int8Dot kDot, size_t kRows, size_t kPanels, class DI,
+          class Visit>
+HWY_INLINE void ForQuadOperands(DI di, const uint8_t* const* panel, size_t block_offset,
+                                const int8_t* const* quants, size_t t, const Visit& visit) {
+  using W = Weights<DI>;
+  constexpr size_t kVecs = PanelVectors<hn::RebindToFloat<DI>>();
+  const size_t quad_offset = block_offset + compressed::kScaleBytes + t * W::kQuadBytes;
+  HWY_UNROLL(4)
+  for (size_t g = 0; g < kPanels; ++g) {
+    hn::Vec<DI> weights[kVecs];
+    W::Load(di, panel[g] + quad_offset, weights);
+    HWY_UNROLL(4)
+    for (size_t r = 0; r < kRows; ++r) {
+      visit(r, g, weights, ActivationQuad<kDot, DI>(di, quants[r] + t * compressed::kQuadRows));
+    }
+  }
+}
+
 // sum += the int8 dot products of one block (Int8Dot::kLanes / kVnni): one Dot4 per
 // quad, row and vector.
 template <template <class> class Weights, Int8Dot kDot, size_t kRows, size_t kPanels, class DI>
 HWY_INLINE void BlockSumsByQuads(DI di, const uint8_t* const* panel, size_t block_offset,
                                  const int8_t* const* quants,
                                  hn::Vec<DI> (&sum)[kRows][kPanels][PanelVectors<hn::RebindToFloat<DI>>()]) {
-  using W = Weights<DI>;
   constexpr size_t kVecs = PanelVectors<hn::RebindToFloat<DI>>();
   constexpr size_t kQuads = kQuantBlock / compressed::kQuadRows;
   for (size_t t = 0; t < kQuads; ++t) {
-    const size_t quad_offset = block_offset + compressed::kScaleBytes + t * W::kQuadBytes;
-    HWY_UNROLL(4)
-    for (size_t g = 0; g < kPanels; ++g) {
-      hn::Vec<DI> weights[kVecs];
-      W::Load(di, panel[g] + quad_offset, weights);
-      HWY_UNROLL(4)
-      for (size_t r = 0; r < kRows; ++r) {
-        const ActivationQuad<kDot, DI> quad(di, quants[r] + t * compressed::kQuadRows);
-        for (size_t v = 0; v < kVecs; ++v) sum[r][g][v] = Dot4(di, sum[r][g][v], weights[v], quad);
-      }
-    }
+    ForQuadOperands<Weights, kDot, kRows, kPanels>(
+        di, panel, block_offset, quants, t,
+        [&](size_t r, size_t g, const hn::Vec<DI>* weights, const ActivationQuad<kDot, DI>& quad) HWY_ATTR {
+          for (size_t v = 0; v < kVecs; ++v) sum[r][g][v] = Dot4(di, sum[r][g][v], weights[v], quad);
+        });
   }
 }
 
@@ -182,19 +196,14 @@ HWY_INLINE void BlockSumsByPairs(DI di, const uint8_t* const* panel, size_t bloc
     // Not unrolled: a whole block's eight quads unrolled spill the int16 sums.
     HWY_UNROLL(1)
     for (size_t t = t0; t < t0 + W::kQuadsPerWidening; ++t) {
-      const size_t quad_offset = block_offset + compressed::kScaleBytes + t * W::kQuadBytes;
-      HWY_UNROLL(4)
-      for (size_t g = 0; g < kPanels; ++g) {
-        hn::Vec<DI> weights[kVecs];
-        W::Load(di, panel[g] + quad_offset, weights);
-        HWY_UNROLL(4)
-        for (size_t r = 0; r < kRows; ++r) {
-          const ActivationQuad<Int8Dot::kBytePairs, DI> quad(di, quants[r] + t * compressed::kQuadRows);
-          for (size_t v = 0; v < kVecs; ++v) {
-            pairs[r][g][v] = _mm256_add_epi16(pairs[r][g][v], W::BytePairs(weights[v], quad.v[0]).raw);
-          }
-        }
-      }
+      ForQuadOperands<Weights, Int8Dot::kBytePairs, kRows, kPanels>(
+          di, panel, block_offset, quants, t,
+          [&](size_t r, size_t g, const hn::Vec<DI>* weights,
+              const ActivationQuad<Int8Dot::kBytePairs, DI>& quad) HWY_ATTR {
+            for (size_t v = 0; v < kVecs; ++v) {
+              pairs[r][g][v] = _mm256_add_epi16(pairs[r][g][v], W::BytePairs(weights[v], quad.v[0]).raw);
+            }
+          });
     }
     for (size_t r = 0; r < kRows; ++r) {
       for (size_t g = 0; g < kPanels; ++g) {
