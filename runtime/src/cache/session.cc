@@ -585,7 +585,12 @@ Result<Session> Session::Open(const DecoderModel& model, SessionOptions options)
   auto owned = std::make_unique<DecoderKvCache>(std::move(*cache));
   Result<DecoderKvSession> session = owned->Bind(model, options.engine);
   if (!session) return Fail(std::move(session.error()));
-  return Session(std::move(owned), std::make_unique<DecoderKvSession>(std::move(*session)));
+  // The session's box first: if its allocation throws, `owned` still holds the cache
+  // the bound `session` points to (an argument list may move `owned` into the
+  // Session's parameter before evaluating make_unique, and clang does, so the throw
+  // freed the cache before `session` unbound itself from it).
+  auto bound = std::make_unique<DecoderKvSession>(std::move(*session));
+  return Session(std::move(owned), std::move(bound));
 } catch (const std::bad_alloc&) {
   return Fail(ErrorCode::kAllocationFailed, {}, "could not allocate the session");
 }
