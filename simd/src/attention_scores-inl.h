@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "hwy/highway.h"
+#include "masked_load-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace kvrt::simd::HWY_NAMESPACE {
@@ -83,9 +84,9 @@ HWY_INLINE void AccumulateKeyGroup(D d, const T* q, const T* key, size_t key_str
   }
   if (i < head_width) {
     const auto tail = hn::FirstN(d, head_width - i);
-    const auto query = hn::MaskedLoad(tail, d, q + i);
+    const auto query = MaskedLoadInBounds(tail, d, q + i);
     for (size_t j = 0; j < kKeys; ++j) {
-      acc[j] = hn::MulAdd(query, hn::MaskedLoad(tail, d, key + j * key_stride + i), acc[j]);
+      acc[j] = hn::MulAdd(query, MaskedLoadInBounds(tail, d, key + j * key_stride + i), acc[j]);
     }
   }
 }

@@ -11,6 +11,7 @@
 #include <cstddef>
 
 #include "hwy/highway.h"
+#include "masked_load-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace kvrt::simd::HWY_NAMESPACE {
@@ -38,7 +39,7 @@ HWY_INLINE T DotProduct(D d, const T* a, const T* b, size_t n) {
   if (i < n) {
     // Masked-off lanes load as zero and never touch memory past a + n.
     const auto tail = hn::FirstN(d, n - i);
-    sum1 = hn::MulAdd(hn::MaskedLoad(tail, d, a + i), hn::MaskedLoad(tail, d, b + i), sum1);
+    sum1 = hn::MulAdd(MaskedLoadInBounds(tail, d, a + i), MaskedLoadInBounds(tail, d, b + i), sum1);
   }
   const auto sum = hn::Add(hn::Add(sum0, sum1), hn::Add(sum2, sum3));
   return hn::GetLane(hn::SumOfLanes(d, sum));

@@ -9,6 +9,7 @@
 #include <cstddef>
 
 #include "hwy/highway.h"
+#include "masked_load-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace kvrt::simd::HWY_NAMESPACE {
@@ -23,7 +24,7 @@ HWY_INLINE void MixColumnBlock(D d, const T* weights, const T* values, size_t va
                                size_t count, hn::Mask<D> tail, T* out) {
   const size_t lanes = hn::Lanes(d);
   const auto load = [&](const T* row, size_t v) {
-    if (kMaskedLast && v + 1 == kVecs) return hn::MaskedLoad(tail, d, row + v * lanes);
+    if (kMaskedLast && v + 1 == kVecs) return MaskedLoadInBounds(tail, d, row + v * lanes);
     return hn::LoadU(d, row + v * lanes);
   };
   hn::Vec<D> even[kVecs];

@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "hwy/highway.h"
+#include "masked_load-inl.h"
 #include "kvrt/simd/packed_matrix.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -49,7 +50,7 @@ HWY_INLINE void LoadPanelRow(D d, const T* in, size_t valid, hn::Vec<D>* acc) {
     if (first + lanes <= valid) {
       acc[v] = hn::LoadU(d, in + first);
     } else if (first < valid) {
-      acc[v] = hn::MaskedLoad(hn::FirstN(d, valid - first), d, in + first);
+      acc[v] = MaskedLoadInBounds(hn::FirstN(d, valid - first), d, in + first);
     } else {
       acc[v] = hn::Zero(d);
     }

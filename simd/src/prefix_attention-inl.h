@@ -14,6 +14,7 @@
 #include "attention_scores-inl.h"
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
+#include "masked_load-inl.h"
 #include "kvrt/simd/prefix_attention.h"
 #include "softmax-inl.h"
 
@@ -81,7 +82,7 @@ HWY_INLINE void ExpTile(D d, T* s, size_t n, T max_value, hn::Vec<D>& sum) {
   if (i < n) {  // only in the last tile of a prefix
     const auto tail = hn::FirstN(d, n - i);
     const auto e =
-        hn::IfThenElseZero(tail, hn::Exp(d, hn::Sub(hn::MaskedLoad(tail, d, s + i), shift)));
+        hn::IfThenElseZero(tail, hn::Exp(d, hn::Sub(MaskedLoadInBounds(tail, d, s + i), shift)));
     hn::BlendedStore(e, tail, d, s + i);
     sum = hn::Add(sum, e);
   }
@@ -97,7 +98,7 @@ HWY_INLINE void MixTileColumns(D d, const T* e, const PrefixSegment<T>& first,
                                hn::Mask<D> tail, T* even, T* odd) {
   const size_t lanes = hn::Lanes(d);
   const auto load = [&](const T* row, size_t v) {
-    if (kMaskedLast && v + 1 == kVecs) return hn::MaskedLoad(tail, d, row + v * lanes);
+    if (kMaskedLast && v + 1 == kVecs) return MaskedLoadInBounds(tail, d, row + v * lanes);
     return hn::LoadU(d, row + v * lanes);
   };
   hn::Vec<D> ev[kVecs];
@@ -173,7 +174,7 @@ HWY_INLINE void FinishRow(D d, const T* even, const T* odd, hn::Vec<D> sum, size
   if (j < head_width) {
     const auto tail = hn::FirstN(d, head_width - j);
     const auto mixed =
-        hn::Add(hn::MaskedLoad(tail, d, even + j), hn::MaskedLoad(tail, d, odd + j));
+        hn::Add(MaskedLoadInBounds(tail, d, even + j), MaskedLoadInBounds(tail, d, odd + j));
     hn::BlendedStore(hn::Mul(mixed, reciprocal), tail, d, out + j);
   }
 }

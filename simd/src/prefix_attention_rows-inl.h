@@ -16,6 +16,7 @@
 
 #include "attention_scores-inl.h"
 #include "hwy/highway.h"
+#include "masked_load-inl.h"
 #include "kvrt/simd/prefix_attention.h"
 #include "prefix_attention-inl.h"
 #include "softmax-inl.h"
@@ -67,7 +68,7 @@ HWY_INLINE void ScoreRowsKeyGroup(D d, const T* const* q, const T* key, size_t k
   for (; i + lanes <= head_width; i += lanes) step(i, [&](const T* at) { return hn::LoadU(d, at); });
   if (i < head_width) {
     const auto tail = hn::FirstN(d, head_width - i);
-    step(i, [&](const T* at) { return hn::MaskedLoad(tail, d, at); });
+    step(i, [&](const T* at) { return MaskedLoadInBounds(tail, d, at); });
   }
 #if HWY_TARGET == HWY_AVX3
   if constexpr (std::is_same_v<T, float> && kRowGroup * kKeys == 16) {
@@ -97,7 +98,7 @@ HWY_INLINE void MixRowsColumns(D d, const T* const* e, const PrefixSegment<T>& f
                                size_t col, hn::Mask<D> tail, T* const* even, T* const* odd) {
   const size_t lanes = hn::Lanes(d);
   const auto load = [&](const T* row, size_t v) {
-    if (kMaskedLast && v + 1 == kVecs) return hn::MaskedLoad(tail, d, row + v * lanes);
+    if (kMaskedLast && v + 1 == kVecs) return MaskedLoadInBounds(tail, d, row + v * lanes);
     return hn::LoadU(d, row + v * lanes);
   };
   hn::Vec<D> ev[kRowGroup][kVecs];

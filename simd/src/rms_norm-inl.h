@@ -11,6 +11,7 @@
 
 #include "dot-inl.h"
 #include "hwy/highway.h"
+#include "masked_load-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace kvrt::simd::HWY_NAMESPACE {
@@ -28,7 +29,7 @@ HWY_INLINE void ScaleByGain(D d, const T* x, T inverse, const T* gain, T* y, siz
   if (i < n) {
     const auto tail = hn::FirstN(d, n - i);
     const auto scaled =
-        hn::Mul(hn::Mul(hn::MaskedLoad(tail, d, x + i), inv), hn::MaskedLoad(tail, d, gain + i));
+        hn::Mul(hn::Mul(MaskedLoadInBounds(tail, d, x + i), inv), MaskedLoadInBounds(tail, d, gain + i));
     hn::BlendedStore(scaled, tail, d, y + i);
   }
 }

@@ -10,6 +10,7 @@
 #include <cstddef>
 
 #include "hwy/highway.h"
+#include "masked_load-inl.h"
 #include "kvrt/simd/rope.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -45,10 +46,10 @@ HWY_INLINE void RotateInterleaved(D d, T* x, const T* cos_pairs, const T* sin_pa
   if (i < width) {
     // width and lanes are even, so the tail holds whole pairs.
     const auto tail = hn::FirstN(d, width - i);
-    const auto v = hn::MaskedLoad(tail, d, x + i);
+    const auto v = MaskedLoadInBounds(tail, d, x + i);
     const auto rotated =
-        hn::Add(hn::Mul(v, hn::MaskedLoad(tail, d, cos_pairs + i)),
-                hn::Mul(hn::Reverse2(d, v), hn::MaskedLoad(tail, d, sin_pairs + i)));
+        hn::Add(hn::Mul(v, MaskedLoadInBounds(tail, d, cos_pairs + i)),
+                hn::Mul(hn::Reverse2(d, v), MaskedLoadInBounds(tail, d, sin_pairs + i)));
     hn::BlendedStore(rotated, tail, d, x + i);
   }
 }

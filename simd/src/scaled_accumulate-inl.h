@@ -9,6 +9,7 @@
 #include <cstddef>
 
 #include "hwy/highway.h"
+#include "masked_load-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace kvrt::simd::HWY_NAMESPACE {
@@ -33,7 +34,7 @@ HWY_INLINE void AxpyInPlace(D d, T w, const T* x, T* y, size_t n) {
   if (i < n) {
     const auto tail = hn::FirstN(d, n - i);
     const auto sum =
-        hn::MulAdd(scale, hn::MaskedLoad(tail, d, x + i), hn::MaskedLoad(tail, d, y + i));
+        hn::MulAdd(scale, MaskedLoadInBounds(tail, d, x + i), MaskedLoadInBounds(tail, d, y + i));
     hn::BlendedStore(sum, tail, d, y + i);
   }
 }

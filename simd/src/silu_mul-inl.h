@@ -10,6 +10,7 @@
 
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
+#include "masked_load-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace kvrt::simd::HWY_NAMESPACE {
@@ -37,7 +38,7 @@ HWY_INLINE void SiluMulRow(D d, const T* gate, const T* up, T* out, size_t n) {
   if (i < n) {
     const auto tail = hn::FirstN(d, n - i);
     const auto gated =
-        GatedSilu(d, hn::MaskedLoad(tail, d, gate + i), hn::MaskedLoad(tail, d, up + i));
+        GatedSilu(d, MaskedLoadInBounds(tail, d, gate + i), MaskedLoadInBounds(tail, d, up + i));
     hn::BlendedStore(gated, tail, d, out + i);
   }
 }

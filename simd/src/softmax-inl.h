@@ -11,6 +11,7 @@
 
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
+#include "masked_load-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace kvrt::simd::HWY_NAMESPACE {
@@ -32,7 +33,7 @@ HWY_INLINE T RowMax(D d, const T* in, size_t n) {
   if (i < n) {
     // Masked lanes would load 0, which may exceed a negative maximum.
     const auto tail = hn::FirstN(d, n - i);
-    max1 = hn::Max(max1, hn::IfThenElse(tail, hn::MaskedLoad(tail, d, in + i), lowest));
+    max1 = hn::Max(max1, hn::IfThenElse(tail, MaskedLoadInBounds(tail, d, in + i), lowest));
   }
   return hn::GetLane(hn::MaxOfLanes(d, hn::Max(max0, max1)));
 }
@@ -61,7 +62,7 @@ HWY_INLINE T StoreShiftedExps(D d, const T* in, T max_value, T* out, size_t n) {
   if (i < n) {
     const auto tail = hn::FirstN(d, n - i);
     const auto e =
-        hn::IfThenElseZero(tail, hn::Exp(d, hn::Sub(hn::MaskedLoad(tail, d, in + i), shift)));
+        hn::IfThenElseZero(tail, hn::Exp(d, hn::Sub(MaskedLoadInBounds(tail, d, in + i), shift)));
     hn::BlendedStore(e, tail, d, out + i);
     sum1 = hn::Add(sum1, e);
   }
@@ -81,7 +82,7 @@ HWY_INLINE void ScaleRow(D d, T denominator, T* out, size_t n) {
   }
   if (i < n) {
     const auto tail = hn::FirstN(d, n - i);
-    hn::BlendedStore(hn::Mul(hn::MaskedLoad(tail, d, out + i), reciprocal), tail, d, out + i);
+    hn::BlendedStore(hn::Mul(MaskedLoadInBounds(tail, d, out + i), reciprocal), tail, d, out + i);
   }
 }
 
