@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (clang, ASan+UBSan) and runs each for a while.
 #
-#   tools/fuzz.sh [--seconds N] [--build-only] [target...]
+#   tools/fuzz.sh [--seconds N] [--build-only] [--with-tests] [target...]
+#
+# --with-tests also builds every test suite in the same clang ASan+UBSan tree and
+# runs them (all but `install`, as tools/sanitize.sh address does with g++) before
+# fuzzing. CI uses it: one sanitized build of the library serves the tests and the
+# fuzzers, where a second, g++ ASan build was the longest step of a CI run.
 #
 # Targets: checkpoint tokenizer session llama2c gguf slots (default: all, one after the other,
 # never in parallel). Each runs N seconds (default $KVRT_FUZZ_SECONDS or 60) at
@@ -27,7 +32,7 @@ PACKAGES=(clang-$CLANG_VERSION libclang-rt-$CLANG_VERSION-dev cmake make pkg-con
           libgtest-dev nlohmann-json3-dev libpcre2-dev)
 ALL_TARGETS=(checkpoint tokenizer session llama2c gguf slots)
 
-usage() { sed -n '2,16p' "$0"; exit 2; }
+usage() { sed -n '2,20p' "$0"; exit 2; }
 
 
 build() {
@@ -44,6 +49,18 @@ build() {
     -DKVRT_SANITIZE=address -DKVRT_BUILD_FUZZERS=ON -DKVRT_BUILD_TESTS=ON -DKVRT_BUILD_BENCH=OFF \
     "${launcher[@]}" >/dev/null
   cmake --build "$BUILD" --target kvrt_fuzzers -j "$JOBS"
+}
+
+# Every test suite but `install` (which links an unsanitized outside project
+# against the sanitized library, see tools/sanitizers/README.md), with the options of
+# the asan test preset.
+run_tests() {
+  cmake --build "$BUILD" -j "$JOBS"
+  echo "== ctest (clang ASan+UBSan) in $BUILD"
+  (cd "$BUILD" &&
+   ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=1:detect_stack_use_after_return=1:check_initialization_order=1:strict_init_order=1:abort_on_error=0" \
+   UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
+   ctest --output-on-failure -j "$JOBS" --timeout 900 -LE '^install$')
 }
 
 # Longest input libFuzzer may generate, per target (checkpoints get their
@@ -85,11 +102,12 @@ run_target() {
 }
 
 main() {
-  local build_only=0 targets=()
+  local build_only=0 with_tests=0 targets=()
   while [ $# -gt 0 ]; do
     case "$1" in
       --seconds) SECONDS_PER_TARGET="$2"; shift 2 ;;
       --build-only) build_only=1; shift ;;
+      --with-tests) with_tests=1; shift ;;
       -h|--help) usage ;;
       checkpoint|tokenizer|session|llama2c|gguf|slots) targets+=("$1"); shift ;;
       *) echo "unknown argument: $1"; usage ;;
@@ -98,6 +116,7 @@ main() {
   [ ${#targets[@]} -eq 0 ] && targets=("${ALL_TARGETS[@]}")
   install_missing "${PACKAGES[@]}"
   build
+  if [ "$with_tests" -eq 1 ]; then run_tests; fi
   [ "$build_only" -eq 1 ] && return 0
   local failed=0
   for target in "${targets[@]}"; do run_target "$target" || failed=1; done
