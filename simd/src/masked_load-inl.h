@@ -5,9 +5,10 @@
 // and SSE4 it is a full-vector load followed by a blend. For a row's last, partial
 // vector that is a read past the end of the row's buffer: clang's ASan reports it
 // (Debian's g++ 12 gets HWY_SCALAR instead, one lane, which never reads past), and
-// at the end of a mapped page it would fault. AVX2 and AVX-512 load 4- and 8-byte lanes with
-// VMASKMOV / masked loads, which never touch masked-off lanes, so there the native
-// instruction stays; elsewhere the valid lanes are copied into a zeroed stack vector.
+// at the end of a mapped page it would fault. AVX2 and AVX-512 load 4- and 8-byte
+// lanes with VMASKMOV / masked loads, which never touch masked-off lanes, so there
+// the native instruction stays; elsewhere the valid lanes are copied into a zeroed
+// stack vector.
 #if defined(KVRT_SIMD_MASKED_LOAD_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef KVRT_SIMD_MASKED_LOAD_INL_H_
 #undef KVRT_SIMD_MASKED_LOAD_INL_H_
@@ -19,7 +20,6 @@
 #include <cstdint>
 
 #include "hwy/highway.h"
-#include "masked_load-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace kvrt::simd::HWY_NAMESPACE {
@@ -38,7 +38,7 @@ HWY_INLINE hn::Vec<D> MaskedLoadInBounds(hn::Mask<D> m, D d, const T* HWY_RESTRI
   } else {
     constexpr size_t kMaxLanes = HWY_MAX_BYTES / sizeof(T);
     alignas(HWY_MAX_BYTES) T lanes[kMaxLanes] = {};
-    uint8_t bits[(kMaxLanes + 7) / 8 + 8] = {};
+    uint8_t bits[(kMaxLanes + 7) / 8] = {};  // StoreMaskBits writes (lanes + 7) / 8
     hn::StoreMaskBits(d, m, bits);
     for (size_t i = 0; i < hn::Lanes(d); ++i) {
       if ((bits[i / 8] >> (i % 8)) & 1) lanes[i] = p[i];

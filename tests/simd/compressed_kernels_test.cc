@@ -135,9 +135,12 @@ std::vector<size_t> ColumnCounts() {
   return cols;
 }
 
+// The portable targets (HWY_SCALAR under g++, HWY_EMU128 under clang) do not fuse
+// MulAdd: they multiply, then add.
+bool MultipliesThenAdds(int64_t target) { return target == HWY_SCALAR || target == HWY_EMU128; }
+
 TEST_P(CompressedKernelsTest, MatVecMatchesTwinAndEmulation) {
-  // The portable targets (HWY_SCALAR, HWY_EMU128 under clang) multiply, then add.
-  const bool scalar_target = GetParam() == HWY_SCALAR || GetParam() == HWY_EMU128;
+  const bool scalar_target = MultipliesThenAdds(GetParam());
   for (WeightType type : kAllTypes) {
     for (size_t rows : RowCounts(type)) {
       for (size_t cols : ColumnCounts()) {
@@ -206,8 +209,7 @@ void ExpectMatMul(WeightType type, size_t m, size_t rows, size_t cols, bool scal
 }
 
 TEST_P(CompressedKernelsTest, MatMulMatchesTwinAndEqualsMatVecRows) {
-  // The portable targets (HWY_SCALAR, HWY_EMU128 under clang) multiply, then add.
-  const bool scalar_target = GetParam() == HWY_SCALAR || GetParam() == HWY_EMU128;
+  const bool scalar_target = MultipliesThenAdds(GetParam());
   for (WeightType type : kAllTypes) {
     for (size_t m = 1; m <= 17; ++m) {
       for (size_t rows : {32, 96, 288}) {
