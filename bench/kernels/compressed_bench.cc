@@ -4,7 +4,11 @@
 // against the f32 MatMul timed alternately (MatMulVsF32 rows, speed_over_f32).
 //
 // MatVecRoofline rows: the weights are the matrix itself, cache-resident when small
-// (768×2048 is 0.9–3 MB, 768×32000 14–49 MB, within this machine's 260 MB L3). Every
+// (768×2048 is 0.9–3 MB, 768×32000 14–49 MB: within a 260 MB L3, and for the smaller
+// formats within a 32 MB one). 768×54000 is 23–83 MB, the 42M model's weights in each
+// format, so that on a 32 MB L3 a row measures the kernel on the bytes a decode step
+// reads from memory, not from the cache (on a Zen 5, 2026-12-03, bf16 read 0.70 of the
+// same-bytes read at 768×32000 and 0.81 at 768×54000, one thread). Every
 // iteration runs the MatVec and a read of the very same bytes (ParallelChunkedRead,
 // split into as many pool tasks as the MatVec), in alternating order, so both see the
 // same cache state and the same neighbours; read_bw_fraction is read time / MatVec
@@ -243,7 +247,7 @@ void RegisterCompressedBenchmarks(threading::ThreadPool& one_thread,
                                   threading::ThreadPool& two_threads) {
   auto cache = std::make_shared<WeightCache>();
   for (WeightType type : kTypes) {
-    for (size_t cols : {2048, 32000}) {
+    for (size_t cols : {2048, 32000, 54000}) {
       RegisterRoofline(type, 768, cols, one_thread, cache);
       RegisterRoofline(type, 768, cols, two_threads, cache);
     }
@@ -254,7 +258,7 @@ void RegisterCompressedBenchmarks(threading::ThreadPool& one_thread,
     RegisterMatMulAgainstF32(type, 512, 768, 768, one_thread, cache);
   }
   for (WeightType type : {WeightType::kQ8_0, WeightType::kQ4_0}) {
-    for (size_t cols : {2048, 32000}) {
+    for (size_t cols : {2048, 32000, 54000}) {
       RegisterRoofline(type, 768, cols, one_thread, cache, Activations::kInt8);
       RegisterRoofline(type, 768, cols, two_threads, cache, Activations::kInt8);
     }
