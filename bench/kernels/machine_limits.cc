@@ -202,5 +202,21 @@ double MeasureSizedReadBytesPerSecond(threading::ThreadPool& pool, size_t bytes)
   return best;
 }
 
+double MeasureRegionSeconds(threading::ThreadPool& pool, size_t tasks) {
+  constexpr int kRegions = 2000;
+  std::vector<uint32_t> touched(std::max<size_t>(1, tasks));
+  double best = 0;
+  for (int run = 0; run < 3; ++run) {
+    const double seconds = SecondsOf([&] {
+      for (int r = 0; r < kRegions; ++r) {
+        pool.ParallelFor(tasks, [&](size_t task, size_t) { touched[task] += 1; });
+      }
+    });
+    best = run == 0 ? seconds : std::min(best, seconds);
+  }
+  sized_probe_sink = touched[0];
+  return best / kRegions;
+}
+
 }  // namespace kvrt::bench
 #endif  // HWY_ONCE
