@@ -120,6 +120,10 @@ void RegisterMatVecBenchmarks(threading::ThreadPool& one_thread,
   // The vocabulary projection of decode: the largest single matrix.
   RegisterColdMatVec<float>(768, 32000, one_thread, arena);
   RegisterColdMatVec<float>(768, 32000, two_threads, arena);
+  RegisterColdMatVec<float>(288, 32000, one_thread, arena);
+  RegisterColdMatVec<float>(288, 32000, two_threads, arena);
+  RegisterColdMatVec<float>(288, 864, one_thread, arena);
+  RegisterColdMatVec<float>(288, 864, two_threads, arena);
 }
 
 }  // namespace kvrt::bench
