@@ -150,8 +150,9 @@ size_t BandwidthProbeBytes() { return std::max(size_t{1} << 30, 4 * LastLevelCac
 
 namespace {
 
-// Where the sized probe leaves its checksum, so its reads cannot be elided.
-volatile uint32_t sized_probe_sink = 0;
+// Where the sized-read and region probes leave a result, so that their work cannot
+// be elided.
+volatile uint32_t probe_sink = 0;
 
 }  // namespace
 
@@ -198,7 +199,7 @@ double MeasureSizedReadBytesPerSecond(threading::ThreadPool& pool, size_t bytes)
     best = std::max(best, static_cast<double>(read) / seconds);
   }
   std::free(buffer);
-  sized_probe_sink = checksum;
+  probe_sink = checksum;
   return best;
 }
 
@@ -214,7 +215,7 @@ double MeasureRegionSeconds(threading::ThreadPool& pool, size_t tasks) {
     });
     best = run == 0 ? seconds : std::min(best, seconds);
   }
-  sized_probe_sink = touched[0];
+  probe_sink = touched[0];
   return best / kRegions;
 }
 
