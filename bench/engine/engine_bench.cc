@@ -146,26 +146,24 @@ void EndToEndDecode(benchmark::State& state, const ModelShape* shape, threading:
   PairedRoofline roofline([&] { return MeasureSizedReadBytesPerSecond(*pool, static_cast<size_t>(weight_bytes)); });
   if (roofline.last_probe() <= 0) state.SkipWithError("no buffer for the bandwidth probe");
   uint64_t regions = 0;  // parallel loops of the timed decode steps
-  double step_seconds = 0;
-  DecodeInSegments(state, bound, prompt, kPrompt, kDecodesPerPrompt, weight_bytes, roofline, [&](uint32_t token) {
-    const uint64_t before = pool->parallel_regions();
-    step_seconds += SecondsOf([&] {
-      if (!bound.session->Decode(token)) state.SkipWithError("decode failed");
-    });
-    regions += pool->parallel_regions() - before;
-  });
+  const double step_seconds =
+      DecodeInSegments(state, bound, prompt, kPrompt, kDecodesPerPrompt, weight_bytes, roofline, [&](uint32_t token) {
+        const uint64_t before = pool->parallel_regions();
+        if (!bound.session->Decode(token)) state.SkipWithError("decode failed");
+        regions += pool->parallel_regions() - before;
+      });
   const double bandwidth = roofline.best_probe();
   SetTokenRates(state, static_cast<double>(state.iterations()), bandwidth / weight_bytes);
   roofline.Report(state, "fraction_of_best_probe");
   state.counters["read_bw_GBps"] = bandwidth / 1e9;
   state.counters["dram_read_bw_GBps"] = dram_bandwidth / 1e9;
   state.counters["weight_MB"] = weight_bytes / 1e6;
-  const double iterations = static_cast<double>(state.iterations());
-  state.counters["parallel_regions_per_token"] = static_cast<double>(regions) / iterations;
+  state.counters["parallel_regions_per_token"] =
+      static_cast<double>(regions) / static_cast<double>(state.iterations());
   // What the regions' forks and joins alone cost a step: an empty region of 8 tasks
   // (most regions of a 15M step have 3–12, attention one a head, the head 125) times
-  // the regions of a step, over the step's time.
-  // The share fusing regions could save at most.
+  // the regions of a step, over the step's time: the most that fusing regions could
+  // save.
   const double region_seconds = MeasureRegionSeconds(*pool, 8);
   state.counters["empty_region_us"] = region_seconds * 1e6;
   if (step_seconds > 0) {

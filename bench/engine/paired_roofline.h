@@ -71,18 +71,20 @@ class PairedRoofline {
 // session prefilled with the first `prompt` of `tokens` and, untimed, again every
 // `per_prompt` steps (the context stays short, so the weights dominate). Each run of
 // steps between two prefills, and the last one, is a segment of `bytes_per_step`
-// bytes a step.
+// bytes a step. Returns the seconds of all the timed steps.
 template <class Decode>
-void DecodeInSegments(benchmark::State& state, BenchSession& bound, std::span<const uint32_t> tokens,
+double DecodeInSegments(benchmark::State& state, BenchSession& bound, std::span<const uint32_t> tokens,
                       size_t prompt, size_t per_prompt, double bytes_per_step, PairedRoofline& roofline,
                       Decode&& decode) {
   bound.Prefill(tokens.first(prompt));
   size_t decoded = 0;
   double seconds = 0;  // the steps since the last probe
+  double total_seconds = 0;
   for (auto _ : state) {
     if (decoded == per_prompt) {
       state.PauseTiming();
       roofline.Segment(static_cast<double>(decoded) * bytes_per_step, seconds);
+      total_seconds += seconds;
       seconds = 0;
       bound.Prefill(tokens.first(prompt));
       decoded = 0;
@@ -91,6 +93,7 @@ void DecodeInSegments(benchmark::State& state, BenchSession& bound, std::span<co
     seconds += SecondsOf([&] { decode(tokens[prompt + decoded++]); });
   }
   roofline.Segment(static_cast<double>(decoded) * bytes_per_step, seconds);
+  return total_seconds + seconds;
 }
 
 }  // namespace kvrt::bench
