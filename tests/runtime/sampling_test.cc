@@ -202,6 +202,32 @@ TEST_F(SamplingCheckTest, GreedyPrefersTheLowestIdAmongSignedZeros) {
   EXPECT_EQ(rng.state(), 99u);
 }
 
+// Greedy without a distribution takes a one-pass argmax instead of ranking the ids;
+// it must pick the rank order's first id: values from a small set, so that the
+// maximum is often shared (and ±0 ties) at any position.
+TEST_F(SamplingCheckTest, GreedyArgmaxIsTheRankOrdersFirstId) {
+  SplitMix64 values(7);
+  for (size_t trial = 0; trial < 200; ++trial) {
+    std::vector<double> logits(1 + trial % 37);
+    for (double& logit : logits) {
+      const double choices[] = {-0.0, 0.0, 1.5, -2.0, 1.5, 3.0};
+      logit = choices[values.NextU64() % 6];
+    }
+    SplitMix64 rng(1), ranked_rng(1);
+    TokenDistribution distribution;
+    Result<TokenSelection> argmax = SampleNextToken(logits, SamplingMode::Greedy(), rng);
+    Result<TokenSelection> ranked =
+        SampleNextToken(logits, SamplingMode::Greedy(), ranked_rng, &distribution);
+    ASSERT_TRUE(argmax && ranked);
+    EXPECT_EQ(argmax->token_id, ranked->token_id) << "trial " << trial;
+    EXPECT_EQ(argmax->token_id, distribution.rank_order.front());
+    EXPECT_FALSE(argmax->unit_draw.has_value());
+    EXPECT_EQ(argmax->interval_start, ranked->interval_start);
+    EXPECT_EQ(argmax->interval_end, ranked->interval_end);
+    EXPECT_EQ(rng.state(), 1u);
+  }
+}
+
 TEST_F(SamplingCheckTest, EveryErrorKindLeavesTheGeneratorUnchanged) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const double inf = std::numeric_limits<double>::infinity();
