@@ -43,17 +43,6 @@ inline size_t PanelBytes(WeightType type, size_t rows) {
 // uint16 slot of column j (< 32) in a bf16 row: the halves of the panel interleaved.
 inline constexpr size_t Bf16Slot(size_t j) { return j < kWidth / 2 ? 2 * j : 2 * (j - kWidth / 2) + 1; }
 
-// Offsets of row k's data within a q8_0 / q4_0 panel, and of its block's scales.
-inline size_t QuantBlockOffset(WeightType type, size_t k) {
-  return k / kQuantBlock * (type == WeightType::kQ8_0 ? kQ8BlockBytes : kQ4BlockBytes);
-}
-inline size_t Q8RowOffset(size_t k) {
-  return QuantBlockOffset(WeightType::kQ8_0, k) + kScaleBytes + k % kQuantBlock * kQ8RowBytes;
-}
-inline size_t Q4RowOffset(size_t k) {
-  return QuantBlockOffset(WeightType::kQ4_0, k) + kScaleBytes + k % kQuantBlock * kQ4RowBytes;
-}
-
 inline uint16_t LoadU16(const uint8_t* p) {
   uint16_t v;
   std::memcpy(&v, p, sizeof(v));
@@ -61,30 +50,91 @@ inline uint16_t LoadU16(const uint8_t* p) {
 }
 inline void StoreU16(uint8_t* p, uint16_t v) { std::memcpy(p, &v, sizeof(v)); }
 
+// The row layout interleaves the rows of kGroupPanels consecutive panels (the last
+// group of a matrix holds the 1..3 panels left over): a group of W panels stores, for
+// bf16/f16, row k of its panels side by side (W × 64 bytes), and for q8_0/q4_0, block
+// by block, the W panels' scale rows (W × 64 bytes) and then each of the 32 rows of the
+// W panels side by side (W × 32 or W × 16 bytes). A group occupies W whole panels'
+// bytes, so panel sizes and offsets of groups are those of panels stored apart. Why:
+// the matrix–vector kernels stream four panels side by side, and on a Zen 5 reading
+// four separate 26 KB panels block by block reached 0.66–0.70 of the DRAM bandwidth of
+// one sequential read (24–26 against 36–38 GB/s, software prefetch or not); in this
+// layout the kernels' reads are one sequential stream.
+inline constexpr size_t kGroupPanels = 4;
+
+inline size_t QuantRowBytes(WeightType type) {
+  return type == WeightType::kQ8_0 ? kQ8RowBytes : kQ4RowBytes;
+}
+inline size_t QuantBlockBytes(WeightType type) {
+  return type == WeightType::kQ8_0 ? kQ8BlockBytes : kQ4BlockBytes;
+}
+
+// Where the rows of one panel of a row-layout matrix are: byte offsets from the start
+// of its group. `Byte` is const uint8_t for readers, uint8_t for the packers.
+template <class Byte>
+struct PanelRowsOf {
+  Byte* group = nullptr;  // first byte of the panel's group
+  size_t width = 1;       // panels in the group (1..kGroupPanels)
+  size_t index = 0;       // the panel's place in its group
+
+  // bf16/f16: row k (64 bytes).
+  Byte* HalfRow(size_t k) const { return group + (k * width + index) * kHalfRowBytes; }
+  // q8_0/q4_0: the 32 f16 column scales of the block holding row k, and row k's quants.
+  Byte* Scales(WeightType type, size_t k) const {
+    return group + k / kQuantBlock * width * QuantBlockBytes(type) + index * kScaleBytes;
+  }
+  Byte* QuantRow(WeightType type, size_t k) const {
+    return group + k / kQuantBlock * width * QuantBlockBytes(type) + width * kScaleBytes +
+           (k % kQuantBlock * width + index) * QuantRowBytes(type);
+  }
+};
+using PanelRows = PanelRowsOf<const uint8_t>;
+
+// Panel p (< panels) of a row-layout matrix of `rows` rows stored at `data`.
+template <class Byte>
+inline PanelRowsOf<Byte> RowsOfPanel(Byte* data, WeightType type, size_t rows, size_t panels,
+                                     size_t p) {
+  const size_t first = p / kGroupPanels * kGroupPanels;
+  PanelRowsOf<Byte> at;
+  at.group = data + first * PanelBytes(type, rows);
+  at.width = panels - first < kGroupPanels ? panels - first : kGroupPanels;
+  at.index = p - first;
+  return at;
+}
+inline PanelRows RowsOfPanel(const CompressedMatrixView& w, size_t p) {
+  return RowsOfPanel(w.data, w.type, w.rows, w.panels(), p);
+}
+
 // Element (k, j) of a row-layout panel (j < 32): the value at() returns, and the only
-// code that reads a value back out of a panel.
-inline float DequantizeElement(WeightType type, const uint8_t* panel, size_t k, size_t j) {
+// code that reads a value back out of the row layout.
+inline float DequantizeElement(WeightType type, const PanelRows& panel, size_t k, size_t j) {
   switch (type) {
     case WeightType::kBf16:
-      return Bf16ToF32(LoadU16(panel + k * kHalfRowBytes + 2 * Bf16Slot(j)));
+      return Bf16ToF32(LoadU16(panel.HalfRow(k) + 2 * Bf16Slot(j)));
     case WeightType::kF16:
-      return F16ToF32(LoadU16(panel + k * kHalfRowBytes + 2 * j));
+      return F16ToF32(LoadU16(panel.HalfRow(k) + 2 * j));
     case WeightType::kQ8_0: {
-      const auto q = static_cast<int8_t>(panel[Q8RowOffset(k) + j]);
-      return static_cast<float>(q) * F16ToF32(LoadU16(panel + QuantBlockOffset(type, k) + 2 * j));
+      const auto q = static_cast<int8_t>(panel.QuantRow(type, k)[j]);
+      return static_cast<float>(q) * F16ToF32(LoadU16(panel.Scales(type, k) + 2 * j));
     }
     case WeightType::kQ4_0: {
-      const uint8_t* row = panel + Q4RowOffset(k);
+      const uint8_t* row = panel.QuantRow(type, k);
       const int q = j < kWidth / 2 ? row[j] & 0xF : row[j - kWidth / 2] >> 4;
-      return static_cast<float>(q - 8) * F16ToF32(LoadU16(panel + QuantBlockOffset(type, k) + 2 * j));
+      return static_cast<float>(q - 8) * F16ToF32(LoadU16(panel.Scales(type, k) + 2 * j));
     }
   }
   return 0.0f;
 }
 
 // Row k of a row-layout panel dequantized into out[0..32).
-inline void DequantizeRow(WeightType type, const uint8_t* panel, size_t k, float* out) {
+inline void DequantizeRow(WeightType type, const PanelRows& panel, size_t k, float* out) {
   for (size_t j = 0; j < kWidth; ++j) out[j] = DequantizeElement(type, panel, k, j);
+}
+
+// Offset of the block holding row k within one panel stored apart (the quad layout's
+// panels are not interleaved).
+inline size_t QuantBlockOffset(WeightType type, size_t k) {
+  return k / kQuantBlock * QuantBlockBytes(type);
 }
 
 // The int8-activation layout (CompressedLayout::kInt8Quads, int8_activations.h): per

@@ -32,12 +32,11 @@ struct DecodedBlock {
 };
 
 template <template <class> class Rows, class D>
-HWY_INLINE void DecodeHalfBlock(D d, const uint8_t* panel, size_t k0, size_t depth,
+HWY_INLINE void DecodeHalfBlock(D d, const compressed::PanelRows& panel, size_t k0, size_t depth,
                                 DecodedBlock& block) {
   constexpr size_t kVecs = PanelVectors<D>();
   const size_t lanes = hn::Lanes(d);
-  Rows<D> rows;
-  rows.panel = panel;
+  const Rows<D> rows = HalfRowsOf<Rows, D>(panel);
   for (size_t k = 0; k < depth; ++k) {
     hn::Vec<D> wk[kVecs];
     rows.Row(d, k0 + k, wk);
@@ -46,42 +45,50 @@ HWY_INLINE void DecodeHalfBlock(D d, const uint8_t* panel, size_t k0, size_t dep
 }
 
 template <template <class> class Quants, class D>
-HWY_INLINE void DecodeQuantBlock(D d, const uint8_t* panel, size_t k0, size_t depth,
+HWY_INLINE void DecodeQuantBlock(D d, const compressed::PanelRows& rows, size_t k0, size_t depth,
                                  DecodedBlock& block) {
   constexpr size_t kVecs = PanelVectors<D>();
   const size_t lanes = hn::Lanes(d);
   using Q = Quants<D>;
+  const QuantPanel panel(Q::kType, rows);
   for (size_t b = 0; b < depth / kQuantBlock; ++b) {
-    const uint8_t* quant_block = panel + (k0 / kQuantBlock + b) * Q::kBlockBytes;
+    const size_t quant_block = k0 / kQuantBlock + b;
     for (size_t r = 0; r < kQuantBlock; ++r) {
       hn::Vec<D> q[kVecs];
-      Q::Decode(d, quant_block + compressed::kScaleBytes + r * Q::kRowBytes, q);
+      Q::Decode(d, panel.Row(quant_block, r), q);
       float* out = block.values + (b * kQuantBlock + r) * kCompressedPanelWidth;
       for (size_t v = 0; v < kVecs; ++v) hn::Store(q[v], d, out + v * lanes);
     }
     hn::Vec<D> scale[kVecs];
-    LoadColumnScales(d, quant_block, scale);
+    LoadColumnScales(d, panel.Scales(quant_block), scale);
     for (size_t v = 0; v < kVecs; ++v) hn::Store(scale[v], d, block.scales + b * kCompressedPanelWidth + v * lanes);
   }
 }
 
-// The bytes of the block decoded next (panel p's rows [k0, k0 + depth)), asked into L2
-// a few lines before each row tile of the current block: the compressed panels stream
-// from memory once per M block, and a block's first touch would otherwise stall the
-// decode loop, whose few instructions per byte cannot hide the latency. Spread over
-// the tiles, the requests never fill the core's line-fill buffers (a burst of 256
-// prefetches stalls, and may be dropped).
+// The bytes of the group decoded next (rows [k0, k0 + depth) of the panel group that
+// starts at panel p), asked into L2 a few lines before each row tile of the current
+// block: the compressed panels stream from memory once per M block, and a block's first
+// touch would otherwise stall the decode loop, whose few instructions per byte cannot
+// hide the latency. A group's rows are interleaved, so its panels' K blocks are one
+// region; each of the current group's W panels asks for its slice `slice` of W of it.
+// Spread over the tiles, the requests never fill the core's line-fill buffers (a burst
+// of 256 prefetches stalls, and may be dropped).
 struct NextBlockPrefetch {
   const uint8_t* line = nullptr;
   const uint8_t* end = nullptr;
   size_t lines_per_tile = 0;
 
   NextBlockPrefetch() = default;
-  NextBlockPrefetch(const CompressedMatrixView& w, size_t p, size_t k0, size_t depth, size_t tiles)
-      : line(w.panel(p) + compressed::PanelBytes(w.type, k0)),
-        end(w.panel(p) + compressed::PanelBytes(w.type, k0 + depth)) {
-    const size_t lines = static_cast<size_t>(end - line + 63) / 64;
-    lines_per_tile = (lines + tiles - 1) / tiles;
+  NextBlockPrefetch(const CompressedMatrixView& w, size_t p, size_t k0, size_t depth, size_t tiles,
+                    size_t slice, size_t slices) {
+    const compressed::PanelRows rows = compressed::RowsOfPanel(w, p);
+    const uint8_t* first = rows.group + rows.width * compressed::PanelBytes(w.type, k0);
+    const size_t lines = rows.width * (compressed::PanelBytes(w.type, k0 + depth) -
+                                       compressed::PanelBytes(w.type, k0)) / 64;
+    line = first + slice * lines / slices * 64;
+    end = first + (slice + 1) * lines / slices * 64;
+    const size_t mine = static_cast<size_t>(end - line) / 64;
+    lines_per_tile = (mine + tiles - 1) / tiles;
   }
   HWY_INLINE void BeforeTile() {
     for (size_t i = 0; i < lines_per_tile && line < end; ++i, line += 64) __builtin_prefetch(line, 0, 2);
@@ -195,18 +202,21 @@ HWY_INLINE void CompressedMatMulPanels(D d, const float* a, size_t lda, size_t m
         const size_t col0 = p * kWidth;
         const size_t valid = std::min(kWidth, w.cols - col0);
         if constexpr (kBlockScaled) {
-          DecodeQuantBlock<Rows>(d, w.panel(p), k0, depth, block);
+          DecodeQuantBlock<Rows>(d, compressed::RowsOfPanel(w, p), k0, depth, block);
         } else {
-          DecodeHalfBlock<Rows>(d, w.panel(p), k0, depth, block);
+          DecodeHalfBlock<Rows>(d, compressed::RowsOfPanel(w, p), k0, depth, block);
         }
-        // The block decoded next: the next panel's, or the first panel's next K block.
+        // The group decoded next: the next group's, or the first group's next K block.
         const size_t tiles = (rows + kRows - 1) / kRows;
+        const compressed::PanelRows current = compressed::RowsOfPanel(w, p);
+        const size_t next_group = p - current.index + current.width;
         NextBlockPrefetch next;
-        if (p + 1 < panel_end) {
-          next = NextBlockPrefetch(w, p + 1, k0, depth, tiles);
+        if (next_group < panel_end) {
+          next = NextBlockPrefetch(w, next_group, k0, depth, tiles, current.index, current.width);
         } else if (k0 + depth < depth_total) {
           next = NextBlockPrefetch(w, panel_begin, k0 + depth,
-                                   std::min(DecodedBlock::kDepth, depth_total - k0 - depth), tiles);
+                                   std::min(DecodedBlock::kDepth, depth_total - k0 - depth), tiles,
+                                   current.index, current.width);
         }
         const float* a_block = a + m0 * lda + k0;
         float* c_block = c + m0 * ldc + col0;

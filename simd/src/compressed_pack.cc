@@ -15,35 +15,38 @@ namespace {
 
 using compressed::kWidth;
 
-// Where the values of one ggml block (or one 16-bit element) go inside a panel.
+// Where the values of one ggml block (or one 16-bit element) go inside the row layout.
 struct PanelWriter {
   WeightType type;
   size_t rows;
+  size_t panels;
   uint8_t* out;
 
-  uint8_t* Panel(size_t n) const { return out + n / kWidth * compressed::PanelBytes(type, rows); }
+  compressed::PanelRowsOf<uint8_t> Panel(size_t n) const {
+    return compressed::RowsOfPanel(out, type, rows, panels, n / kWidth);
+  }
 
   void Half(size_t k, size_t n, uint16_t bits) const {
     const size_t j = n % kWidth;
     const size_t slot = type == WeightType::kBf16 ? compressed::Bf16Slot(j) : j;
-    compressed::StoreU16(Panel(n) + k * compressed::kHalfRowBytes + 2 * slot, bits);
+    compressed::StoreU16(Panel(n).HalfRow(k) + 2 * slot, bits);
   }
   // One ggml block (ggml bytes: f16 d, then the quants) of column n, rows k0..k0+32.
   void Q8Block(size_t k0, size_t n, const uint8_t* block) const {
-    uint8_t* panel = Panel(n);
+    const compressed::PanelRowsOf<uint8_t> panel = Panel(n);
     const size_t j = n % kWidth;
-    std::memcpy(panel + compressed::QuantBlockOffset(type, k0) + 2 * j, block, 2);
-    for (size_t r = 0; r < kQuantBlock; ++r) panel[compressed::Q8RowOffset(k0 + r) + j] = block[2 + r];
+    std::memcpy(panel.Scales(type, k0) + 2 * j, block, 2);
+    for (size_t r = 0; r < kQuantBlock; ++r) panel.QuantRow(type, k0 + r)[j] = block[2 + r];
   }
   void Q4Block(size_t k0, size_t n, const uint8_t* block) const {
-    uint8_t* panel = Panel(n);
+    const compressed::PanelRowsOf<uint8_t> panel = Panel(n);
     const size_t j = n % kWidth;
-    std::memcpy(panel + compressed::QuantBlockOffset(type, k0) + 2 * j, block, 2);
+    std::memcpy(panel.Scales(type, k0) + 2 * j, block, 2);
     constexpr size_t kHalf = kQuantBlock / 2;
     for (size_t r = 0; r < kQuantBlock; ++r) {
       const uint8_t packed = block[2 + r % kHalf];
       const uint8_t q = r < kHalf ? packed & 0xF : packed >> 4;
-      SetNibble(panel + compressed::Q4RowOffset(k0 + r), j, q);
+      SetNibble(panel.QuantRow(type, k0 + r), j, q);
     }
   }
   static void SetNibble(uint8_t* row, size_t j, uint8_t q) {
@@ -54,20 +57,20 @@ struct PanelWriter {
 
   // Zeroes the whole storage and gives the q4_0 quants their zero value (8), so that
   // padding columns dequantize to +0 and every byte is written.
-  void Clear(size_t cols) const {
-    const size_t panels = (cols + kWidth - 1) / kWidth;
-    const size_t bytes = panels * compressed::PanelBytes(type, rows);
-    std::memset(out, 0, bytes);
+  void Clear() const {
+    std::memset(out, 0, panels * compressed::PanelBytes(type, rows));
     if (type != WeightType::kQ4_0) return;
     for (size_t p = 0; p < panels; ++p) {
-      uint8_t* panel = out + p * compressed::PanelBytes(type, rows);
+      const compressed::PanelRowsOf<uint8_t> panel =
+          compressed::RowsOfPanel(out, type, rows, panels, p);
       for (size_t k = 0; k < rows; ++k) {
-        std::memset(panel + compressed::Q4RowOffset(k), compressed::kQ4Zero * 0x11,
-                    compressed::kQ4RowBytes);
+        std::memset(panel.QuantRow(type, k), compressed::kQ4Zero * 0x11, compressed::kQ4RowBytes);
       }
     }
   }
 };
+
+size_t PanelCount(size_t cols) { return (cols + kWidth - 1) / kWidth; }
 
 }  // namespace
 
@@ -119,28 +122,33 @@ size_t GgmlRowBytes(WeightType type, size_t rows_k) {
 
 size_t CompressedMatrixView::panel_bytes() const { return compressed::PanelBytes(type, rows); }
 
-namespace {
-float DequantizeAnyElement(const CompressedMatrixView& w, const uint8_t* panel, size_t k, size_t j) {
-  return w.layout == CompressedLayout::kInt8Quads ? compressed::DequantizeQuadElement(w.type, panel, k, j)
-                                                  : compressed::DequantizeElement(w.type, panel, k, j);
-}
-}  // namespace
-
 float CompressedMatrixView::at(size_t k, size_t n) const {
-  return DequantizeAnyElement(*this, panel(n / kWidth), k, n % kWidth);
+  if (layout == CompressedLayout::kInt8Quads) {
+    return compressed::DequantizeQuadElement(type, panel(n / kWidth), k, n % kWidth);
+  }
+  const compressed::PanelRows panel_rows = compressed::RowsOfPanel(*this, n / kWidth);
+  return compressed::DequantizeElement(type, panel_rows, k, n % kWidth);
 }
 
 // One element of every row (an embedding lookup of a tied table, every prefill row):
 // the column's own bytes only, not the other 31 columns of each panel row.
 void GatherColumn(const CompressedMatrixView& w, size_t n, float* out) {
-  const uint8_t* panel = w.panel(n / kWidth);
-  for (size_t k = 0; k < w.rows; ++k) out[k] = DequantizeAnyElement(w, panel, k, n % kWidth);
+  const size_t j = n % kWidth;
+  if (w.layout == CompressedLayout::kInt8Quads) {
+    const uint8_t* panel = w.panel(n / kWidth);
+    for (size_t k = 0; k < w.rows; ++k) {
+      out[k] = compressed::DequantizeQuadElement(w.type, panel, k, j);
+    }
+    return;
+  }
+  const compressed::PanelRows panel = compressed::RowsOfPanel(w, n / kWidth);
+  for (size_t k = 0; k < w.rows; ++k) out[k] = compressed::DequantizeElement(w.type, panel, k, j);
 }
 
 void PackCompressed(WeightType type, const float* source, size_t rows, size_t cols,
                     bool source_is_transposed, uint8_t* out) {
-  const PanelWriter writer{type, rows, out};
-  writer.Clear(cols);
+  const PanelWriter writer{type, rows, PanelCount(cols), out};
+  writer.Clear();
   const auto element = [&](size_t k, size_t n) {
     return source_is_transposed ? source[n * rows + k] : source[k * cols + n];
   };
@@ -169,8 +177,8 @@ void PackCompressed(WeightType type, const float* source, size_t rows, size_t co
 
 void RepackGgml(WeightType type, const uint8_t* ggml_rows, size_t rows_k, size_t cols_n,
                 uint8_t* out) {
-  const PanelWriter writer{type, rows_k, out};
-  writer.Clear(cols_n);
+  const PanelWriter writer{type, rows_k, PanelCount(cols_n), out};
+  writer.Clear();
   const size_t row_bytes = GgmlRowBytes(type, rows_k);
   for (size_t n = 0; n < cols_n; ++n) {
     const uint8_t* row = ggml_rows + n * row_bytes;

@@ -32,12 +32,13 @@ namespace hn = hwy::HWY_NAMESPACE;
 template <class D>
 struct Bf16Rows {
   static constexpr size_t kVecs = PanelVectors<D>();
-  const uint8_t* panel;
+  const uint8_t* panel;  // row 0 of the panel
+  size_t row_stride;     // bytes from one row of the panel to the next (its group's width)
 
   HWY_INLINE void Row(D d, size_t k, hn::Vec<D>* w) const {
     const hn::RebindToUnsigned<D> du;
     const size_t lanes = hn::Lanes(d);
-    const auto* row = reinterpret_cast<const uint32_t*>(panel + k * compressed::kHalfRowBytes);
+    const auto* row = reinterpret_cast<const uint32_t*>(panel + k * row_stride);
     const auto high_half = hn::Set(du, 0xFFFF0000u);
     HWY_UNROLL(16)
     for (size_t v = 0; v < kVecs / 2; ++v) {
@@ -51,14 +52,44 @@ struct Bf16Rows {
 template <class D>
 struct F16Rows {
   static constexpr size_t kVecs = PanelVectors<D>();
-  const uint8_t* panel;
+  const uint8_t* panel;  // row 0 of the panel
+  size_t row_stride;     // bytes from one row of the panel to the next
 
   HWY_INLINE void Row(D d, size_t k, hn::Vec<D>* w) const {
     const hn::Rebind<hwy::float16_t, D> dh;
     const size_t lanes = hn::Lanes(d);
-    const auto* row = reinterpret_cast<const hwy::float16_t*>(panel + k * compressed::kHalfRowBytes);
+    const auto* row = reinterpret_cast<const hwy::float16_t*>(panel + k * row_stride);
     HWY_UNROLL(16)
     for (size_t v = 0; v < kVecs; ++v) w[v] = hn::PromoteTo(d, hn::LoadU(dh, row + v * lanes));
+  }
+};
+
+// The decoder of a bf16/f16 panel of the row layout.
+template <template <class> class Rows, class D>
+HWY_INLINE Rows<D> HalfRowsOf(const compressed::PanelRows& panel) {
+  Rows<D> rows;
+  rows.panel = panel.HalfRow(0);
+  rows.row_stride = panel.width * compressed::kHalfRowBytes;
+  return rows;
+}
+
+// Where a q8_0/q4_0 panel's scales and rows are: block b's scales at
+// scales + b·block_stride, its row r at quants + b·block_stride + r·row_stride.
+struct QuantPanel {
+  const uint8_t* scales;
+  const uint8_t* quants;
+  size_t block_stride;
+  size_t row_stride;
+
+  QuantPanel() = default;
+  QuantPanel(WeightType type, const compressed::PanelRows& panel)
+      : scales(panel.Scales(type, 0)),
+        quants(panel.QuantRow(type, 0)),
+        block_stride(panel.width * compressed::QuantBlockBytes(type)),
+        row_stride(panel.width * compressed::QuantRowBytes(type)) {}
+  const uint8_t* Scales(size_t block) const { return scales + block * block_stride; }
+  const uint8_t* Row(size_t block, size_t r) const {
+    return quants + block * block_stride + r * row_stride;
   }
 };
 
@@ -79,6 +110,7 @@ HWY_INLINE void LoadColumnScales(D d, const uint8_t* block, hn::Vec<D>* scale) {
 // compressed_matrix.h). A block is its scales, then kQuantBlock rows of kRowBytes.
 template <class D>
 struct Q8Quants {
+  static constexpr WeightType kType = WeightType::kQ8_0;
   static constexpr size_t kBlockBytes = compressed::kQ8BlockBytes;
   static constexpr size_t kRowBytes = compressed::kQ8RowBytes;
 
@@ -102,6 +134,7 @@ struct Q8Quants {
 // same exact values.
 template <class D>
 struct Q4Quants {
+  static constexpr WeightType kType = WeightType::kQ4_0;
   static constexpr size_t kBlockBytes = compressed::kQ4BlockBytes;
   static constexpr size_t kRowBytes = compressed::kQ4RowBytes;
 

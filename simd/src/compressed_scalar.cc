@@ -12,7 +12,7 @@ void MatVecScalar(const CompressedMatrixView& w, const float* x, float* y, size_
                   size_t panel_end) {
   using compressed::kWidth;
   for (size_t p = panel_begin; p < panel_end; ++p) {
-    const uint8_t* panel = w.panel(p);
+    const compressed::PanelRows panel = compressed::RowsOfPanel(w, p);
     const size_t first = p * kWidth;
     const size_t width = std::min(kWidth, w.cols - first);
     float* out = y + first;

@@ -33,21 +33,20 @@ CompressedMatrixView PackInt8Quads(const CompressedMatrixView& w, uint8_t* out) 
   quads.layout = CompressedLayout::kInt8Quads;
   const size_t panel_bytes = w.panel_bytes();
   for (size_t p = 0; p < w.panels(); ++p) {
-    const uint8_t* source = w.panel(p);
+    const compressed::PanelRows source = compressed::RowsOfPanel(w, p);
     uint8_t* target = out + p * panel_bytes;
     for (size_t k0 = 0; k0 < w.rows; k0 += kQuantBlock) {
-      const size_t block = compressed::QuantBlockOffset(w.type, k0);
-      std::memcpy(target + block, source + block, compressed::kScaleBytes);  // the scales
+      std::memcpy(target + compressed::QuantBlockOffset(w.type, k0), source.Scales(w.type, k0),
+                  compressed::kScaleBytes);
       for (size_t k = k0; k < k0 + kQuantBlock; ++k) {
+        const uint8_t* row = source.QuantRow(w.type, k);
         if (w.type == WeightType::kQ8_0) {
-          const uint8_t* row = source + compressed::Q8RowOffset(k);
           for (size_t j = 0; j < kWidth; ++j) {
             target[compressed::QuadByteOffset(w.type, k, j)] =
                 static_cast<uint8_t>(row[j] ^ compressed::kQ8Offset);  // q + 128
           }
         } else {
           // The row layout's byte j already holds columns j and j + 16 of row k.
-          const uint8_t* row = source + compressed::Q4RowOffset(k);
           for (size_t j = 0; j < kWidth / 2; ++j) {
             target[compressed::QuadByteOffset(w.type, k, j)] = row[j];
           }

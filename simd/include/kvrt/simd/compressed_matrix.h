@@ -15,6 +15,12 @@
 //   q4_0:      K/32 blocks of 576 bytes: 32 f16 scales, then 32 rows of 16 bytes;
 //              byte j of a row holds column j in its low nibble and column j+16 in
 //              its high nibble (unsigned quants q in 0..15).
+// Panels are stored in groups of four (the last group holds the one to three panels
+// left over) whose rows are interleaved: a group of W panels keeps row k of its W
+// panels side by side (bf16/f16: W × 64 bytes), and for q8_0/q4_0, block by block, its
+// W scale rows and then each of the block's 32 rows of its W panels side by side. The
+// matrix–vector kernels, which stream four panels at once, then read one sequential
+// stream (compressed_layout.h says how much that is worth).
 // Bytes per weight are ggml's: 2, 2, 34/32 and 18/32 (plus the padding of the last
 // panel). Every panel is a multiple of 64 bytes, so 64-byte aligned storage keeps
 // every panel, block and scale row aligned.
@@ -67,6 +73,8 @@ struct CompressedMatrixView {
   size_t panels() const { return (cols + kCompressedPanelWidth - 1) / kCompressedPanelWidth; }
   // Bytes of one panel (CompressedMatrixBytes of a 32-column matrix).
   size_t panel_bytes() const;
+  // Panel p of the kInt8Quads layout, whose panels are stored apart. (In kRows a panel's
+  // rows are interleaved with its group's: compressed_layout.h, RowsOfPanel.)
   const uint8_t* panel(size_t p) const { return data + p * panel_bytes(); }
   // The dequantized element, exactly as the kernels use it. Defined for every n in
   // [0, panels()·32): the padding columns give +0.
