@@ -143,6 +143,63 @@ void RegisterRoofline(WeightType type, size_t rows, size_t cols, threading::Thre
   }));
 }
 
+// MatVecModelWalk/<type>/110M rows: the 110M model's 85 matrices, each its own
+// allocation, in a decode step's order (per block q, k, v, o, gate, up, down; then the
+// 768×32000 head), in the engine's tasks of four panels: a decode step's weight reads
+// without its attention, norms and activations. read_bw_fraction is against a read of
+// the same buffers in the same order, alternated with the walk; fraction_of_sized_probe
+// against one read of a fresh buffer of the same size taken after the row (the decode
+// rows' roofline, bench/engine/weights_bench.cc), so that the gap between a decode row
+// and this one is what the rest of the step costs.
+void RegisterModelWalk(WeightType type, threading::ThreadPool& pool) {
+  const std::string name = "MatVecModelWalk/" + std::string(simd::WeightTypeName(type)) +
+                           "/110M/threads:" + std::to_string(pool.threads());
+  Timed(benchmark::RegisterBenchmark(name.c_str(), [=, &pool](State& state) {
+    std::vector<std::unique_ptr<CompressedWeights>> walk;
+    for (size_t layer = 0; layer < 12; ++layer) {
+      for (auto [k, n] : {std::pair<size_t, size_t>{768, 768}, {768, 768}, {768, 768}, {768, 768},
+                          {768, 2048}, {768, 2048}, {2048, 768}}) {
+        walk.push_back(std::make_unique<CompressedWeights>(type, k, n));
+      }
+    }
+    walk.push_back(std::make_unique<CompressedWeights>(type, 768, 32000));
+    const auto x = RandomRow<float>(2048, -1, 1);
+    auto y = RandomRow<float>(32000, 0, 1);
+    double total = 0;
+    for (const auto& w : walk) total += static_cast<double>(w->bytes);
+    auto matvec = [&] {
+      for (const auto& w : walk) {
+        ForEachPanelRange(pool, w->view.panels(), [&](size_t begin, size_t end) {
+          simd::MatVec(w->view, x.get(), y.get(), begin, end);
+        });
+      }
+      benchmark::ClobberMemory();
+    };
+    uint32_t checksum = 0;
+    auto read = [&] {
+      for (const auto& w : walk) {
+        checksum += ParallelChunkedRead(pool, w->storage.get(), w->bytes, PanelTasks(w->view.panels()));
+      }
+    };
+    matvec();
+    read();
+    double matvec_seconds = 0, read_seconds = 0;
+    Alternation alternate;
+    for (auto _ : state) {
+      alternate([&] { matvec_seconds += SecondsOf(matvec); }, [&] { read_seconds += SecondsOf(read); });
+    }
+    benchmark::DoNotOptimize(checksum);
+    const double iterations = static_cast<double>(state.iterations());
+    state.counters["read_bw_fraction"] = read_seconds / matvec_seconds;
+    state.counters["read_bw_bytes/s"] = total * iterations / read_seconds;
+    state.counters["matvec_bytes/s"] = total * iterations / matvec_seconds;
+    state.counters["weight_bytes"] = total;
+    const double sized = MeasureSizedReadBytesPerSecond(pool, static_cast<size_t>(total));
+    state.counters["sized_probe_bytes/s"] = sized;
+    state.counters["fraction_of_sized_probe"] = total * iterations / matvec_seconds / sized;
+  }));
+}
+
 // Single thread, cached weights: the fast kernel against its scalar twin.
 void RegisterFastAndTwin(WeightType type, size_t rows, size_t cols,
                          const std::shared_ptr<WeightCache>& cache) {
@@ -266,6 +323,10 @@ void RegisterCompressedBenchmarks(threading::ThreadPool& one_thread,
     RegisterMatMul(type, 512, 768, 768, two_threads, cache, Activations::kInt8);
   }
   for (WeightType type : kTypes) RegisterFastAndTwin(type, 768, 2048, cache);
+  for (WeightType type : kTypes) {
+    RegisterModelWalk(type, one_thread);
+    RegisterModelWalk(type, two_threads);
+  }
 }
 
 }  // namespace kvrt::bench
