@@ -213,6 +213,31 @@ TEST(CompressedWeightsTest, StoredBytesAreDroppedOnceAParameterIsUpdated) {
   EXPECT_LE(MaxAbsDiff(fast, oracle), 1e-4);
 }
 
+// PrepareWeights builds what a session would, ahead of it: every backend, precision and
+// format prepares, the sessions afterwards compute the same bits as on a model never
+// prepared, and an unknown format is a typed error, not a crash.
+TEST(CompressedWeightsTest, PreparedWeightsGiveTheSameSessions) {
+  Result<LoadedModel> loaded = LoadModel(testing::FixturePath("gguf/tiny-q4_0.gguf"));
+  ASSERT_TRUE(loaded) << loaded.error().message();
+  const std::vector<uint32_t> prompt = {1, 450, 4996};
+  for (WeightFormat format : kAll) {
+    for (const EngineOptions& engine :
+         {Engine(Backend::kFast, Precision::kF32, format), Engine(Backend::kFast, Precision::kF64, format),
+          Engine(Backend::kReference, Precision::kF64, format)}) {
+      const DecoderModel unprepared = *loaded->model.RebuildFromValues();
+      const DecoderModel& prepared = loaded->model;
+      ASSERT_TRUE(prepared.PrepareWeights(engine)) << WeightFormatName(format);
+      EXPECT_EQ(SessionLogits(prepared, prompt, {17354}, engine),
+                SessionLogits(unprepared, prompt, {17354}, engine))
+          << WeightFormatName(format);
+    }
+  }
+  EngineOptions unknown = Engine(Backend::kFast, Precision::kF32, static_cast<WeightFormat>(99));
+  Result<void> refused = loaded->model.PrepareWeights(unknown);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code(), ErrorCode::kUnsupportedBackend);
+}
+
 // D 48 and V 100: every matrix read along K = 48 cannot hold q8_0/q4_0 blocks and
 // falls back to f16; the down projection (K = F = 64) keeps the format.
 DecoderModel NarrowModel() {

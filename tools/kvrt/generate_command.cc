@@ -74,6 +74,10 @@ int RunGenerate(std::span<char* const> args) {
     if (!llama2c) return ReportError(llama2c.error());
     loaded->tokenizer = std::move(*llama2c);
   }
+  // Converting the weights (--weights) is part of the load, not of the prompt's prefill.
+  if (Result<void> prepared = loaded->model.PrepareWeights(*engine); !prepared) {
+    return ReportError(prepared.error());
+  }
   const double load_seconds = load_timer.Seconds();
   const Tokenizer no_tokenizer;  // vocabulary 0: --prompt is refused
   const Tokenizer& tokenizer = loaded->tokenizer ? *loaded->tokenizer : no_tokenizer;

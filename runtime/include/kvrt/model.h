@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "kvrt/config.h"
+#include "kvrt/engine_options.h"
 #include "kvrt/error.h"
 #include "kvrt/parameter.h"
 #include "kvrt/rng.h"
@@ -131,6 +132,14 @@ class DecoderModel {
   // kAsStored this is a handle on this model: its values are already exact (the
   // spec's f64 values, or a GGUF tensor's exact dequantization).
   Result<DecoderModel> Dequantized(WeightFormat format) const;
+
+  // Packs or converts, now, the weights an engine with these options reads (the fast
+  // engine's panels in engine.weights' format, or the reference engine's dequantized
+  // model), which Session::Open would otherwise build on the first session. Sessions
+  // opened later with the same backend, precision, format and int8 choice reuse them
+  // while every parameter keeps its revision. Converting 110M to q8_0 takes about a
+  // second, which a caller timing its first prefill would otherwise count as prefill.
+  Result<void> PrepareWeights(const EngineOptions& engine) const;
 
   // The in-process equivalent of an optimiser step (spec/kv-cache.md §5.2–5.3).
   // Validates every update first (index, size, finite values, revision overflow),
