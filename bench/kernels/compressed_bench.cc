@@ -143,7 +143,7 @@ void RegisterRoofline(WeightType type, size_t rows, size_t cols, threading::Thre
   }));
 }
 
-// MatVecModelWalk/<type>/110M rows: the 110M model's 85 matrices, each its own
+// MatVecModelWalk/<type>/<model> rows: the 42M or 110M model's 57 or 85 matrices, each its own
 // allocation, in a decode step's order (per block q, k, v, o, gate, up, down; then the
 // 768×32000 head), in the engine's tasks of four panels: a decode step's weight reads
 // without its attention, norms and activations. read_bw_fraction is against a read of
@@ -151,20 +151,28 @@ void RegisterRoofline(WeightType type, size_t rows, size_t cols, threading::Thre
 // against one read of a fresh buffer of the same size taken after the row (the decode
 // rows' roofline, bench/engine/weights_bench.cc), so that the gap between a decode row
 // and this one is what the rest of the step costs.
-void RegisterModelWalk(WeightType type, threading::ThreadPool& pool) {
-  const std::string name = "MatVecModelWalk/" + std::string(simd::WeightTypeName(type)) +
-                           "/110M/threads:" + std::to_string(pool.threads());
+struct WalkShape {
+  const char* name;
+  size_t dim, ffn, layers, vocab;
+};
+constexpr WalkShape kWalkShapes[] = {{"42M", 512, 1376, 8, 32000}, {"110M", 768, 2048, 12, 32000}};
+
+void RegisterModelWalk(WeightType type, const WalkShape& shape, threading::ThreadPool& pool) {
+  const std::string name = "MatVecModelWalk/" + std::string(simd::WeightTypeName(type)) + "/" +
+                           shape.name + "/threads:" + std::to_string(pool.threads());
   Timed(benchmark::RegisterBenchmark(name.c_str(), [=, &pool](State& state) {
     std::vector<std::unique_ptr<CompressedWeights>> walk;
-    for (size_t layer = 0; layer < 12; ++layer) {
-      for (auto [k, n] : {std::pair<size_t, size_t>{768, 768}, {768, 768}, {768, 768}, {768, 768},
-                          {768, 2048}, {768, 2048}, {2048, 768}}) {
+    const size_t d = shape.dim, f = shape.ffn;
+    for (size_t layer = 0; layer < shape.layers; ++layer) {
+      // q, k, v, o, gate, up, down
+      for (auto [k, n] : {std::pair<size_t, size_t>{d, d}, {d, d}, {d, d}, {d, d}, {d, f}, {d, f},
+                          {f, d}}) {
         walk.push_back(std::make_unique<CompressedWeights>(type, k, n));
       }
     }
-    walk.push_back(std::make_unique<CompressedWeights>(type, 768, 32000));
-    const auto x = RandomRow<float>(2048, -1, 1);
-    auto y = RandomRow<float>(32000, 0, 1);
+    walk.push_back(std::make_unique<CompressedWeights>(type, d, shape.vocab));
+    const auto x = RandomRow<float>(std::max(d, f), -1, 1);
+    auto y = RandomRow<float>(shape.vocab, 0, 1);
     double total = 0;
     for (const auto& w : walk) total += static_cast<double>(w->bytes);
     auto matvec = [&] {
@@ -178,7 +186,8 @@ void RegisterModelWalk(WeightType type, threading::ThreadPool& pool) {
     uint32_t checksum = 0;
     auto read = [&] {
       for (const auto& w : walk) {
-        checksum += ParallelChunkedRead(pool, w->storage.get(), w->bytes, PanelTasks(w->view.panels()));
+        const size_t tasks = PanelTasks(w->view.panels());
+        checksum += ParallelChunkedRead(pool, w->storage.get(), w->bytes, tasks);
       }
     };
     matvec();
@@ -186,7 +195,8 @@ void RegisterModelWalk(WeightType type, threading::ThreadPool& pool) {
     double matvec_seconds = 0, read_seconds = 0;
     Alternation alternate;
     for (auto _ : state) {
-      alternate([&] { matvec_seconds += SecondsOf(matvec); }, [&] { read_seconds += SecondsOf(read); });
+      alternate([&] { matvec_seconds += SecondsOf(matvec); },
+                [&] { read_seconds += SecondsOf(read); });
     }
     benchmark::DoNotOptimize(checksum);
     const double iterations = static_cast<double>(state.iterations());
@@ -324,8 +334,10 @@ void RegisterCompressedBenchmarks(threading::ThreadPool& one_thread,
   }
   for (WeightType type : kTypes) RegisterFastAndTwin(type, 768, 2048, cache);
   for (WeightType type : kTypes) {
-    RegisterModelWalk(type, one_thread);
-    RegisterModelWalk(type, two_threads);
+    for (const WalkShape& shape : kWalkShapes) {
+      RegisterModelWalk(type, shape, one_thread);
+      RegisterModelWalk(type, shape, two_threads);
+    }
   }
 }
 

@@ -222,7 +222,8 @@ TEST(CompressedWeightsTest, PreparedWeightsGiveTheSameSessions) {
   const std::vector<uint32_t> prompt = {1, 450, 4996};
   for (WeightFormat format : kAll) {
     for (const EngineOptions& engine :
-         {Engine(Backend::kFast, Precision::kF32, format), Engine(Backend::kFast, Precision::kF64, format),
+         {Engine(Backend::kFast, Precision::kF32, format),
+          Engine(Backend::kFast, Precision::kF64, format),
           Engine(Backend::kReference, Precision::kF64, format)}) {
       const DecoderModel unprepared = *loaded->model.RebuildFromValues();
       const DecoderModel& prepared = loaded->model;

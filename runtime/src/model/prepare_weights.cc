@@ -12,7 +12,8 @@ Result<void> DecoderModel::PrepareWeights(const EngineOptions& engine) const try
   detail::EngineWeightsCache& cache = detail::ModelInternals::WeightsCache(*this);
   if (engine.backend == Backend::kReference) {
     if (engine.weights == WeightFormat::kAsStored) return {};
-    Result<std::shared_ptr<const DecoderModel>> dequantized = cache.Dequantized(*this, engine.weights);
+    Result<std::shared_ptr<const DecoderModel>> dequantized =
+        cache.Dequantized(*this, engine.weights);
     if (!dequantized) return Fail(std::move(dequantized.error()));
     return {};
   }
