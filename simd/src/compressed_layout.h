@@ -58,7 +58,7 @@ inline void StoreU16(uint8_t* p, uint16_t v) { std::memcpy(p, &v, sizeof(v)); }
 // bytes, so panel sizes and offsets of groups are those of panels stored apart. Why:
 // the matrix–vector kernels stream four panels side by side, and on a Zen 5 reading
 // four separate 26 KB panels block by block reached 0.66–0.70 of the DRAM bandwidth of
-// one sequential read (24–26 against 36–38 GB/s, software prefetch or not); in this
+// one sequential read (18–27 against 34–38 GB/s, software prefetch or not); in this
 // layout the kernels' reads are one sequential stream.
 inline constexpr size_t kGroupPanels = 4;
 

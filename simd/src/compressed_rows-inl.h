@@ -107,12 +107,10 @@ HWY_INLINE void LoadColumnScales(D d, const uint8_t* block, hn::Vec<D>* scale) {
 // The quantized types are decoded WITHOUT their scale: Decode() turns one row of a
 // block into the small integers q (q8_0) or q − 8 (q4_0) as exact floats; the kernels
 // apply the column scales once per block of 32 rows (block-scaled accumulation,
-// compressed_matrix.h). A block is its scales, then kQuantBlock rows of kRowBytes.
+// compressed_matrix.h). QuantPanel above says where a block's scales and rows are.
 template <class D>
 struct Q8Quants {
   static constexpr WeightType kType = WeightType::kQ8_0;
-  static constexpr size_t kBlockBytes = compressed::kQ8BlockBytes;
-  static constexpr size_t kRowBytes = compressed::kQ8RowBytes;
 
   static HWY_INLINE void Decode(D d, const uint8_t* row, hn::Vec<D>* q) {
     constexpr size_t kVecs = PanelVectors<D>();
@@ -135,8 +133,6 @@ struct Q8Quants {
 template <class D>
 struct Q4Quants {
   static constexpr WeightType kType = WeightType::kQ4_0;
-  static constexpr size_t kBlockBytes = compressed::kQ4BlockBytes;
-  static constexpr size_t kRowBytes = compressed::kQ4RowBytes;
 
   static HWY_INLINE void Decode(D d, const uint8_t* row, hn::Vec<D>* q) {
     constexpr size_t kVecs = PanelVectors<D>();
