@@ -200,8 +200,9 @@ int CApiErrors(const char* model_path, const char* scratch_path, int* codes, siz
   return 0;
 }
 
-int CApiWeightsLogits(const char* model_path, const uint32_t* tokens, size_t count, int backend,
-                      int weights, double* logits, size_t vocabulary) {
+/* CApiWeightsLogits, with kvrt_model_prepare_weights first when `prepare`. */
+static int WeightsLogits(const char* model_path, const uint32_t* tokens, size_t count, int backend,
+                         int weights, double* logits, size_t vocabulary, int prepare) {
   kvrt_model* model = NULL;
   CHECK(kvrt_model_load(model_path, &model) == NULL, 1);
   const kvrt_precision precision = backend == KVRT_BACKEND_REFERENCE ? KVRT_PRECISION_F64 : KVRT_PRECISION_F32;
@@ -214,7 +215,8 @@ int CApiWeightsLogits(const char* model_path, const uint32_t* tokens, size_t cou
   engine.threads = 1;
   engine.weights = (kvrt_weights)weights;
   kvrt_session* session = NULL;
-  kvrt_error* error = kvrt_session_bind(cache, model, &engine, &session);
+  kvrt_error* error = prepare ? kvrt_model_prepare_weights(model, &engine) : NULL;
+  if (error == NULL) error = kvrt_session_bind(cache, model, &engine, &session);
   if (error != NULL) {
     /* An unknown format: refused as InvalidArgument, nothing bound. */
     const int refused = strcmp(kvrt_error_name(error), "InvalidArgument") == 0 && session == NULL;
@@ -230,6 +232,16 @@ int CApiWeightsLogits(const char* model_path, const uint32_t* tokens, size_t cou
   kvrt_cache_free(cache);
   kvrt_model_free(model);
   return 0;
+}
+
+int CApiWeightsLogits(const char* model_path, const uint32_t* tokens, size_t count, int backend,
+                      int weights, double* logits, size_t vocabulary) {
+  return WeightsLogits(model_path, tokens, count, backend, weights, logits, vocabulary, 0);
+}
+
+int CApiPreparedWeightsLogits(const char* model_path, const uint32_t* tokens, size_t count,
+                              int backend, int weights, double* logits, size_t vocabulary) {
+  return WeightsLogits(model_path, tokens, count, backend, weights, logits, vocabulary, 1);
 }
 
 /* The code of `error` (freed), KVRT_ERR_NONE for success. */

@@ -35,6 +35,10 @@ int CApiErrors(const char* model_path, const char* scratch_path, int* codes, siz
  * -1 when the bind refused the format as InvalidArgument. */
 int CApiWeightsLogits(const char* model_path, const uint32_t* tokens, size_t count, int backend,
                       int weights, double* logits, size_t vocabulary);
+/* The same after kvrt_model_prepare_weights with the same options (-1 when that
+ * refused the format as InvalidArgument). */
+int CApiPreparedWeightsLogits(const char* model_path, const uint32_t* tokens, size_t count,
+                              int backend, int weights, double* logits, size_t vocabulary);
 /* Sequence slots: a step over three slots with a prompt in chunks, prefills
  * beside decodes, fork, truncate and reset, every run's logits bit-identical to
  * a one-slot session's, and the slots' typed errors. */

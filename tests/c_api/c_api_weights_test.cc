@@ -74,5 +74,30 @@ TEST(CApiWeightsTest, UnknownWeightsAreInvalidArgument) {
   }
 }
 
+TEST(CApiWeightsTest, PreparedWeightsGiveTheSameLogits) {
+  const std::vector<uint32_t> tokens = {1, 17, 42, 99};
+  for (const int backend : {KVRT_BACKEND_FAST, KVRT_BACKEND_REFERENCE}) {
+    for (const int weights : {KVRT_WEIGHTS_AS_STORED, KVRT_WEIGHTS_F32, KVRT_WEIGHTS_BF16,
+                              KVRT_WEIGHTS_F16, KVRT_WEIGHTS_Q8_0, KVRT_WEIGHTS_Q4_0}) {
+      std::vector<double> bound(kVocabulary), prepared(kVocabulary);
+      ASSERT_EQ(CApiWeightsLogits(kModel.c_str(), tokens.data(), tokens.size(), backend, weights,
+                                  bound.data(), kVocabulary),
+                0);
+      ASSERT_EQ(CApiPreparedWeightsLogits(kModel.c_str(), tokens.data(), tokens.size(), backend,
+                                          weights, prepared.data(), kVocabulary),
+                0)
+          << "backend " << backend << " weights " << weights;
+      EXPECT_EQ(bound, prepared) << "backend " << backend << " weights " << weights;
+    }
+    std::vector<double> logits(kVocabulary);
+    EXPECT_EQ(CApiPreparedWeightsLogits(kModel.c_str(), tokens.data(), tokens.size(), backend, 6,
+                                        logits.data(), kVocabulary),
+              -1);
+  }
+  kvrt_error* no_model = kvrt_model_prepare_weights(nullptr, nullptr);
+  EXPECT_EQ(kvrt_error_code(no_model), KVRT_ERR_INVALID_ARGUMENT);
+  kvrt_error_free(no_model);
+}
+
 }  // namespace
 }  // namespace kvrt

@@ -346,6 +346,15 @@ kvrt_error* kvrt_model_decode(const kvrt_model* model, const uint32_t* ids, size
                               size_t* length);
 void kvrt_string_free(char* text);
 
+/* Builds now the weights an engine with these options reads (NULL:
+ * kvrt_engine_options_default()): the fast engine's packed or converted matrices, or
+ * the reference engine's dequantized model. The first kvrt_session_bind would
+ * otherwise build them (about a second for a 110M model converted to q8_0, inside
+ * whatever the caller times). Sessions bound later with the same backend, precision,
+ * weights and int8_activations reuse them while the model's values are unchanged.
+ * The options' threads and pool are not used. */
+kvrt_error* kvrt_model_prepare_weights(const kvrt_model* model, const kvrt_engine_options* engine);
+
 /* ---- Caches and sessions ---------------------------------------------------- */
 
 /* A KV cache for one sequence of up to `capacity` tokens (0: the model's

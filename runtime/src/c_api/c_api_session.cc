@@ -124,6 +124,23 @@ size_t kvrt_cache_len(const kvrt_cache* cache) { return cache ? cache->cache->le
 size_t kvrt_cache_capacity(const kvrt_cache* cache) { return cache ? cache->cache->capacity() : 0; }
 size_t kvrt_cache_bytes(const kvrt_cache* cache) { return cache ? cache->cache->storage_bytes() : 0; }
 
+kvrt_error* kvrt_model_prepare_weights(const kvrt_model* model, const kvrt_engine_options* engine) {
+  return Guard([&]() -> kvrt_error* {
+    if (model == nullptr) return InvalidArgument("kvrt_model_prepare_weights needs a model");
+    // The weights do not depend on the threads: validate the options without a pool.
+    kvrt_engine_options chosen = engine ? *engine : kvrt_engine_options_default();
+    chosen.threads = 1;
+    chosen.pool = nullptr;
+    std::unique_ptr<kvrt::threading::ThreadPool> no_pool;
+    kvrt::Result<kvrt::EngineOptions> options = kvrt::c_api::EngineFromC(&chosen, no_pool);
+    if (!options) return MakeError(options.error());
+    if (kvrt::Result<void> prepared = model->model.PrepareWeights(*options); !prepared) {
+      return MakeError(prepared.error());
+    }
+    return nullptr;
+  });
+}
+
 kvrt_error* kvrt_session_bind(kvrt_cache* cache, const kvrt_model* model, const kvrt_engine_options* engine,
                               kvrt_session** out) {
   return Guard([&]() -> kvrt_error* {
