@@ -72,10 +72,11 @@ struct QuantBlockPrefetch {
   size_t lines_per_row = 0;
 
   QuantBlockPrefetch() = default;  // asks for nothing
-  QuantBlockPrefetch(const QuantPanel& panel, const compressed::PanelRows& rows, size_t block)
-      : line(panel.Scales(block) - rows.index * compressed::kScaleBytes),
-        end(line + panel.block_stride),
-        lines_per_row((panel.block_stride / 64 + kQuantBlock - 1) / kQuantBlock) {}
+  // Block `block` of the group of `rows`, whose blocks are `block_stride` bytes.
+  QuantBlockPrefetch(const compressed::PanelRows& rows, size_t block_stride, size_t block)
+      : line(rows.group + block * block_stride),
+        end(line + block_stride),
+        lines_per_row((block_stride / 64 + kQuantBlock - 1) / kQuantBlock) {}
   HWY_INLINE void BeforeRow() {
     for (size_t i = 0; i < lines_per_row && line < end; ++i, line += 64) hwy::Prefetch(line);
   }
@@ -90,12 +91,11 @@ HWY_INLINE void BlockScaledMatVecGroup(D d, const CompressedMatrixView& w, const
                                        float* y, size_t first_panel) {
   constexpr size_t kVecs = PanelVectors<D>();
   using Q = Quants<D>;
-  compressed::PanelRows rows[kPanels];
+  const compressed::PanelRows first = compressed::RowsOfPanel(w, first_panel);
   QuantPanel panel[kPanels];
   hn::Vec<D> acc[kPanels][kVecs];
   for (size_t g = 0; g < kPanels; ++g) {
-    rows[g] = compressed::RowsOfPanel(w, first_panel + g);
-    panel[g] = QuantPanel(Q::kType, rows[g]);
+    panel[g] = QuantPanel(Q::kType, compressed::RowsOfPanel(w, first_panel + g));
     for (size_t v = 0; v < kVecs; ++v) acc[g][v] = hn::Zero(d);
   }
   const size_t blocks = w.rows / kQuantBlock;
@@ -107,7 +107,7 @@ HWY_INLINE void BlockScaledMatVecGroup(D d, const CompressedMatrixView& w, const
     }
     QuantBlockPrefetch next;
     if (b + kQuantPrefetchBlocks < blocks) {
-      next = QuantBlockPrefetch(panel[0], rows[0], b + kQuantPrefetchBlocks);
+      next = QuantBlockPrefetch(first, panel[0].block_stride, b + kQuantPrefetchBlocks);
     }
     for (size_t r = 0; r < kQuantBlock; ++r) {
       const auto xk = hn::Set(d, x[k0 + r]);

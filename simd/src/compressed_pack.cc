@@ -70,7 +70,8 @@ struct PanelWriter {
   }
 };
 
-size_t PanelCount(size_t cols) { return (cols + kWidth - 1) / kWidth; }
+// Panels of a matrix of `cols` columns (any cols, without overflow).
+size_t PanelCount(size_t cols) { return cols / kWidth + (cols % kWidth != 0 ? 1 : 0); }
 
 }  // namespace
 
@@ -102,7 +103,7 @@ size_t CompressedMatrixBytes(WeightType type, size_t rows, size_t cols) {
   // PanelBytes from overflowing.
   if (rows > kMax / compressed::kHalfRowBytes) return kMax;
   const size_t panel = compressed::PanelBytes(type, rows);
-  const size_t panels = cols / kWidth + (cols % kWidth != 0 ? 1 : 0);
+  const size_t panels = PanelCount(cols);
   if (panel != 0 && panels > kMax / panel) return kMax;
   return panels * panel;
 }

@@ -10,23 +10,19 @@ namespace kvrt {
 
 Result<void> DecoderModel::PrepareWeights(const EngineOptions& engine) const try {
   detail::EngineWeightsCache& cache = detail::ModelInternals::WeightsCache(*this);
+  // The cache keeps what it builds; only whether it could is returned.
+  const auto built = [](auto&& result) -> Result<void> {
+    if (!result) return Fail(std::move(result.error()));
+    return {};
+  };
   if (engine.backend == Backend::kReference) {
     if (engine.weights == WeightFormat::kAsStored) return {};
-    Result<std::shared_ptr<const DecoderModel>> dequantized =
-        cache.Dequantized(*this, engine.weights);
-    if (!dequantized) return Fail(std::move(dequantized.error()));
-    return {};
+    return built(cache.Dequantized(*this, engine.weights));
   }
   if (engine.precision == Precision::kF32) {
-    Result<std::shared_ptr<const detail::EngineWeights<float>>> packed =
-        cache.Get<float>(*this, engine.weights, engine.int8_activations);
-    if (!packed) return Fail(std::move(packed.error()));
-    return {};
+    return built(cache.Get<float>(*this, engine.weights, engine.int8_activations));
   }
-  Result<std::shared_ptr<const detail::EngineWeights<double>>> packed =
-      cache.Get<double>(*this, engine.weights, engine.int8_activations);
-  if (!packed) return Fail(std::move(packed.error()));
-  return {};
+  return built(cache.Get<double>(*this, engine.weights, engine.int8_activations));
 } catch (const std::bad_alloc&) {
   return Fail(ErrorCode::kAllocationFailed, {}, "could not allocate the engine's weights");
 }
