@@ -12,6 +12,7 @@
 
 #include "compressed_layout.h"
 #include "compressed_rows-inl.h"
+#include "hwy/cache_control.h"
 #include "hwy/highway.h"
 #include "kvrt/simd/int8_activations.h"
 #include "panel_columns-inl.h"
@@ -286,13 +287,90 @@ HWY_INLINE void Int8Tile(D d, const Int8Rows& a, size_t row0, const CompressedMa
   }
 }
 
-// One row (decode): panels side by side, as many as the f32-activation MatVec streams.
-// Several rows: per panel, tiles of four rows sharing every weight load, then one
-// smaller tile for the rest.
+// Independent integer sums per vector in Int8RowPanel: a block's 8 quads give each
+// vector 8 dependent VPDPBUSD, and four chains keep enough of them in flight.
+inline constexpr size_t kQuadChains = 4;
+// How far ahead of its block Int8RowPanel asks for the weights (11 q8_0 or 21 q4_0
+// blocks): one sequential stream needs more bytes in flight than the hardware
+// prefetcher keeps. On a Zen 5, 768x32000 at one thread: q4_0 20-31 GB/s with no
+// software prefetch, 36-39 at 2 KiB, 41-50 at 4 KiB, 53-54 at 8 KiB, 61-62 at 12 KiB,
+// 62-66 at 16 KiB; q8_0 35-41 with none, 46-51 at 12 KiB and 43-45 at 16 KiB.
+inline constexpr size_t kInt8PrefetchBytes = 12288;
+
+// One row (decode) times one panel, by quads (Int8Dot::kLanes / kVnni). The quad
+// layout stores each panel apart, so one panel at a time reads the matrix as one
+// sequential stream, which a software prefetch kInt8PrefetchBytes ahead keeps fed.
+// (Four panels side by side, as Int8Tile reads them, are four streams 14-26 KB apart:
+// on a Zen 5 that ran the 768x54000 q4_0 matvec at 0.8x the f32-activation kernel's
+// speed.) The quads of a block go round-robin to kQuadChains integer sums, added at
+// the block's end: integer addition is exact in any order, so S_b, and every bit of
+// y, are those of Int8Tile.
+template <template <class> class Weights, Int8Dot kDot, class D>
+HWY_INLINE void Int8RowPanel(D d, const Int8Rows& a, size_t row, const CompressedMatrixView& w,
+                             float* c, size_t p) {
+  using DI = hn::RebindToSigned<D>;
+  const DI di;
+  using W = Weights<DI>;
+  constexpr size_t kVecs = PanelVectors<D>();
+  constexpr size_t kQuads = kQuantBlock / compressed::kQuadRows;
+  static_assert(kQuads % kQuadChains == 0, "every chain takes the same number of quads");
+  const size_t blocks = a.blocks();
+  const uint8_t* panel = w.panel(p);
+  const size_t matrix_bytes = w.panels() * compressed::PanelBytes(w.type, w.rows);
+  const int8_t* quants = a.quants + row * a.k;
+  hn::Vec<D> acc[kVecs];
+  for (size_t v = 0; v < kVecs; ++v) acc[v] = hn::Zero(d);
+  for (size_t b = 0; b < blocks; ++b) {
+    const uint8_t* block = panel + b * W::kBlockBytes;
+    hn::Vec<DI> sum[kQuadChains][kVecs];
+    for (size_t v = 0; v < kVecs; ++v) {
+      sum[0][v] = hn::Set(di, -SumOffset<W, kDot>() * a.sums[row * blocks + b]);
+      for (size_t chain = 1; chain < kQuadChains; ++chain) sum[chain][v] = hn::Zero(di);
+    }
+    // Two lines per quad cover a block's 9 (q4_0) or 17 (q8_0) lines.
+    const size_t ahead = static_cast<size_t>(block - w.data) + kInt8PrefetchBytes;
+    HWY_UNROLL(8)
+    for (size_t t = 0; t < kQuads; ++t) {
+      const size_t line = ahead + t * (W::kBlockBytes / kQuads);
+      if (line + 64 < matrix_bytes) {
+        hwy::Prefetch(w.data + line);
+        hwy::Prefetch(w.data + line + 64);
+      }
+      hn::Vec<DI> weights[kVecs];
+      W::Load(di, block + compressed::kScaleBytes + t * W::kQuadBytes, weights);
+      const ActivationQuad<kDot, DI> quad(di, quants + b * kQuantBlock + t * compressed::kQuadRows);
+      for (size_t v = 0; v < kVecs; ++v) {
+        sum[t % kQuadChains][v] = Dot4(di, sum[t % kQuadChains][v], weights[v], quad);
+      }
+    }
+    hn::Vec<D> weight_scale[kVecs];
+    LoadColumnScales(d, block, weight_scale);
+    const auto activation_scale = hn::Set(d, a.scales[row * blocks + b]);
+    for (size_t v = 0; v < kVecs; ++v) {
+      auto total = sum[0][v];
+      for (size_t chain = 1; chain < kQuadChains; ++chain) total = hn::Add(total, sum[chain][v]);
+      const auto scale = hn::Mul(weight_scale[v], activation_scale);  // exact
+      acc[v] = hn::Add(acc[v], hn::Mul(scale, hn::ConvertTo(d, total)));
+    }
+  }
+  const size_t first_col = p * kCompressedPanelWidth;
+  StorePanelRow<kVecs>(d, acc, std::min(kCompressedPanelWidth, w.cols - first_col), c + first_col);
+}
+
+// One row (decode): by quads one panel at a time (Int8RowPanel); by byte pairs (AVX2)
+// panels side by side, as many as the f32-activation MatVec streams. Several rows: per
+// panel, tiles of four rows sharing every weight load, then one smaller tile for the
+// rest.
 template <template <class> class Weights, Int8Dot kDot, class D>
 HWY_INLINE void Int8Panels(D d, const Int8Rows& a, size_t first_row, size_t m,
                            const CompressedMatrixView& w, float* c, size_t ldc,
                            size_t panel_begin, size_t panel_end) {
+  if constexpr (kDot != Int8Dot::kBytePairs) {
+    if (m == 1) {
+      for (size_t p = panel_begin; p < panel_end; ++p) Int8RowPanel<Weights, kDot>(d, a, first_row, w, c, p);
+      return;
+    }
+  }
   if (m == 1) {
     constexpr size_t kGroup = std::max<size_t>(1, 8 / PanelVectors<D>());
     ForPanelGroups<kGroup>(panel_begin, panel_end, [&](size_t p, auto panels) {
