@@ -55,7 +55,7 @@ HWY_INLINE void DecodeQuantBlock(D d, const compressed::PanelRows& rows, size_t 
     const size_t quant_block = k0 / kQuantBlock + b;
     for (size_t r = 0; r < kQuantBlock; ++r) {
       hn::Vec<D> q[kVecs];
-      Q::Decode(d, panel.Row(quant_block, r), q);
+      Q::Decode(d, panel, quant_block, r, q);
       float* out = block.values + (b * kQuantBlock + r) * kCompressedPanelWidth;
       for (size_t v = 0; v < kVecs; ++v) hn::Store(q[v], d, out + v * lanes);
     }
@@ -115,8 +115,12 @@ constexpr size_t BlockScaledTileRows() {
 // The block-scaled micro-kernel: C[0..kRows)[0..valid) continued over `depth` rows
 // (whole blocks of 32): per block, one FMA chain of A[r][k]·q from 0 per element, then
 // acc = fma(d, partial, acc), the arithmetic of BlockScaledMatVecGroup.
+// Not inlined into the loop nest: its 24 accumulators and partial sums use 27 of the
+// 32 registers, and inlined into the one function that holds every type's decoder,
+// g++ 12 spilled a panel row on every k (q8_0 and q4_0 prefill at 0.56-0.58 of the
+// f32 MatMul's speed instead of 0.93-0.96; a call per tile costs nothing measurable).
 template <size_t kRows, class D>
-HWY_INLINE void BlockScaledMatMulTile(D d, const float* a, size_t lda, const DecodedBlock& block,
+HWY_NOINLINE void BlockScaledMatMulTile(D d, const float* a, size_t lda, const DecodedBlock& block,
                                       size_t depth, bool continue_c, size_t valid, float* c,
                                       size_t ldc) {
   constexpr size_t kWidth = kCompressedPanelWidth;

@@ -86,9 +86,11 @@ struct QuantBlockPrefetch {
 // rows in ascending k of x[k]·q (q8_0: q; q4_0: q − 8; exact floats) from 0 gives the
 // partial sum P_b, and the column's accumulator becomes fma(d_b, P_b, acc), blocks in
 // ascending order from 0. One multiply per 32 weights instead of per weight.
-template <template <class> class Quants, size_t kPanels, class D>
-HWY_INLINE void BlockScaledMatVecGroup(D d, const CompressedMatrixView& w, const float* x,
-                                       float* y, size_t first_panel) {
+// kWholeQ4Group: the kPanels are one whole q4_0 group, whose lane-order rows are
+// decoded four panels per load (Q4Quants::DecodeGroup); the arithmetic is the same.
+template <template <class> class Quants, size_t kPanels, bool kWholeQ4Group, class D>
+HWY_INLINE void BlockScaledMatVecPanels(D d, const CompressedMatrixView& w, const float* x,
+                                        float* y, size_t first_panel) {
   constexpr size_t kVecs = PanelVectors<D>();
   using Q = Quants<D>;
   const compressed::PanelRows first = compressed::RowsOfPanel(w, first_panel);
@@ -112,12 +114,22 @@ HWY_INLINE void BlockScaledMatVecGroup(D d, const CompressedMatrixView& w, const
     for (size_t r = 0; r < kQuantBlock; ++r) {
       const auto xk = hn::Set(d, x[k0 + r]);
       next.BeforeRow();
-      HWY_UNROLL(4)
-      for (size_t g = 0; g < kPanels; ++g) {
-        hn::Vec<D> q[kVecs];
-        Q::Decode(d, panel[g].Row(b, r), q);
-        HWY_UNROLL(16)
-        for (size_t v = 0; v < kVecs; ++v) partial[g][v] = hn::MulAdd(xk, q[v], partial[g][v]);
+      if constexpr (kWholeQ4Group) {
+        hn::Vec<D> q[compressed::kGroupPanels][kVecs];
+        Q::DecodeGroup(d, panel[0].GroupRow(b, r), q);
+        HWY_UNROLL(4)
+        for (size_t g = 0; g < kPanels; ++g) {
+          HWY_UNROLL(16)
+          for (size_t v = 0; v < kVecs; ++v) partial[g][v] = hn::MulAdd(xk, q[g][v], partial[g][v]);
+        }
+      } else {
+        HWY_UNROLL(4)
+        for (size_t g = 0; g < kPanels; ++g) {
+          hn::Vec<D> q[kVecs];
+          Q::Decode(d, panel[g], b, r, q);
+          HWY_UNROLL(16)
+          for (size_t v = 0; v < kVecs; ++v) partial[g][v] = hn::MulAdd(xk, q[v], partial[g][v]);
+        }
       }
     }
     for (size_t g = 0; g < kPanels; ++g) {
@@ -131,6 +143,18 @@ HWY_INLINE void BlockScaledMatVecGroup(D d, const CompressedMatrixView& w, const
     StorePanelRow<kVecs>(d, acc[g], std::min(kCompressedPanelWidth, w.cols - first_col),
                          y + first_col);
   }
+}
+
+template <template <class> class Quants, size_t kPanels, class D>
+HWY_INLINE void BlockScaledMatVecGroup(D d, const CompressedMatrixView& w, const float* x,
+                                       float* y, size_t first_panel) {
+  if constexpr (Quants<D>::kType == WeightType::kQ4_0 && kPanels == compressed::kGroupPanels) {
+    const compressed::PanelRows first = compressed::RowsOfPanel(w, first_panel);
+    if (first.index == 0 && first.LaneOrder()) {
+      return BlockScaledMatVecPanels<Quants, kPanels, true>(d, w, x, y, first_panel);
+    }
+  }
+  BlockScaledMatVecPanels<Quants, kPanels, false>(d, w, x, y, first_panel);
 }
 
 // Groups of about eight accumulators (4 panels on AVX3, 2 on AVX2, 1 on the scalar

@@ -46,11 +46,10 @@ struct PanelWriter {
     for (size_t r = 0; r < kQuantBlock; ++r) {
       const uint8_t packed = block[2 + r % kHalf];
       const uint8_t q = r < kHalf ? packed & 0xF : packed >> 4;
-      SetNibble(panel.QuantRow(type, k0 + r), j, q);
+      SetNibble(*panel.Q4Byte(k0 + r, j), j, q);
     }
   }
-  static void SetNibble(uint8_t* row, size_t j, uint8_t q) {
-    uint8_t& byte = row[j % (kWidth / 2)];
+  static void SetNibble(uint8_t& byte, size_t j, uint8_t q) {
     byte = j < kWidth / 2 ? static_cast<uint8_t>((byte & 0xF0) | q)
                           : static_cast<uint8_t>((byte & 0x0F) | (q << 4));
   }
@@ -60,11 +59,12 @@ struct PanelWriter {
   void Clear() const {
     std::memset(out, 0, panels * compressed::PanelBytes(type, rows));
     if (type != WeightType::kQ4_0) return;
-    for (size_t p = 0; p < panels; ++p) {
-      const compressed::PanelRowsOf<uint8_t> panel =
+    for (size_t p = 0; p < panels; p += compressed::kGroupPanels) {
+      const compressed::PanelRowsOf<uint8_t> group =
           compressed::RowsOfPanel(out, type, rows, panels, p);
       for (size_t k = 0; k < rows; ++k) {
-        std::memset(panel.QuantRow(type, k), compressed::kQ4Zero * 0x11, compressed::kQ4RowBytes);
+        std::memset(group.GroupRow(type, k), compressed::kQ4Zero * 0x11,
+                    group.width * compressed::kQ4RowBytes);
       }
     }
   }

@@ -6,10 +6,12 @@
 //             (low half) and column i + 16 (high half): a shift and a mask, no convert.
 //   F16Rows:  F16C (hn::PromoteTo from float16_t).
 //   Q8Quants: int8 → int32 (PromoteTo) → f32, without the scale.
-//   Q4Quants: one 16-byte row zero-extended to int32 lanes; the low nibbles are columns
-//             0..15, the high ones 16..31; q − 8 as f32 (a table lookup on AVX-512,
-//             2^23 + u − (2^23 + 8) elsewhere),
-//             without the scale.
+//   Q4Quants: q − 8 as f32 (a table lookup on AVX-512, 2^23 + u − (2^23 + 8)
+//             elsewhere), without the scale. A panel of a whole group reads its byte
+//             of every 32-bit lane of the group's lane-order row (a shift per half);
+//             DecodeGroup decodes all four panels of such a row from one load. A
+//             panel of a smaller group zero-extends its 16 bytes to int32 lanes: the
+//             low nibbles are columns 0..15, the high ones 16..31.
 // The column scales of a block are loaded apart (LoadColumnScales).
 #if defined(KVRT_SIMD_COMPRESSED_ROWS_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef KVRT_SIMD_COMPRESSED_ROWS_INL_H_
@@ -74,22 +76,32 @@ HWY_INLINE Rows<D> HalfRowsOf(const compressed::PanelRows& panel) {
 }
 
 // Where a q8_0/q4_0 panel's scales and rows are: block b's scales at
-// scales + b·block_stride, its row r at quants + b·block_stride + r·row_stride.
+// scales + b·block_stride, row r of its group at rows + b·block_stride + r·row_stride,
+// and the panel's own part of that row `index` panel rows further (q8_0, and q4_0 in
+// a group of fewer than four) or, in a q4_0 lane-order row, byte `index` of each lane.
 struct QuantPanel {
   const uint8_t* scales;
-  const uint8_t* quants;
+  const uint8_t* rows;
   size_t block_stride;
   size_t row_stride;
+  size_t index;
+  bool lane_order;  // q4_0 in a whole group (compressed_layout.h)
 
   QuantPanel() = default;
   QuantPanel(WeightType type, const compressed::PanelRows& panel)
       : scales(panel.Scales(type, 0)),
-        quants(panel.QuantRow(type, 0)),
+        rows(panel.GroupRow(type, 0)),
         block_stride(panel.width * compressed::QuantBlockBytes(type)),
-        row_stride(panel.width * compressed::QuantRowBytes(type)) {}
+        row_stride(panel.width * compressed::QuantRowBytes(type)),
+        index(panel.index),
+        lane_order(type == WeightType::kQ4_0 && panel.LaneOrder()) {}
   const uint8_t* Scales(size_t block) const { return scales + block * block_stride; }
-  const uint8_t* Row(size_t block, size_t r) const {
-    return quants + block * block_stride + r * row_stride;
+  const uint8_t* GroupRow(size_t block, size_t r) const {
+    return rows + block * block_stride + r * row_stride;
+  }
+  // The panel's own bytes of a row (not for a lane-order row).
+  const uint8_t* Row(size_t block, size_t r, WeightType type) const {
+    return GroupRow(block, r) + index * compressed::QuantRowBytes(type);
   }
 };
 
@@ -104,20 +116,21 @@ HWY_INLINE void LoadColumnScales(D d, const uint8_t* block, hn::Vec<D>* scale) {
   for (size_t v = 0; v < kVecs; ++v) scale[v] = hn::PromoteTo(d, hn::LoadU(dh, scales + v * lanes));
 }
 
-// The quantized types are decoded WITHOUT their scale: Decode() turns one row of a
-// block into the small integers q (q8_0) or q − 8 (q4_0) as exact floats; the kernels
-// apply the column scales once per block of 32 rows (block-scaled accumulation,
-// compressed_matrix.h). QuantPanel above says where a block's scales and rows are.
+// The quantized types are decoded WITHOUT their scale: Decode() turns row r of block
+// b of a panel into the small integers q (q8_0) or q − 8 (q4_0) as exact floats; the
+// kernels apply the column scales once per block of 32 rows (block-scaled
+// accumulation, compressed_matrix.h). QuantPanel above says where a block's scales and
+// rows are.
 template <class D>
 struct Q8Quants {
   static constexpr WeightType kType = WeightType::kQ8_0;
 
-  static HWY_INLINE void Decode(D d, const uint8_t* row, hn::Vec<D>* q) {
+  static HWY_INLINE void Decode(D d, const QuantPanel& panel, size_t b, size_t r, hn::Vec<D>* q) {
     constexpr size_t kVecs = PanelVectors<D>();
     const hn::RebindToSigned<D> di;
     const hn::Rebind<int8_t, D> di8;
     const size_t lanes = hn::Lanes(d);
-    const auto* quants = reinterpret_cast<const int8_t*>(row);
+    const auto* quants = reinterpret_cast<const int8_t*>(panel.Row(b, r, kType));
     HWY_UNROLL(16)
     for (size_t v = 0; v < kVecs; ++v) {
       q[v] = hn::ConvertTo(d, hn::PromoteTo(di, hn::LoadU(di8, quants + v * lanes)));
@@ -126,38 +139,73 @@ struct Q8Quants {
 };
 
 // On AVX-512 a nibble indexes a one-vector table of the 16 values −8..7 (VPERMPS, no
-// int→float conversion). VPERMPS reads only bits 3:0 of each index, so the low nibble
-// needs no mask; Highway's TableLookupLanes requires in-range indices, hence the
-// intrinsic. Elsewhere the nibble is ORed into the mantissa of 2^23 (below): the
-// same exact values.
+// int→float conversion). VPERMPS reads only bits 3:0 of each index, so a nibble
+// shifted to the bottom of its lane needs no mask; Highway's TableLookupLanes requires
+// in-range indices, hence the intrinsic. Elsewhere the nibble is masked and ORed into
+// the mantissa of 2^23 (below): the same exact values.
 template <class D>
 struct Q4Quants {
   static constexpr WeightType kType = WeightType::kQ4_0;
+  static constexpr size_t kVecs = PanelVectors<D>();
+  using DU = hn::RebindToUnsigned<D>;
 
-  static HWY_INLINE void Decode(D d, const uint8_t* row, hn::Vec<D>* q) {
-    constexpr size_t kVecs = PanelVectors<D>();
-    const hn::RebindToSigned<D> di;
-    const hn::Rebind<uint8_t, D> du8;
-    const size_t lanes = hn::Lanes(d);
+  // u − 8 for the nibble u in bits 3:0 of every lane of `bits` (bits above are ignored).
+  static HWY_INLINE hn::Vec<D> Nibbles(D d, hn::Vec<DU> bits) {
+#if HWY_TARGET == HWY_AVX3
+    return hn::Vec<D>{_mm512_permutexvar_ps(bits.raw, hn::Iota(d, -8.0f).raw)};
+#else
+    // A nibble u in the low mantissa bits of 2^23 is the float 2^23 + u, and
+    // subtracting 2^23 + 8 leaves u − 8 exactly: an OR instead of a conversion,
+    // which shares the FP add pipes with the subtraction. On a Zen 3 (AVX2) the
+    // L2-resident q4_0 matvec ran 1.01–1.32× (median 1.11) as fast over 8 paired
+    // runs, the matmul 1.05–1.12× over 3.
+    const DU du;
+    const auto magic = hn::Or(hn::And(bits, hn::Set(du, 0xF)), hn::Set(du, 0x4B000000));
+    return hn::Sub(hn::BitCast(d, magic), hn::Set(d, 8388616.0f));  // 2^23 + 8
+#endif
+  }
+
+  // Panel kIndex of a lane-order row: lane j's byte kIndex is columns j and j + 16.
+  template <size_t kIndex>
+  static HWY_INLINE void DecodeLanes(D d, const uint8_t* row, hn::Vec<D>* q) {
+    const DU du;
+    const auto* lanes = reinterpret_cast<const uint32_t*>(row);
     HWY_UNROLL(16)
     for (size_t v = 0; v < kVecs / 2; ++v) {
-      const auto bytes = hn::PromoteTo(di, hn::LoadU(du8, row + v * lanes));
-      const auto high = hn::ShiftRight<4>(bytes);
-#if HWY_TARGET == HWY_AVX3
-      const auto values = hn::Iota(d, -8.0f);
-      q[v] = hn::Vec<D>{_mm512_permutexvar_ps(bytes.raw, values.raw)};
-      q[v + kVecs / 2] = hn::Vec<D>{_mm512_permutexvar_ps(high.raw, values.raw)};
-#else
-      // A nibble u in the low mantissa bits of 2^23 is the float 2^23 + u, and
-      // subtracting 2^23 + 8 leaves u − 8 exactly: an OR instead of a conversion,
-      // which shares the FP add pipes with the subtraction. On a Zen 3 (AVX2) the
-      // L2-resident q4_0 matvec ran 1.01–1.32× (median 1.11) as fast over 8 paired
-      // runs, the matmul 1.05–1.12× over 3.
-      const auto magic = hn::Set(di, 0x4B000000);
-      const auto offset = hn::Set(d, 8388616.0f);  // 2^23 + 8
-      q[v] = hn::Sub(hn::BitCast(d, hn::Or(hn::And(bytes, hn::Set(di, 0xF)), magic)), offset);
-      q[v + kVecs / 2] = hn::Sub(hn::BitCast(d, hn::Or(high, magic)), offset);
-#endif
+      const auto bytes = hn::LoadU(du, lanes + v * hn::Lanes(du));
+      q[v] = Nibbles(d, hn::ShiftRight<8 * kIndex>(bytes));
+      q[v + kVecs / 2] = Nibbles(d, hn::ShiftRight<8 * kIndex + 4>(bytes));
+    }
+  }
+
+  // All four panels of a lane-order row (the compiler merges the four loads of it).
+  static HWY_INLINE void DecodeGroup(D d, const uint8_t* row,
+                                     hn::Vec<D> (&q)[compressed::kGroupPanels][kVecs]) {
+    static_assert(compressed::kGroupPanels == 4, "one DecodeLanes per panel of a group");
+    DecodeLanes<0>(d, row, q[0]);
+    DecodeLanes<1>(d, row, q[1]);
+    DecodeLanes<2>(d, row, q[2]);
+    DecodeLanes<3>(d, row, q[3]);
+  }
+
+  static HWY_INLINE void Decode(D d, const QuantPanel& panel, size_t b, size_t r, hn::Vec<D>* q) {
+    if (panel.lane_order) {
+      const uint8_t* row = panel.GroupRow(b, r);
+      switch (panel.index) {
+        case 0: return DecodeLanes<0>(d, row, q);
+        case 1: return DecodeLanes<1>(d, row, q);
+        case 2: return DecodeLanes<2>(d, row, q);
+        default: return DecodeLanes<3>(d, row, q);
+      }
+    }
+    const hn::RebindToSigned<D> di;
+    const hn::Rebind<uint8_t, D> du8;
+    const uint8_t* row = panel.Row(b, r, kType);
+    HWY_UNROLL(16)
+    for (size_t v = 0; v < kVecs / 2; ++v) {
+      const auto bytes = hn::BitCast(DU(), hn::PromoteTo(di, hn::LoadU(du8, row + v * hn::Lanes(d))));
+      q[v] = Nibbles(d, bytes);
+      q[v + kVecs / 2] = Nibbles(d, hn::ShiftRight<4>(bytes));
     }
   }
 };

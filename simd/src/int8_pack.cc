@@ -39,16 +39,16 @@ CompressedMatrixView PackInt8Quads(const CompressedMatrixView& w, uint8_t* out) 
       std::memcpy(target + compressed::QuantBlockOffset(w.type, k0), source.Scales(w.type, k0),
                   compressed::kScaleBytes);
       for (size_t k = k0; k < k0 + kQuantBlock; ++k) {
-        const uint8_t* row = source.QuantRow(w.type, k);
         if (w.type == WeightType::kQ8_0) {
+          const uint8_t* row = source.QuantRow(w.type, k);
           for (size_t j = 0; j < kWidth; ++j) {
             target[compressed::QuadByteOffset(w.type, k, j)] =
                 static_cast<uint8_t>(row[j] ^ compressed::kQ8Offset);  // q + 128
           }
         } else {
-          // The row layout's byte j already holds columns j and j + 16 of row k.
+          // A byte of the row layout already holds columns j and j + 16 of row k.
           for (size_t j = 0; j < kWidth / 2; ++j) {
-            target[compressed::QuadByteOffset(w.type, k, j)] = row[j];
+            target[compressed::QuadByteOffset(w.type, k, j)] = *source.Q4Byte(k, j);
           }
         }
       }

@@ -20,7 +20,9 @@
 // panels side by side (bf16/f16: W × 64 bytes), and for q8_0/q4_0, block by block, its
 // W scale rows and then each of the block's 32 rows of its W panels side by side. The
 // matrix–vector kernels, which stream four panels at once, then read one sequential
-// stream (compressed_layout.h says how much that is worth).
+// stream (compressed_layout.h says how much that is worth). A q4_0 row of a group of
+// four (64 bytes) is in lane order instead: byte 4j + i holds columns j and j + 16 of
+// the group's panel i, so that one 32-bit lane holds column j of all four panels.
 // Bytes per weight are ggml's: 2, 2, 34/32 and 18/32 (plus the padding of the last
 // panel). Every panel is a multiple of 64 bytes, so 64-byte aligned storage keeps
 // every panel, block and scale row aligned.
