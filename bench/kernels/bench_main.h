@@ -4,8 +4,10 @@
 
 #include <benchmark/benchmark.h>
 
+#include <cstdio>
 #include <initializer_list>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kvrt/simd/dispatch_target.h"
@@ -13,14 +15,30 @@
 namespace kvrt::bench {
 
 // Runs the benchmarks `register_all` registers, with `defaults` (e.g.
-// "--benchmark_repetitions=5") applied unless the command line overrides them.
+// "--benchmark_repetitions=5") applied unless the command line overrides them, and
+// --simd_target=NAME (e.g. AVX2) choosing the kernels' Highway target.
 template <class RegisterAll>
 int RunBenchmarkMain(int argc, char** argv, std::initializer_list<const char*> defaults,
                      RegisterAll&& register_all) {
   std::vector<std::string> default_flags(defaults.begin(), defaults.end());
   std::vector<char*> args = {argv[0]};
   for (std::string& flag : default_flags) args.push_back(flag.data());
-  for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
+  constexpr std::string_view kTargetFlag = "--simd_target=";
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg.substr(0, kTargetFlag.size()) != kTargetFlag) {
+      args.push_back(argv[i]);
+      continue;
+    }
+    // Runs every kernel on another compiled target this CPU supports (AVX2 on an
+    // AVX-512 machine, say); the JSON context's simd_target says which ran.
+    const std::string_view name = arg.substr(kTargetFlag.size());
+    if (!kvrt::simd::RestrictDispatchTo(name)) {
+      std::fprintf(stderr, "%s: --simd_target=%.*s is not a compiled target this CPU supports\n",
+                   argv[0], static_cast<int>(name.size()), name.data());
+      return 2;
+    }
+  }
   int count = static_cast<int>(args.size());
   benchmark::Initialize(&count, args.data());
   // The performance gate picks a ratio's floor by the target (bench/perf_gate.json).

@@ -23,5 +23,15 @@ HWY_EXPORT(TargetOfThisCopy);
 
 std::string_view DispatchedTargetName() { return hwy::TargetName(HWY_DYNAMIC_DISPATCH(TargetOfThisCopy)()); }
 
+bool RestrictDispatchTo(std::string_view name) {
+  for (const int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    if (name != hwy::TargetName(target)) continue;
+    hwy::SetSupportedTargetsForTest(target);
+    hwy::SupportedTargets();  // makes the dispatch tables choose again
+    return DispatchedTargetName() == name;
+  }
+  return false;
+}
+
 }  // namespace kvrt::simd
 #endif  // HWY_ONCE
