@@ -41,12 +41,19 @@ HWY_INLINE void ExactMatVecGroup(D d, const CompressedMatrixView& w, const float
     rows[g] = HalfRowsOf<Rows, D>(compressed::RowsOfPanel(w, first_panel + g));
     for (size_t v = 0; v < kVecs; ++v) acc[g][v] = hn::Zero(d);
   }
+  // Byte offsets of the rows asked for next. Past the group's last row they run on
+  // into the bytes that follow it, the next group's first rows, which the next
+  // kernel group of a task reads.
+  const size_t matrix_bytes = w.panels() * compressed::PanelBytes(w.type, w.rows);
+  size_t ahead[kPanels];
+  for (size_t g = 0; g < kPanels; ++g) {
+    ahead[g] = static_cast<size_t>(rows[g].panel - w.data) + kPrefetchRows * rows[g].row_stride;
+  }
   for (size_t k = 0; k < w.rows; ++k) {
     const auto xk = hn::Set(d, x[k]);
-    if (k + kPrefetchRows < w.rows) {
-      for (size_t g = 0; g < kPanels; ++g) {
-        hwy::Prefetch(rows[g].panel + (k + kPrefetchRows) * rows[g].row_stride);
-      }
+    for (size_t g = 0; g < kPanels; ++g) {
+      if (ahead[g] < matrix_bytes) hwy::Prefetch(w.data + ahead[g]);
+      ahead[g] += rows[g].row_stride;
     }
     HWY_UNROLL(4)
     for (size_t g = 0; g < kPanels; ++g) {
@@ -109,11 +116,19 @@ struct QuantBlockPrefetch {
   size_t lines_per_row = 0;
 
   QuantBlockPrefetch() = default;  // asks for nothing
-  // Block `block` of the group of `rows`, whose blocks are `block_stride` bytes.
-  QuantBlockPrefetch(const compressed::PanelRows& rows, size_t block_stride, size_t block)
-      : line(rows.group + block * block_stride),
-        end(line + block_stride),
-        lines_per_row((block_stride / 64 + kQuantBlock - 1) / kQuantBlock) {}
+  // Block `block` of the group of `rows` in `w`, whose blocks are `block_stride` bytes.
+  // A block past the group's last is the bytes that follow it in memory (the next
+  // group's first block, which the next kernel group of a task reads), up to the end
+  // of the matrix.
+  QuantBlockPrefetch(const CompressedMatrixView& w, const compressed::PanelRows& rows,
+                     size_t block_stride, size_t block)
+      : lines_per_row((block_stride / 64 + kQuantBlock - 1) / kQuantBlock) {
+    const size_t matrix_bytes = w.panels() * compressed::PanelBytes(w.type, w.rows);
+    const size_t first = static_cast<size_t>(rows.group - w.data) + block * block_stride;
+    if (first >= matrix_bytes) return;
+    line = w.data + first;
+    end = w.data + std::min(first + block_stride, matrix_bytes);
+  }
   HWY_INLINE void BeforeRow() {
     for (size_t i = 0; i < lines_per_row && line < end; ++i, line += 64) hwy::Prefetch(line);
   }
@@ -145,10 +160,7 @@ HWY_INLINE void BlockScaledMatVecPanels(D d, const CompressedMatrixView& w, cons
     for (size_t g = 0; g < kPanels; ++g) {
       for (size_t v = 0; v < kVecs; ++v) partial[g][v] = hn::Zero(d);
     }
-    QuantBlockPrefetch next;
-    if (b + kQuantPrefetchBlocks < blocks) {
-      next = QuantBlockPrefetch(first, panel[0].block_stride, b + kQuantPrefetchBlocks);
-    }
+    QuantBlockPrefetch next(w, first, panel[0].block_stride, b + kQuantPrefetchBlocks);
     for (size_t r = 0; r < kQuantBlock; ++r) {
       const auto xk = hn::Set(d, x[k0 + r]);
       next.BeforeRow();
