@@ -74,16 +74,18 @@ int RunGenerate(std::span<char* const> args) {
     if (!llama2c) return ReportError(llama2c.error());
     loaded->tokenizer = std::move(*llama2c);
   }
+  const Tokenizer no_tokenizer;  // vocabulary 0: --prompt is refused
+  const Tokenizer& tokenizer = loaded->tokenizer ? *loaded->tokenizer : no_tokenizer;
+  // The request is checked before the weights are converted, so that a bad prompt
+  // fails at once rather than after a conversion of a second or more.
+  Result<RequestInput> input =
+      RequestInputFromFlags(*flags, *loaded, tokenizer, flags->Has("tokenizer"), config);
+  if (!input) return ReportError(input.error());
   // Converting the weights (--weights) is part of the load, not of the prompt's prefill.
   if (Result<void> prepared = loaded->model.PrepareWeights(*engine); !prepared) {
     return ReportError(prepared.error());
   }
   const double load_seconds = load_timer.Seconds();
-  const Tokenizer no_tokenizer;  // vocabulary 0: --prompt is refused
-  const Tokenizer& tokenizer = loaded->tokenizer ? *loaded->tokenizer : no_tokenizer;
-  Result<RequestInput> input =
-      RequestInputFromFlags(*flags, *loaded, tokenizer, flags->Has("tokenizer"), config);
-  if (!input) return ReportError(input.error());
   const std::vector<uint32_t>& prompt = input->prompt;
   const uint64_t* state = &input->rng_state;
 
