@@ -288,8 +288,10 @@ HWY_INLINE void Int8Tile(D d, const Int8Rows& a, size_t row0, const CompressedMa
 }
 
 // Independent integer sums per vector in Int8RowPanel: a block's 8 quads give each
-// vector 8 dependent VPDPBUSD, and four chains keep enough of them in flight.
-inline constexpr size_t kQuadChains = 4;
+// vector 8 dependent VPDPBUSD, and four chains keep enough of them in flight. Byte
+// pairs (AVX2) use two: with 16 registers, four chains of four vectors would spill.
+template <Int8Dot kDot>
+constexpr size_t QuadChains() { return kDot == Int8Dot::kBytePairs ? 2 : 4; }
 // How far ahead of its block Int8RowPanel asks for the weights (11 q8_0 or 21 q4_0
 // blocks): one sequential stream needs more bytes in flight than the hardware
 // prefetcher keeps. On a Zen 5, 768x32000 at one thread: q4_0 20-31 GB/s with no
@@ -297,14 +299,15 @@ inline constexpr size_t kQuadChains = 4;
 // 62-66 at 16 KiB; q8_0 35-41 with none, 46-51 at 12 KiB and 43-45 at 16 KiB.
 inline constexpr size_t kInt8PrefetchBytes = 12288;
 
-// One row (decode) times one panel, by quads (Int8Dot::kLanes / kVnni). The quad
-// layout stores each panel apart, so one panel at a time reads the matrix as one
-// sequential stream, which a software prefetch kInt8PrefetchBytes ahead keeps fed.
-// (Four panels side by side, as Int8Tile reads them, are four streams 14-26 KB apart:
-// on a Zen 5 that ran the 768x54000 q4_0 matvec at 0.8x the f32-activation kernel's
-// speed.) The quads of a block go round-robin to kQuadChains integer sums, added at
-// the block's end: integer addition is exact in any order, so S_b, and every bit of
-// y, are those of Int8Tile.
+// One row (decode) times one panel. The quad layout stores each panel apart, so one
+// panel at a time reads the matrix as one sequential stream, which a software
+// prefetch kInt8PrefetchBytes ahead keeps fed. (Four panels side by side, as Int8Tile
+// reads them, are four streams 14-26 KB apart: on a Zen 5 that ran the 768x54000
+// q4_0 matvec at 0.8x the f32-activation kernel's speed.) The quads of a block go
+// round-robin to QuadChains() integer sums, added at the block's end; by byte pairs
+// (AVX2) a chain adds its quads' int16 pairs while W::kQuadsPerWidening of them fit
+// and widens them into its int32 sum (BlockSumsByPairs has the ranges). Integer
+// addition is exact in any order, so S_b, and every bit of y, are those of Int8Tile.
 template <template <class> class Weights, Int8Dot kDot, class D>
 HWY_INLINE void Int8RowPanel(D d, const Int8Rows& a, size_t row, const CompressedMatrixView& w,
                              float* c, size_t p) {
@@ -313,6 +316,7 @@ HWY_INLINE void Int8RowPanel(D d, const Int8Rows& a, size_t row, const Compresse
   using W = Weights<DI>;
   constexpr size_t kVecs = PanelVectors<D>();
   constexpr size_t kQuads = kQuantBlock / compressed::kQuadRows;
+  constexpr size_t kQuadChains = QuadChains<kDot>();
   static_assert(kQuads % kQuadChains == 0, "every chain takes the same number of quads");
   const size_t blocks = a.blocks();
   const uint8_t* panel = w.panel(p);
@@ -327,6 +331,12 @@ HWY_INLINE void Int8RowPanel(D d, const Int8Rows& a, size_t row, const Compresse
       sum[0][v] = hn::Set(di, -SumOffset<W, kDot>() * a.sums[row * blocks + b]);
       for (size_t chain = 1; chain < kQuadChains; ++chain) sum[chain][v] = hn::Zero(di);
     }
+#if HWY_TARGET == HWY_AVX2
+    __m256i pairs[kQuadChains][kVecs];
+    for (size_t chain = 0; chain < kQuadChains; ++chain) {
+      for (size_t v = 0; v < kVecs; ++v) pairs[chain][v] = _mm256_setzero_si256();
+    }
+#endif
     // Two lines per quad cover a block's 9 (q4_0) or 17 (q8_0) lines.
     const size_t ahead = static_cast<size_t>(block - w.data) + kInt8PrefetchBytes;
     HWY_UNROLL(8)
@@ -339,8 +349,26 @@ HWY_INLINE void Int8RowPanel(D d, const Int8Rows& a, size_t row, const Compresse
       hn::Vec<DI> weights[kVecs];
       W::Load(di, block + compressed::kScaleBytes + t * W::kQuadBytes, weights);
       const ActivationQuad<kDot, DI> quad(di, quants + b * kQuantBlock + t * compressed::kQuadRows);
-      for (size_t v = 0; v < kVecs; ++v) {
-        sum[t % kQuadChains][v] = Dot4(di, sum[t % kQuadChains][v], weights[v], quad);
+      const size_t chain = t % kQuadChains;
+#if HWY_TARGET == HWY_AVX2
+      if constexpr (kDot == Int8Dot::kBytePairs) {
+        // This chain's quads so far, counting this one; widened when they fill an
+        // int16 budget or the block ends.
+        const size_t taken = t / kQuadChains + 1;
+        const bool widen = taken % W::kQuadsPerWidening == 0 || t + kQuadChains >= kQuads;
+        const __m256i ones = _mm256_set1_epi16(1);
+        for (size_t v = 0; v < kVecs; ++v) {
+          pairs[chain][v] = _mm256_add_epi16(pairs[chain][v], W::BytePairs(weights[v], quad.v[0]).raw);
+          if (widen) {
+            sum[chain][v] = hn::Add(sum[chain][v], hn::Vec<DI>{_mm256_madd_epi16(pairs[chain][v], ones)});
+            pairs[chain][v] = _mm256_setzero_si256();
+          }
+        }
+        continue;
+      }
+#endif
+      if constexpr (kDot != Int8Dot::kBytePairs) {
+        for (size_t v = 0; v < kVecs; ++v) sum[chain][v] = Dot4(di, sum[chain][v], weights[v], quad);
       }
     }
     hn::Vec<D> weight_scale[kVecs];
@@ -357,25 +385,14 @@ HWY_INLINE void Int8RowPanel(D d, const Int8Rows& a, size_t row, const Compresse
   StorePanelRow<kVecs>(d, acc, std::min(kCompressedPanelWidth, w.cols - first_col), c + first_col);
 }
 
-// One row (decode): by quads one panel at a time (Int8RowPanel); by byte pairs (AVX2)
-// panels side by side, as many as the f32-activation MatVec streams. Several rows: per
-// panel, tiles of four rows sharing every weight load, then one smaller tile for the
-// rest.
+// One row (decode): one panel at a time (Int8RowPanel). Several rows: per panel,
+// tiles of four rows sharing every weight load, then one smaller tile for the rest.
 template <template <class> class Weights, Int8Dot kDot, class D>
 HWY_INLINE void Int8Panels(D d, const Int8Rows& a, size_t first_row, size_t m,
                            const CompressedMatrixView& w, float* c, size_t ldc,
                            size_t panel_begin, size_t panel_end) {
-  if constexpr (kDot != Int8Dot::kBytePairs) {
-    if (m == 1) {
-      for (size_t p = panel_begin; p < panel_end; ++p) Int8RowPanel<Weights, kDot>(d, a, first_row, w, c, p);
-      return;
-    }
-  }
   if (m == 1) {
-    constexpr size_t kGroup = std::max<size_t>(1, 8 / PanelVectors<D>());
-    ForPanelGroups<kGroup>(panel_begin, panel_end, [&](size_t p, auto panels) {
-      Int8Tile<Weights, kDot, 1, decltype(panels)::value>(d, a, first_row, w, c, ldc, p);
-    });
+    for (size_t p = panel_begin; p < panel_end; ++p) Int8RowPanel<Weights, kDot>(d, a, first_row, w, c, p);
     return;
   }
   constexpr size_t kRowTile = 4;
