@@ -139,8 +139,8 @@ struct QuantBlockPrefetch {
 // partial sum P_b, and the column's accumulator becomes fma(d_b, P_b, acc), blocks in
 // ascending order from 0. One multiply per 32 weights instead of per weight.
 // kFirstLane ≥ 0: the kPanels are panels kFirstLane.. of one whole q4_0 group, whose
-// lane-order rows are decoded for all of them from one load, with shifts known at
-// compile time (Q4Quants::DecodeLanes); the arithmetic is the same.
+// lane-order rows serve all of them from the same loads, decoded with shifts known
+// at compile time (LaneOrderRowProducts); the arithmetic is the same.
 template <template <class> class Quants, size_t kPanels, int kFirstLane, class D>
 HWY_INLINE void BlockScaledMatVecPanels(D d, const CompressedMatrixView& w, const float* x,
                                         float* y, size_t first_panel) {

@@ -67,9 +67,9 @@ CompressedMatrixView PackInt8Quads(const CompressedMatrixView& w, uint8_t* out);
 // as the header says. `w` is q8_0 or q4_0 in kInt8Quads with w.rows == a.k.
 //
 // MatMulInt8 (Highway, dispatched at run time; VPDPBUSD by CPUID where AVX-512 VNNI
-// exists, which Highway 1.0.3 has no op for): one row streams panels side by side
-// (four on AVX3, two on AVX2: the decode shape); several rows go in tiles of four
-// rows sharing every weight load. On AVX2 the same integer sums come from VPMADDUBSW
+// exists, which Highway 1.0.3 has no op for): one row (the decode shape) reads one
+// panel at a time, a sequential stream with a software prefetch far ahead; several
+// rows go in tiles of four rows sharing every weight load. On AVX2 the same integer sums come from VPMADDUBSW
 // byte pairs, added in int16 while they cannot saturate and widened by VPMADDWD;
 // this needs the activation quants in [−127, 127], which QuantizeRow always gives.
 // Elsewhere from byte lanes (shift, mask, 32-bit multiply). Scalar twin: one product
