@@ -18,6 +18,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 
@@ -28,6 +29,7 @@
 #include "kvrt/simd/compressed_matrix.h"
 #include "kvrt/simd/int8_activations.h"
 #include "kvrt/simd/matmul.h"
+#include "kvrt/simd/matvec.h"
 #include "machine_limits.h"
 #include "packed_weights.h"
 
@@ -143,42 +145,92 @@ void RegisterRoofline(WeightType type, size_t rows, size_t cols, threading::Thre
   }));
 }
 
-// MatVecModelWalk/<type>/<model> rows: the 42M or 110M model's 57 or 85 matrices, each its own
-// allocation, in a decode step's order (per block q, k, v, o, gate, up, down; then the
-// 768×32000 head), in the engine's tasks of four panels: a decode step's weight reads
-// without its attention, norms and activations. read_bw_fraction is against a read of
-// the same buffers in the same order, alternated with the walk; fraction_of_sized_probe
-// against one read of a fresh buffer of the same size taken after the row (the decode
-// rows' roofline, bench/engine/weights_bench.cc), so that the gap between a decode row
-// and this one is what the rest of the step costs.
+// MatVecModelWalk/<type>/<model> rows: the 15M, 42M or 110M model's 43, 57 or 85
+// matrices, each its own allocation, in a decode step's order (per block q, k, v, o,
+// gate, up, down; then the dim×32000 head), in the engine's tasks of four panels: a
+// decode step's weight reads without its attention, norms and activations.
+// read_bw_fraction is against a read of the same buffers in the same order, alternated
+// with the walk; fraction_of_sized_probe against one read of a fresh buffer of the same
+// size taken after the row (the decode rows' roofline, bench/engine/weights_bench.cc),
+// so that the gap between a decode row and this one is what the rest of the step costs.
+// f32 walks the packed f32 matrices (simd/matvec.h) the f32 engine decodes with.
 struct WalkShape {
   const char* name;
   size_t dim, ffn, layers, vocab;
 };
-constexpr WalkShape kWalkShapes[] = {{"42M", 512, 1376, 8, 32000}, {"110M", 768, 2048, 12, 32000}};
+constexpr WalkShape kWalkShapes[] = {
+    {"15M", 288, 768, 6, 32000}, {"42M", 512, 1376, 8, 32000}, {"110M", 768, 2048, 12, 32000}};
 
-void RegisterModelWalk(WeightType type, const WalkShape& shape, threading::ThreadPool& pool) {
-  const std::string name = "MatVecModelWalk/" + std::string(simd::WeightTypeName(type)) + "/" +
-                           shape.name + "/threads:" + std::to_string(pool.threads());
+// One matrix of a walk in either storage: its bytes (for the read) and its MatVec.
+class WalkMatrix {
+ public:
+  virtual ~WalkMatrix() = default;
+  virtual const void* data() const = 0;
+  virtual size_t bytes() const = 0;
+  virtual size_t panels() const = 0;
+  virtual void MatVec(const float* x, float* y, size_t begin, size_t end) const = 0;
+};
+
+class CompressedWalkMatrix final : public WalkMatrix {
+ public:
+  CompressedWalkMatrix(WeightType type, size_t rows, size_t cols) : w_(type, rows, cols) {}
+  const void* data() const override { return w_.storage.get(); }
+  size_t bytes() const override { return w_.bytes; }
+  size_t panels() const override { return w_.view.panels(); }
+  void MatVec(const float* x, float* y, size_t begin, size_t end) const override {
+    simd::MatVec(w_.view, x, y, begin, end);
+  }
+
+ private:
+  CompressedWeights w_;
+};
+
+class F32WalkMatrix final : public WalkMatrix {
+ public:
+  F32WalkMatrix(size_t rows, size_t cols) : w_(rows, cols) {}
+  const void* data() const override { return w_.storage.get(); }
+  size_t bytes() const override { return w_.bytes(); }
+  size_t panels() const override { return w_.view.panels(); }
+  void MatVec(const float* x, float* y, size_t begin, size_t end) const override {
+    simd::MatVec(w_.view, x, y, begin, end);
+  }
+
+ private:
+  PackedWeights<float> w_;
+};
+
+// `compressed` empty: f32.
+void RegisterModelWalk(std::optional<WeightType> compressed, const WalkShape& shape,
+                       threading::ThreadPool& pool) {
+  const std::string type_name = compressed ? simd::WeightTypeName(*compressed) : "f32";
+  const std::string name = "MatVecModelWalk/" + type_name + "/" + shape.name +
+                           "/threads:" + std::to_string(pool.threads());
   Timed(benchmark::RegisterBenchmark(name.c_str(), [=, &pool](State& state) {
-    std::vector<std::unique_ptr<CompressedWeights>> walk;
+    std::vector<std::unique_ptr<WalkMatrix>> walk;
+    const auto add = [&](size_t k, size_t n) {
+      if (compressed) {
+        walk.push_back(std::make_unique<CompressedWalkMatrix>(*compressed, k, n));
+      } else {
+        walk.push_back(std::make_unique<F32WalkMatrix>(k, n));
+      }
+    };
     const size_t d = shape.dim, f = shape.ffn;
     for (size_t layer = 0; layer < shape.layers; ++layer) {
       // q, k, v, o, gate, up, down
       for (auto [k, n] : {std::pair<size_t, size_t>{d, d}, {d, d}, {d, d}, {d, d}, {d, f}, {d, f},
                           {f, d}}) {
-        walk.push_back(std::make_unique<CompressedWeights>(type, k, n));
+        add(k, n);
       }
     }
-    walk.push_back(std::make_unique<CompressedWeights>(type, d, shape.vocab));
+    add(d, shape.vocab);
     const auto x = RandomRow<float>(std::max(d, f), -1, 1);
     auto y = RandomRow<float>(shape.vocab, 0, 1);
     double total = 0;
-    for (const auto& w : walk) total += static_cast<double>(w->bytes);
+    for (const auto& w : walk) total += static_cast<double>(w->bytes());
     auto matvec = [&] {
       for (const auto& w : walk) {
-        ForEachPanelRange(pool, w->view.panels(), [&](size_t begin, size_t end) {
-          simd::MatVec(w->view, x.get(), y.get(), begin, end);
+        ForEachPanelRange(pool, w->panels(), [&](size_t begin, size_t end) {
+          w->MatVec(x.get(), y.get(), begin, end);
         });
       }
       benchmark::ClobberMemory();
@@ -186,8 +238,8 @@ void RegisterModelWalk(WeightType type, const WalkShape& shape, threading::Threa
     uint32_t checksum = 0;
     auto read = [&] {
       for (const auto& w : walk) {
-        const size_t tasks = PanelTasks(w->view.panels());
-        checksum += ParallelChunkedRead(pool, w->storage.get(), w->bytes, tasks);
+        const size_t tasks = PanelTasks(w->panels());
+        checksum += ParallelChunkedRead(pool, w->data(), w->bytes(), tasks);
       }
     };
     matvec();
@@ -333,8 +385,13 @@ void RegisterCompressedBenchmarks(threading::ThreadPool& one_thread,
     RegisterMatMul(type, 512, 768, 768, two_threads, cache, Activations::kInt8);
   }
   for (WeightType type : kTypes) RegisterFastAndTwin(type, 768, 2048, cache);
+  for (const WalkShape& shape : kWalkShapes) {
+    RegisterModelWalk(std::nullopt, shape, one_thread);  // f32
+    RegisterModelWalk(std::nullopt, shape, two_threads);
+  }
   for (WeightType type : kTypes) {
     for (const WalkShape& shape : kWalkShapes) {
+      if (std::string(shape.name) == "15M") continue;  // the f32 engine's small-model case
       RegisterModelWalk(type, shape, one_thread);
       RegisterModelWalk(type, shape, two_threads);
     }
