@@ -41,11 +41,23 @@ HWY_INLINE void MatVecPanelGroup(D d, const PackedMatrixView<T>& w, const T* x, 
     for (size_t v = 0; v < kVecs; ++v) acc[g][v] = hn::Zero(d);
   }
   constexpr size_t kLineElements = 64 / sizeof(T);
+  // Past the group's last rows the requests run on into the first rows of the next
+  // kPanels panels, which the task's next group reads (or, at a task's end, a
+  // neighbour's: a prefetch never faults and the matrix ends at w.panels()).
+  const size_t panels = w.panels();
+  const size_t stride = w.stride();
   for (size_t k = 0; k < w.rows; ++k) {
     const auto xk = hn::Set(d, x[k]);
     if (k + kMatVecPrefetchRows < w.rows) {
       for (size_t g = 0; g < kPanels; ++g) {
         const T* ahead = panel[g] + (k + kMatVecPrefetchRows) * kWidth;
+        for (size_t e = 0; e < kWidth; e += kLineElements) hwy::Prefetch(ahead + e);
+      }
+    } else {
+      const size_t next_row = k + kMatVecPrefetchRows - w.rows;
+      for (size_t g = 0; g < kPanels; ++g) {
+        if (first_panel + kPanels + g >= panels) break;
+        const T* ahead = panel[g] + kPanels * stride + next_row * kWidth;
         for (size_t e = 0; e < kWidth; e += kLineElements) hwy::Prefetch(ahead + e);
       }
     }
