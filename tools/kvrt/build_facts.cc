@@ -1,6 +1,7 @@
 #include "build_facts.h"
 
 #include "build_info.h"
+#include "git_commit.h"  // KVRT_GIT_COMMIT, stamped at build time
 #include "kvrt/simd/dispatch_target.h"
 #include "kvrt/threading/thread_pool.h"
 
