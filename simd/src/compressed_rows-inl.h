@@ -37,10 +37,12 @@ struct Bf16Rows {
   const uint8_t* panel;  // row 0 of the panel
   size_t row_stride;     // bytes from one row of the panel to the next (its group's width)
 
-  HWY_INLINE void Row(D d, size_t k, hn::Vec<D>* w) const {
+  HWY_INLINE void Row(D d, size_t k, hn::Vec<D>* w) const { RowAt(d, panel + k * row_stride, w); }
+  // The row whose bytes start at `bytes`.
+  static HWY_INLINE void RowAt(D d, const uint8_t* bytes, hn::Vec<D>* w) {
     const hn::RebindToUnsigned<D> du;
     const size_t lanes = hn::Lanes(d);
-    const auto* row = reinterpret_cast<const uint32_t*>(panel + k * row_stride);
+    const auto* row = reinterpret_cast<const uint32_t*>(bytes);
     const auto high_half = hn::Set(du, 0xFFFF0000u);
     HWY_UNROLL(16)
     for (size_t v = 0; v < kVecs / 2; ++v) {
@@ -57,10 +59,12 @@ struct F16Rows {
   const uint8_t* panel;  // row 0 of the panel
   size_t row_stride;     // bytes from one row of the panel to the next
 
-  HWY_INLINE void Row(D d, size_t k, hn::Vec<D>* w) const {
+  HWY_INLINE void Row(D d, size_t k, hn::Vec<D>* w) const { RowAt(d, panel + k * row_stride, w); }
+  // The row whose bytes start at `bytes`.
+  static HWY_INLINE void RowAt(D d, const uint8_t* bytes, hn::Vec<D>* w) {
     const hn::Rebind<hwy::float16_t, D> dh;
     const size_t lanes = hn::Lanes(d);
-    const auto* row = reinterpret_cast<const hwy::float16_t*>(panel + k * row_stride);
+    const auto* row = reinterpret_cast<const hwy::float16_t*>(bytes);
     HWY_UNROLL(16)
     for (size_t v = 0; v < kVecs; ++v) w[v] = hn::PromoteTo(d, hn::LoadU(dh, row + v * lanes));
   }
