@@ -7,7 +7,10 @@
 //       (paired_roofline.h: the median over those runs of their fraction of the
 //       probes around them; fraction_of_best_probe divides by the best reading);
 //       weights_and_kv_fraction adds the f32 K/V rows a step also reads (the context
-//       averages 192 positions here: 14 MB a token on 110M, a fifth of its q4_0 weights)
+//       averages 192 positions here: 14 MB a token on 110M, a fifth of its q4_0 weights);
+//       kv_bound and fma_bound are two ceilings of roofline_fraction measured in the
+//       run: weights / (weights + K/V bytes), and the in-run FMA peak's one lane per
+//       weight (f32 activations) in bytes/s over the probe's
 //   Weights/<model>/<format>/prefill/threads:<n>   512-token prefill tokens/s;
 //       roofline_fraction = FLOPs executed / (time × in-run f32 FMA peak), the peak
 //       probed before and after every prefill (the median over the prefills;
@@ -61,6 +64,18 @@ double FormatWeightBytes(const DecoderModel& model, WeightFormat format) {
   return bytes;
 }
 
+// The weights FormatWeightBytes counts: every planned matrix and the gains.
+double FormatWeightCount(const DecoderModel& model, WeightFormat format) {
+  double count = 0;
+  for (const MatrixWeightFormat& matrix : PlanWeightFormats(model, format)) {
+    count += static_cast<double>(matrix.rows) * static_cast<double>(matrix.cols);
+  }
+  for (const ParameterPtr& parameter : model.parameters()) {
+    if (parameter->shape().size() == 1) count += static_cast<double>(parameter->element_count());
+  }
+  return count;
+}
+
 void SetRates(benchmark::State& state, double tokens, double roofline_tokens_per_second) {
   state.SetItemsProcessed(static_cast<int64_t>(tokens));
   state.counters["tokens_per_second"] = benchmark::Counter(tokens, benchmark::Counter::kIsRate);
@@ -98,6 +113,18 @@ void WeightsDecode(benchmark::State& state, const ModelShape* shape, WeightForma
   state.counters["read_bw_GBps"] = bandwidth / 1e9;
   state.counters["weight_MB"] = weight_bytes / 1e6;
   state.counters["kv_MB_per_token"] = kv_bytes / 1e6;
+  // Ceilings of roofline_fraction on this machine, measured in this run (bounds,
+  // not predictions: no kernel passes them, whatever it does):
+  //   kv_bound   a step also reads its f32 K/V rows, at best at the probe's bandwidth;
+  //   fma_bound  with f32 activations every weight takes one lane of an FMA, so the
+  //              weights cannot be consumed faster than the in-run FMA peak / 2
+  //              (int8 activations take four per lane of VPDPBUSD: not reported).
+  state.counters["kv_bound"] = weight_bytes / (weight_bytes + kv_bytes);
+  if (!int8_activations) {
+    const double weights_per_second = MeasureFmaFlopsPerSecond(*pool) / 2.0;
+    const double bytes_per_weight = weight_bytes / FormatWeightCount(model, format);
+    state.counters["fma_bound"] = weights_per_second * bytes_per_weight / bandwidth;
+  }
 }
 
 // FLOPs of a T-token prefill from position 0, as the engine executes them.
