@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <type_traits>
 
 #include "compressed_layout.h"
 #include "compressed_rows-inl.h"
@@ -95,11 +96,12 @@ HWY_INLINE void ExactMatVecGroup(D d, const CompressedMatrixView& w, const float
 
 // Panels kG.. of a lane-order q4_0 row whose panels start at group panel kFirst,
 // decoded with their shifts known at compile time (Q4Quants::DecodeLanes).
-template <class Q, size_t kFirst, size_t kG, size_t kPanels, size_t kVecs, class D>
+// kByteLoads: Q4Quants::DecodeLanes reading past the row (never on a group's last).
+template <class Q, size_t kFirst, size_t kG, bool kByteLoads, size_t kPanels, size_t kVecs, class D>
 HWY_INLINE void DecodeLaneOrderRow(D d, const uint8_t* row, hn::Vec<D> (&q)[kPanels][kVecs]) {
   if constexpr (kG < kPanels) {
-    Q::template DecodeLanes<kFirst + kG>(d, row, q[kG]);
-    DecodeLaneOrderRow<Q, kFirst, kG + 1>(d, row, q);
+    Q::template DecodeLanes<kFirst + kG, kByteLoads>(d, row, q[kG]);
+    DecodeLaneOrderRow<Q, kFirst, kG + 1, kByteLoads>(d, row, q);
   }
 }
 
@@ -107,13 +109,13 @@ HWY_INLINE void DecodeLaneOrderRow(D d, const uint8_t* row, hn::Vec<D> (&q)[kPan
 // AVX-512 decodes every panel first, then multiplies (the cached 768x2048 matvec: 23
 // against 27 us panel by panel on a Zen 5). With 16 registers (AVX2) the decoded
 // panels would spill (114 us against 73), so each panel is decoded, then multiplied.
-template <class Q, size_t kFirst, size_t kG, size_t kPanels, size_t kVecs, class D>
+template <class Q, size_t kFirst, size_t kG, bool kByteLoads, size_t kPanels, size_t kVecs, class D>
 HWY_INLINE void LaneOrderRowProducts(D d, const uint8_t* row, hn::Vec<D> xk,
                                      hn::Vec<D> (&partial)[kPanels][kVecs]) {
 #if HWY_TARGET == HWY_AVX3
   static_assert(kG == 0, "all panels at once");
   hn::Vec<D> q[kPanels][kVecs];
-  DecodeLaneOrderRow<Q, kFirst, 0>(d, row, q);
+  DecodeLaneOrderRow<Q, kFirst, 0, kByteLoads>(d, row, q);
   HWY_UNROLL(4)
   for (size_t g = 0; g < kPanels; ++g) {
     HWY_UNROLL(16)
@@ -125,7 +127,7 @@ HWY_INLINE void LaneOrderRowProducts(D d, const uint8_t* row, hn::Vec<D> xk,
     Q::template DecodeLanes<kFirst + kG>(d, row, q);
     HWY_UNROLL(16)
     for (size_t v = 0; v < kVecs; ++v) partial[kG][v] = hn::MulAdd(xk, q[v], partial[kG][v]);
-    LaneOrderRowProducts<Q, kFirst, kG + 1>(d, row, xk, partial);
+    LaneOrderRowProducts<Q, kFirst, kG + 1, kByteLoads>(d, row, xk, partial);
   }
 #endif
 }
@@ -184,11 +186,14 @@ HWY_INLINE void BlockScaledMatVecPanels(D d, const CompressedMatrixView& w, cons
       for (size_t v = 0; v < kVecs; ++v) partial[g][v] = hn::Zero(d);
     }
     QuantBlockPrefetch next(w, first, panel[0].block_stride, b + kQuantPrefetchBlocks);
-    for (size_t r = 0; r < kQuantBlock; ++r) {
+    // One row's products: lane order (kFirstLane ≥ 0) with kByteLoads as asked, or
+    // panel by panel.
+    const auto row_products = [&](size_t r, auto byte_loads) HWY_ATTR {
       const auto xk = hn::Set(d, x[k0 + r]);
       next.BeforeRow();
       if constexpr (kFirstLane >= 0) {
-        LaneOrderRowProducts<Q, kFirstLane, 0>(d, panel[0].GroupRow(b, r), xk, partial);
+        LaneOrderRowProducts<Q, kFirstLane, 0, decltype(byte_loads)::value>(d, panel[0].GroupRow(b, r), xk,
+                                                                            partial);
       } else {
         HWY_UNROLL(4)
         for (size_t g = 0; g < kPanels; ++g) {
@@ -198,7 +203,12 @@ HWY_INLINE void BlockScaledMatVecPanels(D d, const CompressedMatrixView& w, cons
           for (size_t v = 0; v < kVecs; ++v) partial[g][v] = hn::MulAdd(xk, q[v], partial[g][v]);
         }
       }
-    }
+    };
+    // A lane-order group's rows but its last are decoded by loads that reach a few
+    // bytes into the next row (Q4Quants::DecodeLanes); the values are the same.
+    const size_t loaded_rows = kFirstLane >= 0 && b + 1 == blocks ? kQuantBlock - 1 : kQuantBlock;
+    for (size_t r = 0; r < loaded_rows; ++r) row_products(r, std::true_type());
+    if (loaded_rows < kQuantBlock) row_products(kQuantBlock - 1, std::false_type());
     for (size_t g = 0; g < kPanels; ++g) {
       hn::Vec<D> scale[kVecs];
       LoadColumnScales(d, panel[g].Scales(b), scale);
