@@ -9,7 +9,8 @@
 //   Q4Quants: q − 8 as f32 (a table lookup on AVX-512, 2^23 + u − (2^23 + 8)
 //             elsewhere), without the scale. A panel of a whole group reads its byte
 //             of every 32-bit lane of the group's lane-order row (a shift per half;
-//             a kernel that reads several panels of the row loads it once). A
+//             a kernel that reads several panels of the row loads it once; the
+//             AVX-512 matvec instead loads it again at the byte's offset). A
 //             panel of a smaller group zero-extends its 16 bytes to int32 lanes: the
 //             low nibbles are columns 0..15, the high ones 16..31.
 // The column scales of a block are loaded apart (LoadColumnScales).
