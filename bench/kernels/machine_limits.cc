@@ -62,10 +62,12 @@ HWY_AFTER_NAMESPACE();
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <thread>
 #include <vector>
 
 #include "alternating_timing.h"
+#include "kvrt/buffer.h"
 #include "machine_limits.h"
 
 namespace kvrt::bench {
@@ -181,24 +183,24 @@ double MeasureReadBytesPerSecond(threading::ThreadPool& pool, const void* data, 
 double MeasureSizedReadBytesPerSecond(threading::ThreadPool& pool, size_t bytes) {
   const size_t words = bytes / sizeof(uint32_t);
   if (words == 0) return 0;
-  constexpr size_t kAlignment = 64;
-  void* buffer = std::aligned_alloc(kAlignment, (words * sizeof(uint32_t) + kAlignment - 1) / kAlignment * kAlignment);
-  if (buffer == nullptr) return 0;
-  std::memset(buffer, 1, words * sizeof(uint32_t));  // pages it in
+  // Backed like the weights it stands for (huge pages where granted), so that a
+  // decode's fraction of it compares the same memory system.
+  std::optional<Buffer<uint32_t>> buffer = Buffer<uint32_t>::Allocate(words, Pages::kHuge);
+  if (!buffer) return 0;
+  std::memset(buffer->data(), 1, words * sizeof(uint32_t));  // pages it in
   const size_t read = words * sizeof(uint32_t);
   // About 32 tasks, each a whole number of 4 KiB pages (at least one): balanced on
   // a few threads, long enough that the pool's per-task cost does not show.
   constexpr size_t kPage = 4096;
   const size_t task_bytes = std::clamp<size_t>((read / 32 + kPage - 1) / kPage * kPage, kPage, size_t{16} << 20);
-  uint32_t checksum = StreamRead(pool, buffer, read, task_bytes);  // warm-up: caches, TLB
+  uint32_t checksum = StreamRead(pool, buffer->data(), read, task_bytes);  // warm-up: caches, TLB
   double best = 0;
   for (int pass = 0; pass < 5; ++pass) {
     uint32_t sum = 0;
-    const double seconds = SecondsOf([&] { sum = StreamRead(pool, buffer, read, task_bytes); });
+    const double seconds = SecondsOf([&] { sum = StreamRead(pool, buffer->data(), read, task_bytes); });
     checksum ^= sum;
     best = std::max(best, static_cast<double>(read) / seconds);
   }
-  std::free(buffer);
   probe_sink = checksum;
   return best;
 }

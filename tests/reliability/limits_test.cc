@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <barrier>
 #include <chrono>
@@ -28,6 +29,7 @@
 #include <functional>
 #include <optional>
 #include <span>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -35,6 +37,7 @@
 #include "formats/llama2c/llama2c.h"
 #include "formats/llmcp35/checkpoint.h"
 #include "formats/gguf/gguf_file.h"
+#include "kvrt/buffer.h"
 #include "kvrt/kv_cache.h"
 #include "kvrt/load_model.h"
 #include "kvrt/model.h"
@@ -305,6 +308,74 @@ TEST(Limits, AMillionPositionContextDecodesInBoundedMemory) {
     return peak < (uint64_t{200} << 20) ? 0 : 5;
   });
   EXPECT_EQ(status, 0);
+}
+
+// The VmFlags of the mapping holding `address` in /proc/self/smaps ("" when none
+// does): "hg" marks a region madvise(MADV_HUGEPAGE)d. `begin`/`end` get its range.
+std::string MappingFlags(const void* address, uintptr_t* begin, uintptr_t* end) {
+  std::ifstream smaps("/proc/self/smaps");
+  const auto target = reinterpret_cast<uintptr_t>(address);
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    unsigned long from = 0, to = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &from, &to) == 2) {  // a mapping's first line
+      inside = from <= target && target < to;
+      if (inside) {
+        *begin = from;
+        *end = to;
+      }
+    } else if (inside && line.rfind("VmFlags:", 0) == 0) {
+      return line;
+    }
+  }
+  return "";
+}
+
+bool HasFlag(const std::string& flags, const std::string& flag) {
+  std::istringstream words(flags);
+  for (std::string word; words >> word;) {
+    if (word == flag) return true;
+  }
+  return false;
+}
+
+// Weights ask for transparent huge pages on a 2 MiB boundary and keep the size
+// they asked for (the slack of the aligned mapping is returned); caches and
+// workspaces keep small pages backed on first touch.
+TEST(Limits, WeightBuffersAskForHugePagesAndKeepTheirSize) {
+  if (!fs::exists("/sys/kernel/mm/transparent_hugepage/enabled")) {
+    GTEST_SKIP() << "this kernel has no transparent huge pages";
+  }
+  constexpr size_t kHugePage = size_t{1} << 21;
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  const size_t bytes = 5 * kHugePage + 123;
+  const size_t count = bytes / sizeof(float);
+  std::optional<Buffer<float>> weights = Buffer<float>::Allocate(count, Pages::kHuge);
+  std::optional<Buffer<float>> cache = Buffer<float>::Allocate(count);
+  ASSERT_TRUE(weights && cache);
+  const float* data = weights->data();
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(data) % kHugePage, 0u);
+  EXPECT_EQ(data[0], 0.0f);
+  EXPECT_EQ(data[count - 1], 0.0f);
+  std::fill_n(weights->data(), count, 1.0f);  // every byte of the request is mapped
+
+  uintptr_t begin = 0, end = 0;
+  const std::string flags = MappingFlags(data, &begin, &end);
+  ASSERT_FALSE(flags.empty()) << "no mapping holds the weights";
+  EXPECT_TRUE(HasFlag(flags, "hg")) << flags;
+  // The mapping ends where the request does, rounded to a small page (a
+  // neighbouring mapping with the same flags could only extend it downwards).
+  EXPECT_EQ(end, reinterpret_cast<uintptr_t>(data) + (count * sizeof(float) + page - 1) / page * page);
+  EXPECT_LE(begin, reinterpret_cast<uintptr_t>(data));
+
+  const std::string cache_flags = MappingFlags(cache->data(), &begin, &end);
+  ASSERT_FALSE(cache_flags.empty());
+  EXPECT_FALSE(HasFlag(cache_flags, "hg")) << cache_flags;
+
+  // Small requests of either kind stay on the heap, as before.
+  std::optional<Buffer<float>> small = Buffer<float>::Allocate(1000, Pages::kHuge);
+  ASSERT_TRUE(small);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(small->data()) % kBufferAlignment, 0u);
 }
 
 TEST(Limits, ATokenizerOfMillionsOfEmptyRecordsIsRejectedCheaply) {

@@ -17,12 +17,25 @@ namespace kvrt {
 
 inline constexpr size_t kBufferAlignment = 64;
 
+// How the pages of a large buffer are backed (see core/memory.cc).
+enum class Pages {
+  // Small pages, each backed when first written: a KV cache sized for the
+  // longest context costs the RSS of the positions it holds.
+  kOnFirstTouch,
+  // Transparent huge pages where the system grants them (Linux, THP "madvise" or
+  // "always"): for buffers the hot loops sweep whole, the weights and the fast
+  // engine's workspace. A 2 MiB page takes one TLB entry where 4 KiB pages take
+  // 512; a touched huge page is backed whole.
+  kHuge,
+};
+
 namespace memory {
 
 // Zero-filled, kBufferAlignment-aligned allocation of `bytes` (0 allowed);
 // nullptr on failure. Large requests are fresh anonymous pages, so memory the
-// owner never touches (the unused tail of a long context) costs no RSS.
-void* AllocateZeroed(size_t bytes);
+// owner never touches (the unused tail of a long context) costs no RSS; with
+// Pages::kHuge they start on a huge-page boundary and ask for huge pages.
+void* AllocateZeroed(size_t bytes, Pages pages = Pages::kOnFirstTouch);
 // Frees what AllocateZeroed(bytes) returned (nullptr allowed).
 void FreeAligned(void* pointer, size_t bytes);
 
@@ -48,9 +61,9 @@ class Buffer {
 
   // `count` zero-initialised elements, or nullopt when the size overflows or the
   // allocation fails.
-  static std::optional<Buffer> Allocate(size_t count) {
+  static std::optional<Buffer> Allocate(size_t count, Pages pages = Pages::kOnFirstTouch) {
     if (count > SIZE_MAX / sizeof(T)) return std::nullopt;
-    void* memory = memory::AllocateZeroed(count * sizeof(T));
+    void* memory = memory::AllocateZeroed(count * sizeof(T), pages);
     if (memory == nullptr) return std::nullopt;
     Buffer buffer;
     buffer.data_ = static_cast<T*>(memory);

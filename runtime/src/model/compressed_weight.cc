@@ -43,7 +43,7 @@ Result<CompressedWeight> PackCompressedWeight(const Parameter& parameter, bool t
     return Fail(ErrorCode::kSizeOverflow, {{"context", std::string(parameter.name())}},
                 "the compressed size of " + parameter.name() + " overflows");
   }
-  std::optional<Buffer<uint8_t>> owned = Buffer<uint8_t>::Allocate(bytes);
+  std::optional<Buffer<uint8_t>> owned = Buffer<uint8_t>::Allocate(bytes, Pages::kHuge);
   if (!owned) return Fail(OutOfMemory(parameter.name(), k * n));
   const StoredWeights* stored = parameter.stored();
   if (plan.as_stored && stored != nullptr && stored->format == plan.effective) {

@@ -35,7 +35,7 @@ Parameter::Parameter(std::string name, std::vector<size_t> shape, ParameterLayou
 Result<std::shared_ptr<Parameter>> Parameter::Create(std::string name, std::vector<size_t> shape,
                                                      std::span<const double> values,
                                                      StoredWeights stored) try {
-  std::optional<Buffer<double>> buffer = Buffer<double>::Allocate(values.size());
+  std::optional<Buffer<double>> buffer = Buffer<double>::Allocate(values.size(), Pages::kHuge);
   if (!buffer) {
     return Fail(
         ErrorCode::kAllocationFailed, {{"elements", uint64_t{values.size()}}},
@@ -73,7 +73,7 @@ Result<std::shared_ptr<Parameter>> Parameter::CopyAsNewNode() const try {
   StoredWeights stored = stored_;
   if (revision() != 0) stored = {};
   if (is_dense()) return Create(name_, shape_, values_.span(), std::move(stored));
-  std::optional<Buffer<float>> copy = Buffer<float>::Allocate(panels_.size());
+  std::optional<Buffer<float>> copy = Buffer<float>::Allocate(panels_.size(), Pages::kHuge);
   if (!copy) {
     return Fail(ErrorCode::kAllocationFailed, {{"elements", uint64_t{panels_.size()}}},
                 "could not allocate a copy of " + name_);
