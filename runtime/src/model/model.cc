@@ -262,7 +262,8 @@ double XavierLimit(const std::vector<size_t>& shape) {
 Result<ParameterPtr> SeededPanels(const std::string& name, const std::vector<size_t>& shape,
                                   bool transposed, SplitMix64& draws) {
   const size_t k = transposed ? shape[1] : shape[0], n = transposed ? shape[0] : shape[1];
-  std::optional<Buffer<float>> panels = Buffer<float>::Allocate(simd::PackedElementCount<float>(k, n), Pages::kHuge);
+  std::optional<Buffer<float>> panels =
+      Buffer<float>::Allocate(simd::PackedElementCount<float>(k, n), Pages::kHuge);
   if (!panels) {
     return Fail(ErrorCode::kAllocationFailed, {{"elements", uint64_t{shape[0] * shape[1]}}},
                 "could not allocate the panels of " + name);

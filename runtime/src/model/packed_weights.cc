@@ -25,7 +25,8 @@ Result<void> RelayoutForInt8(const std::string& name, CompressedWeight& weight) 
   if (weight.view.type != simd::WeightType::kQ8_0 && weight.view.type != simd::WeightType::kQ4_0) {
     return {};
   }
-  std::optional<Buffer<uint8_t>> quads = Buffer<uint8_t>::Allocate(weight.owned.size(), Pages::kHuge);
+  std::optional<Buffer<uint8_t>> quads =
+      Buffer<uint8_t>::Allocate(weight.owned.size(), Pages::kHuge);
   if (!quads) return Fail(OutOfMemory(name + " (int8-activation layout)", weight.owned.size()));
   weight.view = simd::PackInt8Quads(weight.view, quads->data());
   weight.owned = std::move(*quads);
@@ -54,7 +55,8 @@ Result<PackedWeight<T>> PackWeight(const ParameterPtr& parameter, bool transpose
   } else if (format != WeightFormat::kAsStored) {
     // f64 on the values the format gives the f32 engine (the oracle's weights).
     std::optional<Buffer<double>> dense = Buffer<double>::Allocate(parameter->element_count());
-    std::optional<Buffer<T>> owned = Buffer<T>::Allocate(simd::PackedElementCount<T>(k, n), Pages::kHuge);
+    std::optional<Buffer<T>> owned =
+        Buffer<T>::Allocate(simd::PackedElementCount<T>(k, n), Pages::kHuge);
     if (!dense || !owned) return Fail(OutOfMemory(parameter->name(), k * n));
     if (Result<void> values = QuantizedValues(*parameter, transposed, plan, dense->span()); !values) {
       return Fail(std::move(values.error()));
@@ -72,7 +74,8 @@ Result<PackedWeight<T>> PackWeight(const ParameterPtr& parameter, bool transpose
       return packed;
     }
   }
-  std::optional<Buffer<T>> owned = Buffer<T>::Allocate(simd::PackedElementCount<T>(k, n), Pages::kHuge);
+  std::optional<Buffer<T>> owned =
+      Buffer<T>::Allocate(simd::PackedElementCount<T>(k, n), Pages::kHuge);
   if (!owned) return Fail(OutOfMemory(parameter->name(), k * n));
   if (parameter->is_dense()) {
     packed.view = simd::PackMatrix(parameter->values().data(), k, n, transposed, owned->data());

@@ -93,7 +93,8 @@ Result<ParameterPtr> BuildParameter(const GgufFile& file, const TensorInfo& tens
     return Parameter::Create(std::move(name), std::move(shape), values, StoredForm(file, tensor, gain));
   }
   const size_t k = tensor.ne[0], n = tensor.ne[1];  // the [K, N] matrix in panels
-  std::optional<Buffer<float>> panels = Buffer<float>::Allocate(simd::PackedElementCount<float>(k, n), Pages::kHuge);
+  std::optional<Buffer<float>> panels =
+      Buffer<float>::Allocate(simd::PackedElementCount<float>(k, n), Pages::kHuge);
   if (!panels) {
     return Fail(ErrorCode::kAllocationFailed, {{"elements", uint64_t{k * n}}},
                 "could not allocate the panels of GGUF tensor " + name);

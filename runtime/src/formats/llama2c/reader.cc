@@ -46,7 +46,8 @@ Result<PendingParameters> AllocateParameters(const std::vector<std::vector<size_
     }
     // The token table (index 0) is kept transposed, as the [D, V] head.
     const size_t k = i == 0 ? shape[1] : shape[0], n = i == 0 ? shape[0] : shape[1];
-    std::optional<Buffer<float>> panels = Buffer<float>::Allocate(simd::PackedElementCount<float>(k, n), Pages::kHuge);
+    std::optional<Buffer<float>> panels =
+        Buffer<float>::Allocate(simd::PackedElementCount<float>(k, n), Pages::kHuge);
     if (!panels) {
       return Fail(ErrorCode::kAllocationFailed, {{"elements", uint64_t{k * n}}},
                   "could not allocate the panels of a " + std::to_string(k) + "x" +
