@@ -179,5 +179,50 @@ TEST(ThreadPoolTest, BothThreadsOfATwoThreadPoolTakeTasks) {
   EXPECT_TRUE(both);
 }
 
+// Every thread starts on a range of its own and claims at most half of what is left
+// of a range at once. One that stalls in a task must hold back no more than that
+// claim: here worker 1 waits inside its first task (bounded: 2 s) until the others
+// have run every task but the at most kTasks / threads / 2 it claimed, which they
+// can only do by taking over the rest of its range. If worker 1 never checks in,
+// the others run its range anyway and the test still holds.
+TEST(ThreadPoolTest, OthersFinishTheRangeOfAStalledThread) {
+  for (size_t threads : {2, 3}) {
+    ThreadPool pool(threads);
+    for (int attempt = 0; attempt < 5; ++attempt) {
+      constexpr size_t kTasks = 60;
+      const size_t others_reach = kTasks - kTasks / threads / 2;
+      std::atomic<size_t> done{0};
+      std::atomic<bool> stalled{false}, others_finished{true};
+      std::vector<std::atomic<int>> runs(kTasks);
+      pool.ParallelFor(kTasks, [&](size_t task, size_t worker) {
+        if (worker == 1 && !stalled.exchange(true)) {
+          const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+          while (done.load() < others_reach && std::chrono::steady_clock::now() < deadline) {
+            std::this_thread::yield();
+          }
+          if (done.load() < others_reach) others_finished = false;
+        }
+        runs[task].fetch_add(1);
+        done.fetch_add(1);
+      });
+      EXPECT_TRUE(others_finished) << threads << " threads";
+      for (size_t i = 0; i < kTasks; ++i) EXPECT_EQ(runs[i].load(), 1) << "task " << i;
+    }
+  }
+}
+
+// Loops with fewer tasks than threads leave some threads' ranges empty; loops after
+// them, of every size, still run each task once (a range's claim word carries the
+// loop it belongs to, so nothing is reset between loops).
+TEST(ThreadPoolTest, LoopsOfChangingSizesEachRunEveryTaskOnce) {
+  ThreadPool pool(4);
+  for (int round = 0; round < 200; ++round) {
+    const size_t tasks = static_cast<size_t>(round * 7 % 13);
+    std::vector<std::atomic<int>> runs(tasks);
+    pool.ParallelFor(tasks, [&](size_t task, size_t) { runs[task].fetch_add(1); });
+    for (size_t i = 0; i < tasks; ++i) ASSERT_EQ(runs[i].load(), 1) << "round " << round;
+  }
+}
+
 }  // namespace
 }  // namespace kvrt::threading
