@@ -6,6 +6,7 @@
 
 #include "kvrt/simd/int8_activations.h"
 #include "kvrt/simd/pack_matrix.h"
+#include "model/weight_arena.h"
 #include "model/weight_types.h"
 
 namespace kvrt::detail {
@@ -174,6 +175,7 @@ Result<std::shared_ptr<const EngineWeights<T>>> PackEngineWeights(const DecoderM
   weights->rope_cos = std::move(*cos);
   weights->rope_sin = std::move(*sin);
   for (const ParameterPtr& parameter : parameters) weights->revisions.push_back(parameter->revision());
+  GatherIntoArena(*weights);
   return std::shared_ptr<const EngineWeights<T>>(std::move(weights));
 }
 

@@ -62,6 +62,9 @@ struct EngineWeights {
   WeightFormat format = WeightFormat::kAsStored;  // as requested
   bool int8_activations = false;  // q8_0/q4_0 matrices in CompressedLayout::kInt8Quads
   std::vector<MatrixWeightFormat> plan;  // every matrix's format, fallbacks included
+  // The owned matrices back to back in step order (model/weight_arena.h); empty
+  // where it could not be allocated, and then each keeps its own buffer.
+  Buffer<uint8_t> arena;
 
   const PackedWeight<T>& vocabulary_head(bool tied) const { return tied ? embedding : head; }
 };
