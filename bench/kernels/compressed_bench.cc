@@ -26,6 +26,7 @@
 #include "hwy/aligned_allocator.h"
 #include "kernel_bench_support.h"
 #include "kernel_benchmarks.h"
+#include "kvrt/buffer.h"
 #include "kvrt/simd/compressed_matrix.h"
 #include "kvrt/simd/int8_activations.h"
 #include "kvrt/simd/matmul.h"
@@ -146,7 +147,8 @@ void RegisterRoofline(WeightType type, size_t rows, size_t cols, threading::Thre
 }
 
 // MatVecModelWalk/<type>/<model> rows: the 15M, 42M or 110M model's 43, 57 or 85
-// matrices, each its own allocation, in a decode step's order (per block q, k, v, o,
+// matrices, back to back in one huge-page arena as the engine keeps them
+// (runtime/src/model/weight_arena.h), in a decode step's order (per block q, k, v, o,
 // gate, up, down; then the dim×32000 head), in the engine's tasks of four panels: a
 // decode step's weight reads without its attention, norms and activations.
 // read_bw_fraction is against a read of the same buffers in the same order, alternated
@@ -169,16 +171,23 @@ class WalkMatrix {
   virtual size_t bytes() const = 0;
   virtual size_t panels() const = 0;
   virtual void MatVec(const float* x, float* y, size_t begin, size_t end) const = 0;
+  // Copies the matrix to `place` (64-byte aligned, bytes() long) and reads it there.
+  virtual void MoveTo(uint8_t* place) = 0;
 };
 
 class CompressedWalkMatrix final : public WalkMatrix {
  public:
   CompressedWalkMatrix(WeightType type, size_t rows, size_t cols) : w_(type, rows, cols) {}
-  const void* data() const override { return w_.storage.get(); }
+  const void* data() const override { return w_.view.data; }
   size_t bytes() const override { return w_.bytes; }
   size_t panels() const override { return w_.view.panels(); }
   void MatVec(const float* x, float* y, size_t begin, size_t end) const override {
     simd::MatVec(w_.view, x, y, begin, end);
+  }
+  void MoveTo(uint8_t* place) override {
+    std::memcpy(place, w_.view.data, w_.bytes);
+    w_.view.data = place;
+    w_.storage.reset();
   }
 
  private:
@@ -188,16 +197,38 @@ class CompressedWalkMatrix final : public WalkMatrix {
 class F32WalkMatrix final : public WalkMatrix {
  public:
   F32WalkMatrix(size_t rows, size_t cols) : w_(rows, cols) {}
-  const void* data() const override { return w_.storage.get(); }
+  const void* data() const override { return w_.view.data; }
   size_t bytes() const override { return w_.bytes(); }
   size_t panels() const override { return w_.view.panels(); }
   void MatVec(const float* x, float* y, size_t begin, size_t end) const override {
     simd::MatVec(w_.view, x, y, begin, end);
   }
+  void MoveTo(uint8_t* place) override {
+    std::memcpy(place, w_.view.data, w_.bytes());
+    w_.view.data = reinterpret_cast<const float*>(place);
+    w_.storage.reset();
+  }
 
  private:
   PackedWeights<float> w_;
 };
+
+// The walk's matrices moved into one huge-page arena, back to back in walk order at
+// 64-byte aligned offsets, as the engine packs a model's weights; nullopt (the
+// matrices stay apart) where it cannot be allocated.
+std::optional<Buffer<uint8_t>> GatherWalk(const std::vector<std::unique_ptr<WalkMatrix>>& walk) {
+  const auto aligned = [](size_t bytes) { return (bytes + 63) / 64 * 64; };
+  size_t total = 0;
+  for (const auto& w : walk) total += aligned(w->bytes());
+  std::optional<Buffer<uint8_t>> arena = Buffer<uint8_t>::Allocate(total, Pages::kHuge);
+  if (!arena) return std::nullopt;
+  size_t offset = 0;
+  for (const auto& w : walk) {
+    w->MoveTo(arena->data() + offset);
+    offset += aligned(w->bytes());
+  }
+  return arena;
+}
 
 // `compressed` empty: f32.
 void RegisterModelWalk(std::optional<WeightType> compressed, const WalkShape& shape,
@@ -223,6 +254,11 @@ void RegisterModelWalk(std::optional<WeightType> compressed, const WalkShape& sh
       }
     }
     add(d, shape.vocab);
+    const std::optional<Buffer<uint8_t>> arena = GatherWalk(walk);
+    if (!arena) {
+      state.SkipWithError("no memory for the walk's arena");
+      return;
+    }
     const auto x = RandomRow<float>(std::max(d, f), -1, 1);
     auto y = RandomRow<float>(shape.vocab, 0, 1);
     double total = 0;
