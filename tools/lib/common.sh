@@ -19,10 +19,16 @@ install_missing() {
 # ccache_launcher ARRAY_NAME: fills the named array with the CMake flags that
 # route compilers through ccache, or leaves it empty when ccache is missing or
 # CCACHE_DISABLE is set (to time a cold build).
+#
+# The cache is keyed on paths relative to the checkout (CCACHE_BASEDIR, and no
+# working directory in the hash), so a fresh clone elsewhere on the same machine,
+# as CI makes, reuses what any other checkout of the same sources compiled.
 ccache_launcher() {
   local -n flags="$1"
   flags=()
   if [ -z "${CCACHE_DISABLE:-}" ] && command -v ccache >/dev/null; then
+    export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$ROOT}"
+    export CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-1}"
     flags=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
   fi
 }
