@@ -29,4 +29,10 @@ std::optional<size_t> CheckedProduct(const Range& dims) {
   return product;
 }
 
+// `value` rounded up to a multiple of `alignment` (> 0); the caller keeps it from
+// wrapping (the sizes of buffers that already exist, offsets within a file).
+inline constexpr size_t AlignUp(size_t value, size_t alignment) {
+  return (value + alignment - 1) / alignment * alignment;
+}
+
 }  // namespace kvrt

@@ -3,14 +3,10 @@
 #include <cstring>
 #include <vector>
 
+#include "core/checked_math.h"
+
 namespace kvrt::detail {
 namespace {
-
-// Offsets within the arena keep the buffers' alignment (the kernels' loads and the
-// views' contract are 64-byte aligned).
-size_t AlignUp(size_t bytes) {
-  return (bytes + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
-}
 
 // The bytes a matrix owns, where its view points, and how to let go of them.
 template <class T>
@@ -54,16 +50,18 @@ void GatherIntoArena(EngineWeights<T>& weights) {
   }
   add(weights.head);  // untied heads only (else empty)
   add(weights.embedding);
-  size_t total = 0;
-  for (const OwnedMatrix<T>& matrix : matrices) total += AlignUp(matrix.bytes());
   if (matrices.size() < 2) return;  // nothing to bring together
+  // Offsets keep the buffers' alignment (the kernels' loads and the views' contract
+  // are 64-byte aligned).
+  size_t total = 0;
+  for (const OwnedMatrix<T>& matrix : matrices) total += AlignUp(matrix.bytes(), kBufferAlignment);
   std::optional<Buffer<uint8_t>> arena = Buffer<uint8_t>::Allocate(total, Pages::kHuge);
   if (!arena) return;  // each matrix keeps its own buffer
   size_t offset = 0;
   for (const OwnedMatrix<T>& matrix : matrices) {
     const size_t bytes = matrix.bytes();
     matrix.MoveTo(arena->data() + offset);
-    offset += AlignUp(bytes);
+    offset += AlignUp(bytes, kBufferAlignment);
   }
   weights.arena = std::move(*arena);
 }

@@ -26,8 +26,6 @@ void AppendString(std::vector<uint8_t>& out, std::string_view text) {
 
 uint32_t Type(ValueType type) { return static_cast<uint32_t>(type); }
 
-uint64_t AlignUp(uint64_t value, uint64_t alignment) { return (value + alignment - 1) / alignment * alignment; }
-
 }  // namespace
 
 template <class F>
