@@ -33,14 +33,14 @@
 #include "alternating_timing.h"
 #include "bench_session.h"
 #include "engine_benchmarks.h"
-#include "kvrt/kv_cache.h"
-#include "kvrt/session.h"
+#include "kv/decoder_kv_cache.h"
+#include "session/decoder_kv_session.h"
 #include "kvrt/simd/compressed_matrix.h"
 #include "kvrt/simd/packed_matrix.h"
 #include "kvrt/weight_format.h"
 #include "machine_limits.h"
 #include "paired_roofline.h"
-#include "model/weight_types.h"
+#include "weights/compressed_format.h"
 #include "synthetic_models.h"
 
 namespace kvrt::bench {

@@ -26,7 +26,7 @@
 #include "hwy/aligned_allocator.h"
 #include "kernel_bench_support.h"
 #include "kernel_benchmarks.h"
-#include "kvrt/buffer.h"
+#include "core/buffer.h"
 #include "kvrt/simd/compressed_matrix.h"
 #include "kvrt/simd/int8_activations.h"
 #include "kvrt/simd/matmul.h"
@@ -148,7 +148,7 @@ void RegisterRoofline(WeightType type, size_t rows, size_t cols, threading::Thre
 
 // MatVecModelWalk/<type>/<model> rows: the 15M, 42M or 110M model's 43, 57 or 85
 // matrices, back to back in one huge-page arena as the engine keeps them
-// (runtime/src/model/weight_arena.h), in a decode step's order (per block q, k, v, o,
+// (runtime/src/weights/weight_arena.h), in a decode step's order (per block q, k, v, o,
 // gate, up, down; then the dim×32000 head), in the engine's tasks of four panels: a
 // decode step's weight reads without its attention, norms and activations.
 // read_bw_fraction is against a read of the same buffers in the same order, alternated

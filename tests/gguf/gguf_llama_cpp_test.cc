@@ -100,7 +100,7 @@ TEST_P(LlamaCppFixture, GreedyContinuationsAgreeWithLlamaCpp) {
       CacheOptions options;
       options.precision = engine.precision;
       DecoderKvCache cache = *DecoderKvCache::Create(*model, options);
-      DecoderKvSession session = *cache.Bind(*model, engine);
+      DecoderKvSession session = *Bind(cache, *model, engine);
       Result<StepOutput> step = session.Prefill(tokens);
       ASSERT_TRUE(step) << step.error().Debug();
       size_t compared = 0;

@@ -15,9 +15,9 @@
 
 #include "formats/gguf/gguf_file.h"
 #include "formats/gguf/gguf_llama.h"
-#include "kvrt/kv_cache.h"
-#include "kvrt/model.h"
-#include "kvrt/session.h"
+#include "kv/decoder_kv_cache.h"
+#include "model/decoder_model.h"
+#include "session/decoder_kv_session.h"
 
 namespace kvrt::gguf::testing {
 
@@ -54,7 +54,7 @@ inline Rows SessionLogits(const DecoderModel& model, const std::vector<uint32_t>
   options.precision = engine.precision;
   Result<DecoderKvCache> cache = DecoderKvCache::Create(model, options);
   EXPECT_TRUE(cache) << cache.error().Debug();
-  Result<DecoderKvSession> session = cache->Bind(model, engine);
+  Result<DecoderKvSession> session = Bind(*cache, model, engine);
   EXPECT_TRUE(session) << session.error().Debug();
   Rows rows;
   for (size_t i = 0; i < tokens.size(); ++i) {

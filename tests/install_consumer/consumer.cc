@@ -20,7 +20,7 @@ int main() {
 
   auto cache = kvrt::DecoderKvCache::Create(*model, kvrt::CacheOptions{.precision = kvrt::Precision::kF64});
   if (!cache) return 2;
-  auto exact = cache->Bind(*model, kvrt::ReferenceEngine());
+  auto exact = Bind(*cache, *model, kvrt::ReferenceEngine());
   if (!exact) return 2;
   auto logits = exact->Prefill(prompt);
   if (!logits || std::bit_cast<uint64_t>(logits->logits[0]) != 0x3ffc4b42fea302b1ull) return 2;

@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "kvrt/generation.h"
-#include "kvrt/kv_cache.h"
+#include "kv/decoder_kv_cache.h"
 #include "formats/llama2c/llama2c.h"
-#include "kvrt/session.h"
+#include "session/decoder_kv_session.h"
 #include "kvrt/threading/thread_pool.h"
 #include "llama2c_test_support.h"
 
@@ -73,7 +73,7 @@ TEST(Llama2cFixtureTest, LogitsMatchRunCAtEveryPosition) {
     cache_options.precision = engine.options.precision;
     Result<DecoderKvCache> cache = DecoderKvCache::Create(*model, cache_options);
     ASSERT_TRUE(cache);
-    Result<DecoderKvSession> session = cache->Bind(*model, engine.options);
+    Result<DecoderKvSession> session = Bind(*cache, *model, engine.options);
     ASSERT_TRUE(session) << session.error().Debug();
     // One token per step, like run.c.
     double worst = 0.0;

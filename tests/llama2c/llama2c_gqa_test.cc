@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "kvrt/generation.h"
-#include "kvrt/kv_cache.h"
+#include "kv/decoder_kv_cache.h"
 #include "formats/llama2c/llama2c.h"
-#include "kvrt/session.h"
+#include "session/decoder_kv_session.h"
 #include "kvrt/threading/thread_pool.h"
 #include "llama2c_test_support.h"
 
@@ -22,7 +22,7 @@ std::vector<std::vector<double>> StepLogits(const DecoderModel& model, const std
   CacheOptions options;
   options.precision = engine.precision;
   DecoderKvCache cache = *DecoderKvCache::Create(model, options);
-  Result<DecoderKvSession> session = cache.Bind(model, engine);
+  Result<DecoderKvSession> session = Bind(cache, model, engine);
   EXPECT_TRUE(session);
   std::vector<std::vector<double>> logits;
   Result<StepOutput> step = session->Prefill(std::span(tokens).first(4));

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "kvrt/engine_options.h"
-#include "kvrt/kv_cache.h"
-#include "kvrt/model.h"
+#include "kv/decoder_kv_cache.h"
+#include "model/decoder_model.h"
 #include "kvrt/rng.h"
 #include "kvrt/threading/thread_pool.h"
 

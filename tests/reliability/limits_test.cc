@@ -37,13 +37,13 @@
 #include "formats/llama2c/llama2c.h"
 #include "formats/llmcp35/checkpoint.h"
 #include "formats/gguf/gguf_file.h"
-#include "kvrt/buffer.h"
-#include "kvrt/kv_cache.h"
+#include "core/buffer.h"
+#include "kv/decoder_kv_cache.h"
 #include "kvrt/load_model.h"
-#include "kvrt/model.h"
-#include "kvrt/session.h"
+#include "model/decoder_model.h"
+#include "session/decoder_kv_session.h"
 #include "kvrt/tokenizer.h"
-#include "text/llama2c_encoding.h"
+#include "tokenizer/llama2c_encoding.h"
 
 // Sanitizers reserve terabytes of shadow memory: no address-space limit or RSS
 // bound applies to them.
@@ -217,7 +217,7 @@ PrefillRun PrefillAndDecode(const DecoderModel& model, Precision precision, size
   EngineOptions engine;
   engine.precision = precision;
   engine.max_rows_per_step = max_rows;
-  Result<DecoderKvSession> session = cache.Bind(model, engine);
+  Result<DecoderKvSession> session = Bind(cache, model, engine);
   EXPECT_TRUE(session) << session.error().message();
   PrefillRun run;
   Result<StepOutput> prefill = session->Prefill(prompt);
@@ -273,7 +273,7 @@ TEST(Limits, AFailingChunkCommitsNothing) {
   DecoderKvCache cache = *DecoderKvCache::Create(model);
   EngineOptions engine;
   engine.max_rows_per_step = 64;
-  Result<DecoderKvSession> session = cache.Bind(model, engine);
+  Result<DecoderKvSession> session = Bind(cache, model, engine);
   ASSERT_TRUE(session);
   Result<StepOutput> failed = session->Prefill(prompt);
   ASSERT_FALSE(failed);
@@ -502,7 +502,7 @@ TEST(Limits, EightThreadsBindingOneCacheTenThousandTimesOneWinsEachRound) {
     threads.emplace_back([&] {
       for (size_t round = 0; round < kRounds; ++round) {
         {
-          Result<DecoderKvSession> session = cache.Bind(model, ReferenceEngine());
+          Result<DecoderKvSession> session = Bind(cache, model, ReferenceEngine());
           if (session) {
             wins.fetch_add(1);
             round_wins.fetch_add(1);

@@ -12,9 +12,9 @@
 
 #include "formats/llmcp35/checkpoint.h"
 #include "kvrt/generation.h"
-#include "kvrt/kv_cache.h"
+#include "kv/decoder_kv_cache.h"
 #include "engine/reference/complete_prefix.h"
-#include "kvrt/session.h"
+#include "session/decoder_kv_session.h"
 
 namespace kvrt::cli {
 namespace {
@@ -140,7 +140,7 @@ Result<std::string> BuildCh38Report(std::span<const uint8_t> ch35_checkpoint) {
 
   Result<DecoderKvCache> cache = DecoderKvCache::Create(model, CacheOptions{.precision = Precision::kF64});
   if (!cache) return std::unexpected(cache.error());
-  Result<DecoderKvSession> session = cache->Bind(model, ReferenceEngine());
+  Result<DecoderKvSession> session = Bind(*cache, model, ReferenceEngine());
   if (!session) return std::unexpected(session.error());
 
   // prefill=
@@ -280,17 +280,17 @@ Result<std::string> BuildCh38Report(std::span<const uint8_t> ch35_checkpoint) {
   if (!fresh_clone) return std::unexpected(fresh_clone.error());
   Result<DecoderModel> rebuilt = model.RebuildFromValues();
   if (!rebuilt) return std::unexpected(rebuilt.error());
-  Result<DecoderKvSession> rebuilt_bind = fresh->Bind(*rebuilt, ReferenceEngine());
+  Result<DecoderKvSession> rebuilt_bind = Bind(*fresh, *rebuilt, ReferenceEngine());
   const bool rebuilt_model = !rebuilt_bind && rebuilt_bind.error().Debug() == "ModelParameterMismatch { index: 0 }" &&
                              *fresh == *fresh_clone;
   ModelConfig changed = config;
   changed.rms_epsilon = 2e-6;
   Result<DecoderModel> changed_model = DecoderModel::FromParameters(changed, model.parameters());
   if (!changed_model) return std::unexpected(changed_model.error());
-  Result<DecoderKvSession> changed_bind = fresh->Bind(*changed_model, ReferenceEngine());
+  Result<DecoderKvSession> changed_bind = Bind(*fresh, *changed_model, ReferenceEngine());
   const bool changed_config = !changed_bind && changed_bind.error().Debug() == "ModelConfigMismatch" &&
                               *fresh == *fresh_clone;
-  Result<DecoderKvSession> checked = fresh->Bind(model, ReferenceEngine());
+  Result<DecoderKvSession> checked = Bind(*fresh, model, ReferenceEngine());
   if (!checked) return std::unexpected(checked.error());
   Result<bool> decode_before_prefill = RejectedUnchanged(
       *checked, [](DecoderKvSession& s) { return s.Decode(0); }, "DecodeRequiresPrefill");

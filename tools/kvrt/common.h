@@ -10,7 +10,7 @@
 #include "kvrt/load_model.h"
 #include "kvrt/engine_options.h"
 #include "kvrt/error.h"
-#include "kvrt/model.h"
+#include "model/decoder_model.h"
 #include "kvrt/threading/thread_pool.h"
 
 namespace kvrt::cli {

@@ -15,6 +15,7 @@
 #include "build_facts.h"
 #include "json_writer.h"
 #include "kvrt/generation.h"
+#include "weights/prepare_weights.h"
 #include "formats/llama2c/llama2c.h"
 #include "text_stream.h"
 
@@ -82,7 +83,7 @@ int RunGenerate(std::span<char* const> args) {
       RequestInputFromFlags(*flags, *loaded, tokenizer, flags->Has("tokenizer"), config);
   if (!input) return ReportError(input.error());
   // Converting the weights (--weights) is part of the load, not of the prompt's prefill.
-  if (Result<void> prepared = loaded->model.PrepareWeights(*engine); !prepared) {
+  if (Result<void> prepared = PrepareWeights(loaded->model, *engine); !prepared) {
     return ReportError(prepared.error());
   }
   const double load_seconds = load_timer.Seconds();

@@ -10,7 +10,7 @@
 
 #include "kvrt/config.h"
 #include "kvrt/engine_options.h"
-#include "kvrt/model.h"
+#include "model/decoder_model.h"
 #include "kvrt/generation.h"
 
 namespace kvrt::cli {

@@ -8,9 +8,10 @@
 #include "common.h"
 #include "build_facts.h"
 #include "json_writer.h"
-#include "kvrt/kv_cache.h"
+#include "kv/decoder_kv_cache.h"
 #include "engine/reference/complete_prefix.h"
-#include "kvrt/session.h"
+#include "session/decoder_kv_session.h"
+#include "weights/prepare_weights.h"
 
 namespace kvrt::cli {
 namespace {
@@ -30,7 +31,7 @@ Result<std::vector<double>> CachedLogits(const DecoderModel& model, std::span<co
   cache_options.precision = engine.precision;
   Result<DecoderKvCache> cache = DecoderKvCache::Create(model, cache_options);
   if (!cache) return std::unexpected(cache.error());
-  Result<DecoderKvSession> session = cache->Bind(model, engine);
+  Result<DecoderKvSession> session = Bind(*cache, model, engine);
   if (!session) return std::unexpected(session.error());
   Result<StepOutput> output = session->Prefill(tokens);
   if (!output) return std::unexpected(output.error());
@@ -75,7 +76,7 @@ int RunLogits(std::span<char* const> args) {
   }
   // The uncached reference pass runs on the format's dequantized weights too.
   Result<DecoderModel> reference_model =
-      uncached && engine->backend == Backend::kReference ? loaded->model.Dequantized(engine->weights)
+      uncached && engine->backend == Backend::kReference ? DequantizedModel(loaded->model, engine->weights)
                                                          : Result<DecoderModel>(loaded->model);
   if (!reference_model) return ReportError(reference_model.error());
   Result<std::vector<double>> logits = uncached && engine->backend == Backend::kReference

@@ -12,7 +12,7 @@
 #include "formats/gguf/gguf_writer.h"
 #include "formats/llmcp35/checkpoint.h"
 #include "formats/llama2c/llama2c.h"
-#include "kvrt/model.h"
+#include "model/decoder_model.h"
 
 namespace kvrt::cli {
 namespace {

@@ -47,7 +47,7 @@ struct EngineOptions {
   // The format the weight matrices are kept in (kvrt/weight_format.h). The fast
   // f32 engine computes on the compressed matrices; fast f64 on their dequantized
   // values in f64 panels (no bandwidth gain: a check of the same weights in f64);
-  // the reference engine on DecoderModel::Dequantized(weights), the oracle of the
+  // the reference engine on DequantizedModel(model, weights), the oracle of the
   // compressed kernels (kAsStored: the model's own exact values, bit-exact with
   // the specification).
   WeightFormat weights = WeightFormat::kAsStored;

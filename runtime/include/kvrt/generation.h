@@ -18,7 +18,7 @@
 
 #include "kvrt/engine_options.h"
 #include "kvrt/error.h"
-#include "kvrt/model.h"
+#include "model/decoder_model.h"
 #include "kvrt/rng.h"
 #include "kvrt/sampling.h"
 

@@ -17,7 +17,7 @@
 #include <string_view>
 
 #include "kvrt/error.h"
-#include "kvrt/model.h"
+#include "model/decoder_model.h"
 #include "kvrt/tokenizer.h"
 
 namespace kvrt {

@@ -11,7 +11,7 @@
 #include <span>
 #include <vector>
 
-#include "kvrt/buffer.h"
+#include "core/buffer.h"
 #include "kvrt/error.h"
 #include "kvrt/rng.h"
 

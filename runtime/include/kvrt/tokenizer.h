@@ -23,9 +23,9 @@
 
 namespace kvrt {
 
-// A GGUF file's tokenizer.ggml.* metadata (runtime/src/text/vocabulary.h).
+// A GGUF file's tokenizer.ggml.* metadata (runtime/src/tokenizer/vocabulary.h).
 struct VocabularyData;
-namespace text {
+namespace tokenizer {
 class VocabularyTokenizer;
 }
 
@@ -58,7 +58,7 @@ class Tokenizer {
                                    uint32_t max_token_length);
   // A GGUF vocabulary: "llama" gives kSentencePiece, "gpt2" kGpt2Bpe
   // (UnsupportedTokenizerModel otherwise). The checks and defaults are those of
-  // text::VocabularyTokenizer::Build (runtime/src/text/vocabulary_tokenizer.h).
+  // tokenizer::VocabularyTokenizer::Build (runtime/src/tokenizer/vocabulary_tokenizer.h).
   static Result<Tokenizer> FromVocabulary(VocabularyData vocabulary);
 
   TokenizerKind kind() const { return kind_; }
@@ -124,7 +124,7 @@ class Tokenizer {
   std::vector<float> scores_;            // llama2.c: merge score of every piece
   uint32_t max_token_length_ = 0;        // llama2.c
   std::vector<uint32_t> sorted_ids_;     // llama2.c: ids by piece bytes, for lookups
-  std::shared_ptr<const text::VocabularyTokenizer> vocabulary_;  // GGUF kinds only
+  std::shared_ptr<const tokenizer::VocabularyTokenizer> vocabulary_;  // GGUF kinds only
 };
 
 // Strict UTF-8 validation with Rust's String::from_utf8 rules: no overlong forms,

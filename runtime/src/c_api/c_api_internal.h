@@ -10,12 +10,12 @@
 #include <vector>
 
 #include "kvrt/error.h"
-#include "kvrt/kv_cache.h"
+#include "kv/decoder_kv_cache.h"
 #include "kvrt/kvrt.h"
 #include "kvrt/load_model.h"
 #include "formats/llama2c/llama2c.h"
-#include "kvrt/model.h"
-#include "kvrt/session.h"
+#include "model/decoder_model.h"
+#include "session/decoder_kv_session.h"
 #include "kvrt/threading/thread_pool.h"
 #include "kvrt/tokenizer.h"
 

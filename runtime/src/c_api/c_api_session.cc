@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "c_api/c_api_internal.h"
+#include "weights/prepare_weights.h"
 
 using kvrt::c_api::Guard;
 using kvrt::c_api::InvalidArgument;
@@ -134,7 +135,7 @@ kvrt_error* kvrt_model_prepare_weights(const kvrt_model* model, const kvrt_engin
     std::unique_ptr<kvrt::threading::ThreadPool> no_pool;
     kvrt::Result<kvrt::EngineOptions> options = kvrt::c_api::EngineFromC(&chosen, no_pool);
     if (!options) return MakeError(options.error());
-    if (kvrt::Result<void> prepared = model->model.PrepareWeights(*options); !prepared) {
+    if (kvrt::Result<void> prepared = PrepareWeights(model->model, *options); !prepared) {
       return MakeError(prepared.error());
     }
     return nullptr;
@@ -152,7 +153,7 @@ kvrt_error* kvrt_session_bind(kvrt_cache* cache, const kvrt_model* model, const 
     kvrt::Result<kvrt::EngineOptions> options = kvrt::c_api::EngineFromC(engine, session->pool);
     if (!options) return MakeError(options.error());
     session->model.emplace(model->model);
-    kvrt::Result<kvrt::DecoderKvSession> bound = session->cache->Bind(*session->model, *options);
+    kvrt::Result<kvrt::DecoderKvSession> bound = Bind(*session->cache, *session->model, *options);
     if (!bound) return MakeError(bound.error());
     session->session.emplace(std::move(*bound));
     *out = session.release();

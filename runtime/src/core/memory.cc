@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "core/allocation_faults.h"
-#include "kvrt/buffer.h"
+#include "core/buffer.h"
 
 // Buffers come from the C library's posix_memalign.
 //

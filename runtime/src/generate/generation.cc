@@ -6,10 +6,10 @@
 
 #include "generate/generation_cursor.h"
 #include "generate/generation_loop.h"
-#include "model/model_internals.h"
-#include "kvrt/kv_cache.h"
+#include "weights/engine_weights.h"
+#include "kv/decoder_kv_cache.h"
 #include "engine/reference/complete_prefix.h"
-#include "kvrt/session.h"
+#include "session/decoder_kv_session.h"
 
 namespace kvrt {
 namespace {
@@ -285,7 +285,7 @@ Result<GenerationResult> GenerateUncached(const DecoderModel& model,
     Result<std::shared_ptr<const DecoderModel>> oracle =
         engine.weights == WeightFormat::kAsStored
             ? Result<std::shared_ptr<const DecoderModel>>(nullptr)
-            : detail::ModelInternals::WeightsCache(model).Dequantized(model, engine.weights);
+            : detail::WeightsCacheOf(model).Dequantized(model, engine.weights);
     if (!oracle) return Fail(std::move(oracle.error()));
     CompletePrefixSource source(*oracle ? **oracle : model);
     if (Result<void> ran = RunGenerationLoop(model_config, config, rng, source, on_token, result);

@@ -16,8 +16,8 @@
 
 #include "generate/generation_cursor.h"
 #include "kvrt/generation.h"
-#include "kvrt/kv_cache.h"
-#include "kvrt/session.h"
+#include "kv/decoder_kv_cache.h"
+#include "session/decoder_kv_session.h"
 
 namespace kvrt {
 namespace {
@@ -47,7 +47,7 @@ Result<std::vector<ServedGeneration>> ServeGenerations(const DecoderModel& model
   Result<DecoderKvCache> created = DecoderKvCache::Create(model, cache_options);
   if (!created) return Fail(std::move(created.error()).Wrap(ErrorCode::kCache));
   DecoderKvCache cache = std::move(*created);
-  Result<DecoderKvSession> bound = cache.Bind(model, options.engine);
+  Result<DecoderKvSession> bound = Bind(cache, model, options.engine);
   if (!bound) return Fail(std::move(bound.error()).Wrap(ErrorCode::kCache));
   DecoderKvSession& session = *bound;
   const size_t slots = cache_options.batch_size;

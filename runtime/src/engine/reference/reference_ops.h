@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "engine/reference/kv_rows.h"
-#include "kvrt/buffer.h"
+#include "core/buffer.h"
 #include "kvrt/error.h"
-#include "kvrt/model.h"
+#include "model/decoder_model.h"
 #include "engine/reference/complete_prefix.h"
 
 namespace kvrt::detail {

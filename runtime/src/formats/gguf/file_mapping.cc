@@ -11,7 +11,7 @@
 #include <utility>
 
 #include "core/regular_file.h"
-#include "formats/llmcp35/checkpoint_errors.h"
+#include "core/io_error.h"
 
 namespace kvrt::gguf {
 
@@ -24,7 +24,7 @@ Result<std::shared_ptr<const FileMapping>> FileMapping::Open(const std::string& 
   if (mapping->size_ > 0) {  // mmap of length 0 is an error; an empty file maps to nothing
     void* address = ::mmap(nullptr, mapping->size_, PROT_READ, MAP_PRIVATE, file->fd(), 0);
     if (address == MAP_FAILED) {
-      return Fail(llmcp35::Io("map", path, errno));
+      return Fail(IoError("map", path, errno));
     }
     mapping->data_ = static_cast<const uint8_t*>(address);
     mapping->mapped_ = true;

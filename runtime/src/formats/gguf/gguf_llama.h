@@ -23,7 +23,7 @@
 #include "formats/gguf/gguf_file.h"
 #include "kvrt/config.h"
 #include "kvrt/error.h"
-#include "kvrt/model.h"
+#include "model/decoder_model.h"
 
 namespace kvrt::gguf {
 

@@ -8,7 +8,7 @@
 #include "formats/gguf/gguf_llama_names.h"
 #include "formats/gguf/gguf_writer.h"
 #include "model/parameter_access.h"
-#include "kvrt/parameter.h"
+#include "model/parameter.h"
 
 namespace kvrt::gguf {
 namespace {

@@ -7,7 +7,7 @@
 #include "formats/gguf/gguf_file.h"
 #include "kvrt/error.h"
 #include "kvrt/tokenizer.h"
-#include "text/vocabulary.h"
+#include "tokenizer/vocabulary.h"
 
 namespace kvrt::gguf {
 
