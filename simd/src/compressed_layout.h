@@ -56,19 +56,20 @@ inline void StoreU16(uint8_t* p, uint16_t v) { std::memcpy(p, &v, sizeof(v)); }
 // by block, the W panels' scale rows (W × 64 bytes) and then each of the 32 rows of the
 // W panels side by side (W × 32 or W × 16 bytes). A group occupies W whole panels'
 // bytes, so panel sizes and offsets of groups are those of panels stored apart. Why:
-// the matrix–vector kernels stream four panels side by side, and on a Zen 5 reading
-// four separate 26 KB panels block by block reached 0.66–0.70 of the DRAM bandwidth of
-// one sequential read (18–27 against 34–38 GB/s, software prefetch or not); in this
-// layout the kernels' reads are one sequential stream.
+// the matrix–vector kernels stream four panels side by side. Four panels stored apart
+// are four streams tens of KB apart, which read from DRAM well below one sequential
+// stream, with software prefetch or not; interleaving the four panels' rows makes one
+// stream, which the prefetchers follow.
 //
 // A q4_0 row of a whole group (W = 4: 64 bytes) is in lane order: byte 4j + i holds
 // column j (low nibble) and column j + 16 (high nibble) of the group's panel i, j < 16,
 // so that 32-bit lane j of the row holds column j of all four panels, nibble 2i + h
 // being column 16h + j of panel i. One 64-byte load then feeds all eight vectors of
 // the row on AVX-512 (a shift and a VPERMPS each, instead of a widening load, a shift
-// and two VPERMPS per panel): on a Zen 5 the L2-resident 768x2048 q4_0 matvec went
-// from 25 to 21 us, while its AVX2 target, which decodes two panels per pass, went
-// from 66 to 72 us (Q4Quants::DecodeLanes). The row of a smaller group keeps each
+// and two VPERMPS per panel), which makes the AVX-512 q4_0 matvec faster; the AVX2
+// target, which decodes two panels per pass, pays a byte shuffle per panel for it and
+// is a little slower (Q4Quants::DecodeLanes; figures in
+// docs/performance/design_measurements.md). The row of a smaller group keeps each
 // panel's 16 bytes apart, side by side: byte 16i + j holds its columns j and j + 16.
 inline constexpr size_t kGroupPanels = 4;
 

@@ -1,4 +1,4 @@
-// Batch invariance of the slot steps (issue 16): every sequence's logits are the
+// Batch invariance of the slot steps (batched serving): every sequence's logits are the
 // same bits whether it runs alone or beside others, in any slot, with any thread
 // count, and whether its prompt is prefilled in one step, in chunks of any size,
 // or one token at a time; per-slot reset, truncate and fork; and the two-phase

@@ -1,4 +1,4 @@
-// A slot-schedule driver (issue 16): the input picks the slots, the precision
+// A slot-schedule driver for batched serving: the input picks the slots, the precision
 // and the step row limit, then a sequence of operations: steps over random sets
 // of slots (prompt chunks, decode tokens, out-of-range slots, duplicates, bad
 // tokens, decodes before the prompt is complete), and per-slot reset, truncate

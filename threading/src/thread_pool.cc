@@ -37,11 +37,9 @@
 // (job tag, next index), so it needs no reset between jobs (a word with another tag
 // stands for its range's first index), and a thread's claims stay in its own cache
 // until it steals at the end of the job. A thread also reads a contiguous part of
-// the data a loop streams, which the hardware prefetchers follow better. On a 2-vCPU
-// Zen 5 VM, old and new binaries alternated: the 15M step's 31 loops
-// (MachineLimits/PoolStep15M) cost 1.66-1.97 us each instead of 2.0-2.3, and decode
-// at 2 threads gained (medians of 5-6 rounds) 42M q8_0 905 -> 1060 tokens/s, 110M bf16
-// 160 -> 199, 15M f32 990 -> 1059; a read of a 44 MB buffer, 88 -> 107 GB/s.
+// the data a loop streams, which the hardware prefetchers follow better. Both make a
+// loop cheaper and two-thread decode faster (figures in
+// docs/performance/design_measurements.md).
 #include "kvrt/threading/thread_pool.h"
 
 #include <algorithm>

@@ -87,7 +87,7 @@ Result<GenerationResult> GenerateUncached(const DecoderModel& model,
                                           EngineOptions engine = {},
                                           const TokenCallback& on_token = {});
 
-// Serving many requests over the slots of one cache (issue 16). Each request is
+// Serving many requests over the sequence slots of one cache. Each request is
 // one GenerateCached call: its prompt, its sampling config and stops, and its own
 // RNG state. Requests are admitted in order, as slots free up and not before
 // their arrival step; chunked prefills run in the same steps as other slots'

@@ -33,12 +33,12 @@
 // Pages::kHuge mappings of at least one huge page (weights, the fast engine's
 // workspace) start on a 2 MiB boundary and are madvise(MADV_HUGEPAGE)d. Debian's
 // kernels grant transparent huge pages only to regions that ask ("madvise"
-// mode), and on 4 KiB pages a 110M prefill's matrix products ran at 0.33-0.44 of
-// the FMA peak on two threads, 0.60-0.65 with the hint (f32, three rounds
-// alternating THP "never" and "madvise" on one binary, 2-vCPU Zen 5; the same
-// kernel on cache-resident operands reads 0.90). The hint is advisory: where
-// huge pages are off the buffer keeps small pages. The mapping is trimmed to the
-// request (rounded to a small page), so an untouched tail still costs no RSS.
+// mode), and on 4 KiB pages a large prefill's matrix products fall well short of
+// the FMA-peak fraction the same kernel reaches on cache-resident operands; the
+// hint wins most of it back (figures in docs/performance/design_measurements.md).
+// The hint is advisory: where huge pages are off the buffer keeps small pages. The
+// mapping is trimmed to the request (rounded to a small page), so an untouched tail
+// still costs no RSS.
 // Under a sanitizer every buffer stays on the (instrumented) heap.
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define KVRT_SANITIZER_HEAP 1

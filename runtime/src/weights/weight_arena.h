@@ -1,14 +1,13 @@
 // One allocation for all of an engine's weight matrices, in the order a decode
 // step reads them.
 //
-// Why: packed one by one, every matrix had a buffer of its own. The matrices of a
-// 42M or 110M model in a compressed format are 0.3-1.7 MB each, under a huge page,
-// so they sat on small pages, scattered; a decode step streams them one parallel
-// loop each. On a 2-vCPU Zen 5, reading the same 44 MB as 57 loops over 57
-// separate buffers gave 27-30 GB/s on one thread, over one huge-page buffer cut
-// into the same 57 loops 37-39 GB/s (two threads: 43-51 against 52-61 GB/s).
-// In one arena the matrices lie back to back on huge pages, so a thread that ends
-// one matrix's stream continues into the next one's bytes.
+// Why: the matrices of a 42M or 110M model in a compressed format are 0.3-1.7 MB
+// each, under a huge page, so in buffers of their own they sit on small pages,
+// scattered, and a decode step streams them one parallel loop each. Read that way
+// the same bytes stream markedly slower than from one huge-page buffer (figures in
+// docs/performance/design_measurements.md). In one arena the matrices lie back to
+// back on huge pages, so a thread that ends one matrix's stream continues into the
+// next one's bytes.
 #pragma once
 
 #include "weights/engine_weights.h"

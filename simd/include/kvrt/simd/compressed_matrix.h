@@ -144,9 +144,10 @@ float Bf16ToF32(uint16_t bits);
 //                (q8_0: q; q4_0: q − 8; exact small integers), then
 //                acc = fma(d_b, P_b, acc) from acc = 0. One multiply per 32 weights
 //                instead of one per weight. The exact form (one chain of x·(q·d)) is
-//                bound by the decode arithmetic, not by memory, on AVX-512: it measured
-//                1.3× (q8_0) and 2.0× (q4_0) the CPU time of this form on a cached
-//                768×2048 MatVec (bench/kernels/compressed_bench.cc, 2026-12-01).
+//                bound by the decode arithmetic, not by memory, on AVX-512, and takes
+//                clearly more CPU time than this form from cache, q4_0 the most
+//                (bench/kernels/compressed_bench.cc; figures in
+//                docs/performance/design_measurements.md).
 //              Either way y[n] depends only on x, column n and K (not on the panel
 //              range, the thread split or M), and equals the rows of MatMul bit for bit
 //              on the same target.
