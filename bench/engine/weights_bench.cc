@@ -42,6 +42,7 @@
 #include "paired_roofline.h"
 #include "weights/compressed_format.h"
 #include "synthetic_models.h"
+#include "weights/weight_plan.h"
 
 namespace kvrt::bench {
 namespace {

@@ -64,8 +64,8 @@ void CheckAccepted(std::span<const uint8_t> bytes, const Checkpoint& checkpoint)
   KVRT_FUZZ_CHECK(model, Describe(model));
   KVRT_FUZZ_CHECK(model->config().SameAs(config), "model config");
   PrefillOnce(*model, ReferenceEngine());
-  PrefillOnce(*model, EngineOptions{Backend::kFast, Precision::kF64, nullptr});
-  PrefillOnce(*model, EngineOptions{Backend::kFast, Precision::kF32, nullptr});
+  PrefillOnce(*model, EngineOptions{Backend::kFast, Precision::kF64, 0, nullptr});
+  PrefillOnce(*model, EngineOptions{Backend::kFast, Precision::kF32, 0, nullptr});
 }
 
 // Parses `bytes` and checks whichever verdict comes back.

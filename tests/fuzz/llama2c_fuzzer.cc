@@ -124,7 +124,7 @@ void CheckModelFile(std::span<const uint8_t> bytes) {
   Result<DecoderKvCache> cache = DecoderKvCache::Create(*model, options);
   if (!cache) return CheckTypedError(cache.error());
   Result<DecoderKvSession> session =
-      Bind(*cache, *model, EngineOptions{Backend::kFast, Precision::kF32, nullptr});
+      Bind(*cache, *model, EngineOptions{Backend::kFast, Precision::kF32, 0, nullptr});
   KVRT_FUZZ_CHECK(session, Describe(session));
   const std::vector<uint32_t> prompt(options.capacity, 0);
   Result<StepOutput> step = session->Prefill(prompt);

@@ -31,8 +31,8 @@ const Models& LoadModels(const FixtureType& t) {
   return *slot;
 }
 
-constexpr EngineOptions kFastF32{Backend::kFast, Precision::kF32, nullptr};
-constexpr EngineOptions kReferenceF64{Backend::kReference, Precision::kF64, nullptr};
+constexpr EngineOptions kFastF32{Backend::kFast, Precision::kF32, 0, nullptr};
+constexpr EngineOptions kReferenceF64{Backend::kReference, Precision::kF64, 0, nullptr};
 
 std::vector<uint32_t> Ids(const nlohmann::json& list) { return list.get<std::vector<uint32_t>>(); }
 

@@ -3,7 +3,6 @@
 // the reference crate's bits), then a session that owns its cache on the
 // default fast f32 engine, then the generation loop.
 #include <kvrt/generation.h>
-#include <kvrt/kv_cache.h>
 #include <kvrt/model.h>
 #include <kvrt/session.h>
 
@@ -14,13 +13,13 @@
 
 int main() {
   kvrt::SplitMix64 rng(38);
-  auto model = kvrt::DecoderModel::FromSeed(kvrt::ModelConfig::Create(5, 4, 2, 4, 2, 4, 10000.0, 1e-6), rng);
+  auto model = kvrt::Model::FromSeed(kvrt::ModelConfig::Create(5, 4, 2, 4, 2, 4, 10000.0, 1e-6), rng);
   if (!model) return 1;
   const std::vector<uint32_t> prompt = {0, 1};
 
-  auto cache = kvrt::DecoderKvCache::Create(*model, kvrt::CacheOptions{.precision = kvrt::Precision::kF64});
+  auto cache = kvrt::KvCache::Create(*model, kvrt::CacheOptions{.precision = kvrt::Precision::kF64});
   if (!cache) return 2;
-  auto exact = Bind(*cache, *model, kvrt::ReferenceEngine());
+  auto exact = kvrt::Session::Bind(*cache, *model, kvrt::ReferenceEngine());
   if (!exact) return 2;
   auto logits = exact->Prefill(prompt);
   if (!logits || std::bit_cast<uint64_t>(logits->logits[0]) != 0x3ffc4b42fea302b1ull) return 2;

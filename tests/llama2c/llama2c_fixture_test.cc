@@ -13,6 +13,7 @@
 #include "session/decoder_kv_session.h"
 #include "kvrt/threading/thread_pool.h"
 #include "llama2c_test_support.h"
+#include "generate/generate.h"
 
 namespace kvrt {
 namespace {
@@ -28,8 +29,8 @@ struct Engine {
 
 std::vector<Engine> Engines(threading::ThreadPool& pool) {
   return {{"reference f64", ReferenceEngine()},
-          {"fast f32", EngineOptions{Backend::kFast, Precision::kF32, &pool}},
-          {"fast f64", EngineOptions{Backend::kFast, Precision::kF64, &pool}}};
+          {"fast f32", EngineOptions{Backend::kFast, Precision::kF32, 0, &pool}},
+          {"fast f64", EngineOptions{Backend::kFast, Precision::kF64, 0, &pool}}};
 }
 
 double MaxAbsDiff(std::span<const double> kvrt, const float* runc, size_t count) {
@@ -54,7 +55,7 @@ TEST(Llama2cFixtureTest, TheModelIsTheOneRunCRan) {
 
 TEST(Llama2cFixtureTest, PromptEncodesToRunCsTokens) {
   const RunCRecord runc = RunCRecord::Load();
-  Result<Tokenizer> tokenizer = LoadLlama2cTokenizer(runc.tokenizer_path);
+  Result<Tokenizer> tokenizer = ReadLlama2cTokenizer(runc.tokenizer_path);
   ASSERT_TRUE(tokenizer) << tokenizer.error().Debug();
   Result<std::vector<uint32_t>> prompt = tokenizer->EncodePrompt(RunCRecord::kPrompt);
   ASSERT_TRUE(prompt);

@@ -87,7 +87,7 @@ TEST_P(ConcurrentSessionsTest, EveryThreadReproducesTheSerialLogits) {
   const DecoderModel model = SharedModel();
   const std::vector<Request> requests = Requests(model.config().vocabulary_size);
   threading::ThreadPool pool(2);
-  EngineOptions engine{GetParam().backend, GetParam().precision, GetParam().pool ? &pool : nullptr};
+  EngineOptions engine{GetParam().backend, GetParam().precision, 0, GetParam().pool ? &pool : nullptr};
 
   std::vector<Logits> serial;
   for (const Request& request : requests) serial.push_back(RunRequest(model, request, engine));
@@ -132,9 +132,9 @@ std::vector<ParameterUpdate> HalveEmbedding(const DecoderModel& model) {
 
 TEST(ConcurrentUpdateTest, RefusedWhileSessionsLiveAndAcceptedAfter) {
   DecoderModel model = SharedModel();
-  const EngineOptions engines[] = {{Backend::kReference, Precision::kF64, nullptr},
-                                   {Backend::kFast, Precision::kF64, nullptr},
-                                   {Backend::kFast, Precision::kF32, nullptr}};
+  const EngineOptions engines[] = {{Backend::kReference, Precision::kF64, 0, nullptr},
+                                   {Backend::kFast, Precision::kF64, 0, nullptr},
+                                   {Backend::kFast, Precision::kF32, 0, nullptr}};
   std::vector<DecoderKvCache> caches;
   for (size_t t = 0; t < kThreads; ++t) {
     CacheOptions options;
@@ -197,7 +197,7 @@ TEST(ConcurrentUpdateTest, BindsAndUpdatesRacingKeepRevisionsExact) {
   for (size_t t = 0; t < kThreads; ++t) {
     workers.emplace_back([&, t] {
       const EngineOptions engine{t % 2 ? Backend::kFast : Backend::kReference,
-                                 t == 3 ? Precision::kF32 : Precision::kF64, nullptr};
+                                 t == 3 ? Precision::kF32 : Precision::kF64, 0, nullptr};
       CacheOptions options;
       options.precision = engine.precision;
       while (!stop.load()) {

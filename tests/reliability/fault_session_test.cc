@@ -87,7 +87,7 @@ TEST_P(SessionFaultTest, CreateAndClone) {
     FaultCase clone;
     clone.name = std::string("DecoderKvCache::Clone(") + std::string(PrecisionName(precision)) + ")";
     clone.prepare = [&] {
-      Prepare({"", {Backend::kFast, precision, nullptr}}, true, {1, 2});
+      Prepare({"", {Backend::kFast, precision, 0, nullptr}}, true, {1, 2});
       session_.reset();  // a clone of a populated, unbound cache
     };
     clone.run = [&]() -> std::optional<Error> {

@@ -18,12 +18,14 @@
 #include "formats/llmcp35/checkpoint.h"
 #include "kvrt/generation.h"
 #include "kv/decoder_kv_cache.h"
-#include "kvrt/load_model.h"
+#include "formats/load_model.h"
 #include "model/decoder_model.h"
 #include "session/decoder_kv_session.h"
 #include "kvrt/threading/thread_pool.h"
 #include "kvrt/weight_format.h"
 #include "weights/prepare_weights.h"
+#include "weights/weight_plan.h"
+#include "generate/generate.h"
 
 namespace kvrt {
 namespace {
@@ -161,7 +163,7 @@ class CompressedGgufTest : public ::testing::TestWithParam<std::string> {};
 // The GGUF fixtures, as stored (their bf16/f16/q8_0/q4_0 tensors repacked
 // losslessly) and converted to each format.
 TEST_P(CompressedGgufTest, FastMatchesTheOracleAsStoredAndConverted) {
-  Result<LoadedModel> loaded = LoadModel(testing::FixturePath("gguf/tiny-" + GetParam() + ".gguf"));
+  Result<ModelFile> loaded = ReadModelFile(testing::FixturePath("gguf/tiny-" + GetParam() + ".gguf"));
   ASSERT_TRUE(loaded) << loaded.error().message();
   const DecoderModel& model = loaded->model;
   const std::vector<uint32_t> prompt = {1, 450, 4996, 17354, 1701, 432, 17204};
@@ -194,7 +196,7 @@ INSTANTIATE_TEST_SUITE_P(GgufFixtures, CompressedGgufTest,
                          [](const ::testing::TestParamInfo<std::string>& type) { return type.param; });
 
 TEST(CompressedWeightsTest, StoredBytesAreDroppedOnceAParameterIsUpdated) {
-  Result<LoadedModel> loaded = LoadModel(testing::FixturePath("gguf/tiny-q8_0.gguf"));
+  Result<ModelFile> loaded = ReadModelFile(testing::FixturePath("gguf/tiny-q8_0.gguf"));
   ASSERT_TRUE(loaded) << loaded.error().message();
   DecoderModel model = loaded->model;
   const size_t index = BlockParameterIndex(0, BlockSlot::kQuery);
@@ -218,7 +220,7 @@ TEST(CompressedWeightsTest, StoredBytesAreDroppedOnceAParameterIsUpdated) {
 // format prepares, the sessions afterwards compute the same bits as on a model never
 // prepared, and an unknown format is a typed error, not a crash.
 TEST(CompressedWeightsTest, PreparedWeightsGiveTheSameSessions) {
-  Result<LoadedModel> loaded = LoadModel(testing::FixturePath("gguf/tiny-q4_0.gguf"));
+  Result<ModelFile> loaded = ReadModelFile(testing::FixturePath("gguf/tiny-q4_0.gguf"));
   ASSERT_TRUE(loaded) << loaded.error().message();
   const std::vector<uint32_t> prompt = {1, 450, 4996};
   for (WeightFormat format : kAll) {

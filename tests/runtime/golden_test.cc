@@ -12,6 +12,7 @@
 #include "model/decoder_model.h"
 #include "engine/reference/complete_prefix.h"
 #include "session/decoder_kv_session.h"
+#include "generate/generate.h"
 
 namespace kvrt {
 namespace {

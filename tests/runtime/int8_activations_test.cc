@@ -113,7 +113,7 @@ TEST(Int8ActivationsTest, MoveTheLogitsButStayNearTheOracle) {
   for (WeightFormat format : {WeightFormat::kQ8_0, WeightFormat::kQ4_0}) {
     EngineOptions f32 = Int8(format);
     f32.int8_activations = false;
-    EngineOptions oracle{Backend::kReference, Precision::kF64, nullptr};
+    EngineOptions oracle{Backend::kReference, Precision::kF64, 0, nullptr};
     oracle.weights = format;
     const auto int8 = SessionLogits(model, prompt, continuation, Int8(format));
     const auto exact = SessionLogits(model, prompt, continuation, f32);

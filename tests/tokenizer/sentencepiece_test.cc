@@ -11,6 +11,7 @@
 #include "kvrt/tokenizer.h"
 #include "test_support.h"
 #include "tokenizer/vocabulary_for_test.h"
+#include "tokenizer/tokenizer_impl.h"
 
 namespace kvrt {
 namespace {
@@ -59,7 +60,7 @@ TEST_F(SentencePieceTest, MatchesLlamaCppOnTheTinyModelPrompts) {
   ASSERT_TRUE(data);
   EXPECT_TRUE(data->pre.empty());
   EXPECT_FALSE(data->add_bos.has_value());
-  Result<Tokenizer> tiny = Tokenizer::FromVocabulary(std::move(*data));
+  Result<Tokenizer> tiny = TokenizerFromVocabulary(std::move(*data));
   ASSERT_TRUE(tiny) << tiny.error().Debug();
   ASSERT_TRUE(tiny->add_bos());
   ASSERT_FALSE(tiny->add_eos());

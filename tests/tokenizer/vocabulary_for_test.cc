@@ -10,6 +10,7 @@
 #include "formats/gguf/gguf_file.h"
 #include "formats/gguf/gguf_tokenizer.h"
 #include "test_support.h"
+#include "tokenizer/tokenizer_impl.h"
 
 namespace kvrt::testing {
 
@@ -29,7 +30,7 @@ const Tokenizer* SharedTokenizer(const std::string& gguf_path) {
   if (inserted) {
     std::optional<VocabularyData> data = LoadVocabularyForTest(gguf_path);
     if (!data) return nullptr;
-    Result<Tokenizer> tokenizer = Tokenizer::FromVocabulary(std::move(*data));
+    Result<Tokenizer> tokenizer = TokenizerFromVocabulary(std::move(*data));
     if (tokenizer) entry->second = std::make_unique<Tokenizer>(std::move(*tokenizer));
   }
   return entry->second.get();

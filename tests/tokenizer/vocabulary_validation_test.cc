@@ -10,6 +10,7 @@
 
 #include "kvrt/tokenizer.h"
 #include "tokenizer/vocabulary.h"
+#include "tokenizer/tokenizer_impl.h"
 
 namespace kvrt {
 namespace {
@@ -77,73 +78,73 @@ std::vector<uint32_t> Encode(const Tokenizer& tokenizer, std::string_view text) 
 TEST(VocabularyValidationTest, RejectsUnknownModelsAndPreTokenizers) {
   VocabularyData data = Spm({});
   data.model = "bert";
-  EXPECT_EQ(DebugOf(Tokenizer::FromVocabulary(data)),
+  EXPECT_EQ(DebugOf(TokenizerFromVocabulary(data)),
             "UnsupportedTokenizerModel { model: \"bert\" }");
   VocabularyData gpt2 = Gpt2({}, {});
   gpt2.pre = "llama3";
-  EXPECT_EQ(DebugOf(Tokenizer::FromVocabulary(gpt2)),
+  EXPECT_EQ(DebugOf(TokenizerFromVocabulary(gpt2)),
             "UnsupportedPreTokenizer { pre: \"llama3\" }");
   for (const char* pre : {"", "default", "gpt-2"}) {
     gpt2.pre = pre;
-    EXPECT_EQ(DebugOf(Tokenizer::FromVocabulary(gpt2)), "Ok") << pre;
+    EXPECT_EQ(DebugOf(TokenizerFromVocabulary(gpt2)), "Ok") << pre;
   }
 }
 
 TEST(VocabularyValidationTest, RejectsInconsistentTables) {
   VocabularyData empty;
   empty.model = "gpt2";
-  EXPECT_EQ(DebugOf(Tokenizer::FromVocabulary(empty)), "EmptyVocabulary");
+  EXPECT_EQ(DebugOf(TokenizerFromVocabulary(empty)), "EmptyVocabulary");
 
   VocabularyData scores = Spm({});
   scores.scores.pop_back();
-  EXPECT_EQ(DebugOf(Tokenizer::FromVocabulary(scores)),
+  EXPECT_EQ(DebugOf(TokenizerFromVocabulary(scores)),
             "InvalidArgument { vocabulary_size: 259, count: 258 }");
 
   VocabularyData types = Spm({});
   types.token_types.push_back(1);
-  EXPECT_EQ(DebugOf(Tokenizer::FromVocabulary(types)),
+  EXPECT_EQ(DebugOf(TokenizerFromVocabulary(types)),
             "InvalidArgument { vocabulary_size: 259, count: 260 }");
 
   VocabularyData bad_type = Spm({});
   bad_type.token_types[5] = 7;
-  EXPECT_EQ(DebugOf(Tokenizer::FromVocabulary(bad_type)),
+  EXPECT_EQ(DebugOf(TokenizerFromVocabulary(bad_type)),
             "InvalidTokenType { token_id: 5, token_type: 7 }");
 
   VocabularyData nan = Spm({});
   nan.scores[4] = std::nanf("");
-  EXPECT_EQ(DebugOf(Tokenizer::FromVocabulary(nan)), "NonFiniteScore { token_id: 4 }");
+  EXPECT_EQ(DebugOf(TokenizerFromVocabulary(nan)), "NonFiniteScore { token_id: 4 }");
 
   VocabularyData bos = Spm({});
   bos.bos = 259;
-  EXPECT_EQ(DebugOf(Tokenizer::FromVocabulary(bos)),
+  EXPECT_EQ(DebugOf(TokenizerFromVocabulary(bos)),
             "SpecialTokenOutOfRange { role: \"BOS\", token_id: 259, vocabulary_size: 259 }");
 }
 
 TEST(VocabularyValidationTest, SentencePieceNeedsAFallbackForEveryByte) {
   VocabularyData misspelled = Spm({});
   misspelled.tokens[3 + 0x41] = "<0xG1>";
-  EXPECT_EQ(DebugOf(Tokenizer::FromVocabulary(misspelled)), "InvalidByteToken { token_id: 68 }");
+  EXPECT_EQ(DebugOf(TokenizerFromVocabulary(misspelled)), "InvalidByteToken { token_id: 68 }");
 
   // Without <0x41> the one-byte piece "A" takes its place; without either, <unk>.
   VocabularyData no_byte = Spm({{"A", -1.0f}});
   no_byte.tokens[3 + 0x41] = "<unused>";
   no_byte.token_types[3 + 0x41] = 5;
-  Result<Tokenizer> with_piece = Tokenizer::FromVocabulary(no_byte);
+  Result<Tokenizer> with_piece = TokenizerFromVocabulary(no_byte);
   ASSERT_TRUE(with_piece);
   no_byte.tokens.pop_back();
   no_byte.scores.pop_back();
   no_byte.token_types.pop_back();
-  Result<Tokenizer> with_unk = Tokenizer::FromVocabulary(no_byte);
+  Result<Tokenizer> with_unk = TokenizerFromVocabulary(no_byte);
   ASSERT_TRUE(with_unk);
   EXPECT_EQ(Encode(*with_unk, "A"), (std::vector<uint32_t>{3 + 0xE2, 3 + 0x96, 3 + 0x81, 0}));
   no_byte.unk.reset();
-  EXPECT_EQ(DebugOf(Tokenizer::FromVocabulary(no_byte)),
+  EXPECT_EQ(DebugOf(TokenizerFromVocabulary(no_byte)),
             "MissingByteTokens { byte: 65, vocabulary_size: 259 }");
 }
 
 TEST(VocabularyValidationTest, Gpt2MergesMustNameTokens) {
-  EXPECT_EQ(DebugOf(Tokenizer::FromVocabulary(Gpt2({}, {"ab"}))), "MalformedMerge { rank: 0 }");
-  EXPECT_EQ(DebugOf(Tokenizer::FromVocabulary(Gpt2({}, {"a b", "ab c"}))),
+  EXPECT_EQ(DebugOf(TokenizerFromVocabulary(Gpt2({}, {"ab"}))), "MalformedMerge { rank: 0 }");
+  EXPECT_EQ(DebugOf(TokenizerFromVocabulary(Gpt2({}, {"a b", "ab c"}))),
             "UnknownMergeOperand { rank: 1, operand: \"ab\" }");
 }
 
@@ -151,7 +152,7 @@ TEST(VocabularyValidationTest, Gpt2MergesMustNameTokens) {
 // scores; merges only pairs that are pieces.
 TEST(SentencePieceOrderTest, HighestScoreThenLeftmost) {
   // "▁" = 259, "a" = 260, "aa" = 261, "▁a" = 262.
-  Result<Tokenizer> t = Tokenizer::FromVocabulary(Spm({{"\xE2\x96\x81", -5},
+  Result<Tokenizer> t = TokenizerFromVocabulary(Spm({{"\xE2\x96\x81", -5},
                                                        {"a", -5},
                                                        {"aa", -1},
                                                        {"\xE2\x96\x81"
@@ -160,7 +161,7 @@ TEST(SentencePieceOrderTest, HighestScoreThenLeftmost) {
   ASSERT_TRUE(t) << t.error().Debug();
   // "▁aaa": "aa" (score -1) beats "▁a" (-2); of the two "aa" pairs the left one wins.
   EXPECT_EQ(Encode(*t, "aaa"), (std::vector<uint32_t>{259, 261, 260}));
-  Result<Tokenizer> tie = Tokenizer::FromVocabulary(Spm({{"\xE2\x96\x81", -5},
+  Result<Tokenizer> tie = TokenizerFromVocabulary(Spm({{"\xE2\x96\x81", -5},
                                                          {"a", -5},
                                                          {"aa", -2},
                                                          {"\xE2\x96\x81"
@@ -172,7 +173,7 @@ TEST(SentencePieceOrderTest, HighestScoreThenLeftmost) {
   // add_space_prefix = false: no "▁" in front.
   VocabularyData plain = Spm({{"\xE2\x96\x81", -5}, {"a", -5}, {"aa", -1}});
   plain.add_space_prefix = false;
-  Result<Tokenizer> no_prefix = Tokenizer::FromVocabulary(plain);
+  Result<Tokenizer> no_prefix = TokenizerFromVocabulary(plain);
   ASSERT_TRUE(no_prefix);
   EXPECT_EQ(Encode(*no_prefix, "aa a"), (std::vector<uint32_t>{261, 259, 260}));
   EXPECT_EQ(*no_prefix->DecodeContent(Encode(*no_prefix, "aa a")), "aa a");
@@ -182,16 +183,16 @@ TEST(SentencePieceOrderTest, HighestScoreThenLeftmost) {
 TEST(ByteLevelBpeOrderTest, LowestRankThenLeftmost) {
   // 256 = "ab", 257 = "bc", 258 = "abc".
   Result<Tokenizer> t =
-      Tokenizer::FromVocabulary(Gpt2({"ab", "bc", "abc"}, {"b c", "a b", "ab c"}));
+      TokenizerFromVocabulary(Gpt2({"ab", "bc", "abc"}, {"b c", "a b", "ab c"}));
   ASSERT_TRUE(t) << t.error().Debug();
   // "b c" has rank 0, so "abc" is a + bc, and "a bc" is no merge.
   EXPECT_EQ(Encode(*t, "abc"), (std::vector<uint32_t>{'a', 257}));
   Result<Tokenizer> u =
-      Tokenizer::FromVocabulary(Gpt2({"ab", "bc", "abc"}, {"a b", "b c", "ab c"}));
+      TokenizerFromVocabulary(Gpt2({"ab", "bc", "abc"}, {"a b", "b c", "ab c"}));
   ASSERT_TRUE(u);
   EXPECT_EQ(Encode(*u, "abc"), (std::vector<uint32_t>{258}));
   // A merge whose result is not a token leaves the one-byte tokens of its spelling.
-  Result<Tokenizer> v = Tokenizer::FromVocabulary(Gpt2({}, {"a b"}));
+  Result<Tokenizer> v = TokenizerFromVocabulary(Gpt2({}, {"a b"}));
   ASSERT_TRUE(v);
   EXPECT_EQ(Encode(*v, "ab"), (std::vector<uint32_t>{'a', 'b'}));
   // Merging stays inside a pre-token: " abc" is "Ġ" (byte 0x20) and then "abc".
@@ -217,7 +218,7 @@ TEST(UserDefinedTokenTest, SentencePieceSplitsBeforeEncoding) {
   // "▁" = 259, "a" = 260, "▁a" = 261, then user-defined "<|x|>" = 262.
   VocabularyData data = Spm({{"\xE2\x96\x81", -5}, {"a", -5}, {"\xE2\x96\x81" "a", -1}, {"<|x|>", 0}});
   MakeUserDefined(data, 1);
-  Result<Tokenizer> t = Tokenizer::FromVocabulary(data);
+  Result<Tokenizer> t = TokenizerFromVocabulary(data);
   ASSERT_TRUE(t) << t.error().Debug();
   EXPECT_EQ(Encode(*t, "a<|x|>a"), (std::vector<uint32_t>{261, 262, 261}));
   EXPECT_EQ(Encode(*t, "<|x|><|x|>"), (std::vector<uint32_t>{262, 262}));
@@ -231,7 +232,7 @@ TEST(UserDefinedTokenTest, LongestTokenSplitsFirst) {
   // 256 "ab", 257 "bcd" (user-defined), 258 "ab" would merge but "bcd" wins first.
   VocabularyData data = Gpt2({"ab", "bcd"}, {"a b"});
   MakeUserDefined(data, 1);
-  Result<Tokenizer> t = Tokenizer::FromVocabulary(data);
+  Result<Tokenizer> t = TokenizerFromVocabulary(data);
   ASSERT_TRUE(t) << t.error().Debug();
   EXPECT_EQ(Encode(*t, "abcd"), (std::vector<uint32_t>{'a', 257}));
   EXPECT_EQ(Encode(*t, "ab bcdab"), (std::vector<uint32_t>{256, ' ', 257, 256}));
@@ -239,7 +240,7 @@ TEST(UserDefinedTokenTest, LongestTokenSplitsFirst) {
   // Both user-defined: the longer is matched first even where the shorter starts earlier.
   VocabularyData both = Gpt2({"ab", "bcd"}, {});
   MakeUserDefined(both, 2);
-  Result<Tokenizer> u = Tokenizer::FromVocabulary(both);
+  Result<Tokenizer> u = TokenizerFromVocabulary(both);
   ASSERT_TRUE(u);
   EXPECT_EQ(Encode(*u, "abcd"), (std::vector<uint32_t>{'a', 257}));
   EXPECT_EQ(Encode(*u, "abab"), (std::vector<uint32_t>{256, 256}));
@@ -249,11 +250,11 @@ TEST(UserDefinedTokenTest, Phi3StripsWhitespaceRightOfThem) {
   VocabularyData data = Gpt2({"<|end|>"}, {});
   MakeUserDefined(data, 1);
   data.name = "Phi3";
-  Result<Tokenizer> phi = Tokenizer::FromVocabulary(data);
+  Result<Tokenizer> phi = TokenizerFromVocabulary(data);
   ASSERT_TRUE(phi);
   EXPECT_EQ(Encode(*phi, "a <|end|> \n b"), (std::vector<uint32_t>{'a', ' ', 256, 'b'}));
   data.name = "other";
-  Result<Tokenizer> other = Tokenizer::FromVocabulary(data);
+  Result<Tokenizer> other = TokenizerFromVocabulary(data);
   ASSERT_TRUE(other);
   EXPECT_EQ(Encode(*other, "a <|end|> b"), (std::vector<uint32_t>{'a', ' ', 256, ' ', 'b'}));
 }

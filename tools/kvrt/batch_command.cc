@@ -6,7 +6,6 @@
 // it is turned into those flags and read by the same code. Each output line is
 // the `generate --json` object of that request with its id first, identical
 // apart from the id to what `generate --json` prints for the request alone.
-#include <cerrno>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -14,11 +13,11 @@
 
 #include "commands.h"
 #include "common.h"
-#include "core/regular_file.h"
-#include "generate/generation_cursor.h"
 #include "generate_request.h"
+#include "input_file.h"
 #include "kvrt/generation.h"
-#include "formats/llama2c/llama2c.h"
+#include "kvrt/model.h"
+#include "kvrt/model_file.h"
 
 namespace kvrt::cli {
 namespace {
@@ -115,25 +114,7 @@ struct ParsedRequest {
 };
 
 Result<std::string> ReadRequestsFile(const std::string& path) {
-  Result<RegularFile> file = OpenRegularFile(path, "a requests file");
-  if (!file) return std::unexpected(file.error());
-  if (file->size() > kMaxRequestsBytes) {
-    return std::unexpected(InvalidArgument(path + " is " + std::to_string(file->size()) +
-                                           " bytes, over the limit for a requests file"));
-  }
-  std::FILE* stream = fdopen(file->Release(), "rb");
-  if (stream == nullptr) return std::unexpected(InvalidArgument("cannot read " + path));
-  std::string text;
-  char buffer[1 << 16];
-  size_t got = 0;
-  while ((got = std::fread(buffer, 1, sizeof buffer, stream)) > 0) {
-    text.append(buffer, got);
-    if (text.size() > kMaxRequestsBytes) break;
-  }
-  const bool failed = std::ferror(stream) != 0 || text.size() > kMaxRequestsBytes;
-  std::fclose(stream);
-  if (failed) return std::unexpected(InvalidArgument("cannot read " + path));
-  return text;
+  return ReadInputFile(path, "a requests file", kMaxRequestsBytes);
 }
 
 }  // namespace
@@ -164,7 +145,7 @@ int RunBatch(std::span<char* const> args) {
   if (!loaded) return ReportError(loaded.error());
   if (std::optional<std::string> tokenizer_path = flags->Value("tokenizer")) {
     Result<Tokenizer> llama2c =
-        LoadLlama2cTokenizerFor(*tokenizer_path, loaded->model.config().vocabulary_size);
+        LoadLlama2cTokenizer(*tokenizer_path, loaded->model.config().vocabulary_size);
     if (!llama2c) return ReportError(llama2c.error());
     loaded->tokenizer = std::move(*llama2c);
   }

@@ -2,14 +2,13 @@
 
 #include "build_info.h"
 #include "git_commit.h"  // KVRT_GIT_COMMIT, stamped at build time
-#include "kvrt/simd/dispatch_target.h"
-#include "kvrt/threading/thread_pool.h"
+#include "kvrt/version.h"
 
 namespace kvrt::cli {
 
 BuildFacts CurrentBuildFacts(size_t threads) {
-  return BuildFacts{KVRT_VERSION_STRING, KVRT_GIT_COMMIT, std::string(simd::DispatchedTargetName()),
-                    threads != 0 ? threads : threading::DefaultThreads()};
+  return BuildFacts{KVRT_VERSION_STRING, KVRT_GIT_COMMIT, std::string(SimdTarget()),
+                    threads != 0 ? threads : DefaultThreads()};
 }
 
 std::string BuildFactsLine(const BuildFacts& facts) {

@@ -15,8 +15,8 @@
 #include "build_facts.h"
 #include "json_writer.h"
 #include "kvrt/generation.h"
-#include "weights/prepare_weights.h"
-#include "formats/llama2c/llama2c.h"
+#include "kvrt/model.h"
+#include "kvrt/model_file.h"
 #include "text_stream.h"
 
 namespace kvrt::cli {
@@ -71,7 +71,7 @@ int RunGenerate(std::span<char* const> args) {
   if (!loaded) return ReportError(loaded.error());
   if (std::optional<std::string> tokenizer_path = flags->Value("tokenizer")) {
     Result<Tokenizer> llama2c =
-        LoadLlama2cTokenizerFor(*tokenizer_path, loaded->model.config().vocabulary_size);
+        LoadLlama2cTokenizer(*tokenizer_path, loaded->model.config().vocabulary_size);
     if (!llama2c) return ReportError(llama2c.error());
     loaded->tokenizer = std::move(*llama2c);
   }
@@ -83,7 +83,7 @@ int RunGenerate(std::span<char* const> args) {
       RequestInputFromFlags(*flags, *loaded, tokenizer, flags->Has("tokenizer"), config);
   if (!input) return ReportError(input.error());
   // Converting the weights (--weights) is part of the load, not of the prompt's prefill.
-  if (Result<void> prepared = PrepareWeights(loaded->model, *engine); !prepared) {
+  if (Result<void> prepared = loaded->model.PrepareWeights(*engine); !prepared) {
     return ReportError(prepared.error());
   }
   const double load_seconds = load_timer.Seconds();

@@ -12,7 +12,7 @@
 #include "kvrt/error.h"
 #include "kv/decoder_kv_cache.h"
 #include "kvrt/kvrt.h"
-#include "kvrt/load_model.h"
+#include "formats/load_model.h"
 #include "formats/llama2c/llama2c.h"
 #include "model/decoder_model.h"
 #include "session/decoder_kv_session.h"

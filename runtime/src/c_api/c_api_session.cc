@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "c_api/c_api_internal.h"
+#include "session/engine_threads.h"
 #include "weights/prepare_weights.h"
 
 using kvrt::c_api::Guard;
@@ -72,14 +73,12 @@ Result<EngineOptions> EngineFromC(const kvrt_engine_options* engine,
     return Fail(ErrorCode::kUnsupportedBackend, {{"", std::string("f32")}},
                 "the reference backend computes in f64 only");
   }
-  if (options.backend == Backend::kFast && chosen.pool != nullptr) {
-    options.pool = &chosen.pool->pool;
-  } else if (options.backend == Backend::kFast && chosen.threads != 1) {
-    if (chosen.threads > 1024) return Fail(ErrorCode::kInvalidArgument, {}, "at most 1024 threads");
-    pool = std::make_unique<threading::ThreadPool>(chosen.threads);
-    options.pool = pool.get();
-  }
-  return options;
+  options.threads = chosen.threads;
+  options.pool = chosen.pool != nullptr ? &chosen.pool->pool : nullptr;
+  Result<EngineThreads> threads = ResolveEngineThreads(options);
+  if (!threads) return Fail(std::move(threads.error()));
+  pool = std::move(threads->owned_pool);
+  return threads->options;
 }
 
 }  // namespace kvrt::c_api

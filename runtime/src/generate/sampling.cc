@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <new>
 #include <numeric>
 #include <string>
 
+#include "core/buffer.h"
 #include "core/rust_format.h"
 
 namespace kvrt {
@@ -69,8 +71,17 @@ Result<void> ValidateSamplingMode(const SamplingMode& mode, size_t vocabulary_si
   return {};
 }
 
-Result<Sampler> Sampler::Create(size_t vocabulary_size) {
-  Sampler sampler;
+struct Sampler::Buffers {
+  Buffer<uint32_t> order;        // ids, ranked
+  Buffer<double> probabilities;  // by id
+};
+
+Sampler::Sampler(std::unique_ptr<Buffers> buffers) : buffers_(std::move(buffers)) {}
+Sampler::Sampler(Sampler&&) noexcept = default;
+Sampler& Sampler::operator=(Sampler&&) noexcept = default;
+Sampler::~Sampler() = default;
+
+Result<Sampler> Sampler::Create(size_t vocabulary_size) try {
   std::optional<Buffer<uint32_t>> order = Buffer<uint32_t>::Allocate(vocabulary_size);
   std::optional<Buffer<double>> probabilities = Buffer<double>::Allocate(vocabulary_size);
   if (!order || !probabilities) {
@@ -78,9 +89,10 @@ Result<Sampler> Sampler::Create(size_t vocabulary_size) {
         ErrorCode::kAllocationFailed, {{"values", uint64_t{vocabulary_size}}},
         "could not allocate sampling buffers for " + std::to_string(vocabulary_size) + " values");
   }
-  sampler.order_ = std::move(*order);
-  sampler.probabilities_ = std::move(*probabilities);
-  return sampler;
+  return Sampler(std::unique_ptr<Buffers>(new Buffers{std::move(*order), std::move(*probabilities)}));
+} catch (const std::bad_alloc&) {
+  return Fail(ErrorCode::kAllocationFailed, {{"values", uint64_t{vocabulary_size}}},
+              "could not allocate sampling buffers for " + std::to_string(vocabulary_size) + " values");
 }
 
 Result<TokenSelection> Sampler::Sample(std::span<const double> logits, const SamplingMode& mode,
@@ -98,9 +110,9 @@ Result<TokenSelection> Sampler::Sample(std::span<const double> logits, const Sam
           "logit for token " + std::to_string(id) + " is not finite: " + RustDisplay(logits[id]));
     }
   }
-  if (v > order_.size()) {
+  if (v > buffers_->order.size()) {
     return Fail(ErrorCode::kAllocationFailed, {{"values", uint64_t{v}}},
-                "sampler buffers hold " + std::to_string(order_.size()) + " values, " +
+                "sampler buffers hold " + std::to_string(buffers_->order.size()) + " values, " +
                     std::to_string(v) + " needed");
   }
   if (Result<void> valid = ValidateSamplingMode(mode, v); !valid)
@@ -123,7 +135,7 @@ Result<TokenSelection> Sampler::Sample(std::span<const double> logits, const Sam
 
   // Ranking: only the retained prefix must be ordered (a strict total order, so a
   // partial sort gives the same prefix as a full sort).
-  uint32_t* order = order_.data();
+  uint32_t* order = buffers_->order.data();
   std::iota(order, order + v, uint32_t{0});
   const RanksBefore before{logits.data()};
   if (distribution != nullptr) {
@@ -134,7 +146,7 @@ Result<TokenSelection> Sampler::Sample(std::span<const double> logits, const Sam
     std::partial_sort(order, order + keep, order + v, before);
   }
 
-  double* p = probabilities_.data();
+  double* p = buffers_->probabilities.data();
   std::fill_n(p, v, 0.0);
   TokenSelection selection;
   if (greedy) {

@@ -18,6 +18,7 @@
 #include "kvrt/generation.h"
 #include "kv/decoder_kv_cache.h"
 #include "session/decoder_kv_session.h"
+#include "generate/generate.h"
 
 namespace kvrt {
 namespace {

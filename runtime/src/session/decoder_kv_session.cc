@@ -373,24 +373,4 @@ Result<void> DecoderKvSession::ForkSlot(size_t source, size_t destination) {
   return {};
 }
 
-Result<Session> Session::Open(const DecoderModel& model, SessionOptions options) try {
-  CacheOptions cache_options;
-  cache_options.batch_size = options.batch_size;
-  cache_options.capacity = options.capacity;
-  cache_options.precision = options.engine.precision;
-  Result<DecoderKvCache> cache = DecoderKvCache::Create(model, cache_options);
-  if (!cache) return Fail(std::move(cache.error()));
-  auto owned = std::make_unique<DecoderKvCache>(std::move(*cache));
-  Result<DecoderKvSession> session = Bind(*owned, model, options.engine);
-  if (!session) return Fail(std::move(session.error()));
-  // The session's box first: if its allocation throws, `owned` still holds the cache
-  // the bound `session` points to (an argument list may move `owned` into the
-  // Session's parameter before evaluating make_unique, and clang does, so the throw
-  // freed the cache before `session` unbound itself from it).
-  auto bound = std::make_unique<DecoderKvSession>(std::move(*session));
-  return Session(std::move(owned), std::move(bound));
-} catch (const std::bad_alloc&) {
-  return Fail(ErrorCode::kAllocationFailed, {}, "could not allocate the session");
-}
-
 }  // namespace kvrt

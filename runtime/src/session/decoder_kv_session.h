@@ -154,34 +154,4 @@ class DecoderKvSession {
   KvWork pending_total_;
 };
 
-// A session that owns its cache, for embedders who do not manage caches
-// themselves. The precision is chosen once, in options.engine: the cache stores
-// rows in the engine's precision. (The explicit path, DecoderKvCache::Create then
-// Bind(cache, model, engine), is the specification's and stays available.)
-struct SessionOptions {
-  EngineOptions engine;   // default: the fast f32 engine
-  size_t capacity = 0;    // 0: the model's max_positions
-  size_t batch_size = 1;  // sequences that advance together
-};
-
-class Session {
- public:
-  // DecoderKvCache::Create's errors, then Bind's.
-  static Result<Session> Open(const DecoderModel& model, SessionOptions options = {});
-
-  Result<StepOutput> Prefill(std::span<const uint32_t> prompt) { return session_->Prefill(prompt); }
-  Result<StepOutput> Decode(uint32_t token) { return session_->Decode(token); }
-  void Reset() { session_->Reset(); }
-
-  const DecoderKvCache& cache() const { return *cache_; }
-  DecoderKvSession& session() { return *session_; }
-
- private:
-  Session(std::unique_ptr<DecoderKvCache> cache, std::unique_ptr<DecoderKvSession> session)
-      : cache_(std::move(cache)), session_(std::move(session)) {}
-  // Destroyed in reverse order: the session releases the cache before it goes.
-  std::unique_ptr<DecoderKvCache> cache_;  // heap: the session keeps its address
-  std::unique_ptr<DecoderKvSession> session_;
-};
-
 }  // namespace kvrt

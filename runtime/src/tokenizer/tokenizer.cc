@@ -5,6 +5,7 @@
 // and CheckpointError::Tokenizer. The GGUF kinds forward to
 // tokenizer::VocabularyTokenizer (tokenizer/vocabulary_tokenizer.h).
 #include "kvrt/tokenizer.h"
+#include "tokenizer/tokenizer_impl.h"
 
 #include <algorithm>
 #include <array>
@@ -79,6 +80,17 @@ Result<std::string> RequireUtf8(std::string bytes) {
 
 }  // namespace
 
+Tokenizer::Tokenizer() {
+  static const std::shared_ptr<const Impl> empty = std::make_shared<const Impl>();
+  impl_ = empty;
+}
+
+TokenizerKind Tokenizer::kind() const { return impl_->kind; }
+const std::vector<std::string>& Tokenizer::pieces() const { return impl_->pieces; }
+const std::vector<std::pair<uint32_t, uint32_t>>& Tokenizer::merges() const { return impl_->merges; }
+const std::vector<float>& Tokenizer::scores() const { return impl_->scores; }
+uint32_t Tokenizer::max_token_length() const { return impl_->max_token_length; }
+
 Result<Tokenizer> Tokenizer::Literal(std::vector<std::string> pieces) {
   if (pieces.empty()) {
     return Fail(TokenizerError("a literal tokenizer needs at least one ordered token"));
@@ -94,10 +106,10 @@ Result<Tokenizer> Tokenizer::Literal(std::vector<std::string> pieces) {
                                  " repeats an earlier byte spelling"));
     }
   }
-  Tokenizer tokenizer;
-  tokenizer.kind_ = TokenizerKind::kLiteral;
-  tokenizer.pieces_ = std::move(pieces);
-  return tokenizer;
+  Tokenizer::Impl tokenizer;
+  tokenizer.kind = TokenizerKind::kLiteral;
+  tokenizer.pieces = std::move(pieces);
+  return Tokenizer(std::make_shared<const Tokenizer::Impl>(std::move(tokenizer)));
 }
 
 Result<Tokenizer> Tokenizer::ByteBpe(std::vector<std::pair<uint32_t, uint32_t>> merges) {
@@ -141,21 +153,21 @@ Result<Tokenizer> Tokenizer::ByteBpe(std::vector<std::pair<uint32_t, uint32_t>> 
                     std::to_string(budget));
   }
 
-  Tokenizer tokenizer;
-  tokenizer.kind_ = TokenizerKind::kByteBpe;
-  tokenizer.expansions_.reserve(lengths.size());
+  Tokenizer::Impl tokenizer;
+  tokenizer.kind = TokenizerKind::kByteBpe;
+  tokenizer.expansions.reserve(lengths.size());
   for (uint32_t byte = 0; byte < kByteTokenCount; ++byte) {
-    tokenizer.expansions_.emplace_back(1, static_cast<char>(byte));
+    tokenizer.expansions.emplace_back(1, static_cast<char>(byte));
   }
   for (const auto& [left, right] : merges) {
     std::string bytes;
-    bytes.reserve(tokenizer.expansions_[left].size() + tokenizer.expansions_[right].size());
-    bytes += tokenizer.expansions_[left];
-    bytes += tokenizer.expansions_[right];
-    tokenizer.expansions_.push_back(std::move(bytes));
+    bytes.reserve(tokenizer.expansions[left].size() + tokenizer.expansions[right].size());
+    bytes += tokenizer.expansions[left];
+    bytes += tokenizer.expansions[right];
+    tokenizer.expansions.push_back(std::move(bytes));
   }
-  tokenizer.merges_ = std::move(merges);
-  return tokenizer;
+  tokenizer.merges = std::move(merges);
+  return Tokenizer(std::make_shared<const Tokenizer::Impl>(std::move(tokenizer)));
 }
 
 Result<Tokenizer> Tokenizer::Llama2c(std::vector<std::string> pieces, std::vector<float> scores,
@@ -197,33 +209,33 @@ Result<Tokenizer> Tokenizer::Llama2c(std::vector<std::string> pieces, std::vecto
                       std::to_string(max_token_length));
     }
   }
-  Tokenizer tokenizer;
-  tokenizer.kind_ = TokenizerKind::kLlama2c;
+  Tokenizer::Impl tokenizer;
+  tokenizer.kind = TokenizerKind::kLlama2c;
   try {
-    tokenizer.sorted_ids_ = llama2c::SortPieceIds(pieces);
+    tokenizer.sorted_ids = llama2c::SortPieceIds(pieces);
   } catch (const std::bad_alloc&) {
     return Fail(ErrorCode::kAllocation, {{"context", std::string("llama2.c piece index")}},
                 "could not allocate the llama2.c piece index");
   }
-  tokenizer.pieces_ = std::move(pieces);
-  tokenizer.scores_ = std::move(scores);
-  tokenizer.max_token_length_ = max_token_length;
-  return tokenizer;
+  tokenizer.pieces = std::move(pieces);
+  tokenizer.scores = std::move(scores);
+  tokenizer.max_token_length = max_token_length;
+  return Tokenizer(std::make_shared<const Tokenizer::Impl>(std::move(tokenizer)));
 }
 
-Result<Tokenizer> Tokenizer::FromVocabulary(VocabularyData vocabulary) {
+Result<Tokenizer> TokenizerFromVocabulary(VocabularyData vocabulary) {
   Result<std::shared_ptr<const tokenizer::VocabularyTokenizer>> built =
       tokenizer::VocabularyTokenizer::Build(std::move(vocabulary));
   if (!built) return Fail(std::move(built.error()));
-  Tokenizer tokenizer;
-  tokenizer.kind_ =
+  Tokenizer::Impl tokenizer;
+  tokenizer.kind =
       (*built)->is_sentencepiece() ? TokenizerKind::kSentencePiece : TokenizerKind::kGpt2Bpe;
-  tokenizer.vocabulary_ = std::move(*built);
-  return tokenizer;
+  tokenizer.vocabulary = std::move(*built);
+  return Tokenizer(std::make_shared<const Tokenizer::Impl>(std::move(tokenizer)));
 }
 
 std::string_view Tokenizer::kind_name() const {
-  switch (kind_) {
+  switch (impl_->kind) {
     case TokenizerKind::kLiteral: return "literal-u32";
     case TokenizerKind::kByteBpe: return "byte-bpe";
     case TokenizerKind::kLlama2c: return "llama2c";
@@ -234,36 +246,37 @@ std::string_view Tokenizer::kind_name() const {
 }
 
 size_t Tokenizer::vocabulary_size() const {
-  if (vocabulary_) return vocabulary_->size();
-  return kind_ == TokenizerKind::kByteBpe ? kFirstMergeContentId + merges_.size() : pieces_.size();
+  if (impl_->vocabulary) return impl_->vocabulary->size();
+  return impl_->kind == TokenizerKind::kByteBpe ? kFirstMergeContentId + impl_->merges.size()
+                                                : impl_->pieces.size();
 }
 
 std::optional<uint32_t> Tokenizer::bos_id() const {
-  if (vocabulary_) return vocabulary_->bos();
-  if (kind_ == TokenizerKind::kByteBpe) return kBosId;
-  if (kind_ == TokenizerKind::kLlama2c) return llama2c::kBosId;
+  if (impl_->vocabulary) return impl_->vocabulary->bos();
+  if (impl_->kind == TokenizerKind::kByteBpe) return kBosId;
+  if (impl_->kind == TokenizerKind::kLlama2c) return llama2c::kBosId;
   return std::nullopt;
 }
 
 std::optional<uint32_t> Tokenizer::eos_id() const {
-  if (vocabulary_) return vocabulary_->eos();
-  if (kind_ == TokenizerKind::kByteBpe) return kEosId;
-  if (kind_ == TokenizerKind::kLlama2c) return llama2c::kEosId;
+  if (impl_->vocabulary) return impl_->vocabulary->eos();
+  if (impl_->kind == TokenizerKind::kByteBpe) return kEosId;
+  if (impl_->kind == TokenizerKind::kLlama2c) return llama2c::kEosId;
   return std::nullopt;
 }
 
 bool Tokenizer::add_bos() const {
-  if (vocabulary_) return vocabulary_->add_bos();
-  return kind_ == TokenizerKind::kLlama2c;
+  if (impl_->vocabulary) return impl_->vocabulary->add_bos();
+  return impl_->kind == TokenizerKind::kLlama2c;
 }
 
-bool Tokenizer::add_eos() const { return vocabulary_ && vocabulary_->add_eos(); }
+bool Tokenizer::add_eos() const { return impl_->vocabulary && impl_->vocabulary->add_eos(); }
 
 Result<std::vector<uint32_t>> Tokenizer::EncodeContent(std::string_view text) const {
-  if (vocabulary_) return vocabulary_->Encode(text);
-  if (kind_ == TokenizerKind::kLlama2c) {
+  if (impl_->vocabulary) return impl_->vocabulary->Encode(text);
+  if (impl_->kind == TokenizerKind::kLlama2c) {
     try {
-      return llama2c::Encode(pieces_, scores_, sorted_ids_, text);
+      return llama2c::Encode(impl_->pieces, impl_->scores, impl_->sorted_ids, text);
     } catch (const std::bad_alloc&) {
       return Fail(ErrorCode::kAllocation, {{"context", std::string("encoded token ids")}},
                   "could not allocate the encoded token ids");
@@ -272,7 +285,7 @@ Result<std::vector<uint32_t>> Tokenizer::EncodeContent(std::string_view text) co
                   "could not allocate the encoded token ids");
     }
   }
-  if (kind_ != TokenizerKind::kByteBpe) {
+  if (impl_->kind != TokenizerKind::kByteBpe) {
     return Fail(ErrorCode::kInvalidArgument, {},
                 "the literal-u32 tokenizer has no encoder; only byte-BPE tokenizers encode text");
   }
@@ -293,9 +306,9 @@ Result<std::vector<uint32_t>> Tokenizer::EncodeContent(std::string_view text) co
   // One left-to-right pass per rank, in rank order (spec §11.3). A rank whose
   // operands are absent cannot match, so its pass is skipped; that changes only
   // the running time.
-  for (size_t rank = 0; rank < merges_.size() && ids.size() >= 2; ++rank) {
-    const uint32_t left = merges_[rank].first + kContentIdOffset;
-    const uint32_t right = merges_[rank].second + kContentIdOffset;
+  for (size_t rank = 0; rank < impl_->merges.size() && ids.size() >= 2; ++rank) {
+    const uint32_t left = impl_->merges[rank].first + kContentIdOffset;
+    const uint32_t right = impl_->merges[rank].second + kContentIdOffset;
     if (counts[left] == 0 || counts[right] == 0) continue;
     const auto merged = static_cast<uint32_t>(kFirstMergeContentId + rank);
     size_t write = 0;
@@ -338,11 +351,11 @@ Result<std::vector<uint32_t>> Tokenizer::EncodePrompt(std::string_view text) con
 }
 
 Result<std::string_view> Tokenizer::TokenBytes(uint32_t id, size_t position) const {
-  if (vocabulary_) return vocabulary_->TokenBytes(id, position);
-  if (kind_ != TokenizerKind::kByteBpe) {
-    if (id >= pieces_.size()) return Fail(UnknownToken(position, id));
-    const std::string_view piece = pieces_[id];
-    if (kind_ == TokenizerKind::kLlama2c) {
+  if (impl_->vocabulary) return impl_->vocabulary->TokenBytes(id, position);
+  if (impl_->kind != TokenizerKind::kByteBpe) {
+    if (id >= impl_->pieces.size()) return Fail(UnknownToken(position, id));
+    const std::string_view piece = impl_->pieces[id];
+    if (impl_->kind == TokenizerKind::kLlama2c) {
       if (const std::optional<uint8_t> byte = llama2c::RawByte(piece)) {
         return std::string_view(&kAllBytes[*byte], 1);
       }
@@ -351,16 +364,16 @@ Result<std::string_view> Tokenizer::TokenBytes(uint32_t id, size_t position) con
   }
   if (id == kBosId || id == kEosId) return Fail(ControlTokenInContent(position, id));
   const uint64_t training_id = id - kContentIdOffset;
-  if (training_id >= expansions_.size()) return Fail(UnknownToken(position, id));
-  return std::string_view(expansions_[training_id]);
+  if (training_id >= impl_->expansions.size()) return Fail(UnknownToken(position, id));
+  return std::string_view(impl_->expansions[training_id]);
 }
 
 Result<std::string_view> Tokenizer::TokenBytesAfter(std::optional<uint32_t> previous, uint32_t id,
                                                     size_t position) const {
-  if (vocabulary_) return vocabulary_->TokenBytesAfter(previous, id, position);
+  if (impl_->vocabulary) return impl_->vocabulary->TokenBytesAfter(previous, id, position);
   Result<std::string_view> bytes = TokenBytes(id, position);
-  if (bytes && kind_ == TokenizerKind::kLlama2c && previous == llama2c::kBosId &&
-      !bytes->empty() && bytes->front() == ' ' && !llama2c::RawByte(pieces_[id])) {
+  if (bytes && impl_->kind == TokenizerKind::kLlama2c && previous == llama2c::kBosId &&
+      !bytes->empty() && bytes->front() == ' ' && !llama2c::RawByte(impl_->pieces[id])) {
     bytes->remove_prefix(1);
   }
   return bytes;
@@ -393,7 +406,7 @@ Result<std::string> ConcatenateTokenBytes(const Tokenizer& tokenizer, std::span<
 }  // namespace
 
 Result<std::string> Tokenizer::DecodeContent(std::span<const uint32_t> ids) const {
-  if (kind_ == TokenizerKind::kByteBpe) {
+  if (impl_->kind == TokenizerKind::kByteBpe) {
     // Controls are reported before any lookup: [266, 0] fails at position 1.
     for (size_t i = 0; i < ids.size(); ++i) {
       if (ids[i] == kBosId || ids[i] == kEosId) return Fail(ControlTokenInContent(i, ids[i]));

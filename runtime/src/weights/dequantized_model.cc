@@ -6,6 +6,7 @@
 
 #include "weights/prepare_weights.h"
 #include "weights/compressed_weight.h"
+#include "weights/weight_plan.h"
 
 namespace kvrt {
 

@@ -9,6 +9,7 @@
 #include "kvrt/simd/pack_matrix.h"
 #include "weights/weight_arena.h"
 #include "weights/compressed_format.h"
+#include "weights/weight_plan.h"
 
 namespace kvrt::detail {
 namespace {

@@ -3,7 +3,7 @@
 // fixture, work counters, the restored ch35 checkpoint's generation runs, reset
 // evidence and rejected-call evidence. The demo's invariants are checked; a
 // failed one is an InvariantViolation error instead of a report.
-#include "ch38_report.h"
+#include "kvrt/course.h"
 
 #include <cmath>
 #include <cstdio>
@@ -15,8 +15,9 @@
 #include "kv/decoder_kv_cache.h"
 #include "engine/reference/complete_prefix.h"
 #include "session/decoder_kv_session.h"
+#include "generate/generate.h"
 
-namespace kvrt::cli {
+namespace kvrt {
 namespace {
 
 constexpr double kTolerance = 2e-12;
@@ -125,7 +126,7 @@ Result<bool> RejectedUnchanged(DecoderKvSession& session, Call call, const std::
 
 }  // namespace
 
-Result<std::string> BuildCh38Report(std::span<const uint8_t> ch35_checkpoint) {
+Result<std::string> Ch38Report(std::span<const uint8_t> ch35_checkpoint) {
   const ModelConfig config = ModelConfig::Create(5, 4, 2, 4, 2, 4, 10000.0, 1e-6);
   SplitMix64 seed(38);
   Result<DecoderModel> built = DecoderModel::FromSeed(config, seed);
@@ -332,4 +333,4 @@ Result<std::string> BuildCh38Report(std::span<const uint8_t> ch35_checkpoint) {
   return report;
 }
 
-}  // namespace kvrt::cli
+}  // namespace kvrt

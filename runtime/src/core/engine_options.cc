@@ -35,6 +35,10 @@ Result<void> EngineOptions::Validate() const {
     return Fail(ErrorCode::kUnsupportedBackend, {{"", std::string("int8_activations")}},
                 "int8 activations run on the fast f32 engine only");
   }
+  if (threads > kMaxThreads) {
+    return Fail(ErrorCode::kInvalidArgument, {},
+                "at most " + std::to_string(kMaxThreads) + " threads, got " + std::to_string(threads));
+  }
   if (max_rows_per_step == 0) {
     return Fail(ErrorCode::kInvalidArgument, {}, "max_rows_per_step must be at least 1");
   }
