@@ -55,7 +55,7 @@ constexpr WeightFormat kFormats[] = {WeightFormat::kF32, WeightFormat::kBf16, We
 double FormatWeightBytes(const DecoderModel& model, WeightFormat format) {
   double bytes = 0;
   for (const MatrixWeightFormat& matrix : PlanWeightFormats(model, format)) {
-    const std::optional<simd::WeightType> type = detail::CompressedType(matrix.effective);
+    const std::optional<simd::CompressedFormat> type = detail::CompressedFormatOf(matrix.effective);
     bytes += type ? static_cast<double>(simd::CompressedMatrixBytes(*type, matrix.rows, matrix.cols))
                   : 4.0 * static_cast<double>(simd::PackedElementCount<float>(matrix.rows, matrix.cols));
   }

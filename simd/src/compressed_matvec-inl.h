@@ -229,7 +229,7 @@ HWY_INLINE void BlockScaledMatVecGroup(D d, const CompressedMatrixView& w, const
   // A kernel group of 4 (AVX3) or 2 (AVX2) panels that starts at the first or third
   // panel of a lane-order group lies inside it.
   constexpr size_t kGroupPanels = compressed::kGroupPanels;
-  if constexpr (Quants<D>::kType == WeightType::kQ4_0 && kPanels >= 2 &&
+  if constexpr (Quants<D>::kType == CompressedFormat::kQ4_0 && kPanels >= 2 &&
                 kGroupPanels % kPanels == 0) {
     const compressed::PanelRows first = compressed::RowsOfPanel(w, first_panel);
     if (first.LaneOrder() && first.index == 0) {

@@ -93,19 +93,19 @@ struct QuantPanel {
   bool lane_order;  // q4_0 in a whole group (compressed_layout.h)
 
   QuantPanel() = default;
-  QuantPanel(WeightType type, const compressed::PanelRows& panel)
+  QuantPanel(CompressedFormat type, const compressed::PanelRows& panel)
       : scales(panel.Scales(type, 0)),
         rows(panel.GroupRow(type, 0)),
         block_stride(panel.width * compressed::QuantBlockBytes(type)),
         row_stride(panel.width * compressed::QuantRowBytes(type)),
         index(panel.index),
-        lane_order(type == WeightType::kQ4_0 && panel.LaneOrder()) {}
+        lane_order(type == CompressedFormat::kQ4_0 && panel.LaneOrder()) {}
   const uint8_t* Scales(size_t block) const { return scales + block * block_stride; }
   const uint8_t* GroupRow(size_t block, size_t r) const {
     return rows + block * block_stride + r * row_stride;
   }
   // The panel's own bytes of a row (not for a lane-order row).
-  const uint8_t* Row(size_t block, size_t r, WeightType type) const {
+  const uint8_t* Row(size_t block, size_t r, CompressedFormat type) const {
     return GroupRow(block, r) + index * compressed::QuantRowBytes(type);
   }
 };
@@ -128,7 +128,7 @@ HWY_INLINE void LoadColumnScales(D d, const uint8_t* block, hn::Vec<D>* scale) {
 // rows are.
 template <class D>
 struct Q8Quants {
-  static constexpr WeightType kType = WeightType::kQ8_0;
+  static constexpr CompressedFormat kType = CompressedFormat::kQ8_0;
 
   static HWY_INLINE void Decode(D d, const QuantPanel& panel, size_t b, size_t r, hn::Vec<D>* q) {
     constexpr size_t kVecs = PanelVectors<D>();
@@ -150,7 +150,7 @@ struct Q8Quants {
 // the mantissa of 2^23 (below): the same exact values.
 template <class D>
 struct Q4Quants {
-  static constexpr WeightType kType = WeightType::kQ4_0;
+  static constexpr CompressedFormat kType = CompressedFormat::kQ4_0;
   static constexpr size_t kVecs = PanelVectors<D>();
   using DU = hn::RebindToUnsigned<D>;
 

@@ -442,7 +442,7 @@ template <Int8Dot kDot, class D>
 HWY_INLINE void Int8MatMulFor(D d, const Int8Rows& a, size_t first_row, size_t m,
                               const CompressedMatrixView& w, float* c, size_t ldc,
                               size_t panel_begin, size_t panel_end) {
-  if (w.type == WeightType::kQ8_0) {
+  if (w.type == CompressedFormat::kQ8_0) {
     Int8Panels<Q8QuadWeights, kDot>(d, a, first_row, m, w, c, ldc, panel_begin, panel_end);
   } else {
     Int8Panels<Q4QuadWeights, kDot>(d, a, first_row, m, w, c, ldc, panel_begin, panel_end);

@@ -1,4 +1,4 @@
-// The bridge between the public WeightFormat and the kernels' simd::WeightType,
+// The bridge between the public WeightFormat and the kernels' simd::CompressedFormat,
 // and which block parameters are weight matrices.
 #pragma once
 
@@ -17,12 +17,12 @@ inline constexpr std::array<BlockSlot, 7> kBlockMatrixSlots = {
     BlockSlot::kGate,  BlockSlot::kUp,   BlockSlot::kDown};
 
 // The kernels' type of a compressed format; nullopt for kF32 and kAsStored.
-inline std::optional<simd::WeightType> CompressedType(WeightFormat format) {
+inline std::optional<simd::CompressedFormat> CompressedFormatOf(WeightFormat format) {
   switch (format) {
-    case WeightFormat::kBf16: return simd::WeightType::kBf16;
-    case WeightFormat::kF16: return simd::WeightType::kF16;
-    case WeightFormat::kQ8_0: return simd::WeightType::kQ8_0;
-    case WeightFormat::kQ4_0: return simd::WeightType::kQ4_0;
+    case WeightFormat::kBf16: return simd::CompressedFormat::kBf16;
+    case WeightFormat::kF16: return simd::CompressedFormat::kF16;
+    case WeightFormat::kQ8_0: return simd::CompressedFormat::kQ8_0;
+    case WeightFormat::kQ4_0: return simd::CompressedFormat::kQ4_0;
     default: return std::nullopt;
   }
 }

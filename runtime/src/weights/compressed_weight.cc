@@ -36,7 +36,7 @@ void ReadFloatValues(const Parameter& parameter, float* out) {
 
 Result<CompressedWeight> PackCompressedWeight(const Parameter& parameter, bool transposed,
                                               const MatrixWeightFormat& plan) {
-  const simd::WeightType type = *CompressedType(plan.effective);
+  const simd::CompressedFormat type = *CompressedFormatOf(plan.effective);
   const size_t k = plan.rows, n = plan.cols;
   const size_t bytes = simd::CompressedMatrixBytes(type, k, n);
   if (bytes == SIZE_MAX) {
@@ -68,7 +68,7 @@ Result<CompressedWeight> PackCompressedWeight(const Parameter& parameter, bool t
 Result<void> QuantizedValues(const Parameter& parameter, bool transposed,
                              const MatrixWeightFormat& plan, std::span<double> out) {
   const size_t columns = parameter.shape()[1];
-  if (!CompressedType(plan.effective)) {
+  if (!CompressedFormatOf(plan.effective)) {
     std::optional<Buffer<float>> values = Buffer<float>::Allocate(parameter.element_count());
     if (!values) return Fail(OutOfMemory(parameter.name(), parameter.element_count()));
     ReadFloatValues(parameter, values->data());

@@ -25,7 +25,7 @@ Error OutOfMemory(const std::string& what, size_t elements) {
 // A q8_0/q4_0 matrix moved into the int8-activation kernels' quad layout (the row
 // layout's buffer is released once the copy is made).
 Result<void> RelayoutForInt8(const std::string& name, CompressedWeight& weight) {
-  if (weight.view.type != simd::WeightType::kQ8_0 && weight.view.type != simd::WeightType::kQ4_0) {
+  if (weight.view.type != simd::CompressedFormat::kQ8_0 && weight.view.type != simd::CompressedFormat::kQ4_0) {
     return {};
   }
   std::optional<Buffer<uint8_t>> quads =
@@ -44,7 +44,7 @@ Result<PackedWeight<T>> PackWeight(const ParameterPtr& parameter, bool transpose
   const size_t k = transposed ? shape[1] : shape[0], n = transposed ? shape[0] : shape[1];
   PackedWeight<T> packed;
   if constexpr (std::is_same_v<T, float>) {
-    if (CompressedType(plan.effective)) {
+    if (CompressedFormatOf(plan.effective)) {
       Result<CompressedWeight> compressed = PackCompressedWeight(*parameter, transposed, plan);
       if (!compressed) return Fail(std::move(compressed.error()));
       packed.compressed = std::move(*compressed);

@@ -22,8 +22,8 @@ MatrixWeightFormat Plan(const Parameter& parameter, size_t index, bool transpose
   }
   plan.wanted = wanted;
   plan.effective = wanted;
-  const std::optional<simd::WeightType> type = detail::CompressedType(wanted);
-  if (type && !simd::FitsWeightType(*type, plan.rows)) {
+  const std::optional<simd::CompressedFormat> type = detail::CompressedFormatOf(wanted);
+  if (type && !simd::FitsCompressedFormat(*type, plan.rows)) {
     // ggml's quantizer ends at f16 when a block type does not divide the row.
     plan.effective = WeightFormat::kF16;
     plan.fallback = true;
