@@ -236,6 +236,10 @@ namespace kvrt {
   X(TruncateBeyondLength) \
   X(ForkOntoItself) \
   X(SlotRequest) \
+  /* The sampler set and generation controls (kvrt/sampling.h, kvrt/generation.h). */ \
+  X(InvalidSamplerSetting) \
+  X(LogitBiasOutOfBounds) \
+  X(InvalidStopString) \
 
 enum class ErrorCode : uint16_t {
 #define KVRT_ERROR_ENUMERATOR(name) k##name,

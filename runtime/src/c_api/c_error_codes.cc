@@ -203,6 +203,9 @@ constexpr std::pair<ErrorCode, int> kCodes[] = {
     {ErrorCode::kTruncateBeyondLength, KVRT_ERR_TRUNCATE_BEYOND_LENGTH},
     {ErrorCode::kForkOntoItself, KVRT_ERR_FORK_ONTO_ITSELF},
     {ErrorCode::kSlotRequest, KVRT_ERR_SLOT_REQUEST},
+    {ErrorCode::kInvalidSamplerSetting, KVRT_ERR_INVALID_SAMPLER_SETTING},
+    {ErrorCode::kLogitBiasOutOfBounds, KVRT_ERR_LOGIT_BIAS_OUT_OF_BOUNDS},
+    {ErrorCode::kInvalidStopString, KVRT_ERR_INVALID_STOP_STRING},
 };
 
 // Every C++ variant has a C code: adding a variant without one fails to compile here.
