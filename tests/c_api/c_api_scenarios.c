@@ -23,26 +23,31 @@ typedef struct {
   int failed;
 } TextSink;
 
-static void OnToken(uint32_t token, void* user_data) {
+/* Keeps each token's raw bytes (kvrt_model_token_bytes), as run.c prints them,
+ * rather than the streamed text, which holds incomplete characters back. */
+static int OnToken(uint32_t token, const char* streamed, size_t streamed_length, void* user_data) {
+  (void)streamed;
+  (void)streamed_length;
   TextSink* sink = (TextSink*)user_data;
   const char* bytes = NULL;
   size_t length = 0;
   const int64_t previous = sink->previous;
   sink->previous = token;
-  if (token == sink->eos) return;
+  if (token == sink->eos) return 0;
   kvrt_error* error = kvrt_model_token_bytes(sink->model, previous, token, &bytes, &length);
   if (error != NULL) {
     kvrt_error_free(error);
     sink->failed = 1;
-    return;
+    return 0;
   }
   if (sink->length + length + 1 > sink->capacity) {
     sink->failed = 1;
-    return;
+    return 0;
   }
   memcpy(sink->text + sink->length, bytes, length);
   sink->length += length;
   sink->text[sink->length] = '\0';
+  return 0;
 }
 
 int CApiGenerate(const char* model_path, const char* tokenizer_path, const char* prompt, int backend,

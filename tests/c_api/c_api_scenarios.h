@@ -44,6 +44,18 @@ int CApiPreparedWeightsLogits(const char* model_path, const uint32_t* tokens, si
  * a one-slot session's, and the slots' typed errors. */
 int CApiSlots(const char* model_path, const uint32_t* tokens, size_t count, size_t vocabulary);
 
+/* The sampler set (c_api_sampler_scenarios.c), on the llama2.c model and
+ * tokenizer: kvrt_generate with every sampler on, then the same generation as a
+ * loop the host writes (kvrt_session_* and kvrt_sampler_*), which must pick the
+ * same `capacity` tokens (written to `tokens`); reset, the f32 form and the
+ * sampler's typed errors. */
+int CApiSamplerLoop(const char* model_path, const char* tokenizer_path, uint32_t* tokens, size_t capacity,
+                    size_t* count);
+/* On a model that carries its tokenizer and writes UTF-8 text: a callback that
+ * cancels after five tokens, a stop string with its streamed and returned text,
+ * log-probabilities, and the controls' typed errors. */
+int CApiCancelAndStop(const char* model_path);
+
 #ifdef __cplusplus
 }
 #endif

@@ -80,6 +80,17 @@ TEST(CApiTest, SlotStepsMatchAOneSlotSession) {
   EXPECT_EQ(CApiSlots(kModel.c_str(), tokens.data(), std::min<size_t>(tokens.size(), 20), kVocabulary), 0);
 }
 
+TEST(CApiTest, AHostLoopWithKvrtSamplerPicksWhatKvrtGeneratePicks) {
+  std::vector<uint32_t> tokens(24);
+  size_t count = 0;
+  ASSERT_EQ(CApiSamplerLoop(kModel.c_str(), kTokenizer.c_str(), tokens.data(), tokens.size(), &count), 0);
+  EXPECT_EQ(count, tokens.size());
+}
+
+TEST(CApiTest, CallbacksCancelAndStopStringsCutTheText) {
+  EXPECT_EQ(CApiCancelAndStop(testing::FixturePath("demo/demo.ckpt").c_str()), 0);
+}
+
 TEST(CApiTest, ErrorsCarryTheRuntimesCodesAndNames) {
   const std::string scratch =
       (std::filesystem::temp_directory_path() / ("kvrt_c_api_" + std::to_string(::getpid()))).string();

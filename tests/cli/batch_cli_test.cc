@@ -4,6 +4,7 @@
 // error naming the line.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -139,14 +140,96 @@ TEST_F(BatchCliTest, EveryLineEqualsGenerateJsonAlone) {
   }
 }
 
+// RandomRequest plus the sampler set and the controls, each field as a request
+// line and as the generate flags that mean the same.
+Request RandomSamplerRequest(std::mt19937_64& rng, size_t index) {
+  Request r = RandomRequest(rng, index);
+  auto number = [&](const char* field, const char* flag, double value) {
+    r.line[field] = value;
+    r.flags.insert(r.flags.end(), {flag, Json(value).dump()});
+  };
+  if (r.line.contains("top_k") && rng() % 2) {  // a temperature without top-k
+    r.line.erase("top_k");
+    const auto flag = std::find(r.flags.begin(), r.flags.end(), "--top-k");
+    r.flags.erase(flag, flag + 2);
+  }
+  if (rng() % 2) number("top_p", "--top-p", 0.5 + static_cast<double>(rng() % 50) / 100.0);
+  if (rng() % 2) number("min_p", "--min-p", static_cast<double>(rng() % 20) / 100.0);
+  if (rng() % 3 == 0) number("typical_p", "--typical-p", 0.8 + static_cast<double>(rng() % 20) / 100.0);
+  if (rng() % 2) {
+    number("repeat_penalty", "--repeat-penalty", 1.0 + static_cast<double>(rng() % 40) / 100.0);
+    number("presence_penalty", "--presence-penalty", static_cast<double>(rng() % 10) / 10.0 - 0.2);
+    number("frequency_penalty", "--frequency-penalty", static_cast<double>(rng() % 10) / 20.0);
+    const int64_t last_n = rng() % 3 == 0 ? -1 : static_cast<int64_t>(rng() % 32);
+    r.line["repeat_last_n"] = last_n;
+    r.flags.insert(r.flags.end(), {"--repeat-last-n", std::to_string(last_n)});
+  }
+  if (rng() % 3 == 0) {
+    const uint32_t token = static_cast<uint32_t>(rng() % 300);
+    r.line["logit_bias"] = {{std::to_string(token), -1.5}};
+    r.flags.insert(r.flags.end(), {"--logit-bias", std::to_string(token) + "-1.5"});
+  }
+  if (rng() % 2) {
+    const std::string stop(1, static_cast<char>('a' + rng() % 26));
+    r.line["stop"] = Json::array({stop, "zz"});
+    r.flags.insert(r.flags.end(), {"--stop", stop, "--stop", "zz"});
+  }
+  if (rng() % 2) {
+    const size_t top = rng() % 4;
+    r.line["logprobs"] = top;
+    r.flags.insert(r.flags.end(), {"--logprobs", std::to_string(top)});
+  }
+  return r;
+}
+
+TEST_F(BatchCliTest, MixedSamplerSettingsEqualGenerateAloneForOneToFourThreads) {
+  std::mt19937_64 rng(7);
+  std::vector<Request> requests;
+  std::vector<std::string> lines;
+  for (size_t i = 0; i < 9; ++i) {
+    requests.push_back(RandomSamplerRequest(rng, i));
+    lines.push_back(requests.back().line.dump());
+  }
+  const std::string path = WriteRequests(lines);
+  std::vector<Json> solo_one_thread;
+  for (const char* threads : {"1", "2", "3", "4"}) {
+    const testing::CliRun batch = RunKvrt({"batch", "-m", model_, "--tokenizer", tokenizer_, "--requests", path,
+                                           "--slots", "3", "-t", threads, "--prefill-chunk", "4"});
+    ASSERT_EQ(batch.status, 0) << batch.err;
+    const std::vector<std::string> out = testing::Lines(batch.out);
+    ASSERT_EQ(out.size(), requests.size());
+    for (size_t i = 0; i < requests.size(); ++i) {
+      Json served = Json::parse(out[i]);
+      served.erase("id");
+      std::vector<std::string> alone = {"generate", "--model", model_, "--tokenizer", tokenizer_,
+                                        "--threads", threads, "--json"};
+      alone.insert(alone.end(), requests[i].flags.begin(), requests[i].flags.end());
+      const testing::CliRun generate = RunKvrt(alone);
+      ASSERT_EQ(generate.status, 0) << generate.err;
+      Json solo = Json::parse(generate.out);
+      EXPECT_EQ(served, solo) << threads << " threads, request " << i << ": " << lines[i];
+      solo.erase("kvrt");  // the build facts name the thread count
+      if (std::string(threads) == "1") {
+        solo_one_thread.push_back(solo);
+      } else {
+        EXPECT_EQ(solo, solo_one_thread[i]) << threads << " threads, request " << i;
+      }
+    }
+  }
+}
+
 TEST_F(BatchCliTest, ABadLineIsOneTypedErrorNamingIt) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"{\"tokens\":[1,2],\"max_new_tokens\":3,\"bogus\":1}",
        "error: InvalidArgument: requests line 2: unknown field \"bogus\"\n"},
       {"{\"tokens\":[1,2],\"prompt\":\"x\"}",
        "error: InvalidArgument: requests line 2: give exactly one of --tokens and --prompt\n"},
-      {"{\"tokens\":[1,2],\"temperature\":0.5}",
-       "error: InvalidArgument: requests line 2: --temperature and --top-k go together\n"},
+      {"{\"tokens\":[1,2],\"top_p\":\"high\"}",
+       "error: InvalidArgument: requests line 2: \"top_p\" must be a number\n"},
+      {"{\"tokens\":[1,2],\"stop\":[\"a\",3]}",
+       "error: InvalidArgument: requests line 2: \"stop\" must be a string or an array of strings\n"},
+      {"{\"tokens\":[1,2],\"top_p\":1.5}",
+       "error: Sampling: requests line 2: top_p must be in [0, 1], received 1.5\n"},
       {"{\"tokens\":[1,400]}",
        "error: PromptTokenOutOfBounds: requests line 2: cached generation prompt token 400 at "
        "position 1 is out of bounds for vocabulary 300\n"},

@@ -1,7 +1,8 @@
 // The CLI's argument parsing is strict: every word is either a known flag, its
 // value, or a positional argument the command expects; numbers are plain decimal
 // (RNG states plain hex). Each case below was once silently accepted and
-// reinterpreted (`generate -n 5` ran 64 tokens, " -1" became 2^64-1, "010" octal).
+// reinterpreted (`generate -n 5` ran 64 tokens before -n was llama.cpp's
+// --max-new-tokens, " -1" became 2^64-1, "010" octal).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -42,7 +43,9 @@ std::vector<std::string> Generate(std::vector<std::string> extra) {
 }
 
 TEST(CliParsingTest, StrayArgumentsAreRejected) {
-  ExpectUsageError(Generate({"-n", "5"}), "unexpected argument '-n'");
+  ExpectUsageError(Generate({"-x", "5"}), "unexpected argument '-x'");
+  ExpectUsageError(Generate({"-n", "5"}), "flag --max-new-tokens given twice");  // -n is --max-new-tokens
+  ExpectUsageError({"logits", "--model", Model(), "--tokens", "0", "-n", "5"}, "unexpected argument '-n'");
   ExpectUsageError({"generate", "extra", "--model", Model(), "--tokens", "0"}, "unexpected argument 'extra'");
   ExpectUsageError({"logits", "--model", Model(), "--tokens", "0", "more"}, "unexpected argument 'more'");
   ExpectUsageError({"inspect", Model(), Model()}, "unexpected argument");

@@ -12,7 +12,7 @@ typedef struct {
   size_t printed;
 } Stream;
 
-static void PrintToken(uint32_t token, void* user_data) {
+static int PrintToken(uint32_t token, const char* text, size_t text_length, void* user_data) {
   Stream* stream = (Stream*)user_data;
   const char* bytes = NULL;
   size_t length = 0;
@@ -20,10 +20,12 @@ static void PrintToken(uint32_t token, void* user_data) {
   stream->previous = token;
   if (error != NULL) {
     kvrt_error_free(error);
-    return;
+    return 1;
   }
-  fwrite(bytes, 1, length, stdout);
+  /* kvrt streams whole characters: the same bytes, perhaps a token later. */
+  fwrite(text, 1, text_length, stdout);
   stream->printed += length;
+  return 0;
 }
 
 static int Fail(kvrt_error* error) {

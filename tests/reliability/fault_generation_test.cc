@@ -29,6 +29,15 @@ TEST_P(GenerationFaultTest, BothLoopsOnEveryEngine) {
   GenerationConfig request;
   request.mode = SamplingMode::TemperatureTopK(0.8, 3);
   request.max_new_tokens = 3;
+  // Every buffer of the sampler set and the log-probabilities is allocated
+  // before the first draw too.
+  request.sampler.repetition_penalty = 1.2;
+  request.sampler.penalty_last_n = 2;
+  request.sampler.logit_bias = {{0, 0.5}};
+  request.sampler.typical_p = 0.99;
+  request.sampler.top_p = 0.99;
+  request.sampler.min_p = 0.01;
+  request.top_logprobs = 2;
   const std::vector<uint32_t> prompt = {1, 2};
   constexpr uint64_t kSeed = 36;
 

@@ -60,11 +60,13 @@ SamplingMode RandomMode(Rng& rng, size_t v) {
 }
 
 // A probability-like setting: its identity value in one case of eight, the
-// edges 0 and 1 sometimes, else anything in between.
+// edges 0 and 1 sometimes, a power of two (which tied logits' probabilities hit
+// exactly, so the ≥ and > of the rules matter), else anything in between.
 double RandomFraction(Rng& rng, double identity) {
   switch (rng() % 8) {
     case 0: return identity;
     case 1: return rng() % 2 ? 0.0 : 1.0;
+    case 2: return 1.0 / static_cast<double>(uint64_t{1} << (1 + rng() % 4));
     default: return Uniform(rng, 0.0, 1.0);
   }
 }
@@ -225,7 +227,9 @@ TEST(SamplerChainTest, TheFastPathEqualsTheOracleOverTenThousandCasesPerSampler)
     }
     EXPECT_EQ(mismatches, 0u) << name;
     // The cases exercise both greedy picks and draws, and the errors stay rare.
-    if (name != "greedy") EXPECT_GT(draws, 3000u) << name;
+    if (name != "greedy") {
+      EXPECT_GT(draws, 3000u) << name;
+    }
     EXPECT_LT(errors, 1000u) << name;
     std::printf("[ sampler  ] %-18s 10000 cases, %zu draws, %zu errors, %zu mismatches\n", name.c_str(), draws,
                 errors, mismatches);
@@ -260,7 +264,9 @@ TEST(SamplerChainTest, EveryIdentityValueLeavesTheReferenceSamplerUnchanged) {
     if (!want) continue;
     EXPECT_EQ(got->token_id, want->token_id) << i;
     EXPECT_EQ(got->unit_draw.has_value(), want->unit_draw.has_value()) << i;
-    if (want->unit_draw) EXPECT_EQ(Bits(*got->unit_draw), Bits(*want->unit_draw)) << i;
+    if (want->unit_draw) {
+      EXPECT_EQ(Bits(*got->unit_draw), Bits(*want->unit_draw)) << i;
+    }
     EXPECT_EQ(Bits(got->interval_start), Bits(want->interval_start)) << i;
     EXPECT_EQ(Bits(got->interval_end), Bits(want->interval_end)) << i;
     EXPECT_EQ(chain_rng.state(), reference_rng.state()) << i;
@@ -288,6 +294,19 @@ TEST(SamplerChainTest, TheDocumentedCandidateRulesHoldOnSmallExamples) {
   EXPECT_EQ(survivors(top_p), (std::set<uint32_t>{0, 1}));
   top_p.top_p = 0.0;  // at least one token
   EXPECT_EQ(survivors(top_p), (std::set<uint32_t>{0}));
+  // Two equal logits have probability 0.5 each, exactly: 0.5 is reached by the first.
+  const std::vector<double> halves = {0.0, 0.0};
+  top_p.top_p = 0.5;
+  Result<SamplerChain> exact = SamplerChain::Create(SamplingMode::Temperature(1.0), top_p, 2, SIZE_MAX);
+  ASSERT_TRUE(exact);
+  SplitMix64 rng(3);
+  ASSERT_TRUE(exact->Sample(halves, rng));
+  EXPECT_EQ(exact->last_candidates().size(), 1u);
+  SamplerOptions typical;
+  typical.typical_p = 0.5;  // equal distances: rank order, and 0.5 must be exceeded
+  exact = SamplerChain::Create(SamplingMode::Temperature(1.0), typical, 2, SIZE_MAX);
+  ASSERT_TRUE(exact && exact->Sample(halves, rng));
+  EXPECT_EQ(exact->last_candidates().size(), 2u);
   SamplerOptions min_p;
   min_p.min_p = 0.5;  // 0.3 ≥ 0.5 · 0.5, 0.2 < 0.25
   EXPECT_EQ(survivors(min_p), (std::set<uint32_t>{0, 1}));

@@ -1,13 +1,18 @@
 // kvrt batch: serve many generation requests over the sequence slots of one
 // cache (ServeGenerations). Each line of the requests file is one request with
-// the fields of `generate` (tokens or prompt, max_new_tokens, greedy or
-// temperature + top_k, rng_state or seed, eos or no_eos) plus optional id and
-// arrival_step. A line means exactly what the same flags mean to `generate`:
-// it is turned into those flags and read by the same code. Each output line is
-// the `generate --json` object of that request with its id first, identical
-// apart from the id to what `generate --json` prints for the request alone.
+// the fields of `generate` (tokens or prompt, max_new_tokens, greedy or the
+// sampler set, rng_state or seed, eos or no_eos, stop, logprobs) plus optional
+// id and arrival_step. A line means exactly what the same flags mean to
+// `generate`: it is turned into those flags and read by the same code. Each
+// output line is the `generate --json` object of that request with its id first,
+// identical apart from the id to what `generate --json` prints for the request
+// alone.
+#include <array>
 #include <cstdio>
+#include <algorithm>
+#include <cmath>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -25,14 +30,21 @@ namespace {
 using Json = nlohmann::json;
 
 constexpr FlagSpec kBatchFlags[] = {
-    {"model", true, "model file (LLMCP35 checkpoint, llama2.c model.bin or GGUF)"},
+    {"model", true, "model file (LLMCP35 checkpoint, llama2.c model.bin or GGUF)", 'm'},
     {"tokenizer", true, "llama2.c tokenizer.bin (replaces the checkpoint's tokenizer)"},
     {"requests", true, "JSON lines, one request per line (see docs/batching.md)"},
     {"slots", true, "sequences decoded at once (default 4)"},
     {"prefill-chunk", true, "most prompt tokens per sequence per step (default: as many as fit)"},
     {"help", false, "show this help"},
 };
-constexpr auto kFlags = JoinFlags(kBatchFlags, kEngineFlags);
+constexpr auto kFlags = [] {
+  std::array<FlagSpec, std::size(kBatchFlags) + std::size(kContextFlags) + std::size(kEngineFlags)> all{};
+  size_t i = 0;
+  for (const FlagSpec& flag : kBatchFlags) all[i++] = flag;
+  for (const FlagSpec& flag : kContextFlags) all[i++] = flag;
+  for (const FlagSpec& flag : kEngineFlags) all[i++] = flag;
+  return all;
+}();
 
 // Requests files are small; anything far larger is a wrong path.
 constexpr uint64_t kMaxRequestsBytes = uint64_t{256} << 20;
@@ -46,14 +58,32 @@ Error LineError(size_t line, const std::string& message) {
   return LineError(line, InvalidArgument(message));
 }
 
-// One request line as `generate` flags ("--tokens", "1,2", ...).
+// The request fields that are `generate` flags of the same name (underscores
+// for dashes), by the JSON type they take.
+constexpr const char* kUnsignedFields[] = {"max_new_tokens", "top_k", "seed", "logprobs"};
+constexpr const char* kNumberFields[] = {"temperature", "top_p", "min_p", "typical_p", "repeat_penalty",
+                                         "presence_penalty", "frequency_penalty"};
+
+bool IsOneOf(const std::string& key, std::span<const char* const> names) {
+  for (const char* name : names) {
+    if (key == name) return true;
+  }
+  return false;
+}
+
+std::string FlagName(std::string key) {
+  std::replace(key.begin(), key.end(), '_', '-');
+  return key;
+}
+
+// One request line as `generate` flags ("--tokens=1,2", ...): every value is
+// given inline, so a text that starts with "-" stays a value.
 Result<std::vector<std::string>> LineFlags(const Json& line, size_t number, Json& id,
                                            size_t& arrival_step) {
   if (!line.is_object()) return std::unexpected(LineError(number, "a request is a JSON object"));
   std::vector<std::string> args;
-  auto add = [&](const char* flag, std::string value) {
-    args.push_back(std::string("--") + flag);
-    args.push_back(std::move(value));
+  auto add = [&](const std::string& flag, const std::string& value) {
+    args.push_back("--" + flag + "=" + value);
   };
   for (const auto& [key, value] : line.items()) {
     const bool unsigned_value = value.is_number_unsigned();
@@ -79,13 +109,17 @@ Result<std::vector<std::string>> LineFlags(const Json& line, size_t number, Json
     } else if (key == "prompt") {
       if (!value.is_string()) return std::unexpected(LineError(number, "\"prompt\" must be a string"));
       add("prompt", value.get<std::string>());
-    } else if (key == "max_new_tokens" || key == "top_k" || key == "seed") {
+    } else if (IsOneOf(key, kUnsignedFields)) {
       if (!unsigned_value) return std::unexpected(LineError(number, "\"" + key + "\" must be an unsigned integer"));
-      std::string flag = key == "max_new_tokens" ? "max-new-tokens" : key == "top_k" ? "top-k" : "seed";
-      add(flag.c_str(), std::to_string(value.get<uint64_t>()));
-    } else if (key == "temperature") {
-      if (!value.is_number()) return std::unexpected(LineError(number, "\"temperature\" must be a number"));
-      add("temperature", value.dump());  // the shortest text that reads back as the same double
+      add(FlagName(key), std::to_string(value.get<uint64_t>()));
+    } else if (IsOneOf(key, kNumberFields)) {
+      if (!value.is_number()) return std::unexpected(LineError(number, "\"" + key + "\" must be a number"));
+      add(FlagName(key), value.dump());  // the shortest text that reads back as the same double
+    } else if (key == "repeat_last_n") {
+      if (!value.is_number_integer() || (!unsigned_value && value.get<int64_t>() != -1)) {
+        return std::unexpected(LineError(number, "\"repeat_last_n\" must be an unsigned integer or -1"));
+      }
+      add("repeat-last-n", value.dump());
     } else if (key == "rng_state") {
       if (!value.is_string()) return std::unexpected(LineError(number, "\"rng_state\" must be a hex string"));
       add("rng-state", value.get<std::string>());
@@ -94,8 +128,33 @@ Result<std::vector<std::string>> LineFlags(const Json& line, size_t number, Json
         args.push_back("--no-eos");
       } else if (unsigned_value) {
         add("eos", std::to_string(value.get<uint64_t>()));
+      } else if (value.is_array() && !value.empty() &&
+                 std::all_of(value.begin(), value.end(), [](const Json& e) { return e.is_number_unsigned(); })) {
+        std::string list;
+        for (const Json& end : value) list += (list.empty() ? "" : ",") + std::to_string(end.get<uint64_t>());
+        add("eos", list);
       } else {
-        return std::unexpected(LineError(number, "\"eos\" must be a token id or null"));
+        return std::unexpected(LineError(number, "\"eos\" must be a token id, an array of them or null"));
+      }
+    } else if (key == "stop") {
+      const bool strings = value.is_array() && std::all_of(value.begin(), value.end(),
+                                                           [](const Json& e) { return e.is_string(); });
+      if (!value.is_string() && !strings) {
+        return std::unexpected(LineError(number, "\"stop\" must be a string or an array of strings"));
+      }
+      if (value.is_string()) {
+        add("stop", value.get<std::string>());
+      } else {
+        for (const Json& stop : value) add("stop", stop.get<std::string>());
+      }
+    } else if (key == "logit_bias") {
+      // OpenAI's form: {"token id": bias, ...}.
+      if (!value.is_object()) return std::unexpected(LineError(number, "\"logit_bias\" must be an object of token id: bias"));
+      for (const auto& [token, bias] : value.items()) {
+        if (!bias.is_number()) return std::unexpected(LineError(number, "\"logit_bias\" values must be numbers"));
+        const double amount = bias.get<double>();
+        const std::string magnitude = Json(amount < 0 ? -amount : amount).dump();
+        add("logit-bias", token + (std::signbit(amount) ? "-" : "+") + magnitude);
       }
     } else if (key == "greedy" || key == "no_eos") {
       if (!value.is_boolean()) return std::unexpected(LineError(number, "\"" + key + "\" must be true or false"));
@@ -136,6 +195,8 @@ int RunBatch(std::span<char* const> args) {
   if (*slots == 0 || *slots > 4096) return ReportError(InvalidArgument("--slots must be in 1..4096"));
   Result<uint64_t> chunk = flags->Unsigned("prefill-chunk", 0);
   if (!chunk) return ReportError(chunk.error());
+  Result<uint64_t> context_size = flags->Unsigned("ctx-size", 0);
+  if (!context_size) return ReportError(context_size.error());
   Result<EngineChoice> engine_choice = EngineFromFlags(*flags);
   if (!engine_choice) return ReportError(engine_choice.error());
 
@@ -175,11 +236,12 @@ int RunBatch(std::span<char* const> args) {
     for (std::string& arg : *line_args) argv.push_back(arg.data());
     Result<Flags> line_flags = Flags::Parse(argv, kRequestFlags);
     if (!line_flags) return ReportError(LineError(line_number, line_flags.error()));
-    Result<GenerationConfig> config = RequestConfigFromFlags(*line_flags);
+    Result<GenerationConfig> config = RequestConfigFromFlags(*line_flags, PromptSources::kRequestLine);
     if (!config) return ReportError(LineError(line_number, config.error()));
     request.request.config = *config;
+    request.request.config.context_size = *context_size;
     Result<RequestInput> input = RequestInputFromFlags(*line_flags, *loaded, tokenizer,
-                                                       flags->Has("tokenizer"),
+                                                       flags->Has("tokenizer"), PromptSources::kRequestLine,
                                                        request.request.config);
     if (!input) return ReportError(LineError(line_number, input.error()));
     request.request.prompt = std::move(input->prompt);
@@ -201,6 +263,7 @@ int RunBatch(std::span<char* const> args) {
   options.slots = *slots;
   options.engine = engine_choice->options;
   options.prefill_chunk = *chunk;
+  options.capacity = *context_size;
   Result<std::vector<ServedGeneration>> served = ServeGenerations(loaded->model, requests, options);
   if (!served) return ReportError(served.error());
   const size_t threads = EngineThreads(engine_choice->options);
@@ -216,8 +279,7 @@ int RunBatch(std::span<char* const> args) {
       status = kErrorStatus;
       continue;
     }
-    const std::string json = GenerationJson(out.result, GeneratedText(tokenizer, out.result),
-                                            out.final_rng_state, /*cached=*/true, threads);
+    const std::string json = GenerationJson(out.result, out.final_rng_state, /*cached=*/true, threads);
     // The id goes first: `{"id":…,` then generate's object without its brace.
     std::printf("{\"id\":%s,%s\n", parsed[i].id.dump().c_str(), json.c_str() + 1);
   }

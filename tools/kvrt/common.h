@@ -29,7 +29,7 @@ int ReportRegression(const std::string& what);
 inline constexpr FlagSpec kEngineFlags[] = {
     {"backend", true, "fast (default: Highway kernels, threads) or reference (scalar f64, bit-exact)"},
     {"precision", true, "f32 (default) or f64, for the fast backend"},
-    {"threads", true, "worker threads of the fast backend (default: $KVRT_THREADS, else all cores)"},
+    {"threads", true, "worker threads of the fast backend (default: $KVRT_THREADS, else all cores)", 't'},
     {"weights", true,
      "weight matrices as-stored (default: a GGUF's bf16/f16/q8_0/q4_0 as stored, else f32), f32, bf16, f16, "
      "q8_0 or q4_0 (converted at load; with --backend reference: the f64 oracle on the dequantized values)"},

@@ -10,41 +10,66 @@ Error InvalidArgument(const std::string& message) {
   return Error(ErrorCode::kInvalidArgument, {{"", message}}, message);
 }
 
+namespace {
+
+const FlagSpec* LongFlag(std::span<const FlagSpec> specs, std::string_view name) {
+  for (const FlagSpec& spec : specs) {
+    if (name == spec.name || (spec.alias != nullptr && name == spec.alias)) return &spec;
+  }
+  return nullptr;
+}
+
+// `-x` naming a flag of `specs` (a word like "-1" or "-" is a value).
+const FlagSpec* ShortFlag(std::span<const FlagSpec> specs, std::string_view arg) {
+  if (arg.size() != 2 || arg[0] != '-') return nullptr;
+  for (const FlagSpec& spec : specs) {
+    if (spec.short_name != 0 && arg[1] == spec.short_name) return &spec;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 Result<Flags> Flags::Parse(std::span<char* const> args, std::span<const FlagSpec> specs,
                            size_t max_positional) {
   Flags flags;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string arg = args[i];
-    if (arg.rfind("--", 0) != 0 || arg == "--") {
-      if (flags.positional_.size() == max_positional) {
-        return std::unexpected(InvalidArgument("unexpected argument '" + arg + "'"));
-      }
-      flags.positional_.push_back(arg);
-      continue;
-    }
-    std::string name = arg.substr(2);
+    const FlagSpec* spec = ShortFlag(specs, arg);
     std::optional<std::string> inline_value;
-    if (const size_t eq = name.find('='); eq != std::string::npos) {
-      inline_value = name.substr(eq + 1);
-      name = name.substr(0, eq);
+    if (spec == nullptr) {
+      if (arg.rfind("--", 0) != 0 || arg == "--") {
+        if (flags.positional_.size() == max_positional) {
+          return std::unexpected(InvalidArgument("unexpected argument '" + arg + "'"));
+        }
+        flags.positional_.push_back(arg);
+        continue;
+      }
+      std::string name = arg.substr(2);
+      if (const size_t eq = name.find('='); eq != std::string::npos) {
+        inline_value = name.substr(eq + 1);
+        name = name.substr(0, eq);
+      }
+      spec = LongFlag(specs, name);
+      if (spec == nullptr) return std::unexpected(InvalidArgument("unknown flag --" + name));
     }
-    const FlagSpec* spec = nullptr;
-    for (const FlagSpec& candidate : specs) {
-      if (name == candidate.name) spec = &candidate;
+    const std::string name = spec->name;
+    if (flags.values_.count(name) && !spec->repeatable) {
+      return std::unexpected(InvalidArgument("flag --" + name + " given twice"));
     }
-    if (spec == nullptr) return std::unexpected(InvalidArgument("unknown flag --" + name));
-    if (flags.values_.count(name)) return std::unexpected(InvalidArgument("flag --" + name + " given twice"));
     if (!spec->takes_value) {
       if (inline_value) return std::unexpected(InvalidArgument("flag --" + name + " takes no value"));
-      flags.values_[name] = "";
+      flags.values_[name].push_back("");
       continue;
     }
     if (inline_value) {
-      flags.values_[name] = *inline_value;
-    } else if (i + 1 < args.size() && std::string_view(args[i + 1]).substr(0, 2) != "--") {
-      // A following `--flag` is the next flag, not this one's value (`--model --tokens 1`);
-      // a value that really starts with "--" is given as --name=--value.
-      flags.values_[name] = args[++i];
+      flags.values_[name].push_back(*inline_value);
+    } else if (i + 1 < args.size() && std::string_view(args[i + 1]).substr(0, 2) != "--" &&
+               ShortFlag(specs, args[i + 1]) == nullptr) {
+      // A following `--flag` or `-x` is the next flag, not this one's value
+      // (`--model --tokens 1`); a value that really starts with "--" is given as
+      // --name=--value.
+      flags.values_[name].push_back(args[++i]);
     } else {
       return std::unexpected(InvalidArgument("flag --" + name + " needs a value"));
     }
@@ -55,6 +80,12 @@ Result<Flags> Flags::Parse(std::span<char* const> args, std::span<const FlagSpec
 std::optional<std::string> Flags::Value(const std::string& name) const {
   const auto it = values_.find(name);
   if (it == values_.end()) return std::nullopt;
+  return it->second.back();
+}
+
+std::vector<std::string> Flags::Values(const std::string& name) const {
+  const auto it = values_.find(name);
+  if (it == values_.end()) return {};
   return it->second;
 }
 
@@ -93,6 +124,18 @@ Result<double> Flags::Double(const std::string& name, double fallback) const {
   return *parsed;
 }
 
+Result<int64_t> Flags::CountOrAll(const std::string& name, int64_t fallback) const {
+  std::optional<std::string> value = Value(name);
+  if (!value) return fallback;
+  if (*value == "-1") return -1;
+  std::optional<uint64_t> parsed = ParseDecimalU64(*value);
+  if (!parsed || *parsed > static_cast<uint64_t>(INT64_MAX)) {
+    return std::unexpected(
+        InvalidArgument("--" + name + " needs a decimal unsigned integer or -1, got '" + *value + "'"));
+  }
+  return static_cast<int64_t>(*parsed);
+}
+
 Result<std::vector<uint32_t>> Flags::TokenList(const std::string& name) const {
   Result<std::string> text = Required(name);
   if (!text) return std::unexpected(text.error());
@@ -118,8 +161,12 @@ Result<std::vector<uint32_t>> Flags::TokenList(const std::string& name) const {
 std::string Usage(const std::string& synopsis, std::span<const FlagSpec> specs) {
   std::string text = "Usage: " + synopsis + "\n";
   for (const FlagSpec& spec : specs) {
-    std::string left = std::string("  --") + spec.name + (spec.takes_value ? " VALUE" : "");
-    if (left.size() < 28) left.append(28 - left.size(), ' ');
+    std::string left = "  ";
+    if (spec.short_name != 0) left += std::string("-") + spec.short_name + ", ";
+    left += std::string("--") + spec.name;
+    if (spec.alias != nullptr) left += std::string(", --") + spec.alias;
+    if (spec.takes_value) left += " VALUE";
+    left.append(left.size() < 28 ? 28 - left.size() : 1, ' ');
     text += left + spec.help + "\n";
   }
   return text;

@@ -13,17 +13,15 @@
 #include "generate_request.h"
 #include "generation_stats.h"
 #include "build_facts.h"
-#include "json_writer.h"
 #include "kvrt/generation.h"
 #include "kvrt/model.h"
 #include "kvrt/model_file.h"
-#include "text_stream.h"
 
 namespace kvrt::cli {
 namespace {
 
 constexpr FlagSpec kModelFlags[] = {
-    {"model", true, "model file (LLMCP35 checkpoint or llama2.c model.bin)"},
+    {"model", true, "model file (LLMCP35 checkpoint, GGUF or llama2.c model.bin)", 'm'},
     {"tokenizer", true, "llama2.c tokenizer.bin (replaces the checkpoint's tokenizer)"},
 };
 constexpr FlagSpec kOutputFlags[] = {
@@ -31,18 +29,15 @@ constexpr FlagSpec kOutputFlags[] = {
     {"json", false, "print one JSON object with tokens, steps, stop, RNG state and work"},
     {"help", false, "show this help"},
 };
-constexpr auto kCommandFlags = [] {
-  std::array<FlagSpec, std::size(kModelFlags) + std::size(kRequestFlags) + std::size(kOutputFlags)> all{};
+constexpr auto kFlags = [] {
+  std::array<FlagSpec, std::size(kModelFlags) + std::size(kRequestFlags) + std::size(kContextFlags) +
+                           std::size(kOutputFlags) + std::size(kEngineFlags)>
+      all{};
   size_t i = 0;
   for (const FlagSpec& flag : kModelFlags) all[i++] = flag;
   for (const FlagSpec& flag : kRequestFlags) all[i++] = flag;
+  for (const FlagSpec& flag : kContextFlags) all[i++] = flag;
   for (const FlagSpec& flag : kOutputFlags) all[i++] = flag;
-  return all;
-}();
-constexpr auto kFlags = [] {
-  std::array<FlagSpec, std::size(kCommandFlags) + std::size(kEngineFlags)> all{};
-  size_t i = 0;
-  for (const FlagSpec& flag : kCommandFlags) all[i++] = flag;
   for (const FlagSpec& flag : kEngineFlags) all[i++] = flag;
   return all;
 }();
@@ -53,13 +48,13 @@ int RunGenerate(std::span<char* const> args) {
   Result<Flags> flags = Flags::Parse(args, kFlags);
   if (!flags) return ReportError(flags.error());
   if (flags->Has("help")) {
-    std::printf("%s", Usage("kvrt generate --model PATH (--tokens IDS | --prompt TEXT) [options]", kFlags)
+    std::printf("%s", Usage("kvrt generate --model PATH (--tokens IDS | --prompt TEXT | --file F) [options]", kFlags)
                           .c_str());
     return 0;
   }
   Result<std::string> path = flags->Required("model");
   if (!path) return ReportError(path.error());
-  Result<GenerationConfig> request = RequestConfigFromFlags(*flags);
+  Result<GenerationConfig> request = RequestConfigFromFlags(*flags, PromptSources::kCommandLine);
   if (!request) return ReportError(request.error());
   GenerationConfig config = *request;
   Result<EngineChoice> engine_choice = EngineFromFlags(*flags);
@@ -79,8 +74,8 @@ int RunGenerate(std::span<char* const> args) {
   const Tokenizer& tokenizer = loaded->tokenizer ? *loaded->tokenizer : no_tokenizer;
   // The request is checked before the weights are converted, so that a bad prompt
   // fails at once rather than after a conversion of a second or more.
-  Result<RequestInput> input =
-      RequestInputFromFlags(*flags, *loaded, tokenizer, flags->Has("tokenizer"), config);
+  Result<RequestInput> input = RequestInputFromFlags(*flags, *loaded, tokenizer, flags->Has("tokenizer"),
+                                                     PromptSources::kCommandLine, config);
   if (!input) return ReportError(input.error());
   // Converting the weights (--weights) is part of the load, not of the prompt's prefill.
   if (Result<void> prepared = loaded->model.PrepareWeights(*engine); !prepared) {
@@ -88,43 +83,34 @@ int RunGenerate(std::span<char* const> args) {
   }
   const double load_seconds = load_timer.Seconds();
   const std::vector<uint32_t>& prompt = input->prompt;
-  const uint64_t* state = &input->rng_state;
 
   const bool json = flags->Has("json");
-  Utf8Stream stream(stdout);
-  // The token each printed token follows (llama2.c drops a leading space after BOS).
-  std::optional<uint32_t> previous;
-  if (!prompt.empty()) previous = prompt.back();
   GenerationClock clock;
-  const TokenCallback on_token = [&](uint32_t token) {
+  // The library hands over whole characters, without stop strings and with the
+  // leading-space rule applied.
+  const TokenCallback on_token = [&](const StreamedToken& token) {
     clock.TokenSampled();
-    if (json) return;
-    const std::optional<uint32_t> before = std::exchange(previous, token);
-    if (config.eos_token && token == *config.eos_token) return;
-    if (Result<std::string_view> bytes = tokenizer.TokenBytesAfter(before, token)) {
-      stream.Write(*bytes);
+    if (!json && !token.text.empty()) {
+      std::fwrite(token.text.data(), 1, token.text.size(), stdout);
       std::fflush(stdout);
     }
+    return StreamAction::kContinue;
   };
-  if (!json && flags->Has("prompt")) stream.Write(*flags->Value("prompt"));
-  SplitMix64 rng(*state);
+  if (!json && input->prompt_text) std::fwrite(input->prompt_text->data(), 1, input->prompt_text->size(), stdout);
+  SplitMix64 rng(input->rng_state);
   const bool cached = !flags->Has("uncached");
   clock.Start();
   Result<GenerationResult> run =
       cached ? GenerateCached(loaded->model, prompt, config, rng, *engine, on_token)
              : GenerateUncached(loaded->model, prompt, config, rng, *engine, on_token);
-  if (!json) {
-    stream.Finish();
-    std::printf("\n");
-  }
+  if (!json) std::printf("\n");
   if (!run) return ReportError(run.error());
   if (json) {
-    std::printf("%s\n", GenerationJson(*run, GeneratedText(tokenizer, *run), rng.state(), cached,
-                                        EngineThreads(*engine))
-                            .c_str());
+    std::printf("%s\n", GenerationJson(*run, rng.state(), cached, EngineThreads(*engine)).c_str());
   }
   std::fflush(stdout);
-  PrintGenerationStats(stderr, loaded->model, *engine, load_seconds, *run, clock, cached);
+  const size_t positions = config.context_size != 0 ? config.context_size : loaded->model.config().max_positions;
+  PrintGenerationStats(stderr, loaded->model, *engine, load_seconds, *run, clock, cached, positions);
   return 0;
 }
 

@@ -5,31 +5,69 @@
 #include <utility>
 
 #include "build_facts.h"
+#include "input_file.h"
 #include "json_writer.h"
+#include "number_text.h"
 
 namespace kvrt::cli {
 namespace {
 
+// Prompt texts larger than this are refused before they are read.
+constexpr uint64_t kMaxPromptBytes = uint64_t{256} << 20;
+
+// Without --temperature (or with 0) the pick is greedy: top-k, top-p and min-p
+// always keep the most likely token, so they change nothing then, and the
+// penalties and the bias still shape the logits greedy reads.
 Result<SamplingMode> ModeFromFlags(const Flags& flags) {
-  const bool has_temperature = flags.Has("temperature"), has_top_k = flags.Has("top-k");
   if (flags.Has("greedy")) {
-    if (has_temperature || has_top_k) {
+    if (flags.Has("temperature") || flags.Has("top-k")) {
       return std::unexpected(InvalidArgument("--greedy excludes --temperature and --top-k"));
     }
     return SamplingMode::Greedy();
   }
-  if (!has_temperature && !has_top_k) return SamplingMode::Greedy();
-  Result<double> temperature = flags.Double("temperature", 1.0);
+  Result<double> temperature = flags.Double("temperature", 0.0);
   if (!temperature) return std::unexpected(temperature.error());
-  // Temperature 0 is the limit of sharper and sharper sampling: the largest logit,
-  // as kvrt_generation_options reads it. --top-k is then irrelevant.
-  if (has_temperature && *temperature == 0.0) return SamplingMode::Greedy();
-  if (!has_temperature || !has_top_k) {
-    return std::unexpected(InvalidArgument("--temperature and --top-k go together"));
-  }
-  Result<uint64_t> top_k = flags.Unsigned("top-k", 1);
+  Result<uint64_t> top_k = flags.Unsigned("top-k", 0);
   if (!top_k) return std::unexpected(top_k.error());
+  if (*temperature == 0.0) return SamplingMode::Greedy();
+  if (*top_k == 0) return SamplingMode::Temperature(*temperature);
   return SamplingMode::TemperatureTopK(*temperature, *top_k);
+}
+
+// llama.cpp's spelling: "15043+1" or "15043-0.5".
+Result<LogitBias> ParseLogitBias(const std::string& text) {
+  const size_t sign = text.find_first_of("+-");
+  const std::optional<uint64_t> id = ParseDecimalU64(std::string_view(text).substr(0, sign));
+  std::optional<double> bias;
+  if (sign != std::string::npos) bias = ParseDouble(std::string_view(text).substr(sign + 1));
+  if (!id || *id > UINT32_MAX || !bias || std::string_view(text).substr(sign + 1).starts_with('-')) {
+    return std::unexpected(
+        InvalidArgument("--logit-bias needs TOKEN_ID+BIAS or TOKEN_ID-BIAS, got '" + text + "'"));
+  }
+  return LogitBias{static_cast<uint32_t>(*id), text[sign] == '-' ? -*bias : *bias};
+}
+
+Result<SamplerOptions> SamplerFromFlags(const Flags& flags) {
+  SamplerOptions options;
+  for (const auto& [name, field] : {std::pair{"top-p", &SamplerOptions::top_p},
+                                    std::pair{"min-p", &SamplerOptions::min_p},
+                                    std::pair{"typical-p", &SamplerOptions::typical_p},
+                                    std::pair{"repeat-penalty", &SamplerOptions::repetition_penalty},
+                                    std::pair{"presence-penalty", &SamplerOptions::presence_penalty},
+                                    std::pair{"frequency-penalty", &SamplerOptions::frequency_penalty}}) {
+    Result<double> value = flags.Double(name, options.*field);
+    if (!value) return std::unexpected(value.error());
+    options.*field = *value;
+  }
+  Result<int64_t> last_n = flags.CountOrAll("repeat-last-n", options.penalty_last_n);
+  if (!last_n) return std::unexpected(last_n.error());
+  options.penalty_last_n = *last_n;
+  for (const std::string& text : flags.Values("logit-bias")) {
+    Result<LogitBias> bias = ParseLogitBias(text);
+    if (!bias) return std::unexpected(bias.error());
+    options.logit_bias.push_back(*bias);
+  }
+  return options;
 }
 
 Result<uint64_t> RngStateFromFlags(const Flags& flags, uint64_t checkpoint_state) {
@@ -41,6 +79,16 @@ Result<uint64_t> RngStateFromFlags(const Flags& flags, uint64_t checkpoint_state
   return checkpoint_state;
 }
 
+// The prompt text of --prompt TEXT, --prompt - (standard input) or --file F.
+Result<std::string> PromptText(const Flags& flags, PromptSources sources) {
+  if (flags.Has("file")) return ReadInputFile(*flags.Value("file"), "a prompt file", kMaxPromptBytes);
+  const std::string text = *flags.Value("prompt");
+  if (text == "-" && sources == PromptSources::kCommandLine) {
+    return ReadStandardInput("a prompt", kMaxPromptBytes);
+  }
+  return text;
+}
+
 std::string Hex16(uint64_t value) {
   char buffer[24];
   std::snprintf(buffer, sizeof buffer, "%016llx", static_cast<unsigned long long>(value));
@@ -49,42 +97,50 @@ std::string Hex16(uint64_t value) {
 
 }  // namespace
 
-// As the reference pipeline decodes it: a final EOS is dropped, the rest is
-// decoded strictly; nullopt when that fails.
-std::optional<std::string> GeneratedText(const Tokenizer& tokenizer, const GenerationResult& run) {
-  std::vector<uint32_t> ids = run.generated;
-  if (run.stop == GenerationStop::kEos && !ids.empty()) ids.pop_back();
-  Result<std::string> text = tokenizer.DecodeContentUtf8(ids);
-  if (!text) return std::nullopt;
-  return *text;
-}
-
-Result<GenerationConfig> RequestConfigFromFlags(const Flags& flags) {
-  if (flags.Has("tokens") == flags.Has("prompt")) {
-    return std::unexpected(InvalidArgument("give exactly one of --tokens and --prompt"));
+Result<GenerationConfig> RequestConfigFromFlags(const Flags& flags, PromptSources sources) {
+  const int prompt_sources = flags.Has("tokens") + flags.Has("prompt") + flags.Has("file");
+  if (prompt_sources != 1) {
+    return std::unexpected(InvalidArgument(flags.Has("file") ? "give exactly one of --tokens, --prompt and --file"
+                                                             : "give exactly one of --tokens and --prompt"));
+  }
+  if (flags.Has("file") && sources == PromptSources::kRequestLine) {
+    return std::unexpected(InvalidArgument("a request line cannot read a prompt file"));
   }
   Result<SamplingMode> mode = ModeFromFlags(flags);
   if (!mode) return std::unexpected(mode.error());
+  Result<SamplerOptions> sampler = SamplerFromFlags(flags);
+  if (!sampler) return std::unexpected(sampler.error());
   Result<uint64_t> max_new_tokens = flags.Unsigned("max-new-tokens", 64);
   if (!max_new_tokens) return std::unexpected(max_new_tokens.error());
+  Result<uint64_t> context_size = flags.Unsigned("ctx-size", 0);
+  if (!context_size) return std::unexpected(context_size.error());
   GenerationConfig config;
   config.mode = *mode;
+  config.sampler = std::move(*sampler);
   config.max_new_tokens = *max_new_tokens;
+  config.context_size = *context_size;
+  config.stop = flags.Values("stop");
+  if (flags.Has("logprobs")) {
+    Result<uint64_t> top = flags.Unsigned("logprobs", 0);
+    if (!top) return std::unexpected(top.error());
+    config.top_logprobs = *top;
+  }
   if (flags.Has("eos") && flags.Has("no-eos")) {
     return std::unexpected(InvalidArgument("--eos and --no-eos exclude each other"));
   }
   if (flags.Has("eos")) {
-    Result<uint64_t> eos = flags.Unsigned("eos", 0);
-    if (!eos) return std::unexpected(eos.error());
-    if (*eos > UINT32_MAX) return std::unexpected(InvalidArgument("--eos must fit a u32 token id"));
-    config.eos_token = static_cast<uint32_t>(*eos);
+    Result<std::vector<uint32_t>> ends = flags.TokenList("eos");
+    if (!ends) return std::unexpected(ends.error());
+    config.eos_token = ends->front();
+    config.end_tokens.assign(ends->begin() + 1, ends->end());
   }
   return config;
 }
 
 Result<RequestInput> RequestInputFromFlags(const Flags& flags, const LoadedModel& loaded,
                                            const Tokenizer& tokenizer, bool llama2c_tokenizer,
-                                           GenerationConfig& config) {
+                                           PromptSources sources, GenerationConfig& config) {
+  if (tokenizer.vocabulary_size() > 0) config.tokenizer = tokenizer;
   // run.c ends a sequence at BOS, the delimiter between documents.
   if (llama2c_tokenizer && !config.eos_token && !flags.Has("no-eos")) {
     config.eos_token = tokenizer.bos_id();
@@ -98,24 +154,25 @@ Result<RequestInput> RequestInputFromFlags(const Flags& flags, const LoadedModel
   Result<uint64_t> state = RngStateFromFlags(flags, loaded.sampling_rng_state.value_or(0));
   if (!state) return std::unexpected(state.error());
   input.rng_state = *state;
-  if (flags.Has("prompt")) {
-    if (tokenizer.vocabulary_size() == 0) {
-      return std::unexpected(
-          InvalidArgument("this model file has no tokenizer: give --tokenizer to encode --prompt"));
-    }
-    Result<std::vector<uint32_t>> encoded = tokenizer.EncodePrompt(*flags.Value("prompt"));
-    if (!encoded) return std::unexpected(encoded.error());
-    input.prompt = std::move(*encoded);
-  } else {
+  if (flags.Has("tokens")) {
     Result<std::vector<uint32_t>> ids = flags.TokenList("tokens");
     if (!ids) return std::unexpected(ids.error());
     input.prompt = std::move(*ids);
+    return input;
   }
+  if (tokenizer.vocabulary_size() == 0) {
+    return std::unexpected(InvalidArgument("this model file has no tokenizer: give --tokenizer to encode --prompt"));
+  }
+  Result<std::string> text = PromptText(flags, sources);
+  if (!text) return std::unexpected(text.error());
+  Result<std::vector<uint32_t>> encoded = tokenizer.EncodePrompt(*text);
+  if (!encoded) return std::unexpected(encoded.error());
+  input.prompt = std::move(*encoded);
+  input.prompt_text = std::move(*text);
   return input;
 }
 
-std::string GenerationJson(const GenerationResult& run, const std::optional<std::string>& text,
-                           uint64_t rng_state, bool cached, size_t threads,
+std::string GenerationJson(const GenerationResult& run, uint64_t rng_state, bool cached, size_t threads,
                            const std::optional<std::string>& id) {
   JsonWriter json;
   json.BeginObject();
@@ -124,14 +181,15 @@ std::string GenerationJson(const GenerationResult& run, const std::optional<std:
   json.Key("prompt").UnsignedArray(std::span<const uint32_t>(run.prompt));
   json.Key("generated").UnsignedArray(std::span<const uint32_t>(run.generated));
   json.Key("text");
-  if (text) {
-    json.String(*text);
+  if (run.text) {
+    json.String(*run.text);
   } else {
     json.Null();
   }
   json.Key("stop").String(GenerationStopName(run.stop));
   json.Key("steps").BeginArray();
-  for (const GenerationStep& step : run.steps) {
+  for (size_t i = 0; i < run.steps.size(); ++i) {
+    const GenerationStep& step = run.steps[i];
     json.BeginObject();
     json.Key("prefix_length").Unsigned(step.prefix_length);
     json.Key("token_id").Unsigned(step.token_id);
@@ -143,6 +201,17 @@ std::string GenerationJson(const GenerationResult& run, const std::optional<std:
     }
     json.Key("interval_start").Number(step.interval_start);
     json.Key("interval_end").Number(step.interval_end);
+    if (step.logprob) {
+      json.Key("logprob").Number(*step.logprob);
+      json.Key("top_logprobs").BeginArray();
+      for (const TokenLogprob& alternative : run.TopLogprobs(i)) {
+        json.BeginObject();
+        json.Key("id").Unsigned(alternative.token_id);
+        json.Key("logprob").Number(alternative.logprob);
+        json.EndObject();
+      }
+      json.EndArray();
+    }
     json.EndObject();
   }
   json.EndArray();
@@ -170,6 +239,5 @@ std::string GenerationJson(const GenerationResult& run, const std::optional<std:
   json.EndObject();
   return json.text();
 }
-
 
 }  // namespace kvrt::cli

@@ -1,6 +1,6 @@
-// What `kvrt generate` reads from its flags about one request (prompt, sampling,
-// stops, RNG state), shared with `kvrt batch`, whose request lines are read as
-// the same flags: a request means exactly what `generate` means by it.
+// What `kvrt generate` reads from its flags about one request (prompt, sampler
+// set, stops, RNG state), shared with `kvrt batch`, whose request lines are read
+// as the same flags: a request means exactly what `generate` means by it.
 #pragma once
 
 #include <cstdint>
@@ -20,39 +20,60 @@ namespace kvrt::cli {
 inline constexpr FlagSpec kRequestFlags[] = {
     {"tokens", true, "prompt as comma-separated token ids"},
     {"prompt", true,
-     "prompt text, encoded with the tokenizer (byte-BPE: no BOS; llama2.c: BOS first, as run.c)"},
-    {"greedy", false, "pick the largest logit (the default)"},
-    {"temperature", true, "sample with this temperature (needs --top-k); 0 means greedy, as in the C API"},
-    {"top-k", true, "keep the k best tokens when sampling"},
+     "prompt text, encoded with the tokenizer (byte-BPE: no BOS; llama2.c: BOS first, as run.c); - reads it "
+     "from standard input",
+     'p'},
+    {"file", true, "read the prompt text from this file (its bytes, unchanged)"},
+    {"greedy", false, "pick the most likely token (the default without --temperature)"},
+    {"temperature", true, "sample at this temperature; 0 means greedy, as in the C API", 0, "temp"},
+    {"top-k", true, "keep the K most likely tokens (0 or absent: no top-k)"},
+    {"top-p", true, "keep the smallest most-likely set whose probability reaches P (1: off)"},
+    {"min-p", true, "keep the tokens at least P times as likely as the most likely one (0: off)"},
+    {"typical-p", true, "keep the locally typical tokens up to probability P (1: off)"},
+    {"repeat-penalty", true,
+     "divide the positive logits (multiply the others) of the tokens among the last --repeat-last-n by R (1: off)"},
+    {"repeat-last-n", true, "tokens the penalties look at, prompt included (default 64; 0: none, -1: all)"},
+    {"presence-penalty", true, "subtract X from the logit of every token among them (0: off)"},
+    {"frequency-penalty", true, "subtract X per occurrence among them (0: off)"},
+    {"logit-bias", true, "ID+BIAS or ID-BIAS: add BIAS to token ID's logit (repeatable)", 0, nullptr, true},
     {"rng-state", true, "SplitMix64 state, 1-16 hex digits, optionally after 0x (default: the model file's sampling state)"},
-    {"seed", true, "SplitMix64 seed (the state itself)"},
+    {"seed", true, "SplitMix64 seed (the state itself)", 's'},
     {"eos", true,
-     "stop after generating this token id (default: a byte-BPE model's own EOS; llama2.c tokenizer: BOS 1, as run.c)"},
+     "stop after generating one of these comma-separated token ids (default: a byte-BPE or GGUF model's own "
+     "EOS; llama2.c tokenizer: BOS 1, as run.c)"},
     {"no-eos", false, "never stop at an end token: generate until the budget or the context runs out"},
-    {"max-new-tokens", true, "token budget (default 64)"},
+    {"stop", true, "stop before this text; the text ends just before it (repeatable)", 0, nullptr, true},
+    {"logprobs", true, "each --json step gains its token's logprob and the N most likely alternatives"},
+    {"max-new-tokens", true, "token budget (default 64)", 'n'},
 };
 
-// The checks that need no model: --tokens xor --prompt, the sampling mode, the
-// budget, --eos xor --no-eos and the explicit EOS id.
-Result<GenerationConfig> RequestConfigFromFlags(const Flags& flags);
+// The context size of `generate` and `batch`.
+inline constexpr FlagSpec kContextFlags[] = {
+    {"ctx-size", true, "tokens a sequence may hold, prompt included (default 0: the model's context)", 'c'},
+};
 
-// The rest, once the model is loaded: the default EOS (a byte-BPE or GGUF
-// model's own; llama2.c's BOS when `llama2c_tokenizer`), the RNG state and the
-// prompt ids.
+// Where a request's prompt may come from: `generate` reads --prompt - and --file,
+// a `batch` line names only its own text.
+enum class PromptSources { kCommandLine, kRequestLine };
+
+// The checks that need no model: one prompt source, the sampler set's flags, the
+// budget, --eos xor --no-eos and the explicit end ids.
+Result<GenerationConfig> RequestConfigFromFlags(const Flags& flags, PromptSources sources);
+
+// The rest, once the model is loaded: the tokenizer, the default EOS (a byte-BPE
+// or GGUF model's own; llama2.c's BOS when `llama2c_tokenizer`), the RNG state
+// and the prompt ids (and text, when it was given as text).
 struct RequestInput {
   std::vector<uint32_t> prompt;
+  std::optional<std::string> prompt_text;
   uint64_t rng_state = 0;
 };
 Result<RequestInput> RequestInputFromFlags(const Flags& flags, const LoadedModel& loaded,
                                            const Tokenizer& tokenizer, bool llama2c_tokenizer,
-                                           GenerationConfig& config);
-
-// The generated tokens as text (a final EOS dropped); nullopt when not UTF-8.
-std::optional<std::string> GeneratedText(const Tokenizer& tokenizer, const GenerationResult& run);
+                                           PromptSources sources, GenerationConfig& config);
 
 // The one-line JSON object of `generate --json`; with `id`, the request id first.
-std::string GenerationJson(const GenerationResult& run, const std::optional<std::string>& text,
-                           uint64_t rng_state, bool cached, size_t threads,
+std::string GenerationJson(const GenerationResult& run, uint64_t rng_state, bool cached, size_t threads,
                            const std::optional<std::string>& id = std::nullopt);
 
 }  // namespace kvrt::cli

@@ -12,14 +12,14 @@ double PerSecond(double count, double seconds) { return seconds > 0.0 ? count / 
 
 }  // namespace
 
-size_t KvCacheBytes(const ModelConfig& config, Precision precision) {
+size_t KvCacheBytes(const ModelConfig& config, Precision precision, size_t positions) {
   const size_t element = precision == Precision::kF32 ? sizeof(float) : sizeof(double);
-  return 2 * config.layers * config.max_positions * config.kv_width() * element;
+  return 2 * config.layers * positions * config.kv_width() * element;
 }
 
 void PrintGenerationStats(std::FILE* out, const Model& model, const EngineOptions& engine,
                           double load_seconds, const GenerationResult& run,
-                          const GenerationClock& clock, bool cached) {
+                          const GenerationClock& clock, bool cached, size_t positions) {
   const ModelConfig& config = model.config();
   const std::string backend(BackendName(engine.backend)), precision(PrecisionName(engine.precision));
   std::fprintf(out, "kvrt: load %.3f s; engine %s %s; %s; %s\n", load_seconds, backend.c_str(), precision.c_str(),
@@ -33,9 +33,9 @@ void PrintGenerationStats(std::FILE* out, const Model& model, const EngineOption
                  PerSecond(static_cast<double>(run.generated.size()), clock.TotalSeconds()));
     return;
   }
-  const double kv_mib = static_cast<double>(KvCacheBytes(config, engine.precision)) / (1024.0 * 1024.0);
+  const double kv_mib = static_cast<double>(KvCacheBytes(config, engine.precision, positions)) / (1024.0 * 1024.0);
   std::fprintf(out, "kvrt: kv cache %.2f MiB (%zu layers x %zu positions x %zu kv width x 2, %s)\n", kv_mib,
-               config.layers, config.max_positions, config.kv_width(), precision.c_str());
+               config.layers, positions, config.kv_width(), precision.c_str());
   std::fprintf(out, "kvrt: prompt   %5zu tokens in %8.3f s, %10.2f tokens/s (prefill)\n", run.prompt.size(),
                clock.PrefillSeconds(), PerSecond(static_cast<double>(run.prompt.size()), clock.PrefillSeconds()));
   const double decodes = static_cast<double>(run.work.decode_tokens);

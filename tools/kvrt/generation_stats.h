@@ -52,12 +52,13 @@ class GenerationClock {
   TimePoint last_{};
 };
 
-// Bytes of the keys and values a cache of the model's full context holds.
-size_t KvCacheBytes(const ModelConfig& config, Precision precision);
+// Bytes of the keys and values a cache of `positions` holds.
+size_t KvCacheBytes(const ModelConfig& config, Precision precision, size_t positions);
 
-// The first line names the engine and its weight formats (fallbacks included).
+// The first line names the engine and its weight formats (fallbacks included);
+// the cache holds `positions` (the context size).
 void PrintGenerationStats(std::FILE* out, const Model& model, const EngineOptions& engine,
                           double load_seconds, const GenerationResult& run,
-                          const GenerationClock& clock, bool cached);
+                          const GenerationClock& clock, bool cached, size_t positions);
 
 }  // namespace kvrt::cli

@@ -70,4 +70,23 @@ Result<std::string> ReadInputFile(const std::string& path, const std::string& wh
   }
 }
 
+Result<std::string> ReadStandardInput(const std::string& what, uint64_t max_bytes) {
+  std::string bytes;
+  char chunk[1 << 16];
+  for (;;) {
+    const size_t read = std::fread(chunk, 1, sizeof chunk, stdin);
+    if (bytes.size() + read > max_bytes) {
+      return std::unexpected(InvalidArgument("standard input holds more than the " +
+                                             std::to_string(max_bytes) + " bytes " + what + " may have"));
+    }
+    bytes.append(chunk, read);
+    if (read < sizeof chunk) break;
+  }
+  if (std::ferror(stdin)) {
+    return std::unexpected(Error(ErrorCode::kIo, {{"operation", std::string("read")}, {"path", std::string("-")}},
+                                 "could not read " + what + " from standard input"));
+  }
+  return bytes;
+}
+
 }  // namespace kvrt::cli

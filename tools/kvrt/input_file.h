@@ -27,4 +27,8 @@ std::expected<std::string, FileProblem> ReadRegularFile(const std::string& path,
 // when the file cannot be examined, opened or read. `what`: "a requests file", ...
 Result<std::string> ReadInputFile(const std::string& path, const std::string& what, uint64_t max_bytes);
 
+// Everything on standard input up to its end: InvalidArgument past `max_bytes`,
+// Io when it cannot be read. `what`: "a prompt", ...
+Result<std::string> ReadStandardInput(const std::string& what, uint64_t max_bytes);
+
 }  // namespace kvrt::cli

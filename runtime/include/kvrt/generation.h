@@ -4,10 +4,12 @@
 //
 // Both loops validate the request first (EmptyPrompt, PromptTooLong,
 // PromptTokenOutOfBounds, EosTokenOutOfBounds, Sampling(InvalidTemperature),
-// Sampling(InvalidTopK)) without drawing, sample one token per step and stop in the
-// order EOS → token limit → context limit. The cached loop prefills once and
-// decodes only when later logits are needed (the last sampled token is never fed
-// to the model); the uncached loop replays the complete prefix every step.
+// Sampling(InvalidTopK), then the sampler set and the controls) without drawing,
+// sample one token per step and stop in the order end token (EOS) → stop string
+// → token limit → context limit → the callback's cancel. The cached loop
+// prefills once and decodes only when later logits are needed (the last sampled
+// token is never fed to the model); the uncached loop replays the complete
+// prefix every step.
 #pragma once
 
 #include <cstddef>
@@ -15,6 +17,7 @@
 #include <functional>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -23,17 +26,32 @@
 #include "kvrt/error.h"
 #include "kvrt/rng.h"
 #include "kvrt/sampling.h"
+#include "kvrt/tokenizer.h"
 
 namespace kvrt {
 
 struct GenerationConfig {
   SamplingMode mode;
+  SamplerOptions sampler;             // bias, penalties, typical-p, top-p, min-p (identity: off)
   std::optional<uint32_t> eos_token;  // tests generated tokens only
-  size_t max_new_tokens = 0;          // 0 returns at once (after validation)
+  std::vector<uint32_t> end_tokens;   // more ids that end the generation as eos_token does
+  // Stop strings, matched on the decoded text (across tokens and inside
+  // multi-byte characters); the earliest match ends the generation and the text
+  // stops just before it. Each is non-empty UTF-8, and they need `tokenizer`.
+  std::vector<std::string> stop;
+  // Log-probabilities: each step records its token's and this many alternatives
+  // (docs/sampling.md §8); nullopt records none.
+  std::optional<size_t> top_logprobs;
+  size_t max_new_tokens = 0;  // 0 returns at once (after validation)
+  size_t context_size = 0;    // tokens the sequence may hold; 0: the model's max_positions
+  // Decodes the generated text (GenerationResult::text, the callback's text and
+  // the stop strings); without it there is no text.
+  std::optional<Tokenizer> tokenizer;
 };
 
-enum class GenerationStop { kEos, kTokenLimit, kContextLimit };
-std::string_view GenerationStopName(GenerationStop stop);  // "eos", "token-limit", "context-limit"
+enum class GenerationStop { kEos, kTokenLimit, kContextLimit, kStopString, kCancelled };
+// "eos", "token-limit", "context-limit", "stop-string", "cancelled"
+std::string_view GenerationStopName(GenerationStop stop);
 
 // One record per generated token (spec/sampling.md §3).
 struct GenerationStep {
@@ -42,6 +60,7 @@ struct GenerationStep {
   std::optional<double> unit_draw;
   double interval_start = 0.0;
   double interval_end = 1.0;
+  std::optional<double> logprob;  // with GenerationConfig::top_logprobs
   bool operator==(const GenerationStep&) const = default;
 };
 
@@ -60,17 +79,42 @@ struct CachedGenerationWork {
 
 struct GenerationResult {
   std::vector<uint32_t> prompt;
-  std::vector<uint32_t> generated;  // new tokens only, including a final EOS
+  std::vector<uint32_t> generated;  // new tokens only, including a final end token
   GenerationStop stop = GenerationStop::kTokenLimit;
   std::vector<GenerationStep> steps;
   size_t model_calls = 0;      // uncached: full-prefix forwards; cached: prefill + decodes
   size_t final_cache_len = 0;  // cached loop only
   CachedGenerationWork work;   // cached loop only
+  // The generated text, decoded after the prompt's last token (so SentencePiece's
+  // leading space is kept or dropped as in the whole text), without end tokens
+  // and ending just before a stop string; nullopt without a tokenizer or when the
+  // bytes are not UTF-8.
+  std::optional<std::string> text;
+  // Each step's alternatives, most likely first: top_logprobs_per_step entries
+  // per step, step after step.
+  std::vector<TokenLogprob> top_logprobs;
+  size_t top_logprobs_per_step = 0;
+  std::span<const TokenLogprob> TopLogprobs(size_t step) const {
+    return std::span<const TokenLogprob>(top_logprobs)
+        .subspan(step * top_logprobs_per_step, top_logprobs_per_step);
+  }
 };
 
-// Called with every token as soon as it is sampled (for streaming output).
-using TokenCallback = std::function<void(uint32_t token)>;
-
+// What a token callback sees, as soon as a token is sampled.
+struct StreamedToken {
+  uint32_t token_id = 0;
+  // The text this token releases: whole UTF-8 characters only (the bytes of an
+  // incomplete character wait for the token that completes it; bytes that never
+  // can are shown as U+FFFD), never any part of a stop string, and with the
+  // SentencePiece leading-space rule applied. The generation's last token
+  // releases whatever was held back.
+  std::string_view text;
+};
+enum class StreamAction { kContinue, kCancel };
+// Called with every token as soon as it is sampled; kCancel ends the generation
+// with GenerationStop::kCancelled (after a token that ends it anyway, the stop
+// it already has stays).
+using TokenCallback = std::function<StreamAction(const StreamedToken& token)>;
 
 
 // Serving many requests over the sequence slots of one cache. Each request is
@@ -96,15 +140,19 @@ struct ServedGeneration {
   size_t finished_step = 0;  // the step its last token was sampled in
 };
 
-// GenerateCached's request validation (spec/sampling.md §5.1 steps 1–5), for a
-// caller that checks requests before it queues them.
+// GenerateCached's request validation (spec/sampling.md §5.1 steps 1–5, then
+// the sampler set and the controls), for a caller that checks requests before
+// it queues them.
 Result<void> ValidateCachedRequest(const ModelConfig& config, std::span<const uint32_t> prompt,
                                    const GenerationConfig& request);
 
 struct ServeOptions {
   size_t slots = 4;
-  EngineOptions engine;     // as for GenerateCached (the session's capacity is max_positions)
+  EngineOptions engine;     // as for GenerateCached
   size_t prefill_chunk = 0; // most prompt rows per slot per step; 0: as many as fit
+  // Tokens each slot holds; 0: the model's max_positions. A request whose
+  // context_size (0: max_positions) exceeds it fails with CapacityExceedsPositions.
+  size_t capacity = 0;
 };
 
 }  // namespace kvrt

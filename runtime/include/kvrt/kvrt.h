@@ -29,6 +29,7 @@ typedef struct kvrt_model kvrt_model;
 typedef struct kvrt_cache kvrt_cache;
 typedef struct kvrt_session kvrt_session;
 typedef struct kvrt_generation kvrt_generation;
+typedef struct kvrt_sampler kvrt_sampler;
 
 /* ---- Version ---------------------------------------------------------------- */
 
@@ -433,33 +434,131 @@ kvrt_error* kvrt_session_reset_slot(kvrt_session* session, size_t slot);
 kvrt_error* kvrt_session_truncate_slot(kvrt_session* session, size_t slot, size_t len);
 kvrt_error* kvrt_session_fork_slot(kvrt_session* session, size_t source, size_t destination);
 
+/* ---- Sampling ------------------------------------------------------------------ */
+
+/* A value added to one token's logit before anything else. */
+typedef struct kvrt_logit_bias {
+  uint32_t token;
+  double bias;
+} kvrt_logit_bias;
+
+/* The sampler set (docs/sampling.md), in llama.cpp's default order: logit bias ->
+ * repetition, frequency and presence penalties over the last repeat_last_n
+ * tokens -> top-k -> typical-p -> top-p -> min-p -> temperature -> one SplitMix64
+ * draw. A sampler at its identity value changes nothing, not even the draws. A
+ * field an initializer leaves out (zero) is off: top_p, typical_p and
+ * repeat_penalty 0 are read as 1. */
+typedef struct kvrt_sampler_params {
+  double temperature;       /* 0: greedy (the first-ranked candidate, no draw); > 0: one draw */
+  size_t top_k;             /* 0: no top-k */
+  double top_p;             /* nucleus: the smallest most-likely set reaching top_p; 1: off */
+  double min_p;             /* tokens at least min_p times as likely as the best; 0: off */
+  double typical_p;         /* locally typical set; 1: off */
+  double repeat_penalty;    /* positive logits of repeated tokens divided by it, others multiplied; 1: off */
+  double frequency_penalty; /* subtracted once per occurrence; 0: off */
+  double presence_penalty;  /* subtracted once per repeated token; 0: off */
+  int64_t repeat_last_n;    /* the tokens the penalties look at: the last N (0: none, -1: all) */
+  const kvrt_logit_bias* logit_bias; /* logit_bias_count entries, added in order */
+  size_t logit_bias_count;
+  uint64_t seed;            /* SplitMix64 state of the draws */
+} kvrt_sampler_params;
+
+/* Greedy, every sampler off, repeat_last_n 64, seed 0. */
+kvrt_sampler_params kvrt_sampler_params_default(void);
+
+/* A sampler for a decode loop the host writes itself (llama.cpp's
+ * llama_sampler chain): the parameters, its own RNG and the tokens the
+ * penalties count. It copies the bias list; every buffer is allocated here
+ * (kvrt_sampler_sample and _accept allocate nothing). Errors: InvalidTemperature,
+ * InvalidTopK, InvalidSamplerSetting, LogitBiasOutOfBounds, AllocationFailed. */
+kvrt_error* kvrt_sampler_create(const kvrt_sampler_params* params, size_t vocabulary_size,
+                                kvrt_sampler** out);
+/* Picks a token from `count` logits (the vocabulary size: LogitCountMismatch
+ * otherwise; NonFiniteLogit). It does not record the token: accept it. */
+kvrt_error* kvrt_sampler_sample(kvrt_sampler* sampler, const double* logits, size_t count,
+                                uint32_t* token);
+kvrt_error* kvrt_sampler_sample_f32(kvrt_sampler* sampler, const float* logits, size_t count,
+                                    uint32_t* token);
+/* Appends a token of the sequence for the penalties: every prompt token and
+ * every token fed to the model (TokenIdOutOfBounds). */
+kvrt_error* kvrt_sampler_accept(kvrt_sampler* sampler, uint32_t token);
+/* Forgets the accepted tokens and sets the RNG back to the seed. */
+void kvrt_sampler_reset(kvrt_sampler* sampler);
+void kvrt_sampler_free(kvrt_sampler* sampler);
+
 /* ---- Generation -------------------------------------------------------------- */
 
 typedef struct kvrt_generation_options {
-  double temperature;    /* 0: greedy; > 0: temperature sampling over top_k */
-  size_t top_k;          /* used when temperature > 0 */
+  double temperature;    /* 0: greedy; > 0: one draw per token at this temperature */
+  size_t top_k;          /* 0: no top-k */
   uint64_t seed;         /* SplitMix64 state of the sampler */
   int has_eos;           /* stop after generating eos_token */
   uint32_t eos_token;
   size_t max_new_tokens; /* token budget */
+  /* The rest of the sampler set, as in kvrt_sampler_params (zero in an
+   * initializer without them: off). */
+  double top_p;
+  double min_p;
+  double typical_p;
+  double repeat_penalty;
+  double frequency_penalty;
+  double presence_penalty;
+  int64_t repeat_last_n;
+  const kvrt_logit_bias* logit_bias;
+  size_t logit_bias_count;
+  /* Generation controls. */
+  const uint32_t* end_tokens;  /* end_token_count more ids that end the generation like eos_token */
+  size_t end_token_count;
+  const char* const* stop;     /* stop_count stop strings (NUL-terminated UTF-8), matched on the
+                                * decoded text; the text ends just before the earliest. They
+                                * need the model's tokenizer (InvalidStopString) */
+  size_t stop_count;
+  int logprobs;                /* 1: record each step's log-probability and top_logprobs
+                                * alternatives (docs/sampling.md) */
+  size_t top_logprobs;
+  size_t ctx_size;             /* tokens the sequence may hold; 0: the model's context */
 } kvrt_generation_options;
 
-/* Greedy, 64 new tokens, no EOS, seed 0. */
+/* Greedy, 64 new tokens, no EOS, seed 0, every other sampler and control off
+ * (repeat_last_n 64). */
 kvrt_generation_options kvrt_generation_options_default(void);
 
-/* Called with every token as soon as it is sampled. */
-typedef void (*kvrt_token_callback)(uint32_t token, void* user_data);
+/* Called with every token as soon as it is sampled and the text it releases:
+ * `length` bytes at `text` (not NUL-terminated), whole UTF-8 characters only,
+ * never part of a stop string, with SentencePiece's leading-space rule applied;
+ * the last token releases whatever was held back (empty without a tokenizer).
+ * Return 0 to go on, anything else to cancel: the generation stops with
+ * "cancelled" (after a token that ends it anyway, its own stop stays). */
+typedef int (*kvrt_token_callback)(uint32_t token, const char* text, size_t length, void* user_data);
 
-/* The cached loop: prefill once, then sample and decode until EOS, the budget or
- * the context is exhausted. `engine` NULL: the defaults; `on_token` may be NULL. */
+/* The cached loop: prefill once, then sample and decode until an end token, a
+ * stop string, the budget, the context or the callback ends it. `engine` NULL:
+ * the defaults; `on_token` may be NULL. */
 kvrt_error* kvrt_generate(const kvrt_model* model, const uint32_t* prompt, size_t count,
                           const kvrt_generation_options* options, const kvrt_engine_options* engine,
                           kvrt_token_callback on_token, void* user_data, kvrt_generation** out);
 size_t kvrt_generation_count(const kvrt_generation* generation);
-/* The generated ids (a final EOS included). */
+/* The generated ids (a final end token included). */
 const uint32_t* kvrt_generation_tokens(const kvrt_generation* generation);
-/* "eos", "token-limit" or "context-limit". */
+/* "eos", "token-limit", "context-limit", "stop-string" or "cancelled". */
 const char* kvrt_generation_stop(const kvrt_generation* generation);
+/* The generated text (NUL-terminated, *length bytes when length is not NULL),
+ * decoded after the prompt, without end tokens and ending before a stop string;
+ * NULL when a token could not be decoded (no tokenizer) or the bytes are not
+ * UTF-8. Valid while the generation lives. */
+const char* kvrt_generation_text(const kvrt_generation* generation, size_t* length);
+
+typedef struct kvrt_token_logprob {
+  uint32_t token;
+  double logprob;
+} kvrt_token_logprob;
+/* With options.logprobs: the log-probability of step `step`'s token (NaN
+ * without logprobs or past the last step). */
+double kvrt_generation_logprob(const kvrt_generation* generation, size_t step);
+/* The step's top_logprobs alternatives, most likely first (*count of them; 0
+ * without logprobs or past the last step). Valid while the generation lives. */
+const kvrt_token_logprob* kvrt_generation_top_logprobs(const kvrt_generation* generation, size_t step,
+                                                       size_t* count);
 void kvrt_generation_free(kvrt_generation* generation);
 
 #ifdef __cplusplus

@@ -17,6 +17,7 @@
 #include "model/decoder_model.h"
 #include "session/decoder_kv_session.h"
 #include "kvrt/threading/thread_pool.h"
+#include "kvrt/sampling.h"
 #include "kvrt/tokenizer.h"
 
 struct kvrt_error {
@@ -72,6 +73,14 @@ kvrt_error* Guard(Body&& body) noexcept {
     return MakeError(Error(ErrorCode::kInvariantViolation, {}, "unknown exception"));
   }
 }
+
+// The sampler set of C parameters (kvrt/kvrt.h: zero is off). InvalidArgument
+// for a bias list without entries.
+struct SamplerSettings {
+  SamplingMode mode;
+  SamplerOptions options;
+};
+Result<SamplerSettings> SamplerFromC(const kvrt_sampler_params& params);
 
 // The EngineOptions of `engine` (NULL: the defaults): on the caller's shared
 // kvrt_pool when it names one, else with a pool of its own in `pool` when the

@@ -88,16 +88,25 @@ class ReplaySource final : public LogitSource {
   size_t calls_ = 0;
 };
 
-// spec/sampling.md §5.1 steps 1–5, with the cached loop's message prefix.
+// spec/sampling.md §5.1 steps 1–5, with the cached loop's message prefix, then
+// the checks of the sampler set and the generation controls.
 Result<void> ValidateRequest(const ModelConfig& config, std::span<const uint32_t> prompt,
                              const GenerationConfig& request, bool cached) {
   const std::string who = cached ? "cached generation " : "";
-  const size_t capacity = config.max_positions, vocabulary = config.vocabulary_size;
+  const size_t vocabulary = config.vocabulary_size;
   if (prompt.empty()) {
     return Fail(
         ErrorCode::kEmptyPrompt, {},
         std::string(cached ? "cached generation" : "generation") + " needs a nonempty prompt");
   }
+  if (request.context_size > config.max_positions) {
+    return Fail(ErrorCode::kCapacityExceedsPositions,
+                {{"capacity", uint64_t{request.context_size}},
+                 {"max_positions", uint64_t{config.max_positions}}},
+                who + "context size " + Count(request.context_size) +
+                    " exceeds the model's context of " + Count(config.max_positions) + " positions");
+  }
+  const size_t capacity = ContextCapacity(config, request);
   if (prompt.size() > capacity) {
     return Fail(ErrorCode::kPromptTooLong,
                 {{"tokens", uint64_t{prompt.size()}}, {"max_positions", uint64_t{capacity}}},
@@ -114,17 +123,31 @@ Result<void> ValidateRequest(const ModelConfig& config, std::span<const uint32_t
                       " is out of bounds for vocabulary " + Count(vocabulary));
     }
   }
-  if (request.eos_token && *request.eos_token >= vocabulary) {
+  std::optional<uint32_t> bad_end;
+  if (request.eos_token && *request.eos_token >= vocabulary) bad_end = request.eos_token;
+  for (const uint32_t end : request.end_tokens) {
+    if (!bad_end && end >= vocabulary) bad_end = end;
+  }
+  if (bad_end) {
     return Fail(
         ErrorCode::kEosTokenOutOfBounds,
-        {{"token_id", uint64_t{*request.eos_token}}, {"vocabulary_size", uint64_t{vocabulary}}},
-        (cached ? "cached generation EOS token " : "EOS token ") + Count(*request.eos_token) +
+        {{"token_id", uint64_t{*bad_end}}, {"vocabulary_size", uint64_t{vocabulary}}},
+        (cached ? "cached generation EOS token " : "EOS token ") + Count(*bad_end) +
             " is out of bounds for vocabulary " + Count(vocabulary));
   }
   if (Result<void> mode = ValidateSamplingMode(request.mode, vocabulary); !mode) {
     return Fail(std::move(mode.error()).Wrap(ErrorCode::kSampling));
   }
-  return {};
+  if (Result<void> sampler = ValidateSamplerOptions(request.sampler, vocabulary); !sampler) {
+    return Fail(std::move(sampler.error()).Wrap(ErrorCode::kSampling));
+  }
+  if (request.top_logprobs && *request.top_logprobs > vocabulary) {
+    return Fail(ErrorCode::kInvalidSamplerSetting,
+                {{"setting", Identifier{"top_logprobs"}}, {"value", uint64_t{*request.top_logprobs}}},
+                "top_logprobs must be at most the vocabulary size " + Count(vocabulary) +
+                    ", received " + Count(*request.top_logprobs));
+  }
+  return ValidateStopStrings(request.stop, request.tokenizer.has_value());
 }
 
 // The loops' own bookkeeping (the result's vectors, the sampler, the complete-
@@ -146,27 +169,55 @@ Result<void> ValidateCachedRequest(const ModelConfig& config, std::span<const ui
   return ValidateRequest(config, prompt, request, true);
 }
 
+size_t ContextCapacity(const ModelConfig& config, const GenerationConfig& request) {
+  return request.context_size != 0 ? request.context_size : config.max_positions;
+}
+
 Result<GenerationCursor> GenerationCursor::Create(const ModelConfig& config,
                                                   const GenerationConfig& request,
                                                   std::span<const uint32_t> prompt) {
-  Result<Sampler> sampler = Sampler::Create(config.vocabulary_size);
-  if (!sampler) return Fail(std::move(sampler.error()));
-  GenerationCursor cursor(config, request, std::move(*sampler));
+  const size_t capacity = ContextCapacity(config, request);
   // Buffers sized for the whole run up front: the loop itself allocates nothing.
-  const size_t planned =
-      std::min(request.max_new_tokens, config.max_positions - prompt.size() + 1);
+  const size_t planned = std::min(request.max_new_tokens, capacity - prompt.size() + 1);
+  Result<SamplerChain> chain = SamplerChain::Create(request.mode, request.sampler,
+                                                    config.vocabulary_size, prompt.size() + planned);
+  if (!chain) return Fail(std::move(chain.error()));
+  Result<GeneratedText> text =
+      GeneratedText::Create(request.tokenizer, request.stop, prompt.back(), planned);
+  if (!text) return Fail(std::move(text.error()));
+  GenerationCursor cursor(config, request, capacity, std::move(*chain), std::move(*text));
+  for (const uint32_t token : prompt) cursor.chain_.Accept(token);  // llama.cpp counts the prompt
   cursor.result_.prompt.assign(prompt.begin(), prompt.end());
   cursor.result_.work.layer_cache_count = config.layers;
+  cursor.result_.text.emplace();
   cursor.result_.generated.reserve(planned);
   cursor.result_.steps.reserve(planned);
+  if (request.top_logprobs) {
+    cursor.result_.top_logprobs_per_step = *request.top_logprobs;
+    cursor.result_.top_logprobs.reserve(planned * *request.top_logprobs);
+  }
   cursor.prefix_.assign(prompt.begin(), prompt.end());
   cursor.prefix_.reserve(prompt.size() + planned);
   return cursor;
 }
 
+bool GenerationCursor::IsEndToken(uint32_t token) const {
+  if (request_.eos_token && token == *request_.eos_token) return true;
+  return std::find(request_.end_tokens.begin(), request_.end_tokens.end(), token) !=
+         request_.end_tokens.end();
+}
+
+std::optional<GenerationStop> GenerationCursor::StopAfter(bool end_token, bool stop_string) const {
+  if (end_token) return GenerationStop::kEos;
+  if (stop_string) return GenerationStop::kStopString;
+  if (result_.generated.size() == request_.max_new_tokens) return GenerationStop::kTokenLimit;
+  if (prefix_.size() > capacity_) return GenerationStop::kContextLimit;
+  return std::nullopt;
+}
+
 Result<bool> GenerationCursor::Advance(std::span<const double> logits, SplitMix64& rng,
                                        const TokenCallback& on_token) {
-  const size_t vocabulary = config_.vocabulary_size, capacity = config_.max_positions;
+  const size_t vocabulary = config_.vocabulary_size;
   const uint64_t lanes = uint64_t{config_.layers} * config_.heads;
   uint64_t& complete_scores = result_.work.complete_prefix_attention_score_values;
   const uint64_t length = prefix_.size();
@@ -180,27 +231,46 @@ Result<bool> GenerationCursor::Advance(std::span<const double> logits, SplitMix6
                 {{"expected", uint64_t{vocabulary}}, {"actual", uint64_t{logits.size()}}},
                 "model returned " + Count(logits.size()) + " logits, expected " + Count(vocabulary));
   }
-  Result<TokenSelection> selection = sampler_.Sample(logits, request_.mode, rng);
-  if (!selection) return Fail(std::move(selection.error()).Wrap(ErrorCode::kSampling));
+  Result<uint32_t> token = SampleAndRecord(logits, rng);
+  if (!token) return Fail(std::move(token.error()));
+
+  const bool end_token = IsEndToken(*token);
+  const bool stop_string = text_.Append(*token, end_token);
+  std::optional<GenerationStop> stop = StopAfter(end_token, stop_string);
+  if (on_token) {
+    const StreamAction action = on_token({*token, text_.Release(stop.has_value())});
+    if (!stop && action == StreamAction::kCancel) stop = GenerationStop::kCancelled;
+  }
+  if (!stop) return true;
+  result_.stop = *stop;
+  result_.text = text_.TakeText();
+  return false;
+}
+
+Result<uint32_t> GenerationCursor::SampleAndRecord(std::span<const double> logits, SplitMix64& rng) {
+  StepLogprobs logprobs;
+  if (request_.top_logprobs) {  // within the reserved capacity: no allocation
+    const size_t first = result_.top_logprobs.size();
+    result_.top_logprobs.resize(first + *request_.top_logprobs);
+    logprobs.top = std::span(result_.top_logprobs).subspan(first);
+  }
+  Result<TokenSelection> selection = chain_.Sample(logits, rng, request_.top_logprobs ? &logprobs : nullptr);
+  if (!selection) {
+    result_.top_logprobs.resize(result_.steps.size() * result_.top_logprobs_per_step);
+    return Fail(std::move(selection.error()).Wrap(ErrorCode::kSampling));
+  }
   const uint32_t token = selection->token_id;
   result_.generated.push_back(token);
-  result_.steps.push_back({prefix_.size(), token, selection->unit_draw, selection->interval_start,
-                           selection->interval_end});
+  GenerationStep& step = result_.steps.emplace_back();
+  step.prefix_length = prefix_.size();
+  step.token_id = token;
+  step.unit_draw = selection->unit_draw;
+  step.interval_start = selection->interval_start;
+  step.interval_end = selection->interval_end;
+  if (request_.top_logprobs) step.logprob = logprobs.chosen;
   prefix_.push_back(token);
-  if (on_token) on_token(token);
-  if (request_.eos_token && token == *request_.eos_token) {
-    result_.stop = GenerationStop::kEos;
-    return false;
-  }
-  if (result_.generated.size() == request_.max_new_tokens) {
-    result_.stop = GenerationStop::kTokenLimit;
-    return false;
-  }
-  if (prefix_.size() > capacity) {
-    result_.stop = GenerationStop::kContextLimit;
-    return false;
-  }
-  return true;
+  chain_.Accept(token);
+  return token;
 }
 
 Result<void> RunGenerationLoop(const ModelConfig& config, const GenerationConfig& request,
@@ -220,6 +290,9 @@ Result<void> RunGenerationLoop(const ModelConfig& config, const GenerationConfig
   result.generated = std::move(run.generated);
   result.steps = std::move(run.steps);
   result.stop = run.stop;
+  result.text = std::move(run.text);
+  result.top_logprobs = std::move(run.top_logprobs);
+  result.top_logprobs_per_step = run.top_logprobs_per_step;
   result.model_calls = source.calls();
   result.work.complete_prefix_attention_score_values =
       run.work.complete_prefix_attention_score_values;
@@ -234,6 +307,10 @@ std::string_view GenerationStopName(GenerationStop stop) {
       return "token-limit";
     case GenerationStop::kContextLimit:
       return "context-limit";
+    case GenerationStop::kStopString:
+      return "stop-string";
+    case GenerationStop::kCancelled:
+      return "cancelled";
   }
   return "unknown";
 }
@@ -248,9 +325,13 @@ Result<GenerationResult> GenerateCached(const DecoderModel& model, std::span<con
   GenerationResult result;
   result.prompt.assign(prompt.begin(), prompt.end());
   result.work.layer_cache_count = model_config.layers;
+  result.text.emplace();
+  if (config.top_logprobs) result.top_logprobs_per_step = *config.top_logprobs;
   if (config.max_new_tokens == 0) return result;  // no cache, no model call, no draw
 
-  Result<OwnedSession> session = OwnedSession::Open(model, engine);
+  CacheOptions cache;
+  cache.capacity = ContextCapacity(model_config, config);
+  Result<OwnedSession> session = OwnedSession::Open(model, engine, cache);
   if (!session) return Fail(std::move(session.error()).Wrap(ErrorCode::kCache));
   SessionSource source(session->session());
   if (Result<void> ran = RunGenerationLoop(model_config, config, rng, source, on_token, result);
@@ -279,6 +360,8 @@ Result<GenerationResult> GenerateUncached(const DecoderModel& model,
   }
   GenerationResult result;
   result.prompt.assign(prompt.begin(), prompt.end());
+  result.text.emplace();
+  if (config.top_logprobs) result.top_logprobs_per_step = *config.top_logprobs;
   if (config.max_new_tokens == 0) return result;
   if (engine.backend == Backend::kReference) {
     // With a weight format, the oracle's complete-prefix pass runs on the format's

@@ -11,42 +11,56 @@
 #include <span>
 #include <vector>
 
+#include "generate/generated_text.h"
+#include "generate/sampler_chain.h"
 #include "kvrt/config.h"
 #include "kvrt/error.h"
 #include "kvrt/generation.h"
-#include "kvrt/sampling.h"
 
 namespace kvrt {
 
 class GenerationCursor {
  public:
-  // `prompt` validated; sizes every buffer for the whole run up front, so
-  // Advance allocates nothing.
+  // `prompt` and `request` validated; sizes every buffer for the whole run up
+  // front (the sampler set's, the text's, the steps'), so Advance allocates
+  // nothing until the run ends.
   static Result<GenerationCursor> Create(const ModelConfig& config, const GenerationConfig& request,
                                          std::span<const uint32_t> prompt);
 
-  // Samples one token from the logits of the current prefix, records the step
-  // and applies the stops in the order EOS → token limit → context limit.
-  // Returns true when the run goes on: feed token() and call again with the
-  // logits of the longer prefix.
+  // Samples one token from the logits of the current prefix, records the step,
+  // streams it and applies the stops in the order end token → stop string →
+  // token limit → context limit → the callback's cancel. Returns true when the
+  // run goes on: feed token() and call again with the logits of the longer prefix.
   Result<bool> Advance(std::span<const double> logits, SplitMix64& rng,
                        const TokenCallback& on_token);
 
   uint32_t token() const { return result_.generated.back(); }
   std::span<const uint32_t> prefix() const { return prefix_; }
-  // The run so far: prompt, generated, steps, stop and the complete-prefix
-  // score count (model_calls and the cache counters are the driver's).
+  // The run so far: prompt, generated, steps, stop, text, log-probabilities and
+  // the complete-prefix score count (model_calls and the cache counters are the
+  // driver's).
   GenerationResult& result() { return result_; }
 
  private:
-  GenerationCursor(const ModelConfig& config, const GenerationConfig& request, Sampler sampler)
-      : config_(config), request_(request), sampler_(std::move(sampler)) {}
+  GenerationCursor(const ModelConfig& config, const GenerationConfig& request, size_t capacity,
+                   SamplerChain chain, GeneratedText text)
+      : config_(config), request_(request), capacity_(capacity), chain_(std::move(chain)),
+        text_(std::move(text)) {}
+  // One token from the sampler set, recorded as a step of the run.
+  Result<uint32_t> SampleAndRecord(std::span<const double> logits, SplitMix64& rng);
+  bool IsEndToken(uint32_t token) const;
+  std::optional<GenerationStop> StopAfter(bool end_token, bool stop_string) const;
 
   ModelConfig config_;
   GenerationConfig request_;
-  Sampler sampler_;
+  size_t capacity_;  // tokens the sequence may hold
+  SamplerChain chain_;
+  GeneratedText text_;
   GenerationResult result_;
   std::vector<uint32_t> prefix_;
 };
+
+// The tokens a sequence of `request` may hold: its context_size, else the model's.
+size_t ContextCapacity(const ModelConfig& config, const GenerationConfig& request);
 
 }  // namespace kvrt

@@ -84,58 +84,62 @@ Result<TokenSelection> SamplerChain::Sample(std::span<const double> logits, Spli
   if (Result<void> valid = sampling::ValidateLogits(logits); !valid) {
     return Fail(std::move(valid.error()));
   }
-  const size_t v = vocabulary_size();
-  if (logits.size() != v) {
+  if (logits.size() != vocabulary_size()) {
     return Fail(ErrorCode::kLogitCountMismatch,
-                {{"expected", uint64_t{v}}, {"actual", uint64_t{logits.size()}}},
-                "sampler expects " + std::to_string(v) + " logits, received " +
+                {{"expected", uint64_t{vocabulary_size()}}, {"actual", uint64_t{logits.size()}}},
+                "sampler expects " + std::to_string(vocabulary_size()) + " logits, received " +
                     std::to_string(logits.size()));
   }
-  std::span<const double> x = logits;
-  if (!shaped_.empty()) {
-    const PenaltyWindow* window = window_ ? &*window_ : nullptr;
-    if (Result<void> shaped = sampling::ShapeLogits(logits, options_, window, shaped_.span()); !shaped) {
-      return Fail(std::move(shaped.error()));
-    }
-    x = shaped_.span();
-  }
+  Result<std::span<const double>> x = Shape(logits);
+  if (!x) return Fail(std::move(x.error()));
   std::optional<sampling::LogSoftmax> log_softmax;
   if (logprobs != nullptr) {
-    log_softmax.emplace(x);
-    sampling::TopLogprobs(x, *log_softmax, order_.data(), logprobs->top);
+    log_softmax.emplace(*x);
+    sampling::TopLogprobs(*x, *log_softmax, order_.data(), logprobs->top);
   }
+  Result<TokenSelection> selection = Pick(*x, rng);
+  if (selection && logprobs != nullptr) logprobs->chosen = log_softmax->Of((*x)[selection->token_id]);
+  return selection;
+}
 
-  TokenSelection selection;
-  candidates_ = 0;
+// §2: the logits themselves, or their copy with the bias and the penalties.
+Result<std::span<const double>> SamplerChain::Shape(std::span<const double> logits) {
+  if (shaped_.empty()) return logits;
+  const PenaltyWindow* window = window_ ? &*window_ : nullptr;
+  if (Result<void> shaped = sampling::ShapeLogits(logits, options_, window, shaped_.span()); !shaped) {
+    return Fail(std::move(shaped.error()));
+  }
+  return std::span<const double>(shaped_.span());
+}
+
+// §3–§7: the candidates, then greedy's first one or the one draw.
+Result<TokenSelection> SamplerChain::Pick(std::span<const double> x, SplitMix64& rng) {
+  const size_t v = vocabulary_size();
   const bool greedy = mode_.kind == SamplingMode::Kind::kGreedy;
+  candidates_ = 0;
   // Top-k, top-p and min-p always keep the first-ranked token, so greedy only
   // ranks when typical-p may drop it.
   if (greedy && options_.typical_p >= 1.0) {
+    TokenSelection selection;
     selection.token_id = sampling::FirstRanked(x);
-  } else {
-    const size_t top_k = mode_.kind == SamplingMode::Kind::kTemperatureTopK ? mode_.top_k : v;
-    sampling::RankIds(x, top_k, order_.data());
-    const size_t count = DropsCandidates() ? KeepCandidates(x, top_k) : top_k;
-    candidates_ = count;
-    if (greedy) {
-      selection.token_id = order_[0];
-    } else {
-      double* p = probabilities_.data();
-      std::fill_n(p, v, 0.0);
-      if (Result<void> weighed =
-              sampling::WeighRetained(x, {order_.data(), count}, mode_.temperature, p);
-          !weighed) {
-        return Fail(std::move(weighed.error()));
-      }
-      if (Result<void> summed = sampling::CheckProbabilitySum(p, v); !summed) {
-        return Fail(std::move(summed.error()));
-      }
-      // The only RNG use: one draw, after every check passed.
-      selection = sampling::SelectByDraw(p, v, rng.NextUnit());
-    }
+    return selection;
   }
-  if (logprobs != nullptr) logprobs->chosen = log_softmax->Of(x[selection.token_id]);
-  return selection;
+  const size_t top_k = mode_.kind == SamplingMode::Kind::kTemperatureTopK ? mode_.top_k : v;
+  sampling::RankIds(x, top_k, order_.data());
+  candidates_ = DropsCandidates() ? KeepCandidates(x, top_k) : top_k;
+  if (greedy) {
+    TokenSelection selection;
+    selection.token_id = order_[0];
+    return selection;
+  }
+  double* p = probabilities_.data();
+  std::fill_n(p, v, 0.0);
+  if (Result<void> weighed = sampling::WeighRetained(x, last_candidates(), mode_.temperature, p); !weighed) {
+    return Fail(std::move(weighed.error()));
+  }
+  if (Result<void> summed = sampling::CheckProbabilitySum(p, v); !summed) return Fail(std::move(summed.error()));
+  // The only RNG use: one draw, after every check passed.
+  return sampling::SelectByDraw(p, v, rng.NextUnit());
 }
 
 void SamplerChain::Accept(uint32_t token) {

@@ -53,6 +53,8 @@ class SamplerChain {
  private:
   SamplerChain() = default;
   bool DropsCandidates() const;
+  Result<std::span<const double>> Shape(std::span<const double> logits);
+  Result<TokenSelection> Pick(std::span<const double> x, SplitMix64& rng);
   size_t KeepCandidates(std::span<const double> x, size_t count);
 
   SamplingMode mode_;

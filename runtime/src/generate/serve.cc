@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <new>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "generate/generation_cursor.h"
@@ -44,6 +45,7 @@ Result<std::vector<ServedGeneration>> ServeGenerations(const DecoderModel& model
 
   CacheOptions cache_options;
   cache_options.batch_size = std::max<size_t>(1, options.slots);
+  cache_options.capacity = options.capacity;
   cache_options.precision = options.engine.precision;
   Result<DecoderKvCache> created = DecoderKvCache::Create(model, cache_options);
   if (!created) return Fail(std::move(created.error()).Wrap(ErrorCode::kCache));
@@ -103,6 +105,14 @@ Result<std::vector<ServedGeneration>> ServeGenerations(const DecoderModel& model
         if (Result<void> valid = ValidateCachedRequest(config, request.prompt, request.config);
             !valid) {
           out.error = std::move(valid.error());
+          ++next;
+          continue;
+        }
+        if (const size_t wanted = ContextCapacity(config, request.config); wanted > cache.capacity()) {
+          out.error = Error(ErrorCode::kCapacityExceedsPositions,
+                            {{"capacity", uint64_t{wanted}}, {"max_positions", uint64_t{cache.capacity()}}},
+                            "request context of " + std::to_string(wanted) +
+                                " tokens exceeds the slots' capacity of " + std::to_string(cache.capacity()));
           ++next;
           continue;
         }
