@@ -116,6 +116,15 @@ class PlainLlama {
                                                            : heads_;
     eps_ = *file.Get<float>("llama.attention.layer_norm_rms_epsilon");
     base_ = file.Find("llama.rope.freq_base") ? *file.Get<float>("llama.rope.freq_base") : 10000.0;
+    // llama.cpp: a missing scaling type is linear; freq_scale = 1/factor (f32),
+    // the factor from rope.scaling.factor or the older rope.scale_linear, 0 = none.
+    const Value* type = file.Find("llama.rope.scaling.type");
+    const bool none = type != nullptr && type->string == "none";
+    float factor = 0.0f;
+    for (const char* key : {"llama.rope.scaling.factor", "llama.rope.scale_linear"}) {
+      if (factor == 0.0f && file.Find(key)) factor = *file.Get<float>(key);
+    }
+    freq_scale_ = none || factor == 0.0f ? 1.0 : static_cast<double>(1.0f / factor);
     hw_ = d_ / heads_;
     embedding_ = Tensor("token_embd.weight");
     output_ = file.FindTensor("output.weight") ? Tensor("output.weight") : embedding_;
@@ -202,11 +211,12 @@ class PlainLlama {
     for (size_t i = 0; i < x.size(); ++i) y[i] = x[i] * scale * w[i];
     return y;
   }
-  // Rotates the pairs (2i, 2i+1) of every head by p·base^(−2i/hw).
+  // Rotates the pairs (2i, 2i+1) of every head by freq_scale·p·base^(−2i/hw).
   void Rope(std::vector<double>& x, size_t p) const {
     for (size_t head = 0; head < x.size() / hw_; ++head) {
       for (size_t i = 0; i < hw_ / 2; ++i) {
-        const double angle = static_cast<double>(p) * std::pow(base_, -2.0 * static_cast<double>(i) / static_cast<double>(hw_));
+        const double angle = freq_scale_ * static_cast<double>(p) *
+                             std::pow(base_, -2.0 * static_cast<double>(i) / static_cast<double>(hw_));
         double& a = x[head * hw_ + 2 * i];
         double& b = x[head * hw_ + 2 * i + 1];
         const double a0 = a, b0 = b;
@@ -218,7 +228,7 @@ class PlainLlama {
 
   const GgufFile& file_;
   size_t d_ = 0, layers_ = 0, f_ = 0, heads_ = 0, kv_heads_ = 0, hw_ = 0, vocabulary_ = 0;
-  double eps_ = 0.0, base_ = 10000.0;
+  double eps_ = 0.0, base_ = 10000.0, freq_scale_ = 1.0;
   std::vector<double> embedding_, output_;
 };
 

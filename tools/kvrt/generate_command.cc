@@ -59,7 +59,8 @@ int RunGenerate(std::span<char* const> args) {
   }
   Result<std::string> path = flags->Required("model");
   if (!path) return ReportError(path.error());
-  Result<GenerationConfig> request = RequestConfigFromFlags(*flags);
+  const RequestFields fields = RequestFieldsFromFlags(*flags);
+  Result<GenerationConfig> request = RequestConfigFromFields(fields);
   if (!request) return ReportError(request.error());
   GenerationConfig config = *request;
   Result<EngineChoice> engine_choice = EngineFromFlags(*flags);
@@ -80,7 +81,7 @@ int RunGenerate(std::span<char* const> args) {
   // The request is checked before the weights are converted, so that a bad prompt
   // fails at once rather than after a conversion of a second or more.
   Result<RequestInput> input =
-      RequestInputFromFlags(*flags, *loaded, tokenizer, flags->Has("tokenizer"), config);
+      RequestInputFromFields(fields, *loaded, tokenizer, flags->Has("tokenizer"), config);
   if (!input) return ReportError(input.error());
   // Converting the weights (--weights) is part of the load, not of the prompt's prefill.
   if (Result<void> prepared = loaded->model.PrepareWeights(*engine); !prepared) {

@@ -10,34 +10,45 @@
 namespace kvrt::cli {
 namespace {
 
-Result<SamplingMode> ModeFromFlags(const Flags& flags) {
-  const bool has_temperature = flags.Has("temperature"), has_top_k = flags.Has("top-k");
-  if (flags.Has("greedy")) {
+// The value of a field that must be present (the caller checked).
+template <class T>
+Result<T> Given(const RequestField<T>& field) {
+  if (!*field) return std::unexpected((*field).error());
+  return **field;
+}
+
+Result<SamplingMode> ModeFromFields(const RequestFields& fields) {
+  const bool has_temperature = fields.temperature.has_value(), has_top_k = fields.top_k.has_value();
+  if (fields.greedy) {
     if (has_temperature || has_top_k) {
       return std::unexpected(InvalidArgument("--greedy excludes --temperature and --top-k"));
     }
     return SamplingMode::Greedy();
   }
   if (!has_temperature && !has_top_k) return SamplingMode::Greedy();
-  Result<double> temperature = flags.Double("temperature", 1.0);
-  if (!temperature) return std::unexpected(temperature.error());
+  double temperature = 1.0;
+  if (has_temperature) {
+    Result<double> given = Given(fields.temperature);
+    if (!given) return std::unexpected(given.error());
+    temperature = *given;
+  }
   // Temperature 0 is the limit of sharper and sharper sampling: the largest logit,
   // as kvrt_generation_options reads it. --top-k is then irrelevant.
-  if (has_temperature && *temperature == 0.0) return SamplingMode::Greedy();
+  if (has_temperature && temperature == 0.0) return SamplingMode::Greedy();
   if (!has_temperature || !has_top_k) {
     return std::unexpected(InvalidArgument("--temperature and --top-k go together"));
   }
-  Result<uint64_t> top_k = flags.Unsigned("top-k", 1);
+  Result<uint64_t> top_k = Given(fields.top_k);
   if (!top_k) return std::unexpected(top_k.error());
-  return SamplingMode::TemperatureTopK(*temperature, *top_k);
+  return SamplingMode::TemperatureTopK(temperature, *top_k);
 }
 
-Result<uint64_t> RngStateFromFlags(const Flags& flags, uint64_t checkpoint_state) {
-  if (flags.Has("rng-state") && flags.Has("seed")) {
+Result<uint64_t> RngStateFromFields(const RequestFields& fields, uint64_t checkpoint_state) {
+  if (fields.rng_state && fields.seed) {
     return std::unexpected(InvalidArgument("--rng-state and --seed exclude each other"));
   }
-  if (flags.Has("rng-state")) return flags.Hex("rng-state", 0);
-  if (flags.Has("seed")) return flags.Unsigned("seed", 0);
+  if (fields.rng_state) return Given(fields.rng_state);
+  if (fields.seed) return Given(fields.seed);
   return checkpoint_state;
 }
 
@@ -59,22 +70,40 @@ std::optional<std::string> GeneratedText(const Tokenizer& tokenizer, const Gener
   return *text;
 }
 
-Result<GenerationConfig> RequestConfigFromFlags(const Flags& flags) {
-  if (flags.Has("tokens") == flags.Has("prompt")) {
+RequestFields RequestFieldsFromFlags(const Flags& flags) {
+  RequestFields fields;
+  if (flags.Has("tokens")) fields.tokens = flags.TokenList("tokens");
+  fields.prompt = flags.Value("prompt");
+  fields.greedy = flags.Has("greedy");
+  if (flags.Has("temperature")) fields.temperature = flags.Double("temperature", 1.0);
+  if (flags.Has("top-k")) fields.top_k = flags.Unsigned("top-k", 1);
+  if (flags.Has("rng-state")) fields.rng_state = flags.Hex("rng-state", 0);
+  if (flags.Has("seed")) fields.seed = flags.Unsigned("seed", 0);
+  if (flags.Has("eos")) fields.eos = flags.Unsigned("eos", 0);
+  fields.no_eos = flags.Has("no-eos");
+  if (flags.Has("max-new-tokens")) fields.max_new_tokens = flags.Unsigned("max-new-tokens", 64);
+  return fields;
+}
+
+Result<GenerationConfig> RequestConfigFromFields(const RequestFields& fields) {
+  if (fields.tokens.has_value() == fields.prompt.has_value()) {
     return std::unexpected(InvalidArgument("give exactly one of --tokens and --prompt"));
   }
-  Result<SamplingMode> mode = ModeFromFlags(flags);
+  Result<SamplingMode> mode = ModeFromFields(fields);
   if (!mode) return std::unexpected(mode.error());
-  Result<uint64_t> max_new_tokens = flags.Unsigned("max-new-tokens", 64);
-  if (!max_new_tokens) return std::unexpected(max_new_tokens.error());
   GenerationConfig config;
   config.mode = *mode;
-  config.max_new_tokens = *max_new_tokens;
-  if (flags.Has("eos") && flags.Has("no-eos")) {
+  config.max_new_tokens = 64;
+  if (fields.max_new_tokens) {
+    Result<uint64_t> max_new_tokens = Given(fields.max_new_tokens);
+    if (!max_new_tokens) return std::unexpected(max_new_tokens.error());
+    config.max_new_tokens = *max_new_tokens;
+  }
+  if (fields.eos && fields.no_eos) {
     return std::unexpected(InvalidArgument("--eos and --no-eos exclude each other"));
   }
-  if (flags.Has("eos")) {
-    Result<uint64_t> eos = flags.Unsigned("eos", 0);
+  if (fields.eos) {
+    Result<uint64_t> eos = Given(fields.eos);
     if (!eos) return std::unexpected(eos.error());
     if (*eos > UINT32_MAX) return std::unexpected(InvalidArgument("--eos must fit a u32 token id"));
     config.eos_token = static_cast<uint32_t>(*eos);
@@ -82,32 +111,32 @@ Result<GenerationConfig> RequestConfigFromFlags(const Flags& flags) {
   return config;
 }
 
-Result<RequestInput> RequestInputFromFlags(const Flags& flags, const LoadedModel& loaded,
-                                           const Tokenizer& tokenizer, bool llama2c_tokenizer,
-                                           GenerationConfig& config) {
+Result<RequestInput> RequestInputFromFields(const RequestFields& fields, const LoadedModel& loaded,
+                                            const Tokenizer& tokenizer, bool llama2c_tokenizer,
+                                            GenerationConfig& config) {
   // run.c ends a sequence at BOS, the delimiter between documents.
-  if (llama2c_tokenizer && !config.eos_token && !flags.Has("no-eos")) {
+  if (llama2c_tokenizer && !config.eos_token && !fields.no_eos) {
     config.eos_token = tokenizer.bos_id();
   }
   // A byte-BPE model, like a GGUF's, was trained to end its text with its EOS
   // token: without an explicit choice, stop there rather than run past the text.
   const bool own_eos = loaded.tokenizer && (loaded.format == ModelFormat::kGguf ||
                                             loaded.tokenizer->kind() == TokenizerKind::kByteBpe);
-  if (!config.eos_token && !flags.Has("no-eos") && own_eos) config.eos_token = loaded.tokenizer->eos_id();
+  if (!config.eos_token && !fields.no_eos && own_eos) config.eos_token = loaded.tokenizer->eos_id();
   RequestInput input;
-  Result<uint64_t> state = RngStateFromFlags(flags, loaded.sampling_rng_state.value_or(0));
+  Result<uint64_t> state = RngStateFromFields(fields, loaded.sampling_rng_state.value_or(0));
   if (!state) return std::unexpected(state.error());
   input.rng_state = *state;
-  if (flags.Has("prompt")) {
+  if (fields.prompt) {
     if (tokenizer.vocabulary_size() == 0) {
       return std::unexpected(
           InvalidArgument("this model file has no tokenizer: give --tokenizer to encode --prompt"));
     }
-    Result<std::vector<uint32_t>> encoded = tokenizer.EncodePrompt(*flags.Value("prompt"));
+    Result<std::vector<uint32_t>> encoded = tokenizer.EncodePrompt(*fields.prompt);
     if (!encoded) return std::unexpected(encoded.error());
     input.prompt = std::move(*encoded);
   } else {
-    Result<std::vector<uint32_t>> ids = flags.TokenList("tokens");
+    Result<std::vector<uint32_t>> ids = Given(fields.tokens);
     if (!ids) return std::unexpected(ids.error());
     input.prompt = std::move(*ids);
   }

@@ -1,6 +1,6 @@
 // What `kvrt generate` reads from its flags about one request (prompt, sampling,
-// stops, RNG state), shared with `kvrt batch`, whose request lines are read as
-// the same flags: a request means exactly what `generate` means by it.
+// stops, RNG state), shared with `kvrt batch`, whose request lines fill the same
+// fields from JSON: a request means exactly what `generate` means by it.
 #pragma once
 
 #include <cstdint>
@@ -32,9 +32,34 @@ inline constexpr FlagSpec kRequestFlags[] = {
     {"max-new-tokens", true, "token budget (default 64)"},
 };
 
-// The checks that need no model: --tokens xor --prompt, the sampling mode, the
-// budget, --eos xor --no-eos and the explicit EOS id.
-Result<GenerationConfig> RequestConfigFromFlags(const Flags& flags);
+// One request's fields as given, before any check that combines them: from
+// `generate`'s flags (RequestFieldsFromFlags) or from a `kvrt batch` JSON line
+// (batch_request.h), never one through the other. A field is absent, or given
+// with its value or the error its text gave: a flag value that does not parse is
+// reported where the checks below first need it, so the first error of a
+// request is the same whichever way it came in.
+template <class T>
+using RequestField = std::optional<Result<T>>;
+
+struct RequestFields {
+  RequestField<std::vector<uint32_t>> tokens;
+  std::optional<std::string> prompt;  // any bytes, NUL included
+  bool greedy = false;
+  RequestField<double> temperature;
+  RequestField<uint64_t> top_k;
+  RequestField<uint64_t> rng_state;
+  RequestField<uint64_t> seed;
+  RequestField<uint64_t> eos;
+  bool no_eos = false;
+  RequestField<uint64_t> max_new_tokens;
+};
+
+RequestFields RequestFieldsFromFlags(const Flags& flags);
+
+// The checks that need no model: tokens xor prompt, the sampling mode, the
+// budget, eos xor no_eos and the explicit EOS id. The messages name the flags
+// (`--temperature and --top-k go together`) for batch lines too.
+Result<GenerationConfig> RequestConfigFromFields(const RequestFields& fields);
 
 // The rest, once the model is loaded: the default EOS (a byte-BPE or GGUF
 // model's own; llama2.c's BOS when `llama2c_tokenizer`), the RNG state and the
@@ -43,9 +68,9 @@ struct RequestInput {
   std::vector<uint32_t> prompt;
   uint64_t rng_state = 0;
 };
-Result<RequestInput> RequestInputFromFlags(const Flags& flags, const LoadedModel& loaded,
-                                           const Tokenizer& tokenizer, bool llama2c_tokenizer,
-                                           GenerationConfig& config);
+Result<RequestInput> RequestInputFromFields(const RequestFields& fields, const LoadedModel& loaded,
+                                            const Tokenizer& tokenizer, bool llama2c_tokenizer,
+                                            GenerationConfig& config);
 
 // The generated tokens as text (a final EOS dropped); nullopt when not UTF-8.
 std::optional<std::string> GeneratedText(const Tokenizer& tokenizer, const GenerationResult& run);

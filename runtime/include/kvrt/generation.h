@@ -107,4 +107,25 @@ struct ServeOptions {
   size_t prefill_chunk = 0; // most prompt rows per slot per step; 0: as many as fit
 };
 
+// The streaming form of ServeGenerations (kvrt/model.h, ServeGenerationStream):
+// requests are pulled from a source one at a time and results handed out in
+// request order as soon as they are known, so a run over any number of requests
+// holds only what its slots are working on. Where such a run gets its requests,
+// in order:
+class GenerationRequestSource {
+ public:
+  virtual ~GenerationRequestSource() = default;
+  // The next request, or nullopt after the last one. An error ends the run with it.
+  virtual Result<std::optional<GenerationRequest>> Next() = 0;
+};
+
+// Receives the result of request `index` (0-based, in the source's order); called
+// in request order. An error ends the run with it.
+using ServedCallback = std::function<Result<void>(size_t index, ServedGeneration& served)>;
+
+struct StreamOptions {
+  ServeOptions serve;
+  size_t max_held_results = 1024;  // at least 1
+};
+
 }  // namespace kvrt

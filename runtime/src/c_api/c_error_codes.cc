@@ -203,6 +203,9 @@ constexpr std::pair<ErrorCode, int> kCodes[] = {
     {ErrorCode::kTruncateBeyondLength, KVRT_ERR_TRUNCATE_BEYOND_LENGTH},
     {ErrorCode::kForkOntoItself, KVRT_ERR_FORK_ONTO_ITSELF},
     {ErrorCode::kSlotRequest, KVRT_ERR_SLOT_REQUEST},
+    {ErrorCode::kInvalidRopeScale, KVRT_ERR_INVALID_ROPE_SCALE},
+    {ErrorCode::kHeadWidthMismatch, KVRT_ERR_HEAD_WIDTH_MISMATCH},
+    {ErrorCode::kUnsupportedExperts, KVRT_ERR_UNSUPPORTED_EXPERTS},
 };
 
 // Every C++ variant has a C code: adding a variant without one fails to compile here.

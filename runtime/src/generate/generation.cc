@@ -148,10 +148,8 @@ Result<void> ValidateCachedRequest(const ModelConfig& config, std::span<const ui
 
 Result<GenerationCursor> GenerationCursor::Create(const ModelConfig& config,
                                                   const GenerationConfig& request,
-                                                  std::span<const uint32_t> prompt) {
-  Result<Sampler> sampler = Sampler::Create(config.vocabulary_size);
-  if (!sampler) return Fail(std::move(sampler.error()));
-  GenerationCursor cursor(config, request, std::move(*sampler));
+                                                  std::span<const uint32_t> prompt, Sampler& sampler) {
+  GenerationCursor cursor(config, request, sampler);
   // Buffers sized for the whole run up front: the loop itself allocates nothing.
   const size_t planned =
       std::min(request.max_new_tokens, config.max_positions - prompt.size() + 1);
@@ -180,7 +178,7 @@ Result<bool> GenerationCursor::Advance(std::span<const double> logits, SplitMix6
                 {{"expected", uint64_t{vocabulary}}, {"actual", uint64_t{logits.size()}}},
                 "model returned " + Count(logits.size()) + " logits, expected " + Count(vocabulary));
   }
-  Result<TokenSelection> selection = sampler_.Sample(logits, request_.mode, rng);
+  Result<TokenSelection> selection = sampler_->Sample(logits, request_.mode, rng);
   if (!selection) return Fail(std::move(selection.error()).Wrap(ErrorCode::kSampling));
   const uint32_t token = selection->token_id;
   result_.generated.push_back(token);
@@ -206,7 +204,9 @@ Result<bool> GenerationCursor::Advance(std::span<const double> logits, SplitMix6
 Result<void> RunGenerationLoop(const ModelConfig& config, const GenerationConfig& request,
                                SplitMix64& rng, LogitSource& source, const TokenCallback& on_token,
                                GenerationResult& result) {
-  Result<GenerationCursor> cursor = GenerationCursor::Create(config, request, result.prompt);
+  Result<Sampler> sampler = Sampler::Create(config.vocabulary_size);
+  if (!sampler) return Fail(std::move(sampler.error()));
+  Result<GenerationCursor> cursor = GenerationCursor::Create(config, request, result.prompt, *sampler);
   if (!cursor) return Fail(std::move(cursor.error()));
   Result<std::span<const double>> logits = source.First(result.prompt);
   for (;;) {

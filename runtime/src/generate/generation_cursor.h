@@ -21,9 +21,12 @@ namespace kvrt {
 class GenerationCursor {
  public:
   // `prompt` validated; sizes every buffer for the whole run up front, so
-  // Advance allocates nothing.
+  // Advance allocates nothing. The cursor samples with `sampler` (of the model's
+  // vocabulary), which it borrows: a request driver lends each slot's sampler to
+  // the request in that slot, so the vocabulary-sized buffers exist once per
+  // slot, not once per request.
   static Result<GenerationCursor> Create(const ModelConfig& config, const GenerationConfig& request,
-                                         std::span<const uint32_t> prompt);
+                                         std::span<const uint32_t> prompt, Sampler& sampler);
 
   // Samples one token from the logits of the current prefix, records the step
   // and applies the stops in the order EOS → token limit → context limit.
@@ -33,18 +36,19 @@ class GenerationCursor {
                        const TokenCallback& on_token);
 
   uint32_t token() const { return result_.generated.back(); }
+  // The prompt, then every sampled token (its storage never moves: reserved up front).
   std::span<const uint32_t> prefix() const { return prefix_; }
   // The run so far: prompt, generated, steps, stop and the complete-prefix
   // score count (model_calls and the cache counters are the driver's).
   GenerationResult& result() { return result_; }
 
  private:
-  GenerationCursor(const ModelConfig& config, const GenerationConfig& request, Sampler sampler)
-      : config_(config), request_(request), sampler_(std::move(sampler)) {}
+  GenerationCursor(const ModelConfig& config, const GenerationConfig& request, Sampler& sampler)
+      : config_(config), request_(request), sampler_(&sampler) {}
 
   ModelConfig config_;
   GenerationConfig request_;
-  Sampler sampler_;
+  Sampler* sampler_;
   GenerationResult result_;
   std::vector<uint32_t> prefix_;
 };
