@@ -4,13 +4,18 @@
 // with a few µs of serial code between two of them, so the fork and join must cost
 // a fraction of a µs, not the tens of µs of waking sleeping threads. oneTBB's
 // workers keep looking for work for a while after a loop ends before they sleep, so
-// inside a step a fork is a task the waiting workers pick up at once. Each loop is
-// cut into one contiguous block of task indices per thread of the arena
-// (static_partitioner): the fewest task objects, and each thread reads a
-// contiguous part of the data a loop streams, which the hardware prefetchers follow.
-// A block whose thread is busy elsewhere is run by whichever thread of the arena
-// is free first (the caller included), so a loop never waits for a late worker
-// longer than that block. Which thread runs a task never changes what it computes.
+// inside a step a fork is a task the waiting workers pick up at once.
+//
+// Each loop is cut into contiguous blocks of task indices, two per thread of the
+// arena (simple_partitioner halving the range down to a grain of n / (2 threads)):
+// few task objects, and each thread reads a contiguous part of the data a loop
+// streams, which the hardware prefetchers follow. A block not yet started is run by
+// whichever thread of the arena is free first (the caller included), so a thread
+// that stalls (descheduled on a shared machine) holds back at most the one block
+// it is in, half its share; one block per thread (static_partitioner) was cheaper by
+// about 0.1 µs a loop but let one stalled thread hold back its whole share
+// (ThreadPoolTest.OthersFinishTheRangeOfAStalledThread). Which thread runs a task
+// never changes what it computes.
 //
 // A task's worker index is its thread's slot in the arena
 // (tbb::this_task_arena::current_thread_index): below the arena's concurrency and
