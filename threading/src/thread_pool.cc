@@ -29,7 +29,6 @@
 //     arena) only picks up that loop's tasks, never another loop's or the host's.
 #include "kvrt/threading/thread_pool.h"
 
-#include <oneapi/tbb/blocked_range.h>
 #include <oneapi/tbb/global_control.h>
 #include <oneapi/tbb/parallel_for.h>
 #include <oneapi/tbb/partitioner.h>
@@ -78,6 +77,63 @@ class HandOff {
 
  private:
   [[maybe_unused]] char token_ = 0;
+};
+
+// A loop's task indices [begin, end) as a TBB range that halves down to `grain` tasks
+// (as blocked_range with simple_partitioner does). TBB keeps ranges inside its task
+// objects: a split builds the new half on one thread and another may take it over,
+// and a task object one thread is done with is recycled by another. Both hand-offs
+// happen in libtbb, so the range announces them to TSan itself (RangeHandOff, at
+// the range's own address): a split and the end of a range's life release it,
+// and its construction and every read (TBB's empty, is_divisible and split, then
+// the block's bounds) acquire it first.
+class RangeHandOff {
+ public:
+  RangeHandOff() { Receive(); }
+  RangeHandOff(const RangeHandOff&) { Receive(); }
+  RangeHandOff& operator=(const RangeHandOff&) = delete;
+  ~RangeHandOff() { Publish(); }
+#if defined(KVRT_THREAD_SANITIZER)
+  void Publish() const { __tsan_release(const_cast<RangeHandOff*>(this)); }
+  void Receive() const { __tsan_acquire(const_cast<RangeHandOff*>(this)); }
+#else
+  void Publish() const {}
+  void Receive() const {}
+#endif
+};
+
+class TaskBlocks : private RangeHandOff {
+ public:
+  TaskBlocks(size_t begin, size_t end, size_t grain) : begin_(begin), end_(end), grain_(grain) {}
+  TaskBlocks(TaskBlocks& whole, tbb::split) : begin_(whole.Middle()), end_(whole.end_), grain_(whole.grain_) {
+    whole.end_ = begin_;
+    whole.Publish();
+    Publish();
+  }
+  bool empty() const {
+    Receive();
+    return begin_ == end_;
+  }
+  bool is_divisible() const {
+    Receive();
+    return end_ - begin_ > grain_;
+  }
+  size_t begin() const {
+    Receive();
+    return begin_;
+  }
+  size_t end() const {
+    Receive();
+    return end_;
+  }
+
+ private:
+  size_t Middle() const {
+    Receive();
+    return begin_ + (end_ - begin_) / 2;
+  }
+
+  size_t begin_, end_, grain_;
 };
 
 // The caller → task hand-off uses one process-wide token: a task must acquire before
@@ -182,7 +238,7 @@ void ThreadPool::ParallelFor(size_t num_tasks, TaskRef task) {
   const size_t grain = std::max<size_t>(1, num_tasks / (kBlocksPerThread * threads_));
   HandOff finish;
   const void* const self = arena_.get();
-  const auto run_block = [&](const tbb::blocked_range<size_t>& block) {
+  const auto run_block = [&](const TaskBlocks& block) {
     CallerToTasks().Receive();
     const void* const outer_arena = current_arena;
     const size_t outer_worker = current_worker;
@@ -198,7 +254,7 @@ void ThreadPool::ParallelFor(size_t num_tasks, TaskRef task) {
   const auto run_all = [&] {
     CallerToTasks().Receive();
     tbb::this_task_arena::isolate([&] {
-      tbb::parallel_for(tbb::blocked_range<size_t>(0, num_tasks, grain), run_block, tbb::simple_partitioner());
+      tbb::parallel_for(TaskBlocks(0, num_tasks, grain), run_block, tbb::simple_partitioner());
     });
   };
   // Published after the closures are built: the tasks read them.
