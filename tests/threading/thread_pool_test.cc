@@ -4,10 +4,14 @@
 #include "kvrt/threading/thread_pool.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <optional>
 #include <set>
@@ -236,6 +240,41 @@ TEST(ThreadPoolTest, OthersFinishTheRangeOfAStalledThread) {
       for (size_t i = 0; i < kTasks; ++i) EXPECT_EQ(runs[i].load(), 1) << "task " << i;
     }
   }
+}
+
+// oneTBB throws std::runtime_error from the code that first gives an arena work when
+// the system refuses it a thread. Under a limit of one process per user (in a forked
+// child, as an unprivileged user: root ignores the limit), a pool still runs every
+// loop, on fewer threads, and no ParallelFor throws.
+TEST(ThreadPoolTest, APoolThatCannotStartThreadsStillRunsEveryLoop) {
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "the sanitizer runtimes start threads of their own";
+#else
+  std::fflush(nullptr);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    if (::geteuid() == 0 && (::setgid(65534) != 0 || ::setuid(65534) != 0)) ::_exit(4);
+    const struct rlimit one_process {1, 1};
+    if (::setrlimit(RLIMIT_NPROC, &one_process) != 0) ::_exit(5);
+    try {
+      ThreadPool pool(3);
+      for (int loop = 0; loop < 3; ++loop) {
+        std::vector<size_t> out(100, 0);
+        pool.ParallelFor(out.size(), [&](size_t task, size_t) { out[task] = task + 1; });
+        for (size_t i = 0; i < out.size(); ++i) {
+          if (out[i] != i + 1) ::_exit(2);
+        }
+      }
+    } catch (...) {
+      ::_exit(3);
+    }
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "2: a task did not run, 3: ParallelFor threw, 4-5: no limit set";
+#endif
 }
 
 // Loops with fewer tasks than threads leave some threads without a block; loops

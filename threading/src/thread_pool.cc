@@ -36,6 +36,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <exception>
 #include <mutex>
 #include <new>
 #include <optional>
@@ -174,13 +175,28 @@ thread_local size_t current_worker = 0;
 
 struct ThreadPool::Arena {
   // An arena of its own, of `threads` slots (one of them for the calling thread).
-  explicit Arena(int threads) : owned(std::in_place, threads), arena(&*owned) { arena->initialize(); }
+  explicit Arena(int threads) : owned(std::in_place, threads), arena(&*owned) { StartWorkers(); }
   // The arena the calling thread runs in now, or TBB's default one.
   explicit Arena(tbb::task_arena::attach attach) : owned(std::in_place, attach), arena(&*owned) {
-    arena->initialize();
+    StartWorkers();
   }
   // The host's arena, which outlives the pool.
-  explicit Arena(tbb::task_arena& host) : arena(&host) { arena->initialize(); }
+  explicit Arena(tbb::task_arena& host) : arena(&host) { StartWorkers(); }
+
+  // oneTBB starts worker threads when an arena first has work, and throws
+  // std::runtime_error from whatever spawned that work when the system refuses a
+  // thread (a process or thread limit); it does not try again after such a failure.
+  // So the pool offers the arena its first work here, where a refused thread only
+  // means fewer threads for the same tasks, and never inside a ParallelFor, which
+  // must not fail.
+  void StartWorkers() {
+    arena->initialize();
+    try {
+      arena->execute([] { tbb::parallel_for(0, 2 * tbb::this_task_arena::max_concurrency(), [](int) {}); });
+    } catch (const std::exception&) {
+      // Fewer workers than slots: the tasks and their results stay the same.
+    }
+  }
 
   std::optional<tbb::task_arena> owned;
   tbb::task_arena* arena;
