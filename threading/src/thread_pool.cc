@@ -189,10 +189,17 @@ struct ThreadPool::Arena {
   // So the pool offers the arena its first work here, where a refused thread only
   // means fewer threads for the same tasks, and never inside a ParallelFor, which
   // must not fail.
+  // The work is empty blocks of the loops' own range type, so that under TSan the
+  // task objects TBB recycles into the first loops held only ranges that announce
+  // their hand-offs.
   void StartWorkers() {
     arena->initialize();
     try {
-      arena->execute([] { tbb::parallel_for(0, 2 * tbb::this_task_arena::max_concurrency(), [](int) {}); });
+      arena->execute([] {
+        const auto blocks = static_cast<size_t>(2 * tbb::this_task_arena::max_concurrency());
+        tbb::parallel_for(TaskBlocks(0, blocks, 1), [](const TaskBlocks& block) { static_cast<void>(block.begin()); },
+                          tbb::simple_partitioner());
+      });
     } catch (const std::exception&) {
       // Fewer workers than slots: the tasks and their results stay the same.
     }
