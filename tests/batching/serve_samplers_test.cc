@@ -62,7 +62,7 @@ std::vector<GenerationRequest> MixedRequests(std::mt19937_64& rng) {
     if (rng() % 2) config.top_logprobs = rng() % 5;
     config.tokenizer = letters;
     if (rng() % 2) config.stop = {std::string(1, static_cast<char>('!' + rng() % kVocabulary))};
-    if (rng() % 4 == 0) config.end_tokens = {static_cast<uint32_t>(rng() % kVocabulary)};
+    if (rng() % 4 == 0) config.end_of_generation = {static_cast<uint32_t>(rng() % kVocabulary)};
     config.max_new_tokens = 4 + rng() % 24;
     request.rng_state = rng();
     request.arrival_step = rng() % 3 == 0 ? rng() % 10 : 0;

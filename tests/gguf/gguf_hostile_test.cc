@@ -11,17 +11,12 @@
 #include "formats/allocation_probe.h"
 #include "formats/gguf/gguf_writer.h"
 #include "gguf_bytes.h"
+#include "gguf_rewrite.h"
 #include "gguf_test_support.h"
 #include "kvrt/rng.h"
 
 namespace kvrt::gguf::testing {
 namespace {
-
-Result<GgufFile> ParseBytes(std::vector<uint8_t> bytes) {
-  Result<std::shared_ptr<const FileMapping>> mapping = FileMapping::FromBytes(std::move(bytes));
-  if (!mapping) return Fail(std::move(mapping.error()));
-  return GgufFile::Parse(std::move(*mapping));
-}
 
 // Parses `bytes` under a heap probe: the error code, and no request above 64 KiB
 // (the images here are a few hundred bytes; their lies claim exabytes).
@@ -173,25 +168,6 @@ TEST(GgufHostile, PathsThatAreNotRegularFiles) {
   std::filesystem::remove_all(dir);
 }
 
-// A small llama model written by SaveGgufModel, with a tokenizer.
-std::vector<uint8_t> SmallModelFile(GgmlType type) {
-  ModelConfig config = ModelConfig::Create(40, 32, 4, 64, 2, 16, 10000.0, 1.0 / 65536);
-  config.kv_heads = 2;
-  config.tied_output = false;
-  SplitMix64 rng(7);
-  DecoderModel model = *DecoderModel::FromSeed(config, rng);
-  GgufTokenizerMetadata tokenizer;
-  for (int i = 0; i < 40; ++i) tokenizer.tokens.push_back("t" + std::to_string(i));
-  tokenizer.scores.assign(40, -1.0f);
-  tokenizer.token_types.assign(40, 1);
-  const std::string path = ::testing::TempDir() + "/kvrt-small-" + std::to_string(::getpid()) + ".gguf";
-  EXPECT_TRUE(SaveGgufModel(model, type, path, tokenizer));
-  std::ifstream in(path, std::ios::binary);
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::filesystem::remove(path);
-  return bytes;
-}
-
 TEST(GgufHostile, EveryTruncationIsATypedError) {
   const std::vector<uint8_t> whole = SmallModelFile(GgmlType::kQ8_0);
   ASSERT_TRUE(ParseBytes(whole));
@@ -219,50 +195,7 @@ TEST(GgufHostile, TruncatedFixtureFilesFailFast) {
   }
 }
 
-// ---- llama-level checks, on rewrites of a valid small model ----
-
-// Copies `file` through a GgufWriter: `keep_key` may drop entries, `extra`
-// appends keys and tensors, `keep_tensor` may drop tensors. The source holds
-// only u32, f32, string and array keys (what SaveGgufModel writes).
-std::vector<uint8_t> Rewrite(const GgufFile& file, const std::function<bool(std::string_view)>& keep_key,
-                             const std::function<void(GgufWriter&)>& extra,
-                             const std::function<bool(std::string_view)>& keep_tensor = nullptr) {
-  GgufWriter writer;
-  for (const MetadataEntry& entry : file.metadata()) {
-    if (!keep_key(entry.key)) continue;
-    const Value& v = entry.value;
-    switch (v.type) {
-      case ValueType::kU32: writer.AddU32(entry.key, static_cast<uint32_t>(v.bits)); break;
-      case ValueType::kF32: writer.AddF32(entry.key, std::bit_cast<float>(static_cast<uint32_t>(v.bits))); break;
-      case ValueType::kString: writer.AddString(entry.key, v.string); break;
-      default: {
-        if (v.element_type == ValueType::kString) {
-          std::vector<std::string> strings(v.strings.begin(), v.strings.end());
-          writer.AddStringArray(entry.key, strings);
-        }
-      }
-    }
-  }
-  extra(writer);
-  for (const TensorInfo& tensor : file.tensors()) {
-    if (keep_tensor && !keep_tensor(tensor.name)) continue;
-    std::vector<float> values(tensor.elements);
-    Dequantize(tensor.type, tensor.data, values);
-    EXPECT_TRUE(writer.AddTensor(tensor.name, std::span(tensor.ne).first(tensor.n_dims), tensor.type, values));
-  }
-  return *writer.Serialize();
-}
-
-ErrorCode ModelError(const std::vector<uint8_t>& bytes, const std::string& must_mention) {
-  Result<GgufFile> file = ParseBytes(bytes);
-  EXPECT_TRUE(file) << file.error().Debug();
-  if (!file) return ErrorCode::kCount;
-  Result<DecoderModel> model = BuildLlamaModel(*file, ModelStorage::kPanelsF32);
-  EXPECT_FALSE(model);
-  if (model) return ErrorCode::kCount;
-  EXPECT_NE(model.error().message().find(must_mention), std::string::npos) << model.error().message();
-  return model.error().code();
-}
+// ---- llama-level checks, on rewrites of a valid small model (gguf_rewrite.h) ----
 
 TEST(GgufHostile, LlamaModelsKvrtCannotRun) {
   Result<GgufFile> file = ParseBytes(SmallModelFile(GgmlType::kF32));
@@ -342,8 +275,8 @@ TEST(GgufHostile, LlamaModelsKvrtCannotRun) {
 }
 
 TEST(GgufHostile, UnsupportedTensorTypesAreNamed) {
-  // A llama file whose blk.0.attn_q.weight type id is patched from F32 to Q5_1
-  // (24 bytes per 32 values, so the smaller tensor still lies inside its old
+  // A llama file whose blk.0.attn_q.weight type id is patched from F32 to Q8_1
+  // (36 bytes per 32 values, so the smaller tensor still lies inside its old
   // extent): the reader accepts it, the model builder names it.
   Result<GgufFile> file = ParseBytes(SmallModelFile(GgmlType::kF32));
   ASSERT_TRUE(file);
@@ -352,8 +285,8 @@ TEST(GgufHostile, UnsupportedTensorTypesAreNamed) {
   const TensorInfo& q = *file->FindTensor("blk.0.attn_q.weight");
   const size_t name_at = static_cast<size_t>(reinterpret_cast<const uint8_t*>(q.name.data()) - original.data());
   const size_t type_at = name_at + q.name.size() + 4 + 8 * q.n_dims;
-  bytes[type_at] = static_cast<uint8_t>(GgmlType::kQ5_1);
-  EXPECT_EQ(ModelError(bytes, "tensor blk.0.attn_q.weight has type Q5_1, which kvrt does not support"),
+  bytes[type_at] = static_cast<uint8_t>(GgmlType::kQ8_1);
+  EXPECT_EQ(ModelError(bytes, "tensor blk.0.attn_q.weight has type Q8_1, which kvrt does not read"),
             ErrorCode::kUnsupportedTensorType);
 }
 

@@ -1,5 +1,6 @@
-// The five fixture models against llama.cpp's logits (fixtures/gguf/README.md
-// §3) and against a plain f64 forward pass, on the fast f32 and reference f64
+// The fixture models (the five tiny ones, fixtures/gguf/README.md §3, and the
+// modern one in 14 tensor types, fixtures/gguf/modern/README.md §3) against
+// llama.cpp's logits and against a plain f64 forward pass, on the fast f32 and reference f64
 // engines; greedy continuations compared where llama.cpp's margin is clear.
 #include <gtest/gtest.h>
 
@@ -18,7 +19,7 @@ struct Models {
 
 const Models& LoadModels(const FixtureType& t) {
   static std::map<std::string, std::unique_ptr<Models>> cache;
-  std::unique_ptr<Models>& slot = cache[t.type];
+  std::unique_ptr<Models>& slot = cache[t.stem];
   if (!slot) {
     Result<GgufFile> file = GgufFile::Open(ModelPath(t));
     EXPECT_TRUE(file) << file.error().Debug();
@@ -150,6 +151,8 @@ TEST_P(LlamaCppFixture, Int8ActivationsStayWithinTheBoundOfLlamaCpp) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, LlamaCppFixture, ::testing::ValuesIn(kFixtureTypes),
+                         [](const auto& test_param) { return std::string(test_param.param.type); });
+INSTANTIATE_TEST_SUITE_P(Modern, LlamaCppFixture, ::testing::ValuesIn(kModernTypes),
                          [](const auto& test_param) { return std::string(test_param.param.type); });
 
 }  // namespace

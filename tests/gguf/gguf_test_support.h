@@ -27,19 +27,46 @@ inline std::string FixturePath(const std::string& name) {
 
 // One fixture file with its tolerance against llama.cpp (fixtures README §3).
 struct FixtureType {
-  const char* type;  // "f32", ...
+  const char* type;  // "f32", ... (a file type: "q4_k_m" mixes Q4_K and Q6_K)
   double bound;
+  const char* stem = nullptr;  // the files' path under fixtures/gguf without extension
 };
-inline constexpr FixtureType kFixtureTypes[] = {
-    {"f32", 1e-5}, {"f16", 3e-3}, {"bf16", 2e-2}, {"q8_0", 6e-2}, {"q4_0", 6e-2}};
+inline constexpr FixtureType kFixtureTypes[] = {{"f32", 1e-5, "tiny-f32"},
+                                                {"f16", 3e-3, "tiny-f16"},
+                                                {"bf16", 2e-2, "tiny-bf16"},
+                                                {"q8_0", 6e-2, "tiny-q8_0"},
+                                                {"q4_0", 6e-2, "tiny-q4_0"}};
+// The one model of fixtures/gguf/modern in every tensor type llama-quantize writes.
+// llama.cpp multiplies these weights by activations rounded to 8 bits (q8_0 blocks
+// of 32 for the legacy and IQ4_NL types, q8_K super-blocks of 256 for the K-quants
+// and IQ4_XS, whose one scale spans 8× as many values), so its logits sit that far
+// from the exact ones: measured 0.055–0.076 and 0.087–0.106 on these files, while
+// kvrt's reference engine equals a plain f64 forward pass to 1e-14. The bounds
+// leave a quarter of headroom over the measured distance.
+inline constexpr double kQ8BlockBound = 0.09, kQ8SuperBlockBound = 0.13;
+inline constexpr FixtureType kModernTypes[] = {
+    {"f32", 1e-5, "modern/kq-f32"},
+    {"q8_0", kQ8BlockBound, "modern/kq-q8_0"},
+    {"q4_0", kQ8BlockBound, "modern/kq-q4_0"},
+    {"q4_1", kQ8BlockBound, "modern/kq-q4_1"},
+    {"q5_0", kQ8BlockBound, "modern/kq-q5_0"},
+    {"q5_1", kQ8BlockBound, "modern/kq-q5_1"},
+    {"iq4_nl", kQ8BlockBound, "modern/kq-iq4_nl"},
+    {"iq4_xs", kQ8SuperBlockBound, "modern/kq-iq4_xs"},
+    {"q2_k", kQ8SuperBlockBound, "modern/kq-q2_k"},
+    {"q3_k_m", kQ8SuperBlockBound, "modern/kq-q3_k_m"},
+    {"q4_k_s", kQ8SuperBlockBound, "modern/kq-q4_k_s"},
+    {"q4_k_m", kQ8SuperBlockBound, "modern/kq-q4_k_m"},
+    {"q5_k_m", kQ8SuperBlockBound, "modern/kq-q5_k_m"},
+    {"q6_k", kQ8SuperBlockBound, "modern/kq-q6_k"}};
 
-inline std::string ModelPath(const FixtureType& t) { return FixturePath(std::string("tiny-") + t.type + ".gguf"); }
+inline std::string ModelPath(const FixtureType& t) { return FixturePath(std::string(t.stem) + ".gguf"); }
 
 inline const nlohmann::json& LlamaCppLogits(const FixtureType& t) {
   static std::map<std::string, nlohmann::json> cache;
-  auto [it, inserted] = cache.try_emplace(t.type);
+  auto [it, inserted] = cache.try_emplace(t.stem);
   if (inserted) {
-    std::ifstream in(FixturePath(std::string("tiny-") + t.type + ".logits.json"));
+    std::ifstream in(FixturePath(std::string(t.stem) + ".logits.json"));
     it->second = nlohmann::json::parse(in);
   }
   return it->second;
@@ -89,6 +116,15 @@ class PlainLlama {
                                                            : heads_;
     eps_ = *file.Get<float>("llama.attention.layer_norm_rms_epsilon");
     base_ = file.Find("llama.rope.freq_base") ? *file.Get<float>("llama.rope.freq_base") : 10000.0;
+    // llama.cpp: a missing scaling type is linear; freq_scale = 1/factor (f32),
+    // the factor from rope.scaling.factor or the older rope.scale_linear, 0 = none.
+    const Value* type = file.Find("llama.rope.scaling.type");
+    const bool none = type != nullptr && type->string == "none";
+    float factor = 0.0f;
+    for (const char* key : {"llama.rope.scaling.factor", "llama.rope.scale_linear"}) {
+      if (factor == 0.0f && file.Find(key)) factor = *file.Get<float>(key);
+    }
+    freq_scale_ = none || factor == 0.0f ? 1.0 : static_cast<double>(1.0f / factor);
     hw_ = d_ / heads_;
     embedding_ = Tensor("token_embd.weight");
     output_ = file.FindTensor("output.weight") ? Tensor("output.weight") : embedding_;
@@ -175,11 +211,12 @@ class PlainLlama {
     for (size_t i = 0; i < x.size(); ++i) y[i] = x[i] * scale * w[i];
     return y;
   }
-  // Rotates the pairs (2i, 2i+1) of every head by p·base^(−2i/hw).
+  // Rotates the pairs (2i, 2i+1) of every head by freq_scale·p·base^(−2i/hw).
   void Rope(std::vector<double>& x, size_t p) const {
     for (size_t head = 0; head < x.size() / hw_; ++head) {
       for (size_t i = 0; i < hw_ / 2; ++i) {
-        const double angle = static_cast<double>(p) * std::pow(base_, -2.0 * static_cast<double>(i) / static_cast<double>(hw_));
+        const double angle = freq_scale_ * static_cast<double>(p) *
+                             std::pow(base_, -2.0 * static_cast<double>(i) / static_cast<double>(hw_));
         double& a = x[head * hw_ + 2 * i];
         double& b = x[head * hw_ + 2 * i + 1];
         const double a0 = a, b0 = b;
@@ -191,7 +228,7 @@ class PlainLlama {
 
   const GgufFile& file_;
   size_t d_ = 0, layers_ = 0, f_ = 0, heads_ = 0, kv_heads_ = 0, hw_ = 0, vocabulary_ = 0;
-  double eps_ = 0.0, base_ = 10000.0;
+  double eps_ = 0.0, base_ = 10000.0, freq_scale_ = 1.0;
   std::vector<double> embedding_, output_;
 };
 

@@ -13,7 +13,8 @@ endif()
 set(public_headers
   kvrt/config.h kvrt/course.h kvrt/engine_options.h kvrt/error.h kvrt/generation.h kvrt/kvrt.h
   kvrt/load_model.h kvrt/model.h kvrt/model_file.h kvrt/rng.h kvrt/sampling.h kvrt/session.h
-  kvrt/steps.h kvrt/synthetic.h kvrt/threading/thread_pool.h kvrt/tokenizer.h kvrt/version.h
+  kvrt/steps.h kvrt/synthetic.h kvrt/threading/tbb_arena.h kvrt/threading/thread_pool.h kvrt/tokenizer.h
+  kvrt/version.h
   kvrt/weight_format.h)
 file(GLOB_RECURSE installed RELATIVE "${WORK_DIR}/prefix/include" "${WORK_DIR}/prefix/include/*")
 list(SORT installed)

@@ -84,6 +84,20 @@ TEST(ModelConfigTest, GroupedQueryExtensionIsCheckedLast) {
   EXPECT_EQ(FirstError(config), ErrorCode::kCount);
 }
 
+TEST(ModelConfigTest, RopeFrequencyScaleIsCheckedAfterTheGroupedQueryExtension) {
+  for (double scale : {0.0, -0.25, kInf, kNaN}) {
+    ModelConfig config = Fixture();
+    config.rope_freq_scale = scale;
+    EXPECT_EQ(FirstError(config), ErrorCode::kInvalidRopeScale) << scale;
+    config.kv_heads = 0;
+    EXPECT_EQ(FirstError(config), ErrorCode::kZeroKeyValueHeads);
+  }
+  ModelConfig scaled = Fixture();
+  scaled.rope_freq_scale = 0.25;
+  EXPECT_EQ(FirstError(scaled), ErrorCode::kCount);
+  EXPECT_FALSE(scaled.SameAs(Fixture()));
+}
+
 TEST(ModelConfigTest, SameAsComparesFloatBits) {
   ModelConfig a = Fixture(), b = Fixture();
   EXPECT_TRUE(a.SameAs(b));

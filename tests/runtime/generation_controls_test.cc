@@ -204,8 +204,8 @@ TEST(GenerationControlsTest, TheCallbackCancelsAndEndTokensAndTheContextSizeStop
 
   // The fourth token of the full run, listed among several end ids, ends the run there.
   GenerationConfig ends = config;
-  ends.end_tokens = {kVocabulary - 1, full->generated[3]};
-  const auto ends_early = [&](uint32_t token) { return token == ends.end_tokens[0] || token == ends.end_tokens[1]; };
+  ends.end_of_generation = {kVocabulary - 1, full->generated[3]};
+  const auto ends_early = [&](uint32_t token) { return token == ends.end_of_generation[0] || token == ends.end_of_generation[1]; };
   if (!ends_early(full->generated[0]) && !ends_early(full->generated[1]) && !ends_early(full->generated[2])) {
     SplitMix64 end_rng(5);
     Result<GenerationResult> ended = GenerateCached(model, kPrompt, ends, end_rng, ReferenceEngine());
@@ -245,7 +245,7 @@ TEST(GenerationControlsTest, BadSettingsFailValidationWithoutADraw) {
     out.push_back({c, "Sampling(LogitBiasOutOfBounds { token_id: 48, vocabulary_size: 48 })"});
     c = {};
     c.max_new_tokens = 3;
-    c.end_tokens = {1, kVocabulary};
+    c.end_of_generation = {1, kVocabulary};
     out.push_back({c, "EosTokenOutOfBounds { token_id: 48, vocabulary_size: 48 }"});
     c = {};
     c.max_new_tokens = 3;

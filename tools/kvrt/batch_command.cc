@@ -1,28 +1,31 @@
 // kvrt batch: serve many generation requests over the sequence slots of one
-// cache (ServeGenerations). Each line of the requests file is one request with
-// the fields of `generate` (tokens or prompt, max_new_tokens, greedy or the
-// sampler set, rng_state or seed, eos or no_eos, stop, logprobs) plus optional
-// id and arrival_step. A line means exactly what the same flags mean to
-// `generate`: it is turned into those flags and read by the same code. Each
+// cache (ServeGenerationStream). Each line of the requests file is one request
+// (batch_request.h: the sampler set, stops and logprobs included) meaning
+// exactly what the same flags mean to `generate`. Each
 // output line is the `generate --json` object of that request with its id first,
 // identical apart from the id to what `generate --json` prints for the request
-// alone.
+// alone, in request order.
+//
+// The file is read twice, a chunk at a time, and never held whole: first every
+// line is checked (a bad line is one typed error naming it, and no output), then
+// the requests are served as they are read again. Memory is bounded by the
+// slots and the longest line, not by the number of requests.
 #include <array>
 #include <cstdio>
-#include <algorithm>
-#include <cmath>
+#include <deque>
 #include <nlohmann/json.hpp>
-#include <span>
 #include <string>
-#include <vector>
+#include <utility>
 
+#include "batch_request.h"
 #include "commands.h"
 #include "common.h"
 #include "generate_request.h"
-#include "input_file.h"
 #include "kvrt/generation.h"
 #include "kvrt/model.h"
 #include "kvrt/model_file.h"
+#include "output.h"
+#include "request_lines.h"
 
 namespace kvrt::cli {
 namespace {
@@ -46,135 +49,55 @@ constexpr auto kFlags = [] {
   return all;
 }();
 
-// Requests files are small; anything far larger is a wrong path.
-constexpr uint64_t kMaxRequestsBytes = uint64_t{256} << 20;
-
-Error LineError(size_t line, const Error& inner) {
-  return Error(inner.code(), {{"line", uint64_t{line}}},
-               "requests line " + std::to_string(line) + ": " + inner.message());
-}
-
-Error LineError(size_t line, const std::string& message) {
-  return LineError(line, InvalidArgument(message));
-}
-
-// The request fields that are `generate` flags of the same name (underscores
-// for dashes), by the JSON type they take.
-constexpr const char* kUnsignedFields[] = {"max_new_tokens", "top_k", "seed", "logprobs"};
-constexpr const char* kNumberFields[] = {"temperature", "top_p", "min_p", "typical_p", "repeat_penalty",
-                                         "presence_penalty", "frequency_penalty"};
-
-bool IsOneOf(const std::string& key, std::span<const char* const> names) {
-  for (const char* name : names) {
-    if (key == name) return true;
+// The first pass: every line parsed and checked, nothing kept.
+Result<void> CheckEveryLine(RequestLines& lines, const BatchContext& context) {
+  size_t index = 0;
+  while (true) {
+    Result<std::optional<std::string_view>> line = lines.Next();
+    if (!line) return std::unexpected(line.error());
+    if (!*line) return {};
+    Result<std::optional<BatchRequest>> request = ParseBatchRequest(**line, lines.line_number(), index, context);
+    if (!request) return std::unexpected(request.error());
+    if (*request) ++index;
   }
-  return false;
 }
 
-std::string FlagName(std::string key) {
-  std::replace(key.begin(), key.end(), '_', '-');
-  return key;
-}
+// The second pass: the requests, read again one at a time as the driver asks.
+// Their ids wait here, in order, until their results are printed.
+class RequestsFileSource final : public GenerationRequestSource {
+ public:
+  RequestsFileSource(RequestLines& lines, const BatchContext& context) : lines_(lines), context_(context) {}
 
-// One request line as `generate` flags ("--tokens=1,2", ...): every value is
-// given inline, so a text that starts with "-" stays a value.
-Result<std::vector<std::string>> LineFlags(const Json& line, size_t number, Json& id,
-                                           size_t& arrival_step) {
-  if (!line.is_object()) return std::unexpected(LineError(number, "a request is a JSON object"));
-  std::vector<std::string> args;
-  auto add = [&](const std::string& flag, const std::string& value) {
-    args.push_back("--" + flag + "=" + value);
-  };
-  for (const auto& [key, value] : line.items()) {
-    const bool unsigned_value = value.is_number_unsigned();
-    if (key == "id") {
-      if (!value.is_string() && !unsigned_value) {
-        return std::unexpected(LineError(number, "\"id\" must be a string or an unsigned integer"));
-      }
-      id = value;
-    } else if (key == "arrival_step") {
-      if (!unsigned_value) return std::unexpected(LineError(number, "\"arrival_step\" must be an unsigned integer"));
-      arrival_step = value.get<size_t>();
-    } else if (key == "tokens") {
-      if (!value.is_array()) return std::unexpected(LineError(number, "\"tokens\" must be an array of token ids"));
-      std::string list;
-      for (const Json& token : value) {
-        if (!token.is_number_unsigned()) {
-          return std::unexpected(LineError(number, "\"tokens\" must be an array of token ids"));
-        }
-        if (!list.empty()) list += ',';
-        list += std::to_string(token.get<uint64_t>());
-      }
-      add("tokens", list);
-    } else if (key == "prompt") {
-      if (!value.is_string()) return std::unexpected(LineError(number, "\"prompt\" must be a string"));
-      add("prompt", value.get<std::string>());
-    } else if (IsOneOf(key, kUnsignedFields)) {
-      if (!unsigned_value) return std::unexpected(LineError(number, "\"" + key + "\" must be an unsigned integer"));
-      add(FlagName(key), std::to_string(value.get<uint64_t>()));
-    } else if (IsOneOf(key, kNumberFields)) {
-      if (!value.is_number()) return std::unexpected(LineError(number, "\"" + key + "\" must be a number"));
-      add(FlagName(key), value.dump());  // the shortest text that reads back as the same double
-    } else if (key == "repeat_last_n") {
-      if (!value.is_number_integer() || (!unsigned_value && value.get<int64_t>() != -1)) {
-        return std::unexpected(LineError(number, "\"repeat_last_n\" must be an unsigned integer or -1"));
-      }
-      add("repeat-last-n", value.dump());
-    } else if (key == "rng_state") {
-      if (!value.is_string()) return std::unexpected(LineError(number, "\"rng_state\" must be a hex string"));
-      add("rng-state", value.get<std::string>());
-    } else if (key == "eos") {
-      if (value.is_null()) {
-        args.push_back("--no-eos");
-      } else if (unsigned_value) {
-        add("eos", std::to_string(value.get<uint64_t>()));
-      } else if (value.is_array() && !value.empty() &&
-                 std::all_of(value.begin(), value.end(), [](const Json& e) { return e.is_number_unsigned(); })) {
-        std::string list;
-        for (const Json& end : value) list += (list.empty() ? "" : ",") + std::to_string(end.get<uint64_t>());
-        add("eos", list);
-      } else {
-        return std::unexpected(LineError(number, "\"eos\" must be a token id, an array of them or null"));
-      }
-    } else if (key == "stop") {
-      const bool strings = value.is_array() && std::all_of(value.begin(), value.end(),
-                                                           [](const Json& e) { return e.is_string(); });
-      if (!value.is_string() && !strings) {
-        return std::unexpected(LineError(number, "\"stop\" must be a string or an array of strings"));
-      }
-      if (value.is_string()) {
-        add("stop", value.get<std::string>());
-      } else {
-        for (const Json& stop : value) add("stop", stop.get<std::string>());
-      }
-    } else if (key == "logit_bias") {
-      // OpenAI's form: {"token id": bias, ...}.
-      if (!value.is_object()) return std::unexpected(LineError(number, "\"logit_bias\" must be an object of token id: bias"));
-      for (const auto& [token, bias] : value.items()) {
-        if (!bias.is_number()) return std::unexpected(LineError(number, "\"logit_bias\" values must be numbers"));
-        const double amount = bias.get<double>();
-        const std::string magnitude = Json(amount < 0 ? -amount : amount).dump();
-        add("logit-bias", token + (std::signbit(amount) ? "-" : "+") + magnitude);
-      }
-    } else if (key == "greedy" || key == "no_eos") {
-      if (!value.is_boolean()) return std::unexpected(LineError(number, "\"" + key + "\" must be true or false"));
-      if (value.get<bool>()) args.push_back(key == "greedy" ? "--greedy" : "--no-eos");
-    } else {
-      return std::unexpected(LineError(number, "unknown field \"" + key + "\""));
+  Result<std::optional<GenerationRequest>> Next() override {
+    while (true) {
+      Result<std::optional<std::string_view>> line = lines_.Next();
+      if (!line) return std::unexpected(line.error());
+      if (!*line) return std::optional<GenerationRequest>();
+      // The first pass accepted this line; it can only fail now if the file
+      // changed in between, and then the error is reported as it is.
+      Result<std::optional<BatchRequest>> request =
+          ParseBatchRequest(**line, lines_.line_number(), index_, context_);
+      if (!request) return std::unexpected(request.error());
+      if (!*request) continue;
+      ++index_;
+      ids_.push_back(std::move((*request)->id_json));
+      return std::optional<GenerationRequest>(std::move((*request)->request));
     }
   }
-  return args;
-}
 
-struct ParsedRequest {
-  GenerationRequest request;
-  Json id;
-  size_t line = 0;
+  // The id of the oldest request whose result is not printed yet.
+  std::string TakeOldestId() {
+    std::string id = std::move(ids_.front());
+    ids_.pop_front();
+    return id;
+  }
+
+ private:
+  RequestLines& lines_;
+  const BatchContext& context_;
+  size_t index_ = 0;
+  std::deque<std::string> ids_;
 };
-
-Result<std::string> ReadRequestsFile(const std::string& path) {
-  return ReadInputFile(path, "a requests file", kMaxRequestsBytes);
-}
 
 }  // namespace
 
@@ -200,8 +123,8 @@ int RunBatch(std::span<char* const> args) {
   Result<EngineChoice> engine_choice = EngineFromFlags(*flags);
   if (!engine_choice) return ReportError(engine_choice.error());
 
-  Result<std::string> text = ReadRequestsFile(*requests_path);
-  if (!text) return ReportError(text.error());
+  Result<RequestLines> lines = RequestLines::Open(*requests_path);
+  if (!lines) return ReportError(lines.error());
   Result<LoadedModel> loaded = LoadModel(*path);
   if (!loaded) return ReportError(loaded.error());
   if (std::optional<std::string> tokenizer_path = flags->Value("tokenizer")) {
@@ -212,82 +135,42 @@ int RunBatch(std::span<char* const> args) {
   }
   const Tokenizer no_tokenizer;
   const Tokenizer& tokenizer = loaded->tokenizer ? *loaded->tokenizer : no_tokenizer;
+  const BatchContext context{*loaded, tokenizer, flags->Has("tokenizer"), *context_size};
 
-  // Every line is read and checked before anything runs: a bad line is one
-  // typed error naming it, and no output.
-  std::vector<ParsedRequest> parsed;
-  size_t line_number = 0;
-  for (size_t begin = 0; begin < text->size();) {
-    size_t end = text->find('\n', begin);
-    if (end == std::string::npos) end = text->size();
-    const std::string line = text->substr(begin, end - begin);
-    begin = end + 1;
-    ++line_number;
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;  // blank line
-    const Json json = Json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (json.is_discarded()) return ReportError(LineError(line_number, "not valid JSON"));
-    ParsedRequest request;
-    request.line = line_number;
-    request.id = parsed.size();
-    Result<std::vector<std::string>> line_args =
-        LineFlags(json, line_number, request.id, request.request.arrival_step);
-    if (!line_args) return ReportError(line_args.error());
-    std::vector<char*> argv;
-    for (std::string& arg : *line_args) argv.push_back(arg.data());
-    Result<Flags> line_flags = Flags::Parse(argv, kRequestFlags);
-    if (!line_flags) return ReportError(LineError(line_number, line_flags.error()));
-    Result<GenerationConfig> config = RequestConfigFromFlags(*line_flags, PromptSources::kRequestLine);
-    if (!config) return ReportError(LineError(line_number, config.error()));
-    request.request.config = *config;
-    request.request.config.context_size = *context_size;
-    Result<RequestInput> input = RequestInputFromFlags(*line_flags, *loaded, tokenizer,
-                                                       flags->Has("tokenizer"), PromptSources::kRequestLine,
-                                                       request.request.config);
-    if (!input) return ReportError(LineError(line_number, input.error()));
-    request.request.prompt = std::move(input->prompt);
-    request.request.rng_state = input->rng_state;
-    // What GenerateCached would refuse before running (prompt length, ids, EOS,
-    // sampling parameters), refused here with the line's number.
-    if (Result<void> valid = ValidateCachedRequest(loaded->model.config(), request.request.prompt,
-                                                   request.request.config);
-        !valid) {
-      return ReportError(LineError(line_number, valid.error()));
-    }
-    parsed.push_back(std::move(request));
-  }
+  if (Result<void> checked = CheckEveryLine(*lines, context); !checked) return ReportError(checked.error());
+  lines->Rewind();
 
-  std::vector<GenerationRequest> requests;
-  requests.reserve(parsed.size());
-  for (const ParsedRequest& request : parsed) requests.push_back(request.request);
-  ServeOptions options;
-  options.slots = *slots;
-  options.engine = engine_choice->options;
-  options.prefill_chunk = *chunk;
-  options.capacity = *context_size;
-  Result<std::vector<ServedGeneration>> served = ServeGenerations(loaded->model, requests, options);
-  if (!served) return ReportError(served.error());
+  RequestsFileSource source(*lines, context);
+  StreamOptions options;
+  options.serve.slots = *slots;
+  options.serve.engine = engine_choice->options;
+  options.serve.prefill_chunk = *chunk;
+  options.serve.capacity = *context_size;
   const size_t threads = EngineThreads(engine_choice->options);
-  int status = 0;
-  for (size_t i = 0; i < served->size(); ++i) {
-    const ServedGeneration& out = (*served)[i];
+  bool some_failed = false;
+  const ServedCallback print = [&](size_t, ServedGeneration& out) -> Result<void> {
+    const std::string id = source.TakeOldestId();
     if (out.error) {
       // A failure while running (not a bad line): this request's error, the
       // others' results.
-      Json line = {{"id", parsed[i].id},
-                   {"error", std::string(out.error->name()) + ": " + out.error->message()}};
-      std::printf("%s\n", line.dump().c_str());
-      status = kErrorStatus;
-      continue;
+      some_failed = true;
+      const Json error = std::string(out.error->name()) + ": " + out.error->message();
+      return WriteStdout("{\"error\":" + error.dump(-1, ' ', false, Json::error_handler_t::replace) +
+                         ",\"id\":" + id + "}\n");
     }
     const std::string json = GenerationJson(out.result, out.final_rng_state, /*cached=*/true, threads);
     // The id goes first: `{"id":…,` then generate's object without its brace.
-    std::printf("{\"id\":%s,%s\n", parsed[i].id.dump().c_str(), json.c_str() + 1);
+    return WriteStdout("{\"id\":" + id + "," + json.substr(1) + "\n");
+  };
+  if (Result<void> served = ServeGenerationStream(loaded->model, source, print, options); !served) {
+    return ReportError(served.error());
   }
-  std::fflush(stdout);
-  if (status != 0) {
+  if (Result<void> flushed = FlushStdout(); !flushed) return ReportError(flushed.error());
+  if (some_failed) {
     std::fprintf(stderr, "error: RequestFailed: some requests failed while running (see their lines)\n");
+    return kErrorStatus;
   }
-  return status;
+  return 0;
 }
 
 }  // namespace kvrt::cli

@@ -54,9 +54,13 @@ int RunGenerate(std::span<char* const> args) {
   }
   Result<std::string> path = flags->Required("model");
   if (!path) return ReportError(path.error());
-  Result<GenerationConfig> request = RequestConfigFromFlags(*flags, PromptSources::kCommandLine);
+  const RequestFields fields = RequestFieldsFromFlags(*flags);
+  Result<GenerationConfig> request = RequestConfigFromFields(fields);
   if (!request) return ReportError(request.error());
   GenerationConfig config = *request;
+  Result<uint64_t> context_size = flags->Unsigned("ctx-size", 0);
+  if (!context_size) return ReportError(context_size.error());
+  config.context_size = *context_size;
   Result<EngineChoice> engine_choice = EngineFromFlags(*flags);
   if (!engine_choice) return ReportError(engine_choice.error());
   const EngineOptions* engine = &engine_choice->options;
@@ -74,8 +78,8 @@ int RunGenerate(std::span<char* const> args) {
   const Tokenizer& tokenizer = loaded->tokenizer ? *loaded->tokenizer : no_tokenizer;
   // The request is checked before the weights are converted, so that a bad prompt
   // fails at once rather than after a conversion of a second or more.
-  Result<RequestInput> input = RequestInputFromFlags(*flags, *loaded, tokenizer, flags->Has("tokenizer"),
-                                                     PromptSources::kCommandLine, config);
+  Result<RequestInput> input =
+      RequestInputFromFields(fields, *loaded, tokenizer, flags->Has("tokenizer"), config);
   if (!input) return ReportError(input.error());
   // Converting the weights (--weights) is part of the load, not of the prompt's prefill.
   if (Result<void> prepared = loaded->model.PrepareWeights(*engine); !prepared) {

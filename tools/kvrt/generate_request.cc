@@ -15,23 +15,61 @@ namespace {
 // Prompt texts larger than this are refused before they are read.
 constexpr uint64_t kMaxPromptBytes = uint64_t{256} << 20;
 
-// Without --temperature (or with 0) the pick is greedy: top-k, top-p and min-p
+// The value of a field that must be present (the caller checked).
+template <class T>
+Result<T> Given(const RequestField<T>& field) {
+  if (!*field) return std::unexpected((*field).error());
+  return **field;
+}
+
+// A field's value, or `fallback` when it is absent.
+template <class T>
+Result<T> GivenOr(const RequestField<T>& field, T fallback) {
+  if (!field) return fallback;
+  return Given(field);
+}
+
+// Without a temperature (or with 0) the pick is greedy: top-k, top-p and min-p
 // always keep the most likely token, so they change nothing then, and the
 // penalties and the bias still shape the logits greedy reads.
-Result<SamplingMode> ModeFromFlags(const Flags& flags) {
-  if (flags.Has("greedy")) {
-    if (flags.Has("temperature") || flags.Has("top-k")) {
+Result<SamplingMode> ModeFromFields(const RequestFields& fields) {
+  if (fields.greedy) {
+    if (fields.temperature || fields.top_k) {
       return std::unexpected(InvalidArgument("--greedy excludes --temperature and --top-k"));
     }
     return SamplingMode::Greedy();
   }
-  Result<double> temperature = flags.Double("temperature", 0.0);
+  Result<double> temperature = GivenOr(fields.temperature, 0.0);
   if (!temperature) return std::unexpected(temperature.error());
-  Result<uint64_t> top_k = flags.Unsigned("top-k", 0);
+  Result<uint64_t> top_k = GivenOr(fields.top_k, uint64_t{0});
   if (!top_k) return std::unexpected(top_k.error());
   if (*temperature == 0.0) return SamplingMode::Greedy();
   if (*top_k == 0) return SamplingMode::Temperature(*temperature);
   return SamplingMode::TemperatureTopK(*temperature, *top_k);
+}
+
+Result<SamplerOptions> SamplerFromFields(const RequestFields& fields) {
+  SamplerOptions options;
+  for (const auto& [field, option] : {std::pair{&RequestFields::top_p, &SamplerOptions::top_p},
+                                      std::pair{&RequestFields::min_p, &SamplerOptions::min_p},
+                                      std::pair{&RequestFields::typical_p, &SamplerOptions::typical_p},
+                                      std::pair{&RequestFields::repeat_penalty, &SamplerOptions::repetition_penalty},
+                                      std::pair{&RequestFields::presence_penalty, &SamplerOptions::presence_penalty},
+                                      std::pair{&RequestFields::frequency_penalty,
+                                                &SamplerOptions::frequency_penalty}}) {
+    Result<double> value = GivenOr(fields.*field, options.*option);
+    if (!value) return std::unexpected(value.error());
+    options.*option = *value;
+  }
+  Result<int64_t> last_n = GivenOr(fields.repeat_last_n, options.penalty_last_n);
+  if (!last_n) return std::unexpected(last_n.error());
+  options.penalty_last_n = *last_n;
+  if (fields.logit_bias) {
+    Result<std::vector<LogitBias>> bias = Given(fields.logit_bias);
+    if (!bias) return std::unexpected(bias.error());
+    options.logit_bias = std::move(*bias);
+  }
+  return options;
 }
 
 // llama.cpp's spelling: "15043+1" or "15043-0.5".
@@ -47,46 +85,30 @@ Result<LogitBias> ParseLogitBias(const std::string& text) {
   return LogitBias{static_cast<uint32_t>(*id), text[sign] == '-' ? -*bias : *bias};
 }
 
-Result<SamplerOptions> SamplerFromFlags(const Flags& flags) {
-  SamplerOptions options;
-  for (const auto& [name, field] : {std::pair{"top-p", &SamplerOptions::top_p},
-                                    std::pair{"min-p", &SamplerOptions::min_p},
-                                    std::pair{"typical-p", &SamplerOptions::typical_p},
-                                    std::pair{"repeat-penalty", &SamplerOptions::repetition_penalty},
-                                    std::pair{"presence-penalty", &SamplerOptions::presence_penalty},
-                                    std::pair{"frequency-penalty", &SamplerOptions::frequency_penalty}}) {
-    Result<double> value = flags.Double(name, options.*field);
-    if (!value) return std::unexpected(value.error());
-    options.*field = *value;
-  }
-  Result<int64_t> last_n = flags.CountOrAll("repeat-last-n", options.penalty_last_n);
-  if (!last_n) return std::unexpected(last_n.error());
-  options.penalty_last_n = *last_n;
+Result<std::vector<LogitBias>> LogitBiasFromFlags(const Flags& flags) {
+  std::vector<LogitBias> biases;
   for (const std::string& text : flags.Values("logit-bias")) {
     Result<LogitBias> bias = ParseLogitBias(text);
     if (!bias) return std::unexpected(bias.error());
-    options.logit_bias.push_back(*bias);
+    biases.push_back(*bias);
   }
-  return options;
+  return biases;
 }
 
-Result<uint64_t> RngStateFromFlags(const Flags& flags, uint64_t checkpoint_state) {
-  if (flags.Has("rng-state") && flags.Has("seed")) {
+Result<uint64_t> RngStateFromFields(const RequestFields& fields, uint64_t checkpoint_state) {
+  if (fields.rng_state && fields.seed) {
     return std::unexpected(InvalidArgument("--rng-state and --seed exclude each other"));
   }
-  if (flags.Has("rng-state")) return flags.Hex("rng-state", 0);
-  if (flags.Has("seed")) return flags.Unsigned("seed", 0);
+  if (fields.rng_state) return Given(fields.rng_state);
+  if (fields.seed) return Given(fields.seed);
   return checkpoint_state;
 }
 
 // The prompt text of --prompt TEXT, --prompt - (standard input) or --file F.
-Result<std::string> PromptText(const Flags& flags, PromptSources sources) {
-  if (flags.Has("file")) return ReadInputFile(*flags.Value("file"), "a prompt file", kMaxPromptBytes);
-  const std::string text = *flags.Value("prompt");
-  if (text == "-" && sources == PromptSources::kCommandLine) {
-    return ReadStandardInput("a prompt", kMaxPromptBytes);
-  }
-  return text;
+Result<std::string> PromptText(const RequestFields& fields) {
+  if (fields.prompt_file) return ReadInputFile(*fields.prompt_file, "a prompt file", kMaxPromptBytes);
+  if (fields.prompt_from_stdin) return ReadStandardInput("a prompt", kMaxPromptBytes);
+  return *fields.prompt;
 }
 
 std::string Hex16(uint64_t value) {
@@ -97,65 +119,92 @@ std::string Hex16(uint64_t value) {
 
 }  // namespace
 
-Result<GenerationConfig> RequestConfigFromFlags(const Flags& flags, PromptSources sources) {
-  const int prompt_sources = flags.Has("tokens") + flags.Has("prompt") + flags.Has("file");
+RequestFields RequestFieldsFromFlags(const Flags& flags) {
+  RequestFields fields;
+  if (flags.Has("tokens")) fields.tokens = flags.TokenList("tokens");
+  fields.prompt = flags.Value("prompt");
+  if (fields.prompt == "-") {
+    fields.prompt.reset();
+    fields.prompt_from_stdin = true;
+  }
+  fields.prompt_file = flags.Value("file");
+  fields.greedy = flags.Has("greedy");
+  if (flags.Has("temperature")) fields.temperature = flags.Double("temperature", 0.0);
+  if (flags.Has("top-k")) fields.top_k = flags.Unsigned("top-k", 0);
+  for (const auto& [name, field] : {std::pair{"top-p", &RequestFields::top_p},
+                                    std::pair{"min-p", &RequestFields::min_p},
+                                    std::pair{"typical-p", &RequestFields::typical_p},
+                                    std::pair{"repeat-penalty", &RequestFields::repeat_penalty},
+                                    std::pair{"presence-penalty", &RequestFields::presence_penalty},
+                                    std::pair{"frequency-penalty", &RequestFields::frequency_penalty}}) {
+    if (flags.Has(name)) fields.*field = flags.Double(name, 0.0);
+  }
+  if (flags.Has("repeat-last-n")) fields.repeat_last_n = flags.CountOrAll("repeat-last-n", 0);
+  if (flags.Has("logit-bias")) fields.logit_bias = LogitBiasFromFlags(flags);
+  if (flags.Has("rng-state")) fields.rng_state = flags.Hex("rng-state", 0);
+  if (flags.Has("seed")) fields.seed = flags.Unsigned("seed", 0);
+  if (flags.Has("eos")) fields.eos = flags.TokenList("eos");
+  fields.no_eos = flags.Has("no-eos");
+  fields.stop = flags.Values("stop");
+  if (flags.Has("logprobs")) fields.logprobs = flags.Unsigned("logprobs", 0);
+  if (flags.Has("max-new-tokens")) fields.max_new_tokens = flags.Unsigned("max-new-tokens", 64);
+  return fields;
+}
+
+Result<GenerationConfig> RequestConfigFromFields(const RequestFields& fields) {
+  const bool has_prompt = fields.prompt || fields.prompt_from_stdin;
+  const int prompt_sources = fields.tokens.has_value() + has_prompt + fields.prompt_file.has_value();
   if (prompt_sources != 1) {
-    return std::unexpected(InvalidArgument(flags.Has("file") ? "give exactly one of --tokens, --prompt and --file"
-                                                             : "give exactly one of --tokens and --prompt"));
+    return std::unexpected(InvalidArgument(fields.prompt_file ? "give exactly one of --tokens, --prompt and --file"
+                                                              : "give exactly one of --tokens and --prompt"));
   }
-  if (flags.Has("file") && sources == PromptSources::kRequestLine) {
-    return std::unexpected(InvalidArgument("a request line cannot read a prompt file"));
-  }
-  Result<SamplingMode> mode = ModeFromFlags(flags);
+  Result<SamplingMode> mode = ModeFromFields(fields);
   if (!mode) return std::unexpected(mode.error());
-  Result<SamplerOptions> sampler = SamplerFromFlags(flags);
+  Result<SamplerOptions> sampler = SamplerFromFields(fields);
   if (!sampler) return std::unexpected(sampler.error());
-  Result<uint64_t> max_new_tokens = flags.Unsigned("max-new-tokens", 64);
-  if (!max_new_tokens) return std::unexpected(max_new_tokens.error());
-  Result<uint64_t> context_size = flags.Unsigned("ctx-size", 0);
-  if (!context_size) return std::unexpected(context_size.error());
   GenerationConfig config;
   config.mode = *mode;
   config.sampler = std::move(*sampler);
+  Result<uint64_t> max_new_tokens = GivenOr(fields.max_new_tokens, uint64_t{64});
+  if (!max_new_tokens) return std::unexpected(max_new_tokens.error());
   config.max_new_tokens = *max_new_tokens;
-  config.context_size = *context_size;
-  config.stop = flags.Values("stop");
-  if (flags.Has("logprobs")) {
-    Result<uint64_t> top = flags.Unsigned("logprobs", 0);
+  config.stop = fields.stop;
+  if (fields.logprobs) {
+    Result<uint64_t> top = Given(fields.logprobs);
     if (!top) return std::unexpected(top.error());
     config.top_logprobs = *top;
   }
-  if (flags.Has("eos") && flags.Has("no-eos")) {
+  if (fields.eos && fields.no_eos) {
     return std::unexpected(InvalidArgument("--eos and --no-eos exclude each other"));
   }
-  if (flags.Has("eos")) {
-    Result<std::vector<uint32_t>> ends = flags.TokenList("eos");
+  if (fields.eos) {
+    Result<std::vector<uint32_t>> ends = Given(fields.eos);
     if (!ends) return std::unexpected(ends.error());
     config.eos_token = ends->front();
-    config.end_tokens.assign(ends->begin() + 1, ends->end());
+    config.end_of_generation.assign(ends->begin() + 1, ends->end());
   }
   return config;
 }
 
-Result<RequestInput> RequestInputFromFlags(const Flags& flags, const LoadedModel& loaded,
-                                           const Tokenizer& tokenizer, bool llama2c_tokenizer,
-                                           PromptSources sources, GenerationConfig& config) {
+Result<RequestInput> RequestInputFromFields(const RequestFields& fields, const LoadedModel& loaded,
+                                            const Tokenizer& tokenizer, bool llama2c_tokenizer,
+                                            GenerationConfig& config) {
   if (tokenizer.vocabulary_size() > 0) config.tokenizer = tokenizer;
   // run.c ends a sequence at BOS, the delimiter between documents.
-  if (llama2c_tokenizer && !config.eos_token && !flags.Has("no-eos")) {
+  if (llama2c_tokenizer && !config.eos_token && !fields.no_eos) {
     config.eos_token = tokenizer.bos_id();
   }
   // A byte-BPE model, like a GGUF's, was trained to end its text with its EOS
   // token: without an explicit choice, stop there rather than run past the text.
   const bool own_eos = loaded.tokenizer && (loaded.format == ModelFormat::kGguf ||
                                             loaded.tokenizer->kind() == TokenizerKind::kByteBpe);
-  if (!config.eos_token && !flags.Has("no-eos") && own_eos) config.eos_token = loaded.tokenizer->eos_id();
+  if (!config.eos_token && !fields.no_eos && own_eos) config.eos_token = loaded.tokenizer->eos_id();
   RequestInput input;
-  Result<uint64_t> state = RngStateFromFlags(flags, loaded.sampling_rng_state.value_or(0));
+  Result<uint64_t> state = RngStateFromFields(fields, loaded.sampling_rng_state.value_or(0));
   if (!state) return std::unexpected(state.error());
   input.rng_state = *state;
-  if (flags.Has("tokens")) {
-    Result<std::vector<uint32_t>> ids = flags.TokenList("tokens");
+  if (fields.tokens) {
+    Result<std::vector<uint32_t>> ids = Given(fields.tokens);
     if (!ids) return std::unexpected(ids.error());
     input.prompt = std::move(*ids);
     return input;
@@ -163,7 +212,7 @@ Result<RequestInput> RequestInputFromFlags(const Flags& flags, const LoadedModel
   if (tokenizer.vocabulary_size() == 0) {
     return std::unexpected(InvalidArgument("this model file has no tokenizer: give --tokenizer to encode --prompt"));
   }
-  Result<std::string> text = PromptText(flags, sources);
+  Result<std::string> text = PromptText(fields);
   if (!text) return std::unexpected(text.error());
   Result<std::vector<uint32_t>> encoded = tokenizer.EncodePrompt(*text);
   if (!encoded) return std::unexpected(encoded.error());

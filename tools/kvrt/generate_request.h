@@ -1,6 +1,6 @@
 // What `kvrt generate` reads from its flags about one request (prompt, sampler
-// set, stops, RNG state), shared with `kvrt batch`, whose request lines are read
-// as the same flags: a request means exactly what `generate` means by it.
+// set, stops, RNG state), shared with `kvrt batch`, whose request lines fill the
+// same fields from JSON: a request means exactly what `generate` means by it.
 #pragma once
 
 #include <cstdint>
@@ -52,13 +52,46 @@ inline constexpr FlagSpec kContextFlags[] = {
     {"ctx-size", true, "tokens a sequence may hold, prompt included (default 0: the model's context)", 'c'},
 };
 
-// Where a request's prompt may come from: `generate` reads --prompt - and --file,
-// a `batch` line names only its own text.
-enum class PromptSources { kCommandLine, kRequestLine };
+// One request's fields as given, before any check that combines them: from
+// `generate`'s flags (RequestFieldsFromFlags) or from a `kvrt batch` JSON line
+// (batch_request.h), never one through the other. A field is absent, or given
+// with its value or the error its text gave: a flag value that does not parse is
+// reported where the checks below first need it, so the first error of a
+// request is the same whichever way it came in.
+template <class T>
+using RequestField = std::optional<Result<T>>;
 
-// The checks that need no model: one prompt source, the sampler set's flags, the
-// budget, --eos xor --no-eos and the explicit end ids.
-Result<GenerationConfig> RequestConfigFromFlags(const Flags& flags, PromptSources sources);
+struct RequestFields {
+  RequestField<std::vector<uint32_t>> tokens;
+  std::optional<std::string> prompt;       // any bytes, NUL included
+  bool prompt_from_stdin = false;          // generate's --prompt -
+  std::optional<std::string> prompt_file;  // generate's --file
+  bool greedy = false;
+  RequestField<double> temperature;
+  RequestField<uint64_t> top_k;
+  RequestField<double> top_p;
+  RequestField<double> min_p;
+  RequestField<double> typical_p;
+  RequestField<double> repeat_penalty;
+  RequestField<double> presence_penalty;
+  RequestField<double> frequency_penalty;
+  RequestField<int64_t> repeat_last_n;  // -1: every token
+  RequestField<std::vector<LogitBias>> logit_bias;
+  RequestField<uint64_t> rng_state;
+  RequestField<uint64_t> seed;
+  RequestField<std::vector<uint32_t>> eos;  // the first is eos_token, the rest end tokens too
+  bool no_eos = false;
+  std::vector<std::string> stop;
+  RequestField<uint64_t> logprobs;
+  RequestField<uint64_t> max_new_tokens;
+};
+
+RequestFields RequestFieldsFromFlags(const Flags& flags);
+
+// The checks that need no model: one prompt source, the sampler set, the
+// budget, eos xor no_eos and the explicit end ids. The messages name the flags
+// (`--greedy excludes --temperature and --top-k`) for batch lines too.
+Result<GenerationConfig> RequestConfigFromFields(const RequestFields& fields);
 
 // The rest, once the model is loaded: the tokenizer, the default EOS (a byte-BPE
 // or GGUF model's own; llama2.c's BOS when `llama2c_tokenizer`), the RNG state
@@ -68,9 +101,9 @@ struct RequestInput {
   std::optional<std::string> prompt_text;
   uint64_t rng_state = 0;
 };
-Result<RequestInput> RequestInputFromFlags(const Flags& flags, const LoadedModel& loaded,
-                                           const Tokenizer& tokenizer, bool llama2c_tokenizer,
-                                           PromptSources sources, GenerationConfig& config);
+Result<RequestInput> RequestInputFromFields(const RequestFields& fields, const LoadedModel& loaded,
+                                            const Tokenizer& tokenizer, bool llama2c_tokenizer,
+                                            GenerationConfig& config);
 
 // The one-line JSON object of `generate --json`; with `id`, the request id first.
 std::string GenerationJson(const GenerationResult& run, uint64_t rng_state, bool cached, size_t threads,

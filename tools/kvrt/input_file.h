@@ -1,30 +1,45 @@
-// Reading a file a user names on the command line (a prompt, a requests file, a
-// benchmark run, a gate file) with every failure as a value: a FIFO, device or
-// directory is refused before it is opened (a FIFO would block the open, a
-// device never end a read), and so is a file larger than its kind may be.
+// Files a user names on the command line (a prompt, a requests file, a benchmark
+// run, a gate file), opened without ever blocking: open(O_NONBLOCK), then fstat,
+// and anything but a regular file (a FIFO would block the read, a device never end
+// it, a directory has no bytes) is refused before a byte is read.
 #pragma once
 
 #include <cstdint>
-#include <expected>
+#include <span>
 #include <string>
 
 #include "kvrt/error.h"
 
 namespace kvrt::cli {
 
-// Why a file could not be read; each command words it in its own error.
-struct FileProblem {
-  enum class Kind { kExamine, kNotRegular, kTooLarge, kOpen, kRead, kGrew };
-  Kind kind;
-  std::string detail;  // the OS's reason, the kind of file ("a FIFO"), or the size
+class InputFile {
+ public:
+  // `what` names the file's role in messages ("a requests file").
+  // NotRegularFile{path, kind} ("<path> is a FIFO, not a requests file"), or
+  // Io{operation, path, os_error} when it cannot be opened or examined.
+  static Result<InputFile> Open(const std::string& path, const std::string& what);
+
+  InputFile(InputFile&& other) noexcept;
+  InputFile& operator=(InputFile&&) = delete;
+  InputFile(const InputFile&) = delete;
+  ~InputFile();
+
+  uint64_t size() const { return size_; }  // at open
+  const std::string& path() const { return path_; }
+  // Up to out.size() bytes at `offset`: the count read, 0 at the end. Io on failure.
+  Result<size_t> ReadAt(uint64_t offset, std::span<char> out);
+
+ private:
+  InputFile(std::string path, int fd, uint64_t size) : path_(std::move(path)), fd_(fd), size_(size) {}
+  std::string path_;
+  int fd_ = -1;
+  uint64_t size_ = 0;
 };
 
-// The bytes of a regular file of at most `max_bytes`.
-std::expected<std::string, FileProblem> ReadRegularFile(const std::string& path, uint64_t max_bytes);
-
-// ReadRegularFile with the runtime's errors for input paths: NotRegularFile{path,
-// kind} ("<path> is a FIFO, not <what>"), InvalidArgument past `max_bytes`, Io
-// when the file cannot be examined, opened or read. `what`: "a requests file", ...
+// The whole file: InvalidArgument past `max_bytes` (a file that grew past it
+// while being read too), Io when a read fails; with a path, InputFile::Open's
+// errors first.
+Result<std::string> ReadInputFile(InputFile& file, const std::string& what, uint64_t max_bytes);
 Result<std::string> ReadInputFile(const std::string& path, const std::string& what, uint64_t max_bytes);
 
 // Everything on standard input up to its end: InvalidArgument past `max_bytes`,

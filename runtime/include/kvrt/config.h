@@ -18,9 +18,14 @@ struct ModelConfig {
   size_t max_positions = 0;       // P: context capacity = RoPE table rows
   double rope_base = 10000.0;
   double rms_epsilon = 1e-6;  // 0 is legal
-  // Extensions (LLMCP35 models always have kv_heads == heads and a tied head).
+  // Extensions (LLMCP35 models always have kv_heads == heads, a tied head and
+  // rope_freq_scale 1).
   size_t kv_heads = 0;      // key/value heads for grouped-query attention; divides H
   bool tied_output = true;  // logits = final · Eᵀ; false: a separate output matrix
+  // Linear RoPE scaling (llama.cpp's freq_scale = 1/rope.scaling.factor): every
+  // rotation angle p·inv_f is multiplied by it, as if positions were p·scale.
+  // Finite and positive; 1 leaves the angles' bits unchanged.
+  double rope_freq_scale = 1.0;
 
   // The reference constructor: arguments in DecoderModelConfig::new order,
   // kv_heads = heads, tied output head.
@@ -32,7 +37,8 @@ struct ModelConfig {
   size_t kv_width() const { return kv_heads * head_width(); }
   size_t query_heads_per_kv_head() const { return kv_heads == 0 ? 0 : heads / kv_heads; }
 
-  // spec/model.md §1.2, in that order (first failure wins); then the GQA extension.
+  // spec/model.md §1.2, in that order (first failure wins); then the GQA and RoPE
+  // scaling extensions.
   Result<void> Validate() const;
 
   // Integers equal and both floats bit-equal (spec/kv-cache.md §3.3 step 1).

@@ -236,6 +236,11 @@ namespace kvrt {
   X(TruncateBeyondLength) \
   X(ForkOntoItself) \
   X(SlotRequest) \
+  /* Issue 38, after every earlier code for the same reason: linear RoPE scaling, */ \
+  /* llama GGUF keys kvrt cannot honour. */ \
+  X(InvalidRopeScale) \
+  X(HeadWidthMismatch) \
+  X(UnsupportedExperts) \
   /* The sampler set and generation controls (kvrt/sampling.h, kvrt/generation.h). */ \
   X(InvalidSamplerSetting) \
   X(LogitBiasOutOfBounds) \

@@ -34,7 +34,10 @@ struct GenerationConfig {
   SamplingMode mode;
   SamplerOptions sampler;             // bias, penalties, typical-p, top-p, min-p (identity: off)
   std::optional<uint32_t> eos_token;  // tests generated tokens only
-  std::vector<uint32_t> end_tokens;   // more ids that end the generation as eos_token does
+  // More ids that end the run as eos_token does (stop "eos"), such as a chat
+  // model's end-of-generation set. Each is checked against the vocabulary like
+  // eos_token (EosTokenOutOfBounds).
+  std::vector<uint32_t> end_of_generation;
   // Stop strings, matched on the decoded text (across tokens and inside
   // multi-byte characters); the earliest match ends the generation and the text
   // stops just before it. Each is non-empty UTF-8, and they need `tokenizer`.
@@ -153,6 +156,27 @@ struct ServeOptions {
   // Tokens each slot holds; 0: the model's max_positions. A request whose
   // context_size (0: max_positions) exceeds it fails with CapacityExceedsPositions.
   size_t capacity = 0;
+};
+
+// The streaming form of ServeGenerations (kvrt/model.h, ServeGenerationStream):
+// requests are pulled from a source one at a time and results handed out in
+// request order as soon as they are known, so a run over any number of requests
+// holds only what its slots are working on. Where such a run gets its requests,
+// in order:
+class GenerationRequestSource {
+ public:
+  virtual ~GenerationRequestSource() = default;
+  // The next request, or nullopt after the last one. An error ends the run with it.
+  virtual Result<std::optional<GenerationRequest>> Next() = 0;
+};
+
+// Receives the result of request `index` (0-based, in the source's order); called
+// in request order. An error ends the run with it.
+using ServedCallback = std::function<Result<void>(size_t index, ServedGeneration& served)>;
+
+struct StreamOptions {
+  ServeOptions serve;
+  size_t max_held_results = 1024;  // at least 1
 };
 
 }  // namespace kvrt

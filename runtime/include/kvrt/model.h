@@ -95,4 +95,12 @@ Result<std::vector<ServedGeneration>> ServeGenerations(const Model& model,
                                                        std::span<const GenerationRequest> requests,
                                                        const ServeOptions& options);
 
+// ServeGenerations over requests pulled from `source` one at a time, results
+// delivered in request order as soon as they are known: memory is bounded by the
+// slots and options.max_held_results, never by the number of requests. Errors
+// of the whole run: Cache(...), AllocationFailed, or the source's or the
+// callback's error; results already delivered stay delivered.
+Result<void> ServeGenerationStream(const Model& model, GenerationRequestSource& source,
+                                   const ServedCallback& deliver, const StreamOptions& options);
+
 }  // namespace kvrt

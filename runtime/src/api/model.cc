@@ -6,6 +6,7 @@
 #include "api/model_impl.h"
 #include "engine/reference/complete_prefix.h"
 #include "generate/generate.h"
+#include "generate/serve_stream.h"
 #include "kvrt/model.h"
 #include "kvrt/session.h"
 #include "session/engine_threads.h"
@@ -118,6 +119,15 @@ Result<std::vector<ServedGeneration>> ServeGenerations(const Model& model,
   ServeOptions resolved = options;
   resolved.engine = threads->options;
   return ServeGenerations(model.impl().model, requests, resolved);
+}
+
+Result<void> ServeGenerationStream(const Model& model, GenerationRequestSource& source,
+                                   const ServedCallback& deliver, const StreamOptions& options) {
+  Result<EngineThreads> threads = ResolveEngineThreads(options.serve.engine);
+  if (!threads) return Fail(std::move(threads.error()));
+  StreamOptions resolved = options;
+  resolved.serve.engine = threads->options;
+  return ServeGenerationStream(model.impl().model, source, deliver, resolved);
 }
 
 }  // namespace kvrt

@@ -46,7 +46,7 @@ kvrt::Result<kvrt::GenerationConfig> ConfigFromC(const kvrt_model& model,
   config.sampler = std::move(settings->options);
   config.max_new_tokens = options.max_new_tokens;
   if (options.has_eos) config.eos_token = options.eos_token;
-  config.end_tokens.assign(options.end_tokens, options.end_tokens + options.end_token_count);
+  config.end_of_generation.assign(options.end_tokens, options.end_tokens + options.end_token_count);
   for (size_t i = 0; i < options.stop_count; ++i) {
     if (options.stop[i] == nullptr) {
       return kvrt::Fail(kvrt::ErrorCode::kInvalidArgument, {},

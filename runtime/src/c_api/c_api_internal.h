@@ -27,8 +27,8 @@ struct kvrt_error {
 };
 
 struct kvrt_pool {
-  kvrt::threading::ThreadPool pool;
-  explicit kvrt_pool(size_t threads) : pool(threads) {}
+  // An arena of its own (kvrt_pool_create) or the host's (kvrt_pool_attach_current_arena).
+  std::unique_ptr<kvrt::threading::ThreadPool> pool;
 };
 
 struct kvrt_model {

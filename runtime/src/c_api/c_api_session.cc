@@ -74,7 +74,7 @@ Result<EngineOptions> EngineFromC(const kvrt_engine_options* engine,
                 "the reference backend computes in f64 only");
   }
   options.threads = chosen.threads;
-  options.pool = chosen.pool != nullptr ? &chosen.pool->pool : nullptr;
+  options.pool = chosen.pool != nullptr ? chosen.pool->pool.get() : nullptr;
   Result<EngineThreads> threads = ResolveEngineThreads(options);
   if (!threads) return Fail(std::move(threads.error()));
   pool = std::move(threads->owned_pool);
@@ -94,12 +94,24 @@ kvrt_error* kvrt_pool_create(size_t threads, kvrt_pool** out) {
   return Guard([&]() -> kvrt_error* {
     if (out == nullptr) return InvalidArgument("kvrt_pool_create needs an output");
     if (threads > 1024) return InvalidArgument("kvrt_pool_create: at most 1024 threads");
-    *out = new kvrt_pool(threads);
+    auto pool = std::make_unique<kvrt_pool>();
+    pool->pool = std::make_unique<kvrt::threading::ThreadPool>(threads);
+    *out = pool.release();
     return nullptr;
   });
 }
 
-size_t kvrt_pool_threads(const kvrt_pool* pool) { return pool ? pool->pool.threads() : 0; }
+kvrt_error* kvrt_pool_attach_current_arena(kvrt_pool** out) {
+  return Guard([&]() -> kvrt_error* {
+    if (out == nullptr) return InvalidArgument("kvrt_pool_attach_current_arena needs an output");
+    auto pool = std::make_unique<kvrt_pool>();
+    pool->pool = kvrt::threading::ThreadPool::OnCurrentArena();
+    *out = pool.release();
+    return nullptr;
+  });
+}
+
+size_t kvrt_pool_threads(const kvrt_pool* pool) { return pool ? pool->pool->threads() : 0; }
 void kvrt_pool_free(kvrt_pool* pool) { delete pool; }
 
 kvrt_error* kvrt_cache_create(const kvrt_model* model, size_t capacity, kvrt_precision precision,

@@ -23,7 +23,10 @@
 // and large (weights, caches, workspaces), allocated once per model or session,
 // where a general-purpose allocator's speed does not matter. posix_memalign also
 // keeps the exact size, so a sanitizer reports a read one byte past a buffer
-// (aligned_alloc would round the size up to the alignment).
+// (aligned_alloc would round the size up to the alignment). kvrt's own
+// executables, which own their process, do link mimalloc as its allocator
+// (tools/allocator/), so there these calls land in mimalloc; the library never
+// chooses.
 //
 // Requests of kMappedBytes or more are anonymous mappings instead: the kernel
 // hands them out zeroed and backs a page only when it is first written, so a

@@ -92,7 +92,13 @@ Result<ModelFile> ReadModelFile(const std::string& path) {
     case ModelFormat::kGguf: {
       Result<gguf::GgufFile> file = gguf::GgufFile::Open(path);
       if (!file) return Fail(std::move(file.error()));
-      // The tokenizer first: it is validated before the weights are decoded.
+      // Everything checkable without reading a weight first, the tokenizer's
+      // token count against the model included: a lying count must not build a
+      // vocabulary of that size. Then the tokenizer, validated before the
+      // weights are decoded.
+      Result<ModelConfig> config = gguf::LlamaConfig(*file);
+      if (!config) return Fail(std::move(config.error()));
+      if (auto tensors = gguf::ValidateLlamaTensors(*file, *config); !tensors) return Fail(std::move(tensors.error()));
       Result<std::optional<Tokenizer>> tokenizer = gguf::ReadTokenizer(*file);
       if (!tokenizer) return Fail(std::move(tokenizer.error()));
       Result<DecoderModel> model = gguf::BuildLlamaModel(*file, ModelStorage::kPanelsF32);

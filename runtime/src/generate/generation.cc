@@ -125,7 +125,7 @@ Result<void> ValidateRequest(const ModelConfig& config, std::span<const uint32_t
   }
   std::optional<uint32_t> bad_end;
   if (request.eos_token && *request.eos_token >= vocabulary) bad_end = request.eos_token;
-  for (const uint32_t end : request.end_tokens) {
+  for (const uint32_t end : request.end_of_generation) {
     if (!bad_end && end >= vocabulary) bad_end = end;
   }
   if (bad_end) {
@@ -175,18 +175,19 @@ size_t ContextCapacity(const ModelConfig& config, const GenerationConfig& reques
 
 Result<GenerationCursor> GenerationCursor::Create(const ModelConfig& config,
                                                   const GenerationConfig& request,
-                                                  std::span<const uint32_t> prompt) {
+                                                  std::span<const uint32_t> prompt, SamplerChain& chain) {
   const size_t capacity = ContextCapacity(config, request);
   // Buffers sized for the whole run up front: the loop itself allocates nothing.
   const size_t planned = std::min(request.max_new_tokens, capacity - prompt.size() + 1);
-  Result<SamplerChain> chain = SamplerChain::Create(request.mode, request.sampler,
-                                                    config.vocabulary_size, prompt.size() + planned);
-  if (!chain) return Fail(std::move(chain.error()));
+  if (Result<void> configured = chain.Configure(request.mode, request.sampler, prompt.size() + planned);
+      !configured) {
+    return Fail(std::move(configured.error()));
+  }
   Result<GeneratedText> text =
       GeneratedText::Create(request.tokenizer, request.stop, prompt.back(), planned);
   if (!text) return Fail(std::move(text.error()));
-  GenerationCursor cursor(config, request, capacity, std::move(*chain), std::move(*text));
-  for (const uint32_t token : prompt) cursor.chain_.Accept(token);  // llama.cpp counts the prompt
+  GenerationCursor cursor(config, request, capacity, chain, std::move(*text));
+  for (const uint32_t token : prompt) chain.Accept(token);  // llama.cpp counts the prompt
   cursor.result_.prompt.assign(prompt.begin(), prompt.end());
   cursor.result_.work.layer_cache_count = config.layers;
   cursor.result_.text.emplace();
@@ -203,8 +204,8 @@ Result<GenerationCursor> GenerationCursor::Create(const ModelConfig& config,
 
 bool GenerationCursor::IsEndToken(uint32_t token) const {
   if (request_.eos_token && token == *request_.eos_token) return true;
-  return std::find(request_.end_tokens.begin(), request_.end_tokens.end(), token) !=
-         request_.end_tokens.end();
+  return std::find(request_.end_of_generation.begin(), request_.end_of_generation.end(), token) !=
+         request_.end_of_generation.end();
 }
 
 std::optional<GenerationStop> GenerationCursor::StopAfter(bool end_token, bool stop_string) const {
@@ -254,7 +255,7 @@ Result<uint32_t> GenerationCursor::SampleAndRecord(std::span<const double> logit
     result_.top_logprobs.resize(first + *request_.top_logprobs);
     logprobs.top = std::span(result_.top_logprobs).subspan(first);
   }
-  Result<TokenSelection> selection = chain_.Sample(logits, rng, request_.top_logprobs ? &logprobs : nullptr);
+  Result<TokenSelection> selection = chain_->Sample(logits, rng, request_.top_logprobs ? &logprobs : nullptr);
   if (!selection) {
     result_.top_logprobs.resize(result_.steps.size() * result_.top_logprobs_per_step);
     return Fail(std::move(selection.error()).Wrap(ErrorCode::kSampling));
@@ -269,14 +270,16 @@ Result<uint32_t> GenerationCursor::SampleAndRecord(std::span<const double> logit
   step.interval_end = selection->interval_end;
   if (request_.top_logprobs) step.logprob = logprobs.chosen;
   prefix_.push_back(token);
-  chain_.Accept(token);
+  chain_->Accept(token);
   return token;
 }
 
 Result<void> RunGenerationLoop(const ModelConfig& config, const GenerationConfig& request,
                                SplitMix64& rng, LogitSource& source, const TokenCallback& on_token,
                                GenerationResult& result) {
-  Result<GenerationCursor> cursor = GenerationCursor::Create(config, request, result.prompt);
+  Result<SamplerChain> chain = SamplerChain::Create(config.vocabulary_size);
+  if (!chain) return Fail(std::move(chain.error()));
+  Result<GenerationCursor> cursor = GenerationCursor::Create(config, request, result.prompt, *chain);
   if (!cursor) return Fail(std::move(cursor.error()));
   Result<std::span<const double>> logits = source.First(result.prompt);
   for (;;) {

@@ -21,11 +21,13 @@ namespace kvrt {
 
 class GenerationCursor {
  public:
-  // `prompt` and `request` validated; sizes every buffer for the whole run up
-  // front (the sampler set's, the text's, the steps'), so Advance allocates
-  // nothing until the run ends.
+  // `prompt` validated; configures `chain` (of the model's vocabulary, which the
+  // cursor borrows) for the request and sizes every other buffer for the whole
+  // run up front (the text's, the steps'), so Advance allocates nothing until the
+  // run ends. A request driver lends each slot's chain to the request in that
+  // slot, so the vocabulary-sized buffers exist once per slot, not per request.
   static Result<GenerationCursor> Create(const ModelConfig& config, const GenerationConfig& request,
-                                         std::span<const uint32_t> prompt);
+                                         std::span<const uint32_t> prompt, SamplerChain& chain);
 
   // Samples one token from the logits of the current prefix, records the step,
   // streams it and applies the stops in the order end token → stop string →
@@ -35,6 +37,7 @@ class GenerationCursor {
                        const TokenCallback& on_token);
 
   uint32_t token() const { return result_.generated.back(); }
+  // The prompt, then every sampled token (its storage never moves: reserved up front).
   std::span<const uint32_t> prefix() const { return prefix_; }
   // The run so far: prompt, generated, steps, stop, text, log-probabilities and
   // the complete-prefix score count (model_calls and the cache counters are the
@@ -43,8 +46,8 @@ class GenerationCursor {
 
  private:
   GenerationCursor(const ModelConfig& config, const GenerationConfig& request, size_t capacity,
-                   SamplerChain chain, GeneratedText text)
-      : config_(config), request_(request), capacity_(capacity), chain_(std::move(chain)),
+                   SamplerChain& chain, GeneratedText text)
+      : config_(config), request_(request), capacity_(capacity), chain_(&chain),
         text_(std::move(text)) {}
   // One token from the sampler set, recorded as a step of the run.
   Result<uint32_t> SampleAndRecord(std::span<const double> logits, SplitMix64& rng);
@@ -54,7 +57,7 @@ class GenerationCursor {
   ModelConfig config_;
   GenerationConfig request_;
   size_t capacity_;  // tokens the sequence may hold
-  SamplerChain chain_;
+  SamplerChain* chain_;
   GeneratedText text_;
   GenerationResult result_;
   std::vector<uint32_t> prefix_;

@@ -5,17 +5,27 @@
 
 namespace kvrt {
 
+namespace {
+
+// The tokens a ring must hold for a window of `last_n` over sequences of at most
+// `longest_sequence` tokens; 0 when the window is unbounded (-1, or a window
+// longer than any sequence, which never drops a token).
+size_t RingLength(int64_t last_n, size_t longest_sequence) {
+  if (last_n <= 0) return 0;
+  const size_t ring = std::min<uint64_t>(static_cast<uint64_t>(last_n), longest_sequence);
+  return ring >= longest_sequence ? 0 : ring;
+}
+
+}  // namespace
+
 Result<PenaltyWindow> PenaltyWindow::Create(size_t vocabulary_size, int64_t last_n,
                                             size_t longest_sequence) {
   PenaltyWindow window;
-  window.bounded_ = last_n > 0;
-  // A window longer than any sequence holds every token: it never drops one.
-  const size_t ring = window.bounded_ ? std::min<uint64_t>(static_cast<uint64_t>(last_n), longest_sequence) : 0;
-  if (window.bounded_ && ring >= longest_sequence) window.bounded_ = false;
+  const size_t ring = RingLength(last_n, longest_sequence);
   std::optional<Buffer<uint64_t>> counts = Buffer<uint64_t>::Allocate(vocabulary_size);
   std::optional<Buffer<uint32_t>> slot_of = Buffer<uint32_t>::Allocate(vocabulary_size);
   std::optional<Buffer<uint32_t>> counted = Buffer<uint32_t>::Allocate(vocabulary_size);
-  std::optional<Buffer<uint32_t>> tokens = Buffer<uint32_t>::Allocate(window.bounded_ ? ring : 0);
+  std::optional<Buffer<uint32_t>> tokens = Buffer<uint32_t>::Allocate(ring);
   if (!counts || !slot_of || !counted || !tokens) {
     return Fail(ErrorCode::kAllocationFailed, {{"values", uint64_t{vocabulary_size}}},
                 "could not allocate the penalty window for " + std::to_string(vocabulary_size) +
@@ -25,7 +35,16 @@ Result<PenaltyWindow> PenaltyWindow::Create(size_t vocabulary_size, int64_t last
   window.slot_of_ = std::move(*slot_of);
   window.counted_ = std::move(*counted);
   window.ring_ = std::move(*tokens);
+  window.ring_length_ = ring;
   return window;
+}
+
+bool PenaltyWindow::Reset(int64_t last_n, size_t longest_sequence) {
+  const size_t ring = RingLength(last_n, longest_sequence);
+  if (ring > ring_.size()) return false;
+  Clear();
+  ring_length_ = ring;
+  return true;
 }
 
 void PenaltyWindow::Add(uint32_t token) {
@@ -46,13 +65,13 @@ void PenaltyWindow::Remove(uint32_t token) {
 
 void PenaltyWindow::Push(uint32_t token) {
   Add(token);
-  if (!bounded_) return;
-  if (ring_size_ == ring_.size()) {
+  if (ring_length_ == 0) return;
+  if (ring_size_ == ring_length_) {
     Remove(ring_[ring_start_]);
     ring_[ring_start_] = token;
-    ring_start_ = (ring_start_ + 1) % ring_.size();
+    ring_start_ = (ring_start_ + 1) % ring_length_;
   } else {
-    ring_[(ring_start_ + ring_size_) % ring_.size()] = token;
+    ring_[(ring_start_ + ring_size_) % ring_length_] = token;
     ++ring_size_;
   }
 }

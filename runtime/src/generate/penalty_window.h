@@ -24,6 +24,11 @@ class PenaltyWindow {
   // `token` < the vocabulary size. The oldest token leaves a full window.
   void Push(uint32_t token);
   void Clear();
+  // Clear, then a window of `last_n` over sequences of at most
+  // `longest_sequence` tokens, within the ring this window already has (a
+  // request driver reuses one window per slot); false, changing nothing, when
+  // that ring is too short.
+  bool Reset(int64_t last_n, size_t longest_sequence);
 
   // The ids with a count of at least one, in no particular order.
   std::span<const uint32_t> counted() const { return {counted_.data(), counted_size_}; }
@@ -38,8 +43,8 @@ class PenaltyWindow {
   Buffer<uint32_t> slot_of_;  // [vocabulary] the id's index in counted_ while counted
   Buffer<uint32_t> counted_;  // [vocabulary] the counted ids, first counted_size_ valid
   size_t counted_size_ = 0;
-  bool bounded_ = false;
-  Buffer<uint32_t> ring_;     // [window] the window's tokens, oldest at ring_start_
+  Buffer<uint32_t> ring_;     // [≥ ring_length_] the window's tokens, oldest at ring_start_
+  size_t ring_length_ = 0;    // tokens the window holds; 0: every token (nothing leaves)
   size_t ring_start_ = 0, ring_size_ = 0;
 };
 

@@ -17,10 +17,11 @@ std::unexpected<Error> BuffersFailed(size_t vocabulary_size) {
               "could not allocate sampling buffers for " + std::to_string(vocabulary_size) + " values");
 }
 
-// A buffer of `count` entries when `needed`, else an empty one.
+// `out` keeps its buffer when it has one or when it is not `needed`; else it
+// gets one of `count` entries (false when that fails).
 template <class T>
 bool AllocateIf(bool needed, size_t count, Buffer<T>& out) {
-  if (!needed) return true;
+  if (!needed || out.size() == count) return true;
   std::optional<Buffer<T>> buffer = Buffer<T>::Allocate(count);
   if (!buffer) return false;
   out = std::move(*buffer);
@@ -29,35 +30,55 @@ bool AllocateIf(bool needed, size_t count, Buffer<T>& out) {
 
 }  // namespace
 
+Result<SamplerChain> SamplerChain::Create(size_t vocabulary_size) {
+  SamplerChain chain;
+  if (!AllocateIf(true, vocabulary_size, chain.order_) ||
+      !AllocateIf(true, vocabulary_size, chain.probabilities_)) {
+    return BuffersFailed(vocabulary_size);
+  }
+  return chain;
+}
+
 Result<SamplerChain> SamplerChain::Create(const SamplingMode& mode, const SamplerOptions& options,
-                                          size_t vocabulary_size, size_t longest_sequence) try {
+                                          size_t vocabulary_size, size_t longest_sequence) {
   if (Result<void> valid = ValidateSamplingMode(mode, vocabulary_size); !valid) {
     return Fail(std::move(valid.error()));
   }
-  if (Result<void> valid = ValidateSamplerOptions(options, vocabulary_size); !valid) {
-    return Fail(std::move(valid.error()));
-  }
-  SamplerChain chain;
-  chain.mode_ = mode;
-  chain.options_ = options;
-  const bool penalties = sampling::PenaltiesActive(options);
-  if (penalties) {
-    Result<PenaltyWindow> window =
-        PenaltyWindow::Create(vocabulary_size, options.penalty_last_n, longest_sequence);
-    if (!window) return Fail(std::move(window.error()));
-    chain.window_.emplace(std::move(*window));
-  }
-  const size_t v = vocabulary_size;
-  const bool typical = options.typical_p < 1.0;
-  if (!AllocateIf(true, v, chain.order_) || !AllocateIf(true, v, chain.probabilities_) ||
-      !AllocateIf(penalties || !options.logit_bias.empty(), v, chain.shaped_) ||
-      !AllocateIf(chain.DropsCandidates(), v, chain.weights_) ||
-      !AllocateIf(typical, v, chain.distances_) || !AllocateIf(typical, v, chain.by_distance_)) {
-    return BuffersFailed(v);
+  Result<SamplerChain> chain = Create(vocabulary_size);
+  if (!chain) return chain;
+  if (Result<void> configured = chain->Configure(mode, options, longest_sequence); !configured) {
+    return Fail(std::move(configured.error()));
   }
   return chain;
+}
+
+Result<void> SamplerChain::Configure(const SamplingMode& mode, const SamplerOptions& options,
+                                     size_t longest_sequence) try {
+  const size_t v = vocabulary_size();
+  if (Result<void> valid = ValidateSamplingMode(mode, v); !valid) return Fail(std::move(valid.error()));
+  if (Result<void> valid = ValidateSamplerOptions(options, v); !valid) return Fail(std::move(valid.error()));
+  SamplerOptions copied = options;  // may throw (the bias list): before anything changes
+  // Buffers first, so that a failure leaves the chain as it was (a buffer it
+  // gains early stays: it is only ever larger storage for the same settings).
+  const bool penalties = sampling::PenaltiesActive(options);
+  const bool drops = options.typical_p < 1.0 || options.top_p < 1.0 || options.min_p > 0.0;
+  const bool typical = options.typical_p < 1.0;
+  if (!AllocateIf(penalties || !options.logit_bias.empty(), v, shaped_) || !AllocateIf(drops, v, weights_) ||
+      !AllocateIf(typical, v, distances_) || !AllocateIf(typical, v, by_distance_)) {
+    return BuffersFailed(v);
+  }
+  if (penalties && !(window_ && window_->Reset(options.penalty_last_n, longest_sequence))) {
+    Result<PenaltyWindow> window = PenaltyWindow::Create(v, options.penalty_last_n, longest_sequence);
+    if (!window) return Fail(std::move(window.error()));
+    window_.emplace(std::move(*window));
+  }
+  if (window_ && !penalties) window_->Clear();  // kept for a later request; counts nothing now
+  mode_ = mode;
+  options_ = std::move(copied);
+  candidates_ = 0;
+  return {};
 } catch (const std::bad_alloc&) {  // copying the bias list
-  return BuffersFailed(vocabulary_size);
+  return BuffersFailed(vocabulary_size());
 }
 
 bool SamplerChain::DropsCandidates() const {
@@ -104,8 +125,9 @@ Result<TokenSelection> SamplerChain::Sample(std::span<const double> logits, Spli
 
 // §2: the logits themselves, or their copy with the bias and the penalties.
 Result<std::span<const double>> SamplerChain::Shape(std::span<const double> logits) {
-  if (shaped_.empty()) return logits;
-  const PenaltyWindow* window = window_ ? &*window_ : nullptr;
+  const bool penalties = sampling::PenaltiesActive(options_);
+  if (!penalties && options_.logit_bias.empty()) return logits;
+  const PenaltyWindow* window = penalties ? &*window_ : nullptr;
   if (Result<void> shaped = sampling::ShapeLogits(logits, options_, window, shaped_.span()); !shaped) {
     return Fail(std::move(shaped.error()));
   }
@@ -143,7 +165,7 @@ Result<TokenSelection> SamplerChain::Pick(std::span<const double> x, SplitMix64&
 }
 
 void SamplerChain::Accept(uint32_t token) {
-  if (window_) window_->Push(token);
+  if (window_ && sampling::PenaltiesActive(options_)) window_->Push(token);
 }
 
 void SamplerChain::ClearHistory() {

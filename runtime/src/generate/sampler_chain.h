@@ -29,11 +29,17 @@ struct StepLogprobs {
 
 class SamplerChain {
  public:
-  // ValidateSamplingMode, then ValidateSamplerOptions; AllocationFailed. A
-  // sequence never holds more than `longest_sequence` tokens (it bounds the
-  // penalty window).
+  // A chain for `vocabulary_size` ids, greedy with every option at identity,
+  // holding the two buffers every setting uses; AllocationFailed.
+  static Result<SamplerChain> Create(size_t vocabulary_size);
+  // Create, then Configure.
   static Result<SamplerChain> Create(const SamplingMode& mode, const SamplerOptions& options,
                                      size_t vocabulary_size, size_t longest_sequence);
+  // New settings and an empty history: ValidateSamplingMode, then
+  // ValidateSamplerOptions, then the buffers these settings need and the chain
+  // lacks (AllocationFailed); an error changes no setting. A sequence never
+  // holds more than `longest_sequence` tokens (it bounds the penalty window).
+  Result<void> Configure(const SamplingMode& mode, const SamplerOptions& options, size_t longest_sequence);
 
   // Picks a token from `logits` (one per id). EmptyLogits, VocabularyTooLarge,
   // NonFiniteLogit (of the logits, or of their shaped values),
@@ -59,7 +65,7 @@ class SamplerChain {
 
   SamplingMode mode_;
   SamplerOptions options_;
-  std::optional<PenaltyWindow> window_;  // only when the penalties are active
+  std::optional<PenaltyWindow> window_;  // once some settings had the penalties active
   size_t candidates_ = 0;                // the last draw's candidates at the front of order_
   Buffer<uint32_t> order_;               // [V] ids; the candidates in rank order at the front
   Buffer<double> probabilities_;         // [V] the final draw's probabilities, by id

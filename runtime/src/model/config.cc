@@ -70,6 +70,10 @@ Result<void> ModelConfig::Validate() const {
                 "decoder head count " + std::to_string(heads) +
                     " must be divisible by key/value head count " + std::to_string(kv_heads));
   }
+  if (!std::isfinite(rope_freq_scale) || rope_freq_scale <= 0.0) {
+    return Fail(ErrorCode::kInvalidRopeScale, {{"value", rope_freq_scale}},
+                "decoder RoPE frequency scale must be finite and positive, got " + RustDebug(rope_freq_scale));
+  }
   return {};
 }
 
@@ -79,7 +83,8 @@ bool ModelConfig::SameAs(const ModelConfig& other) const {
          layers == other.layers && max_positions == other.max_positions &&
          std::bit_cast<uint64_t>(rope_base) == std::bit_cast<uint64_t>(other.rope_base) &&
          std::bit_cast<uint64_t>(rms_epsilon) == std::bit_cast<uint64_t>(other.rms_epsilon) &&
-         kv_heads == other.kv_heads && tied_output == other.tied_output;
+         kv_heads == other.kv_heads && tied_output == other.tied_output &&
+         std::bit_cast<uint64_t>(rope_freq_scale) == std::bit_cast<uint64_t>(other.rope_freq_scale);
 }
 
 }  // namespace kvrt

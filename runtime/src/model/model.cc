@@ -200,7 +200,7 @@ Result<void> ValidateConfigSizes(const ModelConfig& config) {
 
 Result<std::shared_ptr<const RopeTable>> BuildRope(const ModelConfig& config) {
   Result<RopeTable> rope =
-      RopeTable::Create(config.head_width(), config.max_positions, config.rope_base);
+      RopeTable::Create(config.head_width(), config.max_positions, config.rope_base, config.rope_freq_scale);
   if (!rope) return Fail(std::move(rope.error()));
   return std::make_shared<const RopeTable>(std::move(*rope));
 }
@@ -216,7 +216,8 @@ Result<void> ValidateModelLayout(const ModelConfig& config, std::span<const std:
   if (auto layout = ValidateParameterLayout(config, names, shapes); !layout) {
     return Fail(std::move(layout.error()).Wrap(ErrorCode::kModel));
   }
-  if (auto rope = RopeTable::Validate(config.head_width(), config.max_positions, config.rope_base);
+  if (auto rope = RopeTable::Validate(config.head_width(), config.max_positions, config.rope_base,
+                                      config.rope_freq_scale);
       !rope) {
     return Fail(std::move(rope.error()).Wrap(ErrorCode::kModel));
   }

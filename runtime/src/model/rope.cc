@@ -15,9 +15,10 @@ double InverseFrequency(size_t i, size_t head_width, double base) {
   return std::pow(base, exponent);
 }
 
-// cos(p·inv_f) and sin(p·inv_f): separate libm calls, as the reference; ±0 as +0.
-void Angle(size_t position, double inverse, double* cos, double* sin) {
-  const double angle = static_cast<double>(position) * inverse;
+// cos(p·inv_f·s) and sin(p·inv_f·s): separate libm calls, as the reference; ±0 as
+// +0. The scale multiplies last, so s = 1 leaves the reference's angle unchanged.
+void Angle(size_t position, double inverse, double freq_scale, double* cos, double* sin) {
+  const double angle = static_cast<double>(position) * inverse * freq_scale;
   const double c = std::cos(angle);
   const double s = std::sin(angle);
   *cos = c == 0.0 ? 0.0 : c;
@@ -26,7 +27,7 @@ void Angle(size_t position, double inverse, double* cos, double* sin) {
 
 }  // namespace
 
-Result<void> RopeTable::Validate(size_t head_width, size_t positions, double base) {
+Result<void> RopeTable::Validate(size_t head_width, size_t positions, double base, double freq_scale) {
   const size_t pairs = head_width / 2;
   if (pairs != 0 && positions > kMaxEntries / pairs) {
     return Fail(ErrorCode::kSizeOverflow, {{"context", std::string("rope table")}},
@@ -37,7 +38,8 @@ Result<void> RopeTable::Validate(size_t head_width, size_t positions, double bas
   for (size_t i = 0; i < pairs; ++i) {
     const double inverse = InverseFrequency(i, head_width, base);
     // Angles grow with the position, so the last one is the largest.
-    const double last_angle = positions == 0 ? 0.0 : static_cast<double>(positions - 1) * inverse;
+    const double last_angle =
+        positions == 0 ? 0.0 : static_cast<double>(positions - 1) * inverse * freq_scale;
     if (!std::isfinite(inverse) || !std::isfinite(last_angle)) {
       return Fail(ErrorCode::kNonFiniteTableValue, {{"pair", uint64_t{i}}},
                   "RoPE angles of pair " + std::to_string(i) + " are not finite");
@@ -46,8 +48,9 @@ Result<void> RopeTable::Validate(size_t head_width, size_t positions, double bas
   return {};
 }
 
-Result<RopeTable> RopeTable::Create(size_t head_width, size_t positions, double base) {
-  if (Result<void> valid = Validate(head_width, positions, base); !valid) {
+Result<RopeTable> RopeTable::Create(size_t head_width, size_t positions, double base,
+                                    double freq_scale) {
+  if (Result<void> valid = Validate(head_width, positions, base, freq_scale); !valid) {
     return Fail(std::move(valid.error()));
   }
   const size_t pairs = head_width / 2;
@@ -56,6 +59,7 @@ Result<RopeTable> RopeTable::Create(size_t head_width, size_t positions, double 
   table.positions_ = positions;
   table.tabulated_ = pairs == 0 ? positions : std::min(positions, kTabulatedEntries / pairs);
   table.base_ = base;
+  table.freq_scale_ = freq_scale;
   const size_t tabulated = table.tabulated_;
   auto inverse = Buffer<double>::Allocate(pairs);
   auto cos = Buffer<double>::Allocate(tabulated * pairs);
@@ -67,7 +71,7 @@ Result<RopeTable> RopeTable::Create(size_t head_width, size_t positions, double 
   for (size_t i = 0; i < pairs; ++i) (*inverse)[i] = InverseFrequency(i, head_width, base);
   for (size_t p = 0; p < tabulated; ++p) {
     for (size_t i = 0; i < pairs; ++i) {
-      Angle(p, (*inverse)[i], &(*cos)[p * pairs + i], &(*sin)[p * pairs + i]);
+      Angle(p, (*inverse)[i], freq_scale, &(*cos)[p * pairs + i], &(*sin)[p * pairs + i]);
     }
   }
   table.inverse_frequency_ = std::move(*inverse);
@@ -86,7 +90,7 @@ void RopeTable::At(size_t position, size_t i, double* cos, double* sin) const {
     *sin = sin_[position * pairs_ + i];
     return;
   }
-  Angle(position, inverse_frequency_[i], cos, sin);
+  Angle(position, inverse_frequency_[i], freq_scale_, cos, sin);
 }
 
 void RopeTable::Fill(size_t position, double* cos, double* sin) const {

@@ -1,7 +1,9 @@
 // Precomputed RoPE tables (spec/model.md §6).
 //
-// inv_f[i] = pow(base, (−2·i)/hw) for i < hw/2; cos[p][i] = cos(p·inv_f[i]) and
-// sin[p][i] = sin(p·inv_f[i]) for every absolute position p < P (±0 stored as +0).
+// inv_f[i] = pow(base, (−2·i)/hw) for i < hw/2; cos[p][i] = cos(p·inv_f[i]·s) and
+// sin[p][i] = sin(p·inv_f[i]·s) for every absolute position p < P (±0 stored as +0),
+// with s the linear scaling's frequency scale (ModelConfig::rope_freq_scale; the
+// last product, as in ggml's rope, and exact for s = 1).
 // The first tabulated() positions are precomputed; a longer context (a llama2.c
 // file declaring 2^20 positions) computes the rest when a step needs them, with
 // the same libm calls, so every value is bit-identical to a tabulated one and
@@ -28,13 +30,14 @@ class RopeTable {
   // Checks, without building anything, that the tables are computable: at most
   // kMaxEntries entries and every inverse frequency and angle finite (the sine and
   // cosine of a finite angle always are).
-  static Result<void> Validate(size_t head_width, size_t positions, double base);
-  static Result<RopeTable> Create(size_t head_width, size_t positions, double base);
+  static Result<void> Validate(size_t head_width, size_t positions, double base, double freq_scale);
+  static Result<RopeTable> Create(size_t head_width, size_t positions, double base, double freq_scale);
 
   size_t head_width() const { return pairs_ * 2; }
   size_t pairs() const { return pairs_; }
   size_t positions() const { return positions_; }
   double base() const { return base_; }
+  double freq_scale() const { return freq_scale_; }
   std::span<const double> inverse_frequencies() const { return inverse_frequency_.span(); }
   // Positions whose values are stored: min(positions, kTabulatedEntries / pairs).
   size_t tabulated() const { return tabulated_; }
@@ -52,6 +55,7 @@ class RopeTable {
   size_t positions_ = 0;
   size_t tabulated_ = 0;
   double base_ = 0.0;
+  double freq_scale_ = 1.0;
   Buffer<double> inverse_frequency_;
   Buffer<double> cos_;  // [tabulated, pairs]
   Buffer<double> sin_;  // [tabulated, pairs]

@@ -1,5 +1,6 @@
 // GgufFile: the container of llama.cpp models (GGUF versions 2 and 3,
-// little-endian), memory-mapped and validated completely before anything uses it.
+// little-endian), read into memory (file_mapping.h) and validated completely
+// before anything uses it.
 //
 // Layout: "GGUF", u32 version, u64 tensor_count, u64 kv_count; kv_count metadata
 // entries (string key, u32 value type, value); tensor_count tensor infos (string

@@ -29,12 +29,17 @@
 namespace kvrt::gguf {
 
 // The ModelConfig of a llama GGUF file, checked against its metadata (not yet
-// against the tensors): UnsupportedArchitecture{architecture},
-// UnsupportedRopeScaling{type}, UnsupportedSlidingWindow, PartialRotaryDimension
-// {rotated, head_width}, MissingKey / KeyTypeMismatch / KeyValueOutOfRange, and
-// InvalidArgument for a zero or non-dividing head count. vocabulary_size comes
-// from llama.vocab_size, else the token_embd rows; tied_output from the presence
-// of output.weight.
+// against the tensors). Every llama.* key llama.cpp honours for the architecture
+// either means the same here or refuses the file: UnsupportedArchitecture
+// {architecture}, UnsupportedRopeScaling{key, type} (YaRN, LongRoPE, an invalid
+// factor, attn_factor ≠ 1), UnsupportedSlidingWindow, UnsupportedExperts{key,
+// count}, HeadWidthMismatch{key, value, head_width} (attention.key_length or
+// value_length), PartialRotaryDimension{rotated, head_width}, MissingKey /
+// KeyTypeMismatch / KeyValueOutOfRange, and the config's own errors for a zero or
+// non-dividing head count. Linear RoPE scaling (a missing or "linear"
+// rope.scaling.type with rope.scaling.factor or rope.scale_linear) sets
+// rope_freq_scale = 1/factor. vocabulary_size comes from llama.vocab_size, else
+// the token_embd rows; tied_output from the presence of output.weight.
 Result<ModelConfig> LlamaConfig(const GgufFile& file);
 
 // Every tensor present with the expected type support and shape, none other:

@@ -1,5 +1,6 @@
 // LlamaConfig and ValidateLlamaTensors: everything about a llama GGUF file that
 // can be checked before a single weight is read.
+#include <cmath>
 #include <string>
 
 #include "formats/gguf/gguf_llama.h"
@@ -18,20 +19,85 @@ Result<void> Unsupported(ErrorCode code, std::vector<ErrorField> fields, std::st
   return Fail(code, std::move(fields), std::move(message));
 }
 
+// What llama.cpp (b4747, llm_load_hparams and the context's RoPE setup) makes of
+// the RoPE scaling keys of a llama model: a missing type is "linear"; the factor
+// comes from rope.scaling.factor, else the older rope.scale_linear, 0 or absent
+// meaning none; freq_scale = 1/factor as an f32; "none" never scales. Returns the
+// frequency scale, or refuses what kvrt does not implement: YaRN and LongRoPE
+// (their own ramps and magnitudes), any other type (llama.cpp aborts), a factor
+// that is negative or not finite, and rope.scaling.attn_factor ≠ 1 (llama.cpp
+// multiplies the rotated queries and keys by it). original_context_length and
+// finetuned only matter to YaRN.
+Result<double> RopeFrequencyScale(const GgufFile& file) {
+  Result<std::optional<std::string_view>> type = file.GetOptional<std::string_view>("llama.rope.scaling.type");
+  if (!type) return Fail(std::move(type.error()));
+  const std::string_view scaling = type->value_or("linear");
+  if (scaling != "none" && scaling != "linear") {
+    return Fail(ErrorCode::kUnsupportedRopeScaling,
+                {{"key", std::string("llama.rope.scaling.type")}, {"type", std::string(scaling)}},
+                "llama.rope.scaling.type = " + std::string(scaling) +
+                    ": kvrt implements plain RoPE and linear scaling only");
+  }
+  Result<std::optional<float>> attention_factor = file.GetOptional<float>("llama.rope.scaling.attn_factor");
+  if (!attention_factor) return Fail(std::move(attention_factor.error()));
+  if (*attention_factor && **attention_factor != 1.0f) {
+    return Fail(ErrorCode::kUnsupportedRopeScaling,
+                {{"key", std::string("llama.rope.scaling.attn_factor")}, {"type", std::string(scaling)}},
+                "llama.rope.scaling.attn_factor = " + std::to_string(**attention_factor) +
+                    ": kvrt does not scale the rotated queries and keys");
+  }
+  std::string_view factor_key = "llama.rope.scaling.factor";
+  Result<std::optional<float>> factor = file.GetOptional<float>(factor_key);
+  if (!factor) return Fail(std::move(factor.error()));
+  if (!*factor) {
+    factor_key = "llama.rope.scale_linear";
+    factor = file.GetOptional<float>(factor_key);
+    if (!factor) return Fail(std::move(factor.error()));
+  }
+  const float value = factor->value_or(0.0f);
+  if (!std::isfinite(value) || value < 0.0f) {
+    return Fail(ErrorCode::kUnsupportedRopeScaling,
+                {{"key", std::string(factor_key)}, {"type", std::string(scaling)}},
+                std::string(factor_key) + " = " + std::to_string(value) + ": a scaling factor must be finite and positive");
+  }
+  if (scaling == "none" || value == 0.0f) return 1.0;
+  return static_cast<double>(1.0f / value);
+}
+
 // Refuses llama variants whose arithmetic kvrt does not implement.
 Result<void> RejectVariants(const GgufFile& file) {
-  Result<std::optional<std::string_view>> scaling = file.GetOptional<std::string_view>("llama.rope.scaling.type");
-  if (!scaling) return Fail(std::move(scaling.error()));
-  if (*scaling && **scaling != "none") {
-    return Unsupported(ErrorCode::kUnsupportedRopeScaling,
-                       {{"key", std::string("llama.rope.scaling.type")}, {"type", std::string(**scaling)}},
-                       "llama.rope.scaling.type = " + std::string(**scaling) +
-                           ": kvrt implements plain RoPE only (no rope scaling)");
-  }
   if (file.Find("llama.attention.sliding_window") != nullptr) {
     return Unsupported(ErrorCode::kUnsupportedSlidingWindow,
                        {{"key", std::string("llama.attention.sliding_window")}},
                        "llama.attention.sliding_window is set: kvrt implements full causal attention only");
+  }
+  // llama.cpp builds a mixture of experts when expert_count > 0 (and refuses
+  // expert_used_count > 0 without experts).
+  for (const char* key : {"llama.expert_count", "llama.expert_used_count"}) {
+    Result<std::optional<uint32_t>> count = file.GetOptional<uint32_t>(key);
+    if (!count) return Fail(std::move(count.error()));
+    if (count->value_or(0) != 0) {
+      return Unsupported(ErrorCode::kUnsupportedExperts, {{"key", std::string(key)}, {"count", uint64_t{**count}}},
+                         std::string(key) + " = " + std::to_string(**count) +
+                             ": kvrt runs dense models only, not mixtures of experts");
+    }
+  }
+  return {};
+}
+
+// attention.key_length and value_length give the head widths of queries/keys and
+// of values (llama.cpp sizes attn_q, attn_k, attn_v and attn_output by them); kvrt
+// runs heads of width embedding_length / head_count only.
+Result<void> RequireHeadWidths(const GgufFile& file, size_t head_width) {
+  for (const char* key : {"llama.attention.key_length", "llama.attention.value_length"}) {
+    Result<std::optional<uint32_t>> width = file.GetOptional<uint32_t>(key);
+    if (!width) return Fail(std::move(width.error()));
+    if (*width && **width != head_width) {
+      return Fail(ErrorCode::kHeadWidthMismatch,
+                  {{"key", std::string(key)}, {"value", uint64_t{**width}}, {"head_width", uint64_t{head_width}}},
+                  std::string(key) + " = " + std::to_string(**width) + " contradicts the head width " +
+                      std::to_string(head_width) + " (embedding_length / head_count): kvrt runs heads of that width only");
+    }
   }
   return {};
 }
@@ -52,6 +118,8 @@ Result<ModelConfig> LlamaConfig(const GgufFile& file) {
                     ": kvrt reads llama-architecture GGUF models only");
   }
   if (auto variants = RejectVariants(file); !variants) return Fail(std::move(variants.error()));
+  Result<double> freq_scale = RopeFrequencyScale(file);
+  if (!freq_scale) return Fail(std::move(freq_scale.error()));
 
   Result<uint32_t> width = Required<uint32_t>(file, "llama.embedding_length");
   Result<uint32_t> layers = Required<uint32_t>(file, "llama.block_count");
@@ -87,8 +155,10 @@ Result<ModelConfig> LlamaConfig(const GgufFile& file) {
                                            base->value_or(10000.0f), *epsilon);
   config.kv_heads = kv_heads->value_or(*heads);
   config.tied_output = file.FindTensor(kOutput) == nullptr;
+  config.rope_freq_scale = *freq_scale;
   if (auto valid = config.Validate(); !valid) return Fail(std::move(valid.error()));
   const size_t head_width = config.head_width();
+  if (auto widths = RequireHeadWidths(file, head_width); !widths) return Fail(std::move(widths.error()));
   if (*rotated && **rotated != head_width) {
     return Fail(ErrorCode::kPartialRotaryDimension,
                 {{"key", std::string("llama.rope.dimension_count")},

@@ -55,6 +55,10 @@ void AddHyperparameters(GgufWriter& writer, const ModelConfig& config, GgmlType 
   // GGUF keeps both as float32: a value that is not an f32 is rounded.
   writer.AddF32("llama.rope.freq_base", static_cast<float>(config.rope_base));
   writer.AddF32("llama.attention.layer_norm_rms_epsilon", static_cast<float>(config.rms_epsilon));
+  if (config.rope_freq_scale != 1.0) {  // CheckSavable: 1/scale is an f32 that reads back exactly
+    writer.AddString("llama.rope.scaling.type", "linear");
+    writer.AddF32("llama.rope.scaling.factor", static_cast<float>(1.0 / config.rope_freq_scale));
+  }
 }
 
 void AddTokenizer(GgufWriter& writer, const GgufTokenizerMetadata& tokenizer) {
@@ -69,12 +73,19 @@ void AddTokenizer(GgufWriter& writer, const GgufTokenizerMetadata& tokenizer) {
 
 Result<void> CheckSavable(const ModelConfig& config, GgmlType type,
                           const std::optional<GgufTokenizerMetadata>& tokenizer) {
-  if (auto supported = RequireSupported(type, "(every matrix)"); !supported) return supported;
+  if (auto supported = RequireWritable(type, "(every matrix)"); !supported) return supported;
   for (size_t size : {config.vocabulary_size, config.max_positions, config.model_width, config.layers,
                       config.feed_forward_width, config.heads, config.kv_heads}) {
     if (size > std::numeric_limits<uint32_t>::max()) {
       return Fail(ErrorCode::kInvalidArgument, {}, "a model size does not fit GGUF's u32 hyperparameters");
     }
+  }
+  // llama.cpp reads the scale back as 1.0f / factor, with the factor an f32.
+  const float factor = static_cast<float>(1.0 / config.rope_freq_scale);
+  if (config.rope_freq_scale != 1.0 && static_cast<double>(1.0f / factor) != config.rope_freq_scale) {
+    return Fail(ErrorCode::kInvalidArgument, {},
+                "rope_freq_scale " + std::to_string(config.rope_freq_scale) +
+                    " is not 1/f for an f32 factor f, so llama.rope.scaling.factor cannot store it");
   }
   if (tokenizer && (tokenizer->tokens.size() != config.vocabulary_size ||
                     (!tokenizer->scores.empty() && tokenizer->scores.size() != config.vocabulary_size) ||

@@ -85,9 +85,9 @@ Result<ModelConfig> Llama2cConfig(const Llama2cHeader& header) {
 
 Result<Llama2cHeader> Llama2cHeaderOf(const ModelConfig& config) {
   if (auto valid = config.Validate(); !valid) return Fail(std::move(valid.error()));
-  if (config.rope_base != kRopeBase || config.rms_epsilon != kRmsEpsilon) {
+  if (config.rope_base != kRopeBase || config.rms_epsilon != kRmsEpsilon || config.rope_freq_scale != 1.0) {
     return Fail(ErrorCode::kInvalidArgument, {},
-                "a llama2.c checkpoint implies rope_base 10000 and rms_epsilon 1e-5");
+                "a llama2.c checkpoint implies rope_base 10000, rms_epsilon 1e-5 and no RoPE scaling");
   }
   constexpr size_t kMax = std::numeric_limits<int32_t>::max();
   for (const size_t value : {config.model_width, config.feed_forward_width, config.layers,

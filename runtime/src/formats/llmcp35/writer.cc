@@ -275,15 +275,17 @@ Result<EncodedCheckpoint> EncodeValidated(const Checkpoint& checkpoint) {
 }
 
 Result<EncodedCheckpoint> EncodeCanonical(const Checkpoint& checkpoint) {
-  // LLMCP35 v1 stores neither a key/value head count, an output matrix nor a
-  // llama2.c vocabulary: such a model or tokenizer would be written wrongly.
+  // LLMCP35 v1 stores neither a key/value head count, an output matrix, a RoPE
+  // scale nor a llama2.c vocabulary: such a model or tokenizer would be written
+  // wrongly.
   const TokenizerKind kind = checkpoint.tokenizer.kind();
   if (kind != TokenizerKind::kLiteral && kind != TokenizerKind::kByteBpe) {
     return Fail(Layout("LLMCP35 stores literal-u32 and byte-bpe tokenizers, not " +
                        std::string(checkpoint.tokenizer.kind_name())));
   }
-  if (checkpoint.config.kv_heads != checkpoint.config.heads || !checkpoint.config.tied_output) {
-    return Fail(Layout("LLMCP35 stores models with kv_heads == heads and a tied output head"));
+  if (checkpoint.config.kv_heads != checkpoint.config.heads || !checkpoint.config.tied_output ||
+      checkpoint.config.rope_freq_scale != 1.0) {
+    return Fail(Layout("LLMCP35 stores models with kv_heads == heads, a tied output head and no RoPE scaling"));
   }
   try {
     KVRT_RETURN_IF_ERROR(ValidateCheckpointState(checkpoint));

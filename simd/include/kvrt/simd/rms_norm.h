@@ -15,8 +15,12 @@
 //              (the two sums of squares are within γ_n and enter halved; the twin's
 //              log carries 1 ULP of |ln(ms + eps)| into its exp); each y[j] is within
 //              (r + 2ε)·|y[j]| plus denorm_min for subnormal results.
-//   Range:     n ≥ 1; Σ x² must not overflow (a row of ±1e30 floats returns inv = 0
-//              as the twin does).
+//   Range:     n ≥ 1, any finite row. A row whose Σ x² overflows (±1e30 floats) is
+//              first scaled by a power of two that brings its largest |x| below 1
+//              (exact), so it normalises like any other (y within the bound above of
+//              the exact result); the returned inv may then be subnormal or zero.
+//              The twin, the reference path's f64 arithmetic, squares such a row as
+//              it is and returns inv = 0 and a zero row. An infinite x[j] gives NaN.
 //   Aliasing:  x == y allowed; gain must not overlap y.
 #pragma once
 
