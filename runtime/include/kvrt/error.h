@@ -236,6 +236,8 @@ namespace kvrt {
   X(TruncateBeyondLength) \
   X(ForkOntoItself) \
   X(SlotRequest) \
+  /* Chat templates (kvrt/chat.h). */ \
+  X(UnsupportedChatTemplate) \
 
 enum class ErrorCode : uint16_t {
 #define KVRT_ERROR_ENUMERATOR(name) k##name,

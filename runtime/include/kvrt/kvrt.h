@@ -236,6 +236,7 @@ typedef enum kvrt_error_code_value {
   KVRT_ERR_TRUNCATE_BEYOND_LENGTH = 191,
   KVRT_ERR_FORK_ONTO_ITSELF = 192,
   KVRT_ERR_SLOT_REQUEST = 193,
+  KVRT_ERR_UNSUPPORTED_CHAT_TEMPLATE = 194,
   KVRT_ERR_NONE = -1 /* kvrt_error_code(NULL) */
 } kvrt_error_code_value;
 

@@ -203,6 +203,7 @@ constexpr std::pair<ErrorCode, int> kCodes[] = {
     {ErrorCode::kTruncateBeyondLength, KVRT_ERR_TRUNCATE_BEYOND_LENGTH},
     {ErrorCode::kForkOntoItself, KVRT_ERR_FORK_ONTO_ITSELF},
     {ErrorCode::kSlotRequest, KVRT_ERR_SLOT_REQUEST},
+    {ErrorCode::kUnsupportedChatTemplate, KVRT_ERR_UNSUPPORTED_CHAT_TEMPLATE},
 };
 
 // Every C++ variant has a C code: adding a variant without one fails to compile here.
