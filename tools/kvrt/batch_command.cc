@@ -1,7 +1,7 @@
 // kvrt batch: serve many generation requests over the sequence slots of one
 // cache (ServeGenerations). Each line of the requests file is one request with
-// the fields of `generate` (tokens or prompt, max_new_tokens, greedy or
-// temperature + top_k, rng_state or seed, eos or no_eos) plus optional id and
+// the fields of `generate` (tokens or prompt and special, max_new_tokens, greedy
+// or temperature + top_k, rng_state or seed, eos or no_eos) plus optional id and
 // arrival_step. A line means exactly what the same flags mean to `generate`:
 // it is turned into those flags and read by the same code. Each output line is
 // the `generate --json` object of that request with its id first, identical
@@ -97,9 +97,9 @@ Result<std::vector<std::string>> LineFlags(const Json& line, size_t number, Json
       } else {
         return std::unexpected(LineError(number, "\"eos\" must be a token id or null"));
       }
-    } else if (key == "greedy" || key == "no_eos") {
+    } else if (key == "greedy" || key == "no_eos" || key == "special") {
       if (!value.is_boolean()) return std::unexpected(LineError(number, "\"" + key + "\" must be true or false"));
-      if (value.get<bool>()) args.push_back(key == "greedy" ? "--greedy" : "--no-eos");
+      if (value.get<bool>()) args.push_back("--" + std::string(key == "no_eos" ? "no-eos" : key));
     } else {
       return std::unexpected(LineError(number, "unknown field \"" + key + "\""));
     }

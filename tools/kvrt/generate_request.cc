@@ -2,6 +2,7 @@
 #include "generate_request.h"
 
 #include <cstdio>
+#include <span>
 #include <utility>
 
 #include "build_facts.h"
@@ -93,7 +94,13 @@ Result<RequestInput> RequestInputFromFlags(const Flags& flags, const LoadedModel
   // token: without an explicit choice, stop there rather than run past the text.
   const bool own_eos = loaded.tokenizer && (loaded.format == ModelFormat::kGguf ||
                                             loaded.tokenizer->kind() == TokenizerKind::kByteBpe);
-  if (!config.eos_token && !flags.Has("no-eos") && own_eos) config.eos_token = loaded.tokenizer->eos_id();
+  if (!config.eos_token && !flags.Has("no-eos") && own_eos) {
+    config.eos_token = loaded.tokenizer->eos_id();
+    // A chat model ends its turn with its end-of-turn token (<|eot_id|>,
+    // <|im_end|>), which llama.cpp stops at beside EOS.
+    const std::span<const uint32_t> end = loaded.tokenizer->end_of_generation_ids();
+    if (loaded.format == ModelFormat::kGguf) config.end_of_generation.assign(end.begin(), end.end());
+  }
   RequestInput input;
   Result<uint64_t> state = RngStateFromFlags(flags, loaded.sampling_rng_state.value_or(0));
   if (!state) return std::unexpected(state.error());
@@ -103,7 +110,8 @@ Result<RequestInput> RequestInputFromFlags(const Flags& flags, const LoadedModel
       return std::unexpected(
           InvalidArgument("this model file has no tokenizer: give --tokenizer to encode --prompt"));
     }
-    Result<std::vector<uint32_t>> encoded = tokenizer.EncodePrompt(*flags.Value("prompt"));
+    Result<std::vector<uint32_t>> encoded = tokenizer.EncodePrompt(
+        *flags.Value("prompt"), flags.Has("special") ? SpecialTokens::kParse : SpecialTokens::kAsText);
     if (!encoded) return std::unexpected(encoded.error());
     input.prompt = std::move(*encoded);
   } else {
