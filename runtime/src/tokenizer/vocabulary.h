@@ -4,7 +4,7 @@
 // A GGUF reader fills VocabularyData; Tokenizer::FromVocabulary validates it and
 // picks the algorithm by `model`: "llama" = SentencePiece (tokenizer/sentencepiece.h),
 // "gpt2" = byte-level BPE (tokenizer/byte_level_bpe.h). Behaviour follows llama.cpp's
-// tokenize with add_special = false and parse_special = false.
+// tokenize with add_special = false, and parse_special as the caller asks.
 #pragma once
 
 #include <cstdint>
