@@ -118,6 +118,13 @@ TEST(ChatTemplateTest, DetectsFormatsByTheirMarkers) {
   EXPECT_EQ(unnamed.error().code(), ErrorCode::kUnsupportedChatTemplate);
   EXPECT_NE(unnamed.error().message().find("llama3"), std::string::npos);
   EXPECT_FALSE(ChatTemplate::FromName("<|im_start|>")) << "a name is a name, not a template text";
+  // A long first line is cut short in the payload, between characters.
+  std::string accents = "a";
+  for (int i = 0; i < 40; ++i) accents += "\u00E9";
+  Result<ChatTemplate> long_line = ChatTemplate::Detect(accents);
+  ASSERT_FALSE(long_line);
+  EXPECT_EQ(ValidateUtf8(long_line.error().message()), std::nullopt);
+  EXPECT_NE(long_line.error().message().find("..."), std::string::npos);
 }
 
 TEST(ChatTemplateTest, RefusesWhatLlamaCppCouldNotSee) {

@@ -25,11 +25,14 @@ std::string SupportedNames() {
   return names;
 }
 
-// The start of a template for an error message: its first line, cut short.
+// The start of a template for an error message: its first line, cut short
+// (before a character, not inside one).
 std::string Excerpt(std::string_view text) {
-  std::string_view line = text.substr(0, text.find('\n'));
-  if (line.size() > kExcerptBytes) return std::string(line.substr(0, kExcerptBytes)) + "...";
-  return std::string(line);
+  const std::string_view line = text.substr(0, text.find('\n'));
+  if (line.size() <= kExcerptBytes) return std::string(line);
+  size_t cut = kExcerptBytes;
+  while (cut > 0 && (static_cast<uint8_t>(line[cut]) & 0xC0) == 0x80) --cut;
+  return std::string(line.substr(0, cut)) + "...";
 }
 
 Error Unsupported(std::string_view template_text, std::string_view what) {
