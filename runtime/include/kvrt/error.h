@@ -241,6 +241,8 @@ namespace kvrt {
   X(InvalidRopeScale) \
   X(HeadWidthMismatch) \
   X(UnsupportedExperts) \
+  /* Chat templates (kvrt/chat.h). */ \
+  X(UnsupportedChatTemplate) \
 
 enum class ErrorCode : uint16_t {
 #define KVRT_ERROR_ENUMERATOR(name) k##name,
