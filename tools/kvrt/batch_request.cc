@@ -171,9 +171,9 @@ Result<void> ReadFields(const Json& line, RequestFields& fields, std::string& id
         if (!ids) return std::unexpected(ids.error());
         fields.eos = std::move(*ids);
       }
-    } else if (key == "greedy" || key == "no_eos") {
+    } else if (key == "greedy" || key == "no_eos" || key == "special") {
       if (!value.is_boolean()) return std::unexpected(FieldError("\"" + key + "\" must be true or false"));
-      (key == "greedy" ? fields.greedy : fields.no_eos) = value.get<bool>();
+      (key == "greedy" ? fields.greedy : key == "no_eos" ? fields.no_eos : fields.special) = value.get<bool>();
     } else {
       return std::unexpected(FieldError("unknown field \"" + key + "\""));
     }

@@ -23,6 +23,9 @@ inline constexpr FlagSpec kRequestFlags[] = {
      "prompt text, encoded with the tokenizer (byte-BPE: no BOS; llama2.c: BOS first, as run.c); - reads it "
      "from standard input",
      'p'},
+    {"special", false,
+     "parse the control tokens --prompt spells (\"<|eot_id|>\", \"<|im_start|>\") as those tokens, as "
+     "llama.cpp's parse_special does (GGUF vocabularies); default: plain text"},
     {"file", true, "read the prompt text from this file (its bytes, unchanged)"},
     {"greedy", false, "pick the most likely token (the default without --temperature)"},
     {"temperature", true, "sample at this temperature; 0 means greedy, as in the C API", 0, "temp"},
@@ -39,7 +42,8 @@ inline constexpr FlagSpec kRequestFlags[] = {
     {"rng-state", true, "SplitMix64 state, 1-16 hex digits, optionally after 0x (default: the model file's sampling state)"},
     {"seed", true, "SplitMix64 seed (the state itself)", 's'},
     {"eos", true,
-     "stop after generating one of these comma-separated token ids (default: a byte-BPE or GGUF model's own "
+     "stop after generating one of these comma-separated token ids (default: a GGUF model's end-of-generation "
+     "ids, a byte-BPE model's own "
      "EOS; llama2.c tokenizer: BOS 1, as run.c)"},
     {"no-eos", false, "never stop at an end token: generate until the budget or the context runs out"},
     {"stop", true, "stop before this text; the text ends just before it (repeatable)", 0, nullptr, true},
@@ -66,6 +70,7 @@ struct RequestFields {
   std::optional<std::string> prompt;       // any bytes, NUL included
   bool prompt_from_stdin = false;          // generate's --prompt -
   std::optional<std::string> prompt_file;  // generate's --file
+  bool special = false;                    // parse the control tokens the prompt spells
   bool greedy = false;
   RequestField<double> temperature;
   RequestField<uint64_t> top_k;
@@ -93,9 +98,10 @@ RequestFields RequestFieldsFromFlags(const Flags& flags);
 // (`--greedy excludes --temperature and --top-k`) for batch lines too.
 Result<GenerationConfig> RequestConfigFromFields(const RequestFields& fields);
 
-// The rest, once the model is loaded: the tokenizer, the default EOS (a byte-BPE
-// or GGUF model's own; llama2.c's BOS when `llama2c_tokenizer`), the RNG state
-// and the prompt ids (and text, when it was given as text).
+// The rest, once the model is loaded: the tokenizer, the default end (a GGUF
+// model's end-of-generation ids, a byte-BPE model's EOS; llama2.c's BOS when
+// `llama2c_tokenizer`), the RNG state and the prompt ids (and text, when it was
+// given as text).
 struct RequestInput {
   std::vector<uint32_t> prompt;
   std::optional<std::string> prompt_text;

@@ -241,6 +241,8 @@ namespace kvrt {
   X(InvalidRopeScale) \
   X(HeadWidthMismatch) \
   X(UnsupportedExperts) \
+  /* Chat templates (kvrt/chat.h). */ \
+  X(UnsupportedChatTemplate) \
   /* The sampler set and generation controls (kvrt/sampling.h, kvrt/generation.h). */ \
   X(InvalidSamplerSetting) \
   X(LogitBiasOutOfBounds) \

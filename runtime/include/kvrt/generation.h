@@ -5,8 +5,9 @@
 // Both loops validate the request first (EmptyPrompt, PromptTooLong,
 // PromptTokenOutOfBounds, EosTokenOutOfBounds, Sampling(InvalidTemperature),
 // Sampling(InvalidTopK), then the sampler set and the controls) without drawing,
-// sample one token per step and stop in the order end token (EOS) → stop string
-// → token limit → context limit → the callback's cancel. The cached loop
+// sample one token per step and stop in the order end token (EOS or another
+// end-of-generation id) → stop string → token limit → context limit → the
+// callback's cancel. The cached loop
 // prefills once and decodes only when later logits are needed (the last sampled
 // token is never fed to the model); the uncached loop replays the complete
 // prefix every step.
@@ -31,13 +32,16 @@
 namespace kvrt {
 
 struct GenerationConfig {
+  // The first four in the order of the reference crate's request (positional
+  // initializers keep working); everything after them is off by default.
   SamplingMode mode;
-  SamplerOptions sampler;             // bias, penalties, typical-p, top-p, min-p (identity: off)
   std::optional<uint32_t> eos_token;  // tests generated tokens only
+  size_t max_new_tokens = 0;          // 0 returns at once (after validation)
   // More ids that end the run as eos_token does (stop "eos"), such as a chat
-  // model's end-of-generation set. Each is checked against the vocabulary like
-  // eos_token (EosTokenOutOfBounds).
+  // model's end-of-generation set, Tokenizer::end_of_generation_ids(). Each is
+  // checked against the vocabulary like eos_token (EosTokenOutOfBounds).
   std::vector<uint32_t> end_of_generation;
+  SamplerOptions sampler;  // bias, penalties, typical-p, top-p, min-p (identity: off)
   // Stop strings, matched on the decoded text (across tokens and inside
   // multi-byte characters); the earliest match ends the generation and the text
   // stops just before it. Each is non-empty UTF-8, and they need `tokenizer`.
@@ -45,11 +49,13 @@ struct GenerationConfig {
   // Log-probabilities: each step records its token's and this many alternatives
   // (docs/sampling.md §8); nullopt records none.
   std::optional<size_t> top_logprobs;
-  size_t max_new_tokens = 0;  // 0 returns at once (after validation)
-  size_t context_size = 0;    // tokens the sequence may hold; 0: the model's max_positions
+  size_t context_size = 0;  // tokens the sequence may hold; 0: the model's max_positions
   // Decodes the generated text (GenerationResult::text, the callback's text and
   // the stop strings); without it there is no text.
   std::optional<Tokenizer> tokenizer;
+
+  // Whether generating `token` ends the run: eos_token or one of end_of_generation.
+  bool Ends(uint32_t token) const;
 };
 
 enum class GenerationStop { kEos, kTokenLimit, kContextLimit, kStopString, kCancelled };

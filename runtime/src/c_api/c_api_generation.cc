@@ -1,6 +1,7 @@
 // The C API's generation loop (kvrt/kvrt.h): GenerateCached behind a C callback.
 #include <cmath>
 #include <limits>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,10 @@ kvrt::Result<kvrt::GenerationConfig> ConfigFromC(const kvrt_model& model,
   config.max_new_tokens = options.max_new_tokens;
   if (options.has_eos) config.eos_token = options.eos_token;
   config.end_of_generation.assign(options.end_tokens, options.end_tokens + options.end_token_count);
+  if (options.stop_at_end_of_generation && model.tokenizer) {
+    const std::span<const uint32_t> end = model.tokenizer->end_of_generation_ids();
+    config.end_of_generation.insert(config.end_of_generation.end(), end.begin(), end.end());
+  }
   for (size_t i = 0; i < options.stop_count; ++i) {
     if (options.stop[i] == nullptr) {
       return kvrt::Fail(kvrt::ErrorCode::kInvalidArgument, {},

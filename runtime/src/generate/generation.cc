@@ -123,16 +123,16 @@ Result<void> ValidateRequest(const ModelConfig& config, std::span<const uint32_t
                       " is out of bounds for vocabulary " + Count(vocabulary));
     }
   }
-  std::optional<uint32_t> bad_end;
-  if (request.eos_token && *request.eos_token >= vocabulary) bad_end = request.eos_token;
+  std::optional<uint32_t> end_out_of_bounds;
+  if (request.eos_token && *request.eos_token >= vocabulary) end_out_of_bounds = request.eos_token;
   for (const uint32_t end : request.end_of_generation) {
-    if (!bad_end && end >= vocabulary) bad_end = end;
+    if (!end_out_of_bounds && end >= vocabulary) end_out_of_bounds = end;
   }
-  if (bad_end) {
+  if (end_out_of_bounds) {
     return Fail(
         ErrorCode::kEosTokenOutOfBounds,
-        {{"token_id", uint64_t{*bad_end}}, {"vocabulary_size", uint64_t{vocabulary}}},
-        (cached ? "cached generation EOS token " : "EOS token ") + Count(*bad_end) +
+        {{"token_id", uint64_t{*end_out_of_bounds}}, {"vocabulary_size", uint64_t{vocabulary}}},
+        (cached ? "cached generation EOS token " : "EOS token ") + Count(*end_out_of_bounds) +
             " is out of bounds for vocabulary " + Count(vocabulary));
   }
   if (Result<void> mode = ValidateSamplingMode(request.mode, vocabulary); !mode) {
@@ -163,6 +163,12 @@ Error WorkOverflow(const char* counter) {
 }
 
 }  // namespace
+
+bool GenerationConfig::Ends(uint32_t token) const {
+  if (eos_token && token == *eos_token) return true;
+  return std::find(end_of_generation.begin(), end_of_generation.end(), token) !=
+         end_of_generation.end();
+}
 
 Result<void> ValidateCachedRequest(const ModelConfig& config, std::span<const uint32_t> prompt,
                                    const GenerationConfig& request) {
@@ -202,12 +208,6 @@ Result<GenerationCursor> GenerationCursor::Create(const ModelConfig& config,
   return cursor;
 }
 
-bool GenerationCursor::IsEndToken(uint32_t token) const {
-  if (request_.eos_token && token == *request_.eos_token) return true;
-  return std::find(request_.end_of_generation.begin(), request_.end_of_generation.end(), token) !=
-         request_.end_of_generation.end();
-}
-
 std::optional<GenerationStop> GenerationCursor::StopAfter(bool end_token, bool stop_string) const {
   if (end_token) return GenerationStop::kEos;
   if (stop_string) return GenerationStop::kStopString;
@@ -235,7 +235,7 @@ Result<bool> GenerationCursor::Advance(std::span<const double> logits, SplitMix6
   Result<uint32_t> token = SampleAndRecord(logits, rng);
   if (!token) return Fail(std::move(token.error()));
 
-  const bool end_token = IsEndToken(*token);
+  const bool end_token = request_.Ends(*token);
   const bool stop_string = text_.Append(*token, end_token);
   std::optional<GenerationStop> stop = StopAfter(end_token, stop_string);
   if (on_token) {

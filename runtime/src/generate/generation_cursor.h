@@ -51,7 +51,6 @@ class GenerationCursor {
         text_(std::move(text)) {}
   // One token from the sampler set, recorded as a step of the run.
   Result<uint32_t> SampleAndRecord(std::span<const double> logits, SplitMix64& rng);
-  bool IsEndToken(uint32_t token) const;
   std::optional<GenerationStop> StopAfter(bool end_token, bool stop_string) const;
 
   ModelConfig config_;
