@@ -1,4 +1,4 @@
-// Compressed weights (bf16, f16, q8_0, q4_0; simd/compressed_matrix.h): MatVec against
+// Compressed weights (bf16, f16, q8_0, q4_0, q4_k, q6_k; simd/compressed_matrix.h): MatVec against
 // the roofline that means something for it, the read bandwidth of a buffer of the
 // matrix's own size; MatVec fast vs scalar twin; MatMul against the f32 FMA peak, and
 // against the f32 MatMul timed alternately (MatMulVsF32 rows, speed_over_f32).
@@ -40,8 +40,9 @@ namespace {
 using benchmark::State;
 using simd::CompressedFormat;
 
-constexpr CompressedFormat kTypes[] = {CompressedFormat::kBf16, CompressedFormat::kF16, CompressedFormat::kQ8_0,
-                                 CompressedFormat::kQ4_0};
+constexpr CompressedFormat kTypes[] = {CompressedFormat::kBf16, CompressedFormat::kF16,
+                                       CompressedFormat::kQ8_0, CompressedFormat::kQ4_0,
+                                       CompressedFormat::kQ4_K, CompressedFormat::kQ6_K};
 
 // A random [K, N] matrix quantized and packed by PackCompressed, 64-byte aligned.
 struct CompressedWeights {
@@ -428,6 +429,9 @@ void RegisterCompressedBenchmarks(threading::ThreadPool& one_thread,
   for (CompressedFormat type : kTypes) {
     for (const WalkShape& shape : kWalkShapes) {
       if (std::string(shape.name) == "15M") continue;  // the f32 engine's small-model case
+      // A model whose widths a K-quant does not divide keeps other types for those
+      // matrices (the engine's fallbacks): not this walk's question.
+      if (!simd::FitsCompressedFormat(type, shape.dim) || !simd::FitsCompressedFormat(type, shape.ffn)) continue;
       RegisterModelWalk(type, shape, one_thread);
       RegisterModelWalk(type, shape, two_threads);
     }

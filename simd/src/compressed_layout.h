@@ -13,31 +13,70 @@ namespace kvrt::simd::compressed {
 
 inline constexpr size_t kWidth = kCompressedPanelWidth;          // columns per panel
 inline constexpr size_t kHalfRowBytes = kWidth * sizeof(uint16_t);  // one bf16/f16 row: 64
-inline constexpr size_t kScaleBytes = kWidth * sizeof(uint16_t);    // 32 f16 scales: 64
+inline constexpr size_t kScaleBytes = kWidth * sizeof(uint16_t);    // a block's scale area: 64
 inline constexpr size_t kQ8RowBytes = kWidth;                       // 32 int8
 inline constexpr size_t kQ4RowBytes = kWidth / 2;                   // 32 nibbles
+inline constexpr size_t kQ6HighBytes = kWidth / 4;                  // 32 2-bit high parts
+inline constexpr size_t kQ6RowBytes = kQ4RowBytes + kQ6HighBytes;   // 24
 inline constexpr size_t kQ8BlockBytes = kScaleBytes + kQuantBlock * kQ8RowBytes;  // 1088
 inline constexpr size_t kQ4BlockBytes = kScaleBytes + kQuantBlock * kQ4RowBytes;  // 576
+inline constexpr size_t kQ6BlockBytes = kScaleBytes + kQuantBlock * kQ6RowBytes;  // 832
 inline constexpr size_t kGgmlQ8BlockBytes = 2 + kQuantBlock;      // {f16 d; int8 qs[32]}
 inline constexpr size_t kGgmlQ4BlockBytes = 2 + kQuantBlock / 2;  // {f16 d; uint8 qs[16]}
+inline constexpr size_t kGgmlQ4KBlockBytes = 144;  // {f16 d, dmin; u8 scales[12], qs[128]}
+inline constexpr size_t kGgmlQ6KBlockBytes = 210;  // {u8 ql[128], qh[64]; i8 scales[16]; f16 d}
 // The q4_0 quant of a padding (or all-zero) column: (8 − 8)·0 = +0.
 inline constexpr uint8_t kQ4Zero = 8;
+// The q6_k high bits of a padding column: q = 32, (32 − 32)·0 = +0 (q = 0 would be −0).
+inline constexpr uint8_t kQ6HighZero = 0xAA;
+// Blocks of 32 rows per K-quant super-block.
+inline constexpr size_t kSuperBlockBlocks = kSuperBlock / kQuantBlock;  // 8
 
-static_assert(kQ8BlockBytes % 64 == 0 && kQ4BlockBytes % 64 == 0 && kHalfRowBytes % 64 == 0,
+static_assert(kQ8BlockBytes % 64 == 0 && kQ4BlockBytes % 64 == 0 && kQ6BlockBytes % 64 == 0 &&
+                  kHalfRowBytes % 64 == 0,
               "panels must keep 64-byte alignment");
+
+// The quantized types: blocks of 32 rows, each a 64-byte scale area per panel and then
+// the 32 rows; the K-quants group 8 blocks into a super-block behind a header.
+constexpr bool IsBlockQuantized(CompressedFormat type) {
+  return type != CompressedFormat::kBf16 && type != CompressedFormat::kF16;
+}
+constexpr bool IsKQuant(CompressedFormat type) {
+  return type == CompressedFormat::kQ4_K || type == CompressedFormat::kQ6_K;
+}
+// Rows of one panel's byte row, per type: q8_0 32 int8, q4_0 and q4_k 16 bytes of
+// nibbles, q6_k 16 bytes of nibbles and 8 of high bits.
+constexpr size_t QuantRowBytes(CompressedFormat type) {
+  return type == CompressedFormat::kQ8_0 ? kQ8RowBytes
+         : type == CompressedFormat::kQ6_K ? kQ6RowBytes
+                                           : kQ4RowBytes;
+}
+// One panel's block of 32 rows: its scale area and its rows.
+constexpr size_t QuantBlockBytes(CompressedFormat type) {
+  return kScaleBytes + kQuantBlock * QuantRowBytes(type);
+}
+// One panel's super-block header: q4_k 32 f16 d and 32 f16 dmin, q6_k 32 f16 d, else none.
+constexpr size_t HeaderBytes(CompressedFormat type) {
+  return type == CompressedFormat::kQ4_K ? 2 * kScaleBytes
+         : type == CompressedFormat::kQ6_K ? kScaleBytes
+                                           : 0;
+}
+// Rows per super-block: 256 for the K-quants; q8_0/q4_0 blocks are their own.
+constexpr size_t SuperRows(CompressedFormat type) { return IsKQuant(type) ? kSuperBlock : kQuantBlock; }
+// One panel's super-block: header and blocks (q4_k 4736 bytes, q6_k 6720).
+constexpr size_t SuperBlockBytes(CompressedFormat type) {
+  return HeaderBytes(type) + SuperRows(type) / kQuantBlock * QuantBlockBytes(type);
+}
+static_assert(SuperBlockBytes(CompressedFormat::kQ4_K) == 4736 &&
+                  SuperBlockBytes(CompressedFormat::kQ6_K) == 6720 &&
+                  SuperBlockBytes(CompressedFormat::kQ4_K) % 64 == 0 &&
+                  SuperBlockBytes(CompressedFormat::kQ6_K) % 64 == 0,
+              "K-quant super-blocks keep 64-byte alignment");
 
 // Bytes of one panel of K rows. Overflow is the caller's (CompressedMatrixBytes) check.
 inline size_t PanelBytes(CompressedFormat type, size_t rows) {
-  switch (type) {
-    case CompressedFormat::kBf16:
-    case CompressedFormat::kF16:
-      return rows * kHalfRowBytes;
-    case CompressedFormat::kQ8_0:
-      return rows / kQuantBlock * kQ8BlockBytes;
-    case CompressedFormat::kQ4_0:
-      return rows / kQuantBlock * kQ4BlockBytes;
-  }
-  return 0;
+  if (!IsBlockQuantized(type)) return rows * kHalfRowBytes;
+  return rows / SuperRows(type) * SuperBlockBytes(type);
 }
 
 // uint16 slot of column j (< 32) in a bf16 row: the halves of the panel interleaved.
@@ -52,16 +91,18 @@ inline void StoreU16(uint8_t* p, uint16_t v) { std::memcpy(p, &v, sizeof(v)); }
 
 // The row layout interleaves the rows of kGroupPanels consecutive panels (the last
 // group of a matrix holds the 1..3 panels left over): a group of W panels stores, for
-// bf16/f16, row k of its panels side by side (W × 64 bytes), and for q8_0/q4_0, block
-// by block, the W panels' scale rows (W × 64 bytes) and then each of the 32 rows of the
-// W panels side by side (W × 32 or W × 16 bytes). A group occupies W whole panels'
-// bytes, so panel sizes and offsets of groups are those of panels stored apart. Why:
+// bf16/f16, row k of its panels side by side (W × 64 bytes), and for the quantized
+// types, block by block, the W panels' scale areas (W × 64 bytes) and then each of the
+// 32 rows of the W panels side by side (W × 32, 16 or 24 bytes), a K-quant super-block
+// starting with the W panels' headers. A group occupies W whole panels' bytes, so
+// panel sizes and offsets of groups are those of panels stored apart. Why:
 // the matrix–vector kernels stream four panels side by side. Four panels stored apart
 // are four streams tens of KB apart, which read from DRAM well below one sequential
 // stream, with software prefetch or not; interleaving the four panels' rows makes one
 // stream, which the prefetchers follow.
 //
-// A q4_0 row of a whole group (W = 4: 64 bytes) is in lane order: byte 4j + i holds
+// The nibbles of a q4_0, q4_k or q6_k row of a whole group (W = 4: 64 bytes; a q6_k
+// row's four 8-byte high-bit parts follow them) are in lane order: byte 4j + i holds
 // column j (low nibble) and column j + 16 (high nibble) of the group's panel i, j < 16,
 // so that 32-bit lane j of the row holds column j of all four panels, nibble 2i + h
 // being column 16h + j of panel i. One 64-byte load then feeds all eight vectors of
@@ -69,16 +110,9 @@ inline void StoreU16(uint8_t* p, uint16_t v) { std::memcpy(p, &v, sizeof(v)); }
 // and two VPERMPS per panel), which makes the AVX-512 q4_0 matvec faster; the AVX2
 // target, which decodes two panels per pass, pays a byte shuffle per panel for it and
 // is a little slower (Q4Quants::DecodeLanes; figures in
-// docs/performance/design_measurements.md). The row of a smaller group keeps each
-// panel's 16 bytes apart, side by side: byte 16i + j holds its columns j and j + 16.
+// docs/performance/design_measurements.md). The nibbles of a smaller group's row keep
+// each panel's 16 bytes apart, side by side: byte 16i + j holds its columns j and j + 16.
 inline constexpr size_t kGroupPanels = 4;
-
-inline size_t QuantRowBytes(CompressedFormat type) {
-  return type == CompressedFormat::kQ8_0 ? kQ8RowBytes : kQ4RowBytes;
-}
-inline size_t QuantBlockBytes(CompressedFormat type) {
-  return type == CompressedFormat::kQ8_0 ? kQ8BlockBytes : kQ4BlockBytes;
-}
 
 // Where the rows of one panel of a row-layout matrix are: byte offsets from the start
 // of its group. `Byte` is const uint8_t for readers, uint8_t for the packers.
@@ -90,26 +124,45 @@ struct PanelRowsOf {
 
   // bf16/f16: row k (64 bytes).
   Byte* HalfRow(size_t k) const { return group + (k * width + index) * kHalfRowBytes; }
-  // q8_0/q4_0: the 32 f16 column scales of the block holding row k, and row k's quants.
-  Byte* Scales(CompressedFormat type, size_t k) const {
-    return group + k / kQuantBlock * width * QuantBlockBytes(type) + index * kScaleBytes;
+  // The quantized types: the group's super-block holding row k (for q8_0/q4_0 its
+  // block), this panel's header of it (K-quants), and the group's block of 32 rows
+  // holding row k (after the super-block's W headers).
+  Byte* Super(CompressedFormat type, size_t k) const {
+    return group + k / SuperRows(type) * width * SuperBlockBytes(type);
   }
-  // q8_0/q4_0: row k of the whole group (width × the type's row bytes).
+  Byte* Header(CompressedFormat type, size_t k) const {
+    return Super(type, k) + index * HeaderBytes(type);
+  }
+  Byte* Block(CompressedFormat type, size_t k) const {
+    return Super(type, k) + width * HeaderBytes(type) +
+           k % SuperRows(type) / kQuantBlock * width * QuantBlockBytes(type);
+  }
+  // This panel's 64-byte scale area of the block holding row k: q8_0/q4_0 32 f16
+  // scales; q4_k 32 sc bytes, then 32 m bytes; q6_k 32 int8 sc of the block's first 16
+  // rows, then 32 of its last 16.
+  Byte* Scales(CompressedFormat type, size_t k) const {
+    return Block(type, k) + index * kScaleBytes;
+  }
+  // Row k of the whole group (width × the type's row bytes).
   Byte* GroupRow(CompressedFormat type, size_t k) const {
-    return group + k / kQuantBlock * width * QuantBlockBytes(type) + width * kScaleBytes +
-           k % kQuantBlock * width * QuantRowBytes(type);
+    return Block(type, k) + width * kScaleBytes + k % kQuantBlock * width * QuantRowBytes(type);
   }
   // q8_0: row k's 32 quants.
   Byte* QuantRow(CompressedFormat type, size_t k) const {
     return GroupRow(type, k) + index * QuantRowBytes(type);
   }
-  // q4_0: whether this panel's rows are in lane order (a whole group), and the byte of
-  // row k that holds column j (< 32) in its low (j < 16) or high nibble.
+  // q4_0, q4_k, q6_k: whether this panel's nibbles are in lane order (a whole group),
+  // and the byte of row k that holds column j (< 32) in its low (j < 16) or high
+  // nibble. The nibbles of a group's row come first (q6_k's high bits follow them).
   bool LaneOrder() const { return width == kGroupPanels; }
-  Byte* Q4Byte(size_t k, size_t j) const {
+  Byte* NibbleByte(CompressedFormat type, size_t k, size_t j) const {
     const size_t column = j % (kWidth / 2);
-    return GroupRow(CompressedFormat::kQ4_0, k) +
+    return GroupRow(type, k) +
            (LaneOrder() ? column * kGroupPanels + index : index * kQ4RowBytes + column);
+  }
+  // q6_k: this panel's 8 bytes of row k's high bits (after the group's nibbles).
+  Byte* Q6High(size_t k) const {
+    return GroupRow(CompressedFormat::kQ6_K, k) + width * kQ4RowBytes + index * kQ6HighBytes;
   }
 };
 using PanelRows = PanelRowsOf<const uint8_t>;
@@ -142,12 +195,44 @@ inline float DequantizeElement(CompressedFormat type, const PanelRows& panel, si
       return static_cast<float>(q) * F16ToF32(LoadU16(panel.Scales(type, k) + 2 * j));
     }
     case CompressedFormat::kQ4_0: {
-      const uint8_t byte = *panel.Q4Byte(k, j);
+      const uint8_t byte = *panel.NibbleByte(type, k, j);
       const int q = j < kWidth / 2 ? byte & 0xF : byte >> 4;
       return static_cast<float>(q - 8) * F16ToF32(LoadU16(panel.Scales(type, k) + 2 * j));
     }
+    case CompressedFormat::kQ4_K: {
+      // ggml's dequantize_row_q4_K: d1·q − m1 with d1 = d·sc and m1 = dmin·m.
+      const uint8_t byte = *panel.NibbleByte(type, k, j);
+      const int q = j < kWidth / 2 ? byte & 0xF : byte >> 4;
+      const uint8_t* scales = panel.Scales(type, k);
+      const uint8_t* header = panel.Header(type, k);
+      const float d = F16ToF32(LoadU16(header + 2 * j)) * static_cast<float>(scales[j]);
+      const float min = F16ToF32(LoadU16(header + kScaleBytes + 2 * j)) *
+                        static_cast<float>(scales[kWidth + j]);
+      return d * static_cast<float>(q) - min;
+    }
+    case CompressedFormat::kQ6_K: {
+      // ggml's dequantize_row_q6_K: d·sc·(q − 32).
+      const uint8_t byte = *panel.NibbleByte(type, k, j);
+      const int low = j < kWidth / 2 ? byte & 0xF : byte >> 4;
+      const uint8_t high_byte = panel.Q6High(k)[j / 4];
+      const int q = low | ((high_byte >> (2 * (j % 4))) & 3) << 4;
+      const auto sc = static_cast<int8_t>(panel.Scales(type, k)[k % kQuantBlock / 16 * kWidth + j]);
+      const float d = F16ToF32(LoadU16(panel.Header(type, k) + 2 * j)) * static_cast<float>(sc);
+      return d * static_cast<float>(q - 32);
+    }
   }
   return 0.0f;
+}
+
+// Σ of the 32 activations x[0..32) of a q4_k sub-block, in the fixed tree the kernels
+// use (compressed_matrix.h): t_j = x_j + x_{j+16}, then halves added down to one.
+inline float SubBlockSum(const float* x) {
+  float t[kQuantBlock / 2];
+  for (size_t j = 0; j < kQuantBlock / 2; ++j) t[j] = x[j] + x[j + kQuantBlock / 2];
+  for (size_t half = kQuantBlock / 4; half >= 1; half /= 2) {
+    for (size_t j = 0; j < half; ++j) t[j] = t[j] + t[j + half];
+  }
+  return t[0];
 }
 
 // Row k of a row-layout panel dequantized into out[0..32).

@@ -9,10 +9,12 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <type_traits>
 
 #include "compressed_layout.h"
 #include "compressed_rows-inl.h"
 #include "hwy/highway.h"
+#include "kquant_rows-inl.h"
 #include "kvrt/simd/compressed_matrix.h"
 #include "matmul-inl.h"
 #include "panel_columns-inl.h"
@@ -22,13 +24,22 @@ namespace kvrt::simd::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
 // A panel's K block [k0, k0 + depth) decoded for the micro-kernels, in the f32 panel
-// layout: `values` [depth][32] (bf16/f16: at(); q8_0/q4_0: their integers q or q − 8)
-// and, for the quantized types, `scales` [depth / 32][32].
+// layout: `values` [depth][32] (bf16/f16: at(); the quantized types their integers,
+// e.g. q or q − 8) and, for the quantized types, `scales` [sub-blocks][32] (one row per
+// 32 rows, per 16 for q6_k) and for q4_k `mins` [depth / 32][32] (dmin·m).
 struct DecodedBlock {
   static constexpr size_t kDepth = kDepthBlock<float>;  // 256 rows: a 32 KiB tile
-  static_assert(kDepth % kQuantBlock == 0, "K blocks must hold whole scale blocks");
+  static_assert(kDepth % kSuperBlock == 0, "K blocks must hold whole (super-)blocks");
   HWY_ALIGN float values[kDepth * kCompressedPanelWidth];
-  HWY_ALIGN float scales[kDepth / kQuantBlock * kCompressedPanelWidth];
+  HWY_ALIGN float scales[kDepth / 16 * kCompressedPanelWidth];
+  HWY_ALIGN float mins[kDepth / kQuantBlock * kCompressedPanelWidth];
+};
+
+// q4_k: the sub-block sums S of each row of an M block over one K block
+// (compressed_layout.h, SubBlockSum), [rows][depth / 32].
+struct RowSums {
+  static constexpr size_t kStride = DecodedBlock::kDepth / kQuantBlock;
+  float sums[kRowBlock * kStride];
 };
 
 template <template <class> class Rows, class D>
@@ -50,6 +61,7 @@ HWY_INLINE void DecodeQuantBlock(D d, const compressed::PanelRows& rows, size_t 
   constexpr size_t kVecs = PanelVectors<D>();
   const size_t lanes = hn::Lanes(d);
   using Q = Quants<D>;
+  using Scale = BlockScales<Q::kType>;
   const QuantPanel panel(Q::kType, rows);
   for (size_t b = 0; b < depth / kQuantBlock; ++b) {
     const size_t quant_block = k0 / kQuantBlock + b;
@@ -59,9 +71,17 @@ HWY_INLINE void DecodeQuantBlock(D d, const compressed::PanelRows& rows, size_t 
       float* out = block.values + (b * kQuantBlock + r) * kCompressedPanelWidth;
       for (size_t v = 0; v < kVecs; ++v) hn::Store(q[v], d, out + v * lanes);
     }
-    hn::Vec<D> scale[kVecs];
-    LoadColumnScales(d, panel.Scales(quant_block), scale);
-    for (size_t v = 0; v < kVecs; ++v) hn::Store(scale[v], d, block.scales + b * kCompressedPanelWidth + v * lanes);
+    for (size_t s = 0; s < Scale::kSubBlocks; ++s) {
+      hn::Vec<D> scale[kVecs];
+      Scale::Scales(d, panel, quant_block, s, scale);
+      float* out = block.scales + (b * Scale::kSubBlocks + s) * kCompressedPanelWidth;
+      for (size_t v = 0; v < kVecs; ++v) hn::Store(scale[v], d, out + v * lanes);
+    }
+    if constexpr (Scale::kHasMin) {
+      hn::Vec<D> min[kVecs];
+      Scale::Mins(d, panel, quant_block, min);
+      for (size_t v = 0; v < kVecs; ++v) hn::Store(min[v], d, block.mins + b * kCompressedPanelWidth + v * lanes);
+    }
   }
 }
 
@@ -113,16 +133,17 @@ constexpr size_t BlockScaledTileRows() {
 }
 
 // The block-scaled micro-kernel: C[0..kRows)[0..valid) continued over `depth` rows
-// (whole blocks of 32): per block, one FMA chain of A[r][k]·q from 0 per element, then
-// acc = fma(d, partial, acc), the arithmetic of BlockScaledMatVecGroup.
+// (whole blocks of 32): per sub-block, one FMA chain of A[r][k]·q from 0 per element,
+// then acc = fma(scale, partial, acc) (and for q4_k acc − min·S fused, S from `sums`,
+// row r's at sums[r·RowSums::kStride + b]), the arithmetic of BlockScaledMatVecPanels.
 // Not inlined into the loop nest: its 24 accumulators and partial sums use 27 of the
 // 32 registers, and inlined into the one function that holds every type's decoder,
 // g++ 12 spilled a panel row on every k, which cost the q8_0 and q4_0 prefill about
 // 40 % of its speed; a call per tile costs nothing measurable.
-template <size_t kRows, class D>
+template <class Scale, size_t kRows, class D>
 HWY_NOINLINE void BlockScaledMatMulTile(D d, const float* a, size_t lda, const DecodedBlock& block,
-                                      size_t depth, bool continue_c, size_t valid, float* c,
-                                      size_t ldc) {
+                                        size_t depth, bool continue_c, size_t valid, float* c,
+                                        size_t ldc, const float* sums) {
   constexpr size_t kWidth = kCompressedPanelWidth;
   constexpr size_t kVecs = PanelVectors<D>();
   const size_t lanes = hn::Lanes(d);
@@ -135,65 +156,98 @@ HWY_NOINLINE void BlockScaledMatMulTile(D d, const float* a, size_t lda, const D
     }
   }
   for (size_t b = 0; b < depth / kQuantBlock; ++b) {
-    hn::Vec<D> partial[kRows][kVecs];
-    for (size_t r = 0; r < kRows; ++r) {
-      for (size_t v = 0; v < kVecs; ++v) partial[r][v] = hn::Zero(d);
-    }
-    for (size_t k = b * kQuantBlock; k < (b + 1) * kQuantBlock; ++k) {
-      const float* q_row = block.values + k * kWidth;
-      hn::Vec<D> q[kVecs];
-      HWY_UNROLL(16)
-      for (size_t v = 0; v < kVecs; ++v) q[v] = hn::Load(d, q_row + v * lanes);
-      HWY_UNROLL(16)
+    for (size_t s = 0; s < Scale::kSubBlocks; ++s) {
+      hn::Vec<D> partial[kRows][kVecs];
       for (size_t r = 0; r < kRows; ++r) {
-        const auto a_rk = hn::Set(d, a[r * lda + k]);
-        HWY_UNROLL(16)
-        for (size_t v = 0; v < kVecs; ++v) partial[r][v] = hn::MulAdd(a_rk, q[v], partial[r][v]);
+        for (size_t v = 0; v < kVecs; ++v) partial[r][v] = hn::Zero(d);
       }
-    }
-    const float* scale_row = block.scales + b * kWidth;
-    HWY_UNROLL(16)
-    for (size_t v = 0; v < kVecs; ++v) {
-      const auto scale = hn::Load(d, scale_row + v * lanes);
+      const size_t k_begin = b * kQuantBlock + s * Scale::kSubRows;
+      for (size_t k = k_begin; k < k_begin + Scale::kSubRows; ++k) {
+        const float* q_row = block.values + k * kWidth;
+        hn::Vec<D> q[kVecs];
+        HWY_UNROLL(16)
+        for (size_t v = 0; v < kVecs; ++v) q[v] = hn::Load(d, q_row + v * lanes);
+        HWY_UNROLL(16)
+        for (size_t r = 0; r < kRows; ++r) {
+          const auto a_rk = hn::Set(d, a[r * lda + k]);
+          HWY_UNROLL(16)
+          for (size_t v = 0; v < kVecs; ++v) partial[r][v] = hn::MulAdd(a_rk, q[v], partial[r][v]);
+        }
+      }
+      const float* scale_row = block.scales + (b * Scale::kSubBlocks + s) * kWidth;
       HWY_UNROLL(16)
-      for (size_t r = 0; r < kRows; ++r) acc[r][v] = hn::MulAdd(scale, partial[r][v], acc[r][v]);
+      for (size_t v = 0; v < kVecs; ++v) {
+        const auto scale = hn::Load(d, scale_row + v * lanes);
+        HWY_UNROLL(16)
+        for (size_t r = 0; r < kRows; ++r) acc[r][v] = hn::MulAdd(scale, partial[r][v], acc[r][v]);
+      }
+      if constexpr (Scale::kHasMin) {
+        const float* min_row = block.mins + b * kWidth;
+        HWY_UNROLL(16)
+        for (size_t v = 0; v < kVecs; ++v) {
+          const auto min = hn::Load(d, min_row + v * lanes);
+          HWY_UNROLL(16)
+          for (size_t r = 0; r < kRows; ++r) {
+            acc[r][v] = hn::NegMulAdd(min, hn::Set(d, sums[r * RowSums::kStride + b]), acc[r][v]);
+          }
+        }
+      }
     }
   }
   for (size_t r = 0; r < kRows; ++r) StorePanelRow<kVecs>(d, acc[r], valid, c + r * ldc);
 }
 
-// The row tile of either micro-kernel with exactly `rows` (< full tile) rows.
-template <bool kBlockScaled, size_t kRows, class D>
+// The row tile of either micro-kernel with exactly `rows` (< full tile) rows; Scale is
+// the block-scaled kernel's BlockScales, void for the exact one.
+template <class Scale, size_t kRows, class D>
 HWY_INLINE void CompressedRemainderTile(D d, size_t rows, const float* a, size_t lda,
                                         const DecodedBlock& block, size_t depth, bool continue_c,
-                                        size_t valid, float* c, size_t ldc) {
+                                        size_t valid, float* c, size_t ldc, const float* sums) {
   if constexpr (kRows > 0) {
     if (rows != kRows) {
-      return CompressedRemainderTile<kBlockScaled, kRows - 1>(d, rows, a, lda, block, depth,
-                                                              continue_c, valid, c, ldc);
+      return CompressedRemainderTile<Scale, kRows - 1>(d, rows, a, lda, block, depth, continue_c,
+                                                       valid, c, ldc, sums);
     }
-    if constexpr (kBlockScaled) {
-      BlockScaledMatMulTile<kRows>(d, a, lda, block, depth, continue_c, valid, c, ldc);
+    if constexpr (!std::is_void_v<Scale>) {
+      BlockScaledMatMulTile<Scale, kRows>(d, a, lda, block, depth, continue_c, valid, c, ldc, sums);
     } else {
       MatMulTile<kRows>(d, a, lda, block.values, depth, continue_c, valid, c, ldc);
     }
   }
 }
 
+// The scale policy of a kernel's decoder: BlockScales of a quantized type, void for
+// bf16/f16.
+template <template <class> class Rows, bool kBlockScaled, class D>
+struct ScaleOf {
+  using type = void;
+};
+template <template <class> class Rows, class D>
+struct ScaleOf<Rows, true, D> {
+  using type = BlockScales<Rows<D>::kType>;
+};
+
 // Loop nest of MatMulPanels (matmul-inl.h): M blocks → K blocks in ascending order →
-// panels → row tiles, each panel's K block decoded into a stack DecodedBlock (33 KiB)
+// panels → row tiles, each panel's K block decoded into a stack DecodedBlock (35 KiB)
 // once per M block (up to 256 rows of A) and reused by every row tile. bf16/f16 run the
-// f32 micro-kernel on the dequantized values; q8_0/q4_0 the block-scaled one. Storing
+// f32 micro-kernel on the dequantized values; the quantized types the block-scaled one
+// (q4_k with its rows' sub-block sums, computed once per M block and K block). Storing
 // and reloading C between K blocks rounds nothing, so every C[m][n] is computed by the
 // same operations as MatVec on row m.
 template <template <class> class Rows, bool kBlockScaled, class D>
 HWY_INLINE void CompressedMatMulPanels(D d, const float* a, size_t lda, size_t m,
                                        const CompressedMatrixView& w, float* c, size_t ldc,
                                        size_t panel_begin, size_t panel_end) {
+  using Scale = typename ScaleOf<Rows, kBlockScaled, D>::type;
   constexpr size_t kWidth = kCompressedPanelWidth;
   constexpr size_t kRows = kBlockScaled ? BlockScaledTileRows<D>() : TileRows<D>();
   static_assert(kWidth == kPanelWidth<float>, "decoded blocks are f32 panels");
+  constexpr bool kRowSums = [] {
+    if constexpr (kBlockScaled) return Scale::kHasMin;
+    return false;
+  }();
   DecodedBlock block;
+  RowSums row_sums;
   const size_t depth_total = w.rows;
   for (size_t m0 = 0; m0 < m; m0 += kRowBlock) {
     const size_t rows = std::min(kRowBlock, m - m0);
@@ -202,6 +256,14 @@ HWY_INLINE void CompressedMatMulPanels(D d, const float* a, size_t lda, size_t m
     do {
       const size_t depth = std::min(DecodedBlock::kDepth, depth_total - k0);
       const bool continue_c = k0 > 0;
+      if constexpr (kRowSums) {
+        for (size_t r = 0; r < rows; ++r) {
+          for (size_t b = 0; b < depth / kQuantBlock; ++b) {
+            row_sums.sums[r * RowSums::kStride + b] =
+                compressed::SubBlockSum(a + (m0 + r) * lda + k0 + b * kQuantBlock);
+          }
+        }
+      }
       for (size_t p = panel_begin; p < panel_end; ++p) {
         const size_t col0 = p * kWidth;
         const size_t valid = std::min(kWidth, w.cols - col0);
@@ -227,15 +289,15 @@ HWY_INLINE void CompressedMatMulPanels(D d, const float* a, size_t lda, size_t m
         size_t r = 0;
         for (; r + kRows <= rows; r += kRows) {
           next.BeforeTile();
-          CompressedRemainderTile<kBlockScaled, kRows>(d, kRows, a_block + r * lda, lda, block,
-                                                       depth, continue_c, valid,
-                                                       c_block + r * ldc, ldc);
+          CompressedRemainderTile<Scale, kRows>(d, kRows, a_block + r * lda, lda, block, depth,
+                                                continue_c, valid, c_block + r * ldc, ldc,
+                                                row_sums.sums + r * RowSums::kStride);
         }
         if (r < rows) {
           next.BeforeTile();
-          CompressedRemainderTile<kBlockScaled, kRows - 1>(d, rows - r, a_block + r * lda, lda,
-                                                           block, depth, continue_c, valid,
-                                                           c_block + r * ldc, ldc);
+          CompressedRemainderTile<Scale, kRows - 1>(d, rows - r, a_block + r * lda, lda, block,
+                                                    depth, continue_c, valid, c_block + r * ldc,
+                                                    ldc, row_sums.sums + r * RowSums::kStride);
         }
       }
       k0 += depth;

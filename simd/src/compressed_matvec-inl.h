@@ -13,6 +13,7 @@
 #include "compressed_layout.h"
 #include "compressed_rows-inl.h"
 #include "hwy/cache_control.h"
+#include "kquant_rows-inl.h"
 #include "hwy/highway.h"
 #include "kvrt/simd/compressed_matrix.h"
 #include "panel_columns-inl.h"
@@ -26,7 +27,7 @@ namespace hn = hwy::HWY_NAMESPACE;
 // bf16/f16 decode of models whose weights come from memory (the quantized kernels
 // gained nothing from it).
 inline constexpr size_t kPrefetchRows = 16;
-// Blocks of 32 rows the q8_0/q4_0 kernel prefetches ahead.
+// Blocks of 32 rows the block-quantized kernel prefetches ahead.
 inline constexpr size_t kQuantPrefetchBlocks = 2;
 
 // One row k of an exact-form group: each panel's row decoded (Rows::RowAt) and its
@@ -95,7 +96,7 @@ HWY_INLINE void ExactMatVecGroup(D d, const CompressedMatrixView& w, const float
   }
 }
 
-// Panels kG.. of a lane-order q4_0 row whose panels start at group panel kFirst,
+// Panels kG.. of a lane-order row (q4_0, q4_k, q6_k) whose panels start at group panel kFirst,
 // decoded with their shifts known at compile time (Q4Quants::DecodeLanes).
 // kByteLoads: Q4Quants::DecodeLanes reading past the row (never on a group's last).
 template <class Q, size_t kFirst, size_t kG, bool kByteLoads, size_t kPanels, size_t kVecs, class D>
@@ -133,7 +134,8 @@ HWY_INLINE void LaneOrderRowProducts(D d, const uint8_t* row, hn::Vec<D> xk,
 #endif
 }
 
-// Requests the bytes of one block of the panel group a kernel group starts in, a
+// Requests the bytes of one block of the panel group a kernel group starts in (with
+// the group's super-block headers before a K-quant super-block's first block), a
 // slice before each of the 32 rows of the block being read, so that the requests
 // stay spread out (a burst of them fills the line-fill buffers and stalls).
 struct QuantBlockPrefetch {
@@ -142,37 +144,49 @@ struct QuantBlockPrefetch {
   size_t lines_per_row = 0;
 
   QuantBlockPrefetch() = default;  // asks for nothing
-  // Block `block` of the group of `rows` in `w`, whose blocks are `block_stride` bytes.
-  // A block past the group's last is the bytes that follow it in memory (the next
-  // group's first block, which the next kernel group of a task reads), up to the end
-  // of the matrix.
-  QuantBlockPrefetch(const CompressedMatrixView& w, const compressed::PanelRows& rows,
-                     size_t block_stride, size_t block)
-      : lines_per_row((block_stride / 64 + kQuantBlock - 1) / kQuantBlock) {
+  // Block `block` of the group of `group` (whose first panel it describes) in `w`, of
+  // `blocks` blocks. A block past the group's last is the bytes that follow it in
+  // memory (the next group's first blocks, which the next kernel group of a task
+  // reads), up to the end of the matrix.
+  QuantBlockPrefetch(const CompressedMatrixView& w, const QuantPanel& group, size_t block, size_t blocks) {
     const size_t matrix_bytes = w.panels() * compressed::PanelBytes(w.type, w.rows);
-    const size_t first = static_cast<size_t>(rows.group - w.data) + block * block_stride;
+    const size_t group_offset = static_cast<size_t>(group.group - w.data);
+    size_t first = 0, bytes = group.block_stride;
+    if (block < blocks) {
+      first = static_cast<size_t>(group.Block(block) - w.data);
+      if ((block & ((size_t{1} << group.block_shift) - 1)) == 0) {
+        first -= group.blocks_offset;
+        bytes += group.blocks_offset;
+      }
+    } else {
+      first = group_offset + (blocks >> group.block_shift) * group.super_stride +
+              (block - blocks) * group.block_stride;
+    }
     if (first >= matrix_bytes) return;
     line = w.data + first;
-    end = w.data + std::min(first + block_stride, matrix_bytes);
+    end = w.data + std::min(first + bytes, matrix_bytes);
+    lines_per_row = (bytes / 64 + kQuantBlock - 1) / kQuantBlock;
   }
   HWY_INLINE void BeforeRow() {
     for (size_t i = 0; i < lines_per_row && line < end; ++i, line += 64) hwy::Prefetch(line);
   }
 };
 
-// q8_0/q4_0, block-scaled accumulation: per block b of 32 rows, one FMA chain over its
-// rows in ascending k of x[k]·q (q8_0: q; q4_0: q − 8; exact floats) from 0 gives the
-// partial sum P_b, and the column's accumulator becomes fma(d_b, P_b, acc), blocks in
-// ascending order from 0. One multiply per 32 weights instead of per weight.
-// kFirstLane ≥ 0: the kPanels are panels kFirstLane.. of one whole q4_0 group, whose
-// lane-order rows serve all of them from the same loads, decoded with shifts known
+// The block-quantized types: block-scaled accumulation by sub-block (BlockScales: 32
+// rows, 16 for q6_k). Per sub-block, one FMA chain over its rows in ascending k of
+// x[k]·q (q8_0: q; q4_0: q − 8; q4_k: q; q6_k: q − 32; exact floats) from 0 gives the
+// partial sum P, and the column's accumulator becomes fma(scale, P, acc) (and for q4_k
+// then acc − min·S fused), sub-blocks in ascending order from 0. One multiply per
+// sub-block instead of per weight.
+// kFirstLane ≥ 0: the kPanels are panels kFirstLane.. of one whole group in lane
+// order, whose rows serve all of them from the same loads, decoded with shifts known
 // at compile time (LaneOrderRowProducts); the arithmetic is the same.
 template <template <class> class Quants, size_t kPanels, int kFirstLane, class D>
 HWY_INLINE void BlockScaledMatVecPanels(D d, const CompressedMatrixView& w, const float* x,
                                         float* y, size_t first_panel) {
   constexpr size_t kVecs = PanelVectors<D>();
   using Q = Quants<D>;
-  const compressed::PanelRows first = compressed::RowsOfPanel(w, first_panel);
+  using Scale = BlockScales<Q::kType>;
   QuantPanel panel[kPanels];
   hn::Vec<D> acc[kPanels][kVecs];
   for (size_t g = 0; g < kPanels; ++g) {
@@ -182,38 +196,51 @@ HWY_INLINE void BlockScaledMatVecPanels(D d, const CompressedMatrixView& w, cons
   const size_t blocks = w.rows / kQuantBlock;
   for (size_t b = 0; b < blocks; ++b) {
     const size_t k0 = b * kQuantBlock;
-    hn::Vec<D> partial[kPanels][kVecs];
-    for (size_t g = 0; g < kPanels; ++g) {
-      for (size_t v = 0; v < kVecs; ++v) partial[g][v] = hn::Zero(d);
-    }
-    QuantBlockPrefetch next(w, first, panel[0].block_stride, b + kQuantPrefetchBlocks);
-    // One row's products: lane order (kFirstLane ≥ 0) with kByteLoads as asked, or
-    // panel by panel.
-    const auto row_products = [&](size_t r, auto byte_loads) HWY_ATTR {
-      const auto xk = hn::Set(d, x[k0 + r]);
-      next.BeforeRow();
-      if constexpr (kFirstLane >= 0) {
-        LaneOrderRowProducts<Q, kFirstLane, 0, decltype(byte_loads)::value>(d, panel[0].GroupRow(b, r), xk,
-                                                                            partial);
-      } else {
-        HWY_UNROLL(4)
-        for (size_t g = 0; g < kPanels; ++g) {
-          hn::Vec<D> q[kVecs];
-          Q::Decode(d, panel[g], b, r, q);
-          HWY_UNROLL(16)
-          for (size_t v = 0; v < kVecs; ++v) partial[g][v] = hn::MulAdd(xk, q[v], partial[g][v]);
+    QuantBlockPrefetch next(w, panel[0], b + kQuantPrefetchBlocks, blocks);
+    // A lane-order group's rows but the matrix's last are decoded by loads that may
+    // reach a few bytes into the next row (NibbleBits::LaneOrder); the values are the
+    // same.
+    const size_t loaded_rows = kFirstLane >= 0 && b + 1 == blocks ? kQuantBlock - 1 : kQuantBlock;
+    for (size_t s = 0; s < Scale::kSubBlocks; ++s) {
+      hn::Vec<D> partial[kPanels][kVecs];
+      for (size_t g = 0; g < kPanels; ++g) {
+        for (size_t v = 0; v < kVecs; ++v) partial[g][v] = hn::Zero(d);
+      }
+      // One row's products: lane order (kFirstLane ≥ 0) with kByteLoads as asked, or
+      // panel by panel.
+      const auto row_products = [&](size_t r, auto byte_loads) HWY_ATTR {
+        const auto xk = hn::Set(d, x[k0 + r]);
+        next.BeforeRow();
+        if constexpr (kFirstLane >= 0) {
+          LaneOrderRowProducts<Q, kFirstLane, 0, decltype(byte_loads)::value>(d, panel[0].GroupRow(b, r), xk,
+                                                                              partial);
+        } else {
+          HWY_UNROLL(4)
+          for (size_t g = 0; g < kPanels; ++g) {
+            hn::Vec<D> q[kVecs];
+            Q::Decode(d, panel[g], b, r, q);
+            HWY_UNROLL(16)
+            for (size_t v = 0; v < kVecs; ++v) partial[g][v] = hn::MulAdd(xk, q[v], partial[g][v]);
+          }
+        }
+      };
+      const size_t rows_begin = s * Scale::kSubRows, rows_end = rows_begin + Scale::kSubRows;
+      const size_t loaded_end = std::min(rows_end, loaded_rows);
+      for (size_t r = rows_begin; r < loaded_end; ++r) row_products(r, std::true_type());
+      for (size_t r = loaded_end; r < rows_end; ++r) row_products(r, std::false_type());
+      float sum = 0.0f;
+      if constexpr (Scale::kHasMin) sum = compressed::SubBlockSum(x + k0 + rows_begin);
+      for (size_t g = 0; g < kPanels; ++g) {
+        hn::Vec<D> scale[kVecs];
+        Scale::Scales(d, panel[g], b, s, scale);
+        for (size_t v = 0; v < kVecs; ++v) acc[g][v] = hn::MulAdd(scale[v], partial[g][v], acc[g][v]);
+        if constexpr (Scale::kHasMin) {
+          hn::Vec<D> min[kVecs];
+          Scale::Mins(d, panel[g], b, min);
+          const auto sum_vector = hn::Set(d, sum);
+          for (size_t v = 0; v < kVecs; ++v) acc[g][v] = hn::NegMulAdd(min[v], sum_vector, acc[g][v]);
         }
       }
-    };
-    // A lane-order group's rows but its last are decoded by loads that reach a few
-    // bytes into the next row (Q4Quants::DecodeLanes); the values are the same.
-    const size_t loaded_rows = kFirstLane >= 0 && b + 1 == blocks ? kQuantBlock - 1 : kQuantBlock;
-    for (size_t r = 0; r < loaded_rows; ++r) row_products(r, std::true_type());
-    if (loaded_rows < kQuantBlock) row_products(kQuantBlock - 1, std::false_type());
-    for (size_t g = 0; g < kPanels; ++g) {
-      hn::Vec<D> scale[kVecs];
-      LoadColumnScales(d, panel[g].Scales(b), scale);
-      for (size_t v = 0; v < kVecs; ++v) acc[g][v] = hn::MulAdd(scale[v], partial[g][v], acc[g][v]);
     }
   }
   for (size_t g = 0; g < kPanels; ++g) {
@@ -229,7 +256,7 @@ HWY_INLINE void BlockScaledMatVecGroup(D d, const CompressedMatrixView& w, const
   // A kernel group of 4 (AVX3) or 2 (AVX2) panels that starts at the first or third
   // panel of a lane-order group lies inside it.
   constexpr size_t kGroupPanels = compressed::kGroupPanels;
-  if constexpr (Quants<D>::kType == CompressedFormat::kQ4_0 && kPanels >= 2 &&
+  if constexpr (Quants<D>::kType != CompressedFormat::kQ8_0 && kPanels >= 2 &&
                 kGroupPanels % kPanels == 0) {
     const compressed::PanelRows first = compressed::RowsOfPanel(w, first_panel);
     if (first.LaneOrder() && first.index == 0) {

@@ -46,7 +46,69 @@ struct PanelWriter {
     for (size_t r = 0; r < kQuantBlock; ++r) {
       const uint8_t packed = block[2 + r % kHalf];
       const uint8_t q = r < kHalf ? packed & 0xF : packed >> 4;
-      SetNibble(*panel.Q4Byte(k0 + r, j), j, q);
+      SetNibble(*panel.NibbleByte(type, k0 + r, j), j, q);
+    }
+  }
+  // One ggml q4_k super-block of column n, rows k0..k0+256: f16 d and dmin, the eight
+  // 6-bit (scale, min) pairs of ggml's get_scale_min_k4 packing, and the nibbles,
+  // element 64g + l (l < 32) in the low and 64g + 32 + l in the high nibble of qs[32g + l].
+  void Q4KBlock(size_t k0, size_t n, const uint8_t* block) const {
+    const compressed::PanelRowsOf<uint8_t> panel = Panel(n);
+    const size_t j = n % kWidth;
+    uint8_t* header = panel.Header(type, k0);
+    std::memcpy(header + 2 * j, block, 2);
+    std::memcpy(header + compressed::kScaleBytes + 2 * j, block + 2, 2);
+    const uint8_t* packed_scales = block + 4;
+    const uint8_t* qs = block + 16;
+    for (size_t s = 0; s < compressed::kSuperBlockBlocks; ++s) {
+      uint8_t* scales = panel.Scales(type, k0 + s * kQuantBlock);
+      if (s < 4) {
+        scales[j] = packed_scales[s] & 63;
+        scales[kWidth + j] = packed_scales[s + 4] & 63;
+      } else {
+        scales[j] = static_cast<uint8_t>((packed_scales[s + 4] & 0xF) | ((packed_scales[s - 4] >> 6) << 4));
+        scales[kWidth + j] = static_cast<uint8_t>((packed_scales[s + 4] >> 4) | ((packed_scales[s] >> 6) << 4));
+      }
+    }
+    for (size_t e = 0; e < kSuperBlock; ++e) {
+      const uint8_t packed = qs[e / 64 * 32 + e % 32];
+      const uint8_t q = e % 64 < 32 ? packed & 0xF : packed >> 4;
+      SetNibble(*panel.NibbleByte(type, k0 + e, j), j, q);
+    }
+  }
+  // One ggml q6_k super-block of column n: element 128h + 32t + l (t < 4, l < 32) has its
+  // low 4 bits in ql[64h + l + 32·(t % 2)] (low nibble for t < 2, else high), its high
+  // 2 bits at bit 2t of qh[32h + l], and the int8 scale scales[e / 16]; f16 d last.
+  void Q6KBlock(size_t k0, size_t n, const uint8_t* block) const {
+    const compressed::PanelRowsOf<uint8_t> panel = Panel(n);
+    const size_t j = n % kWidth;
+    const uint8_t* ql = block;
+    const uint8_t* qh = block + 128;
+    const uint8_t* scales = block + 192;
+    std::memcpy(panel.Header(type, k0) + 2 * j, block + 208, 2);
+    for (size_t sub = 0; sub < kSuperBlock / 16; ++sub) {
+      panel.Scales(type, k0 + sub * 16)[sub % 2 * kWidth + j] = scales[sub];
+    }
+    for (size_t e = 0; e < kSuperBlock; ++e) {
+      const size_t half = e / 128, t = e % 128 / 32, l = e % 32;
+      const uint8_t packed = ql[64 * half + l + 32 * (t % 2)];
+      const uint8_t low = t < 2 ? packed & 0xF : packed >> 4;
+      const uint8_t high = (qh[32 * half + l] >> (2 * t)) & 3;
+      SetNibble(*panel.NibbleByte(type, k0 + e, j), j, low);
+      uint8_t& high_byte = panel.Q6High(k0 + e)[j / 4];
+      const unsigned shift = 2 * (j % 4);
+      high_byte = static_cast<uint8_t>((high_byte & ~(3u << shift)) | (high << shift));
+    }
+  }
+  // One ggml block of the writer's quantized type (ggml's bytes), column n, from row k0.
+  void Block(size_t k0, size_t n, const uint8_t* block) const {
+    switch (type) {
+      case CompressedFormat::kQ8_0: return Q8Block(k0, n, block);
+      case CompressedFormat::kQ4_0: return Q4Block(k0, n, block);
+      case CompressedFormat::kQ4_K: return Q4KBlock(k0, n, block);
+      case CompressedFormat::kQ6_K: return Q6KBlock(k0, n, block);
+      case CompressedFormat::kBf16:
+      case CompressedFormat::kF16: return;
     }
   }
   static void SetNibble(uint8_t& byte, size_t j, uint8_t q) {
@@ -54,21 +116,39 @@ struct PanelWriter {
                           : static_cast<uint8_t>((byte & 0x0F) | (q << 4));
   }
 
-  // Zeroes the whole storage and gives the q4_0 quants their zero value (8), so that
-  // padding columns dequantize to +0 and every byte is written.
+  // Zeroes the whole storage and gives the q4_0 quants and the q6_k high bits their
+  // zero values (q4_0 8, q6_k 32), so that padding columns dequantize to +0 and every
+  // byte is written.
   void Clear() const {
     std::memset(out, 0, panels * compressed::PanelBytes(type, rows));
-    if (type != CompressedFormat::kQ4_0) return;
+    if (type != CompressedFormat::kQ4_0 && type != CompressedFormat::kQ6_K) return;
     for (size_t p = 0; p < panels; p += compressed::kGroupPanels) {
       const compressed::PanelRowsOf<uint8_t> group =
           compressed::RowsOfPanel(out, type, rows, panels, p);
       for (size_t k = 0; k < rows; ++k) {
-        std::memset(group.GroupRow(type, k), compressed::kQ4Zero * 0x11,
-                    group.width * compressed::kQ4RowBytes);
+        if (type == CompressedFormat::kQ4_0) {
+          std::memset(group.GroupRow(type, k), compressed::kQ4Zero * 0x11,
+                      group.width * compressed::kQ4RowBytes);
+        } else {
+          std::memset(group.GroupRow(type, k) + group.width * compressed::kQ4RowBytes,
+                      compressed::kQ6HighZero, group.width * compressed::kQ6HighBytes);
+        }
       }
     }
   }
 };
+
+// ggml's block of SuperRows(type) values for a quantized type.
+void QuantizeBlock(CompressedFormat type, const float* values, uint8_t* out) {
+  switch (type) {
+    case CompressedFormat::kQ8_0: return QuantizeBlockQ8_0(values, out);
+    case CompressedFormat::kQ4_0: return QuantizeBlockQ4_0(values, out);
+    case CompressedFormat::kQ4_K: return QuantizeBlockQ4_K(values, out);
+    case CompressedFormat::kQ6_K: return QuantizeBlockQ6_K(values, out);
+    case CompressedFormat::kBf16:
+    case CompressedFormat::kF16: return;
+  }
+}
 
 // Panels of a matrix of `cols` columns (any cols, without overflow).
 size_t PanelCount(size_t cols) { return cols / kWidth + (cols % kWidth != 0 ? 1 : 0); }
@@ -81,20 +161,18 @@ const char* CompressedFormatName(CompressedFormat type) {
     case CompressedFormat::kF16: return "f16";
     case CompressedFormat::kQ8_0: return "q8_0";
     case CompressedFormat::kQ4_0: return "q4_0";
+    case CompressedFormat::kQ4_K: return "q4_k";
+    case CompressedFormat::kQ6_K: return "q6_k";
   }
   return "?";
 }
 
+size_t CompressedRowMultiple(CompressedFormat type) {
+  return compressed::IsBlockQuantized(type) ? compressed::SuperRows(type) : 1;
+}
+
 bool FitsCompressedFormat(CompressedFormat type, size_t rows) {
-  switch (type) {
-    case CompressedFormat::kBf16:
-    case CompressedFormat::kF16:
-      return true;
-    case CompressedFormat::kQ8_0:
-    case CompressedFormat::kQ4_0:
-      return rows % kQuantBlock == 0;
-  }
-  return false;
+  return rows % CompressedRowMultiple(type) == 0;
 }
 
 size_t CompressedMatrixBytes(CompressedFormat type, size_t rows, size_t cols) {
@@ -117,6 +195,10 @@ size_t GgmlRowBytes(CompressedFormat type, size_t rows_k) {
       return rows_k / kQuantBlock * compressed::kGgmlQ8BlockBytes;
     case CompressedFormat::kQ4_0:
       return rows_k / kQuantBlock * compressed::kGgmlQ4BlockBytes;
+    case CompressedFormat::kQ4_K:
+      return rows_k / kSuperBlock * compressed::kGgmlQ4KBlockBytes;
+    case CompressedFormat::kQ6_K:
+      return rows_k / kSuperBlock * compressed::kGgmlQ6KBlockBytes;
   }
   return 0;
 }
@@ -161,17 +243,13 @@ void PackCompressed(CompressedFormat type, const float* source, size_t rows, siz
       }
       continue;
     }
-    for (size_t k0 = 0; k0 < rows; k0 += kQuantBlock) {
-      float values[kQuantBlock];
-      for (size_t r = 0; r < kQuantBlock; ++r) values[r] = element(k0 + r, n);
-      uint8_t block[compressed::kGgmlQ8BlockBytes];
-      if (type == CompressedFormat::kQ8_0) {
-        QuantizeBlockQ8_0(values, block);
-        writer.Q8Block(k0, n, block);
-      } else {
-        QuantizeBlockQ4_0(values, block);
-        writer.Q4Block(k0, n, block);
-      }
+    const size_t block_rows = compressed::SuperRows(type);
+    for (size_t k0 = 0; k0 < rows; k0 += block_rows) {
+      float values[kSuperBlock];
+      for (size_t r = 0; r < block_rows; ++r) values[r] = element(k0 + r, n);
+      uint8_t block[compressed::kGgmlQ6KBlockBytes];
+      QuantizeBlock(type, values, block);
+      writer.Block(k0, n, block);
     }
   }
 }
@@ -183,21 +261,14 @@ void RepackGgml(CompressedFormat type, const uint8_t* ggml_rows, size_t rows_k, 
   const size_t row_bytes = GgmlRowBytes(type, rows_k);
   for (size_t n = 0; n < cols_n; ++n) {
     const uint8_t* row = ggml_rows + n * row_bytes;
-    switch (type) {
-      case CompressedFormat::kBf16:
-      case CompressedFormat::kF16:
-        for (size_t k = 0; k < rows_k; ++k) writer.Half(k, n, compressed::LoadU16(row + 2 * k));
-        break;
-      case CompressedFormat::kQ8_0:
-        for (size_t b = 0; b < rows_k / kQuantBlock; ++b) {
-          writer.Q8Block(b * kQuantBlock, n, row + b * compressed::kGgmlQ8BlockBytes);
-        }
-        break;
-      case CompressedFormat::kQ4_0:
-        for (size_t b = 0; b < rows_k / kQuantBlock; ++b) {
-          writer.Q4Block(b * kQuantBlock, n, row + b * compressed::kGgmlQ4BlockBytes);
-        }
-        break;
+    if (!compressed::IsBlockQuantized(type)) {
+      for (size_t k = 0; k < rows_k; ++k) writer.Half(k, n, compressed::LoadU16(row + 2 * k));
+      continue;
+    }
+    const size_t block_rows = compressed::SuperRows(type);
+    const size_t block_bytes = GgmlRowBytes(type, block_rows);
+    for (size_t b = 0; b < rows_k / block_rows; ++b) {
+      writer.Block(b * block_rows, n, row + b * block_bytes);
     }
   }
 }

@@ -80,33 +80,59 @@ HWY_INLINE Rows<D> HalfRowsOf(const compressed::PanelRows& panel) {
   return rows;
 }
 
-// Where a q8_0/q4_0 panel's scales and rows are: block b's scales at
-// scales + b·block_stride, row r of its group at rows + b·block_stride + r·row_stride,
-// and the panel's own part of that row `index` panel rows further (q8_0, and q4_0 in
-// a group of fewer than four) or, in a q4_0 lane-order row, byte `index` of each lane.
+// Where a quantized panel's blocks of 32 rows are: block b's scale area at
+// Scales(b), row r of its group at GroupRow(b, r), and the panel's own part of that
+// row `index` panel rows further (q8_0, and the nibbles of a group of fewer than four)
+// or, in a lane-order row, byte `index` of each lane. A K-quant's blocks sit 8 to a
+// super-block behind the super-block's headers (Header(b): this panel's).
 struct QuantPanel {
-  const uint8_t* scales;
-  const uint8_t* rows;
-  size_t block_stride;
-  size_t row_stride;
+  const uint8_t* group;
+  size_t super_stride;   // one super-block of the group (q8_0/q4_0: one block)
+  size_t blocks_offset;  // the group's headers before the first block of a super-block
+  size_t block_stride;   // one block of the group
+  size_t row_stride;     // one row of the group
   size_t index;
-  bool lane_order;  // q4_0 in a whole group (compressed_layout.h)
+  size_t header_offset;  // this panel's header within the group's headers
+  size_t block_shift;    // log2 of the blocks per super-block (0 or 3)
+  size_t rows_offset;    // the group's scale areas before a block's rows
+  size_t high_offset;    // q6_k: this panel's high bits within a row of the group
+  bool lane_order;       // nibbles of a whole group (compressed_layout.h)
 
   QuantPanel() = default;
   QuantPanel(CompressedFormat type, const compressed::PanelRows& panel)
-      : scales(panel.Scales(type, 0)),
-        rows(panel.GroupRow(type, 0)),
+      : group(panel.group),
+        super_stride(panel.width * compressed::SuperBlockBytes(type)),
+        blocks_offset(panel.width * compressed::HeaderBytes(type)),
         block_stride(panel.width * compressed::QuantBlockBytes(type)),
         row_stride(panel.width * compressed::QuantRowBytes(type)),
         index(panel.index),
-        lane_order(type == CompressedFormat::kQ4_0 && panel.LaneOrder()) {}
-  const uint8_t* Scales(size_t block) const { return scales + block * block_stride; }
-  const uint8_t* GroupRow(size_t block, size_t r) const {
-    return rows + block * block_stride + r * row_stride;
+        header_offset(panel.index * compressed::HeaderBytes(type)),
+        block_shift(compressed::IsKQuant(type) ? 3 : 0),
+        rows_offset(panel.width * compressed::kScaleBytes),
+        high_offset(panel.width * compressed::kQ4RowBytes + panel.index * compressed::kQ6HighBytes),
+        lane_order(type != CompressedFormat::kQ8_0 && panel.LaneOrder()) {
+    static_assert(compressed::kSuperBlockBlocks == size_t{1} << 3, "block_shift");
   }
-  // The panel's own bytes of a row (not for a lane-order row).
+  const uint8_t* Block(size_t block) const {
+    return group + (block >> block_shift) * super_stride + blocks_offset +
+           (block & ((size_t{1} << block_shift) - 1)) * block_stride;
+  }
+  const uint8_t* Header(size_t block) const {
+    return group + (block >> block_shift) * super_stride + header_offset;
+  }
+  const uint8_t* Scales(size_t block) const { return Block(block) + index * compressed::kScaleBytes; }
+  const uint8_t* GroupRow(size_t block, size_t r) const {
+    return Block(block) + rows_offset + r * row_stride;
+  }
+  // The panel's own bytes of a row (q8_0; for the others its nibbles, in a group of
+  // fewer than four).
   const uint8_t* Row(size_t block, size_t r, CompressedFormat type) const {
-    return GroupRow(block, r) + index * compressed::QuantRowBytes(type);
+    const size_t bytes = type == CompressedFormat::kQ8_0 ? compressed::kQ8RowBytes : compressed::kQ4RowBytes;
+    return GroupRow(block, r) + index * bytes;
+  }
+  // q6_k: the panel's 8 bytes of high bits of a row, after the group's nibbles.
+  const uint8_t* Q6High(size_t block, size_t r) const {
+    return GroupRow(block, r) + high_offset;
   }
 };
 
@@ -143,85 +169,109 @@ struct Q8Quants {
   }
 };
 
-// On AVX-512 a nibble indexes a one-vector table of the 16 values −8..7 (VPERMPS, no
-// int→float conversion). VPERMPS reads only bits 3:0 of each index, so a nibble
-// shifted to the bottom of its lane needs no mask; Highway's TableLookupLanes requires
-// in-range indices, hence the intrinsic. Elsewhere the nibble is masked and ORed into
-// the mantissa of 2^23 (below): the same exact values.
+// The raw bits of a row's nibbles for the decoders below: for vector v (< kVecs/2) of
+// a panel, `low` holds in bits 3:0 of lane i the nibble of column v·lanes + i and
+// `high` that of column 16 + v·lanes + i. The bits above are not cleared where the
+// decoders ignore them (kHighClean says whether `high`'s are zero).
+//
+// Panel kIndex of a lane-order row: lane j's byte kIndex is columns j and j + 16.
+// AVX-512 (and the one-lane scalar target) shifts that byte down for each half.
+// Elsewhere one in-block byte shuffle (VPSHUFB) zero-extends it first, as the
+// widening load of a smaller group's row does: on AVX2 that beats shifting and
+// masking each half out of the whole lane, though AVX2 stays a little slower than
+// with each panel's 16 bytes apart, the price of AVX-512's single load (figures in
+// docs/performance/design_measurements.md).
+//
+// kByteLoads (the matvec on AVX-512): the row is loaded again kIndex bytes further,
+// which puts byte kIndex of every lane at its bottom, so the low nibbles need no
+// shift (VPERMPS ignores the bits above) and the high ones one shift of 4: four
+// fewer shifts a row of a group, where shifts and VPERMPS compete for the same
+// pipes, which makes the matvec faster from cache (and slightly from memory). The
+// load reaches kIndex bytes past the row's nibbles: the caller never asks for it on
+// the last row of a q4_0/q4_k group (which may be the last bytes of the matrix).
 template <class D>
-struct Q4Quants {
-  static constexpr CompressedFormat kType = CompressedFormat::kQ4_0;
-  static constexpr size_t kVecs = PanelVectors<D>();
+struct NibbleBits {
   using DU = hn::RebindToUnsigned<D>;
+  using VU = hn::Vec<DU>;
+  static constexpr bool kHighClean = HWY_TARGET != HWY_AVX3 && HWY_TARGET != HWY_SCALAR;
 
-  // u − 8 for the nibble u in bits 3:0 of every lane of `bits`: the bits above are
-  // ignored, or (kMask false, not on AVX-512) known to be zero.
-  template <bool kMask = true>
-  static HWY_INLINE hn::Vec<D> Nibbles(D d, hn::Vec<DU> bits) {
+  template <size_t kIndex, bool kByteLoads>
+  static HWY_INLINE void LaneOrder(const uint8_t* row, size_t v, VU& low, VU& high) {
+    const DU du;
 #if HWY_TARGET == HWY_AVX3
-    return hn::Vec<D>{_mm512_permutexvar_ps(bits.raw, hn::Iota(d, -8.0f).raw)};
-#else
-    // A nibble u in the low mantissa bits of 2^23 is the float 2^23 + u, and
-    // subtracting 2^23 + 8 leaves u − 8 exactly: an OR instead of a conversion,
-    // which shares the FP add pipes with the subtraction. On AVX2 this made the
-    // q4_0 matvec and matmul faster than converting the nibble.
-    const DU du;
-    const auto nibble = kMask ? hn::And(bits, hn::Set(du, 0xF)) : bits;
-    const auto magic = hn::Or(nibble, hn::Set(du, 0x4B000000));
-    return hn::Sub(hn::BitCast(d, magic), hn::Set(d, 8388616.0f));  // 2^23 + 8
+    if constexpr (kByteLoads) {
+      const auto* moved = reinterpret_cast<const uint32_t*>(row + kIndex);
+      low = hn::LoadU(du, moved + v * hn::Lanes(du));
+      high = hn::ShiftRight<4>(low);
+      return;
+    }
 #endif
-  }
-
-  // Panel kIndex of a lane-order row: lane j's byte kIndex is columns j and j + 16.
-  // AVX-512 (and the one-lane scalar target) shifts that byte down for each half.
-  // Elsewhere one in-block byte shuffle (VPSHUFB) zero-extends it first, as the
-  // widening load of a smaller group's row does: on AVX2 that beats shifting and
-  // masking each half out of the whole lane, though AVX2 stays a little slower than
-  // with each panel's 16 bytes apart, the price of AVX-512's single load (figures in
-  // docs/performance/design_measurements.md).
-  //
-  // kByteLoads (the matvec on AVX-512): the row is loaded again kIndex bytes further,
-  // which puts byte kIndex of every lane at its bottom, so the low nibbles need no
-  // shift (VPERMPS ignores the bits above) and the high ones one shift of 4: four
-  // fewer shifts a row of a group, where shifts and VPERMPS compete for the same
-  // pipes, which makes the matvec faster from cache (and slightly from memory). The
-  // load reaches kIndex bytes past the row: the caller never asks for it on the last
-  // row of a group (which may be the last bytes of the matrix).
-  template <size_t kIndex, bool kByteLoads = false>
-  static HWY_INLINE void DecodeLanes(D d, const uint8_t* row, hn::Vec<D>* q) {
-    const DU du;
-    const auto* lanes = reinterpret_cast<const uint32_t*>(row);
-#if HWY_TARGET != HWY_AVX3 && HWY_TARGET != HWY_SCALAR
+    const auto bytes = hn::LoadU(du, reinterpret_cast<const uint32_t*>(row) + v * hn::Lanes(du));
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_SCALAR
+    low = hn::ShiftRight<8 * kIndex>(bytes);
+    high = hn::ShiftRight<8 * kIndex + 4>(bytes);
+#else
     const hn::Repartition<uint8_t, DU> du8;
     constexpr uint8_t kZero = 0x80;  // TableLookupBytesOr0: this index gives 0
     alignas(16) static constexpr uint8_t kByteOfEachLane[16] = {
         kIndex,     kZero, kZero, kZero, 4 + kIndex,  kZero, kZero, kZero,
         8 + kIndex, kZero, kZero, kZero, 12 + kIndex, kZero, kZero, kZero};
-    const auto byte_of_each_lane = hn::LoadDup128(du8, kByteOfEachLane);
+    low = hn::BitCast(du, hn::TableLookupBytesOr0(hn::BitCast(du8, bytes), hn::LoadDup128(du8, kByteOfEachLane)));
+    high = hn::ShiftRight<4>(low);
 #endif
+  }
+
+  // A panel's own 16 bytes (a group of fewer than four): zero-extended, so `high` is clean.
+  static HWY_INLINE void Apart(const uint8_t* row, size_t v, VU& low, VU& high) {
+    const hn::RebindToSigned<D> di;
+    const hn::Rebind<uint8_t, D> du8;
+    low = hn::BitCast(DU(), hn::PromoteTo(di, hn::LoadU(du8, row + v * hn::Lanes(di))));
+    high = hn::ShiftRight<4>(low);
+  }
+};
+
+// On AVX-512 a nibble indexes a one-vector table of the 16 values −8..7 (VPERMPS, no
+// int→float conversion). VPERMPS reads only bits 3:0 of each index, so a nibble
+// shifted to the bottom of its lane needs no mask; Highway's TableLookupLanes requires
+// in-range indices, hence the intrinsic. Elsewhere the nibble is masked and ORed into
+// the mantissa of 2^23 (below): the same exact values.
+//
+// NibbleQuants serves q4_0 (kOffset 8: q − 8) and q4_k (kOffset 0: q itself), whose
+// rows are the same nibbles.
+template <class D, CompressedFormat kFormat, int kOffset>
+struct NibbleQuants {
+  static constexpr CompressedFormat kType = kFormat;
+  static constexpr size_t kVecs = PanelVectors<D>();
+  using DU = hn::RebindToUnsigned<D>;
+  using Bits = NibbleBits<D>;
+
+  // u − kOffset for the nibble u in bits 3:0 of every lane of `bits`: the bits above
+  // are ignored, or (kMask false, not on AVX-512) known to be zero.
+  template <bool kMask = true>
+  static HWY_INLINE hn::Vec<D> Nibbles(D d, hn::Vec<DU> bits) {
 #if HWY_TARGET == HWY_AVX3
-    if constexpr (kByteLoads) {
-      const auto* moved = reinterpret_cast<const uint32_t*>(row + kIndex);
-      HWY_UNROLL(16)
-      for (size_t v = 0; v < kVecs / 2; ++v) {
-        const auto bytes = hn::LoadU(du, moved + v * hn::Lanes(du));
-        q[v] = Nibbles(d, bytes);
-        q[v + kVecs / 2] = Nibbles(d, hn::ShiftRight<4>(bytes));
-      }
-      return;
-    }
+    return hn::Vec<D>{_mm512_permutexvar_ps(bits.raw, hn::Iota(d, static_cast<float>(-kOffset)).raw)};
+#else
+    // A nibble u in the low mantissa bits of 2^23 is the float 2^23 + u, and
+    // subtracting 2^23 + kOffset leaves u − kOffset exactly: an OR instead of a
+    // conversion, which shares the FP add pipes with the subtraction. On AVX2 this
+    // made the q4_0 matvec and matmul faster than converting the nibble.
+    const DU du;
+    const auto nibble = kMask ? hn::And(bits, hn::Set(du, 0xF)) : bits;
+    const auto magic = hn::Or(nibble, hn::Set(du, 0x4B000000));
+    return hn::Sub(hn::BitCast(d, magic), hn::Set(d, 8388608.0f + kOffset));  // 2^23 + kOffset
 #endif
+  }
+
+  // Panel kIndex of a lane-order row (NibbleBits::LaneOrder).
+  template <size_t kIndex, bool kByteLoads = false>
+  static HWY_INLINE void DecodeLanes(D d, const uint8_t* row, hn::Vec<D>* q) {
     HWY_UNROLL(16)
     for (size_t v = 0; v < kVecs / 2; ++v) {
-      const auto bytes = hn::LoadU(du, lanes + v * hn::Lanes(du));
-#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_SCALAR
-      q[v] = Nibbles(d, hn::ShiftRight<8 * kIndex>(bytes));
-      q[v + kVecs / 2] = Nibbles(d, hn::ShiftRight<8 * kIndex + 4>(bytes));
-#else
-      const auto byte = hn::BitCast(du, hn::TableLookupBytesOr0(hn::BitCast(du8, bytes), byte_of_each_lane));
-      q[v] = Nibbles(d, byte);
-      q[v + kVecs / 2] = Nibbles<false>(d, hn::ShiftRight<4>(byte));
-#endif
+      hn::Vec<DU> low, high;
+      Bits::template LaneOrder<kIndex, kByteLoads>(row, v, low, high);
+      q[v] = Nibbles(d, low);
+      q[v + kVecs / 2] = Nibbles<!Bits::kHighClean>(d, high);
     }
   }
 
@@ -235,17 +285,18 @@ struct Q4Quants {
         default: return DecodeLanes<3>(d, row, q);
       }
     }
-    const hn::RebindToSigned<D> di;
-    const hn::Rebind<uint8_t, D> du8;
     const uint8_t* row = panel.Row(b, r, kType);
     HWY_UNROLL(16)
     for (size_t v = 0; v < kVecs / 2; ++v) {
-      const auto bytes = hn::BitCast(DU(), hn::PromoteTo(di, hn::LoadU(du8, row + v * hn::Lanes(d))));
-      q[v] = Nibbles(d, bytes);
-      q[v + kVecs / 2] = Nibbles<false>(d, hn::ShiftRight<4>(bytes));
+      hn::Vec<DU> low, high;
+      Bits::Apart(row, v, low, high);
+      q[v] = Nibbles(d, low);
+      q[v + kVecs / 2] = Nibbles<false>(d, high);
     }
   }
 };
+template <class D>
+using Q4Quants = NibbleQuants<D, CompressedFormat::kQ4_0, 8>;
 
 }  // namespace kvrt::simd::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();

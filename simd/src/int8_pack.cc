@@ -48,7 +48,7 @@ CompressedMatrixView PackInt8Quads(const CompressedMatrixView& w, uint8_t* out) 
         } else {
           // A byte of the row layout already holds columns j and j + 16 of row k.
           for (size_t j = 0; j < kWidth / 2; ++j) {
-            target[compressed::QuadByteOffset(w.type, k, j)] = *source.Q4Byte(k, j);
+            target[compressed::QuadByteOffset(w.type, k, j)] = *source.NibbleByte(w.type, k, j);
           }
         }
       }

@@ -22,6 +22,10 @@ static_assert(KVRT_WEIGHTS_BF16 == static_cast<int>(WeightFormat::kBf16));
 static_assert(KVRT_WEIGHTS_F16 == static_cast<int>(WeightFormat::kF16));
 static_assert(KVRT_WEIGHTS_Q8_0 == static_cast<int>(WeightFormat::kQ8_0));
 static_assert(KVRT_WEIGHTS_Q4_0 == static_cast<int>(WeightFormat::kQ4_0));
+static_assert(KVRT_WEIGHTS_Q4_K == static_cast<int>(WeightFormat::kQ4_K));
+static_assert(KVRT_WEIGHTS_Q6_K == static_cast<int>(WeightFormat::kQ6_K));
+// The first number past the last format.
+constexpr int kUnknownWeights = KVRT_WEIGHTS_Q6_K + 1;
 
 const std::string kModel = testing::FixturePath("llama2c/gqa_untied.bin");
 constexpr size_t kVocabulary = 512;
@@ -29,7 +33,7 @@ constexpr size_t kVocabulary = 512;
 TEST(CApiWeightsTest, FastMatchesTheReferenceOnTheSameWeights) {
   const std::vector<uint32_t> tokens = {1, 17, 42, 99, 5};
   for (const int weights : {KVRT_WEIGHTS_AS_STORED, KVRT_WEIGHTS_F32, KVRT_WEIGHTS_BF16, KVRT_WEIGHTS_F16,
-                            KVRT_WEIGHTS_Q8_0, KVRT_WEIGHTS_Q4_0}) {
+                            KVRT_WEIGHTS_Q8_0, KVRT_WEIGHTS_Q4_0, KVRT_WEIGHTS_Q4_K, KVRT_WEIGHTS_Q6_K}) {
     std::vector<double> fast(kVocabulary), reference(kVocabulary);
     ASSERT_EQ(CApiWeightsLogits(kModel.c_str(), tokens.data(), tokens.size(), KVRT_BACKEND_FAST, weights,
                                 fast.data(), kVocabulary),
@@ -65,7 +69,7 @@ TEST(CApiWeightsTest, UnknownWeightsAreInvalidArgument) {
   const std::vector<uint32_t> tokens = {1};
   std::vector<double> logits(kVocabulary);
   for (const int backend : {KVRT_BACKEND_FAST, KVRT_BACKEND_REFERENCE}) {
-    EXPECT_EQ(CApiWeightsLogits(kModel.c_str(), tokens.data(), tokens.size(), backend, 6, logits.data(),
+    EXPECT_EQ(CApiWeightsLogits(kModel.c_str(), tokens.data(), tokens.size(), backend, kUnknownWeights, logits.data(),
                                 kVocabulary),
               -1);
     EXPECT_EQ(CApiWeightsLogits(kModel.c_str(), tokens.data(), tokens.size(), backend, 1000, logits.data(),
@@ -77,8 +81,8 @@ TEST(CApiWeightsTest, UnknownWeightsAreInvalidArgument) {
 TEST(CApiWeightsTest, PreparedWeightsGiveTheSameLogits) {
   const std::vector<uint32_t> tokens = {1, 17, 42, 99};
   for (const int backend : {KVRT_BACKEND_FAST, KVRT_BACKEND_REFERENCE}) {
-    for (const int weights : {KVRT_WEIGHTS_AS_STORED, KVRT_WEIGHTS_F32, KVRT_WEIGHTS_BF16,
-                              KVRT_WEIGHTS_F16, KVRT_WEIGHTS_Q8_0, KVRT_WEIGHTS_Q4_0}) {
+    for (const int weights : {KVRT_WEIGHTS_AS_STORED, KVRT_WEIGHTS_F32, KVRT_WEIGHTS_BF16, KVRT_WEIGHTS_F16,
+                              KVRT_WEIGHTS_Q8_0, KVRT_WEIGHTS_Q4_0, KVRT_WEIGHTS_Q4_K, KVRT_WEIGHTS_Q6_K}) {
       std::vector<double> bound(kVocabulary), prepared(kVocabulary);
       ASSERT_EQ(CApiWeightsLogits(kModel.c_str(), tokens.data(), tokens.size(), backend, weights,
                                   bound.data(), kVocabulary),
@@ -90,7 +94,7 @@ TEST(CApiWeightsTest, PreparedWeightsGiveTheSameLogits) {
       EXPECT_EQ(bound, prepared) << "backend " << backend << " weights " << weights;
     }
     std::vector<double> logits(kVocabulary);
-    EXPECT_EQ(CApiPreparedWeightsLogits(kModel.c_str(), tokens.data(), tokens.size(), backend, 6,
+    EXPECT_EQ(CApiPreparedWeightsLogits(kModel.c_str(), tokens.data(), tokens.size(), backend, kUnknownWeights,
                                         logits.data(), kVocabulary),
               -1);
   }

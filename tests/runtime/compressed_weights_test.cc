@@ -33,10 +33,15 @@ namespace {
 using testing::Ids;
 using testing::Json;
 
-constexpr WeightFormat kConverted[] = {WeightFormat::kF32, WeightFormat::kBf16, WeightFormat::kF16,
-                                       WeightFormat::kQ8_0, WeightFormat::kQ4_0};
+constexpr WeightFormat kConverted[] = {WeightFormat::kF32,  WeightFormat::kBf16, WeightFormat::kF16,
+                                       WeightFormat::kQ8_0, WeightFormat::kQ4_0, WeightFormat::kQ4_K,
+                                       WeightFormat::kQ6_K};
 constexpr WeightFormat kAll[] = {WeightFormat::kAsStored, WeightFormat::kF32,  WeightFormat::kBf16,
-                                 WeightFormat::kF16,      WeightFormat::kQ8_0, WeightFormat::kQ4_0};
+                                 WeightFormat::kF16,      WeightFormat::kQ8_0, WeightFormat::kQ4_0,
+                                 WeightFormat::kQ4_K,     WeightFormat::kQ6_K};
+// The formats that compress, every one packed by the fast f32 engine's kernels.
+constexpr WeightFormat kCompressed[] = {WeightFormat::kBf16, WeightFormat::kF16,  WeightFormat::kQ8_0,
+                                        WeightFormat::kQ4_0, WeightFormat::kQ4_K, WeightFormat::kQ6_K};
 
 EngineOptions Engine(Backend backend, Precision precision, WeightFormat weights,
                      threading::ThreadPool* pool = nullptr) {
@@ -84,6 +89,13 @@ double MaxAbsDiff(const std::vector<std::vector<double>>& a, const std::vector<s
   return worst;
 }
 
+std::vector<uint32_t> Tokens(size_t n, uint32_t seed, uint32_t vocabulary) {
+  std::vector<uint32_t> tokens;
+  SplitMix64 rng(seed);
+  for (size_t i = 0; i < n; ++i) tokens.push_back(static_cast<uint32_t>(rng.NextU64() % vocabulary));
+  return tokens;
+}
+
 DecoderModel GoldenModel(const Json& golden) {
   SplitMix64 rng(golden.at("init").at("seed").get<uint64_t>());
   return *DecoderModel::FromSeed(testing::GoldenConfig(golden.at("config")), rng);
@@ -99,7 +111,7 @@ TEST(WeightFormatTest, NamesParseBackAndUnknownValuesAreRefused) {
   EngineOptions options;
   EXPECT_EQ(options.weights, WeightFormat::kAsStored);
   EXPECT_TRUE(options.Validate());
-  options.weights = static_cast<WeightFormat>(6);
+  options.weights = static_cast<WeightFormat>(static_cast<int>(WeightFormat::kQ6_K) + 1);
   Result<void> refused = options.Validate();
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().code(), ErrorCode::kUnsupportedBackend);
@@ -195,6 +207,36 @@ INSTANTIATE_TEST_SUITE_P(GgufFixtures, CompressedGgufTest,
                          ::testing::Values("f32", "f16", "bf16", "q8_0", "q4_0"),
                          [](const ::testing::TestParamInfo<std::string>& type) { return type.param; });
 
+class CompressedKQuantGgufTest : public ::testing::TestWithParam<std::string> {};
+
+// The K-quant fixtures made by llama-quantize (fixtures/gguf/modern): as stored, every
+// q4_k and q6_k tensor is kept in its own type (the others, q5_k here, in f32), and
+// the fast engine stays within 1e-4 of the oracle as stored and converted.
+TEST_P(CompressedKQuantGgufTest, FastMatchesTheOracleAsStoredAndConverted) {
+  Result<ModelFile> loaded = ReadModelFile(testing::FixturePath("gguf/modern/kq-" + GetParam() + ".gguf"));
+  ASSERT_TRUE(loaded) << loaded.error().message();
+  const DecoderModel& model = loaded->model;
+  const std::vector<uint32_t> prompt = Tokens(19, 3, 512), continuation = Tokens(3, 5, 512);
+  threading::ThreadPool pool(2);
+  for (WeightFormat format : kAll) {
+    const auto oracle =
+        SessionLogits(model, prompt, continuation, Engine(Backend::kReference, Precision::kF64, format));
+    const auto fast =
+        SessionLogits(model, prompt, continuation, Engine(Backend::kFast, Precision::kF32, format, &pool));
+    EXPECT_LE(MaxAbsDiff(fast, oracle), 1e-4) << GetParam() << " " << WeightFormatName(format);
+  }
+  size_t k_quant = 0;
+  for (const MatrixWeightFormat& matrix : PlanWeightFormats(model, WeightFormat::kAsStored)) {
+    EXPECT_FALSE(matrix.fallback) << matrix.name;
+    EXPECT_EQ(matrix.as_stored, matrix.effective != WeightFormat::kF32) << matrix.name;
+    k_quant += matrix.effective == WeightFormat::kQ4_K || matrix.effective == WeightFormat::kQ6_K;
+  }
+  EXPECT_GT(k_quant, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(GgufFixtures, CompressedKQuantGgufTest, ::testing::Values("q4_k_m", "q4_k_s", "q6_k"),
+                         [](const ::testing::TestParamInfo<std::string>& type) { return type.param; });
+
 TEST(CompressedWeightsTest, StoredBytesAreDroppedOnceAParameterIsUpdated) {
   Result<ModelFile> loaded = ReadModelFile(testing::FixturePath("gguf/tiny-q8_0.gguf"));
   ASSERT_TRUE(loaded) << loaded.error().message();
@@ -279,21 +321,50 @@ TEST(CompressedWeightsTest, MatricesWithKNotAMultipleOf32FallBackToF16AndSaySo) 
   EXPECT_TRUE(DescribeFallbacks(PlanWeightFormats(model, WeightFormat::kF16)).empty());
 }
 
-std::vector<uint32_t> Tokens(size_t n, uint32_t seed, uint32_t vocabulary) {
-  std::vector<uint32_t> tokens;
-  SplitMix64 rng(seed);
-  for (size_t i = 0; i < n; ++i) tokens.push_back(static_cast<uint32_t>(rng.NextU64() % vocabulary));
-  return tokens;
+
+bool IsKQuant(WeightFormat format) { return format == WeightFormat::kQ4_K || format == WeightFormat::kQ6_K; }
+
+// D 96, F 160, V 300: several panels and task tiles per matrix. The K-quants need
+// every K a multiple of 256: D 256, F 512 for them.
+DecoderModel ModelFor(WeightFormat format, bool tied = true) {
+  SplitMix64 rng(2024);
+  ModelConfig config = IsKQuant(format) ? ModelConfig::Create(300, 256, 4, 512, 2, 80, 10000.0, 1e-5)
+                                        : ModelConfig::Create(300, 96, 3, 160, 2, 80, 10000.0, 1e-5);
+  config.tied_output = tied;
+  return *DecoderModel::FromSeed(config, rng);
+}
+
+// The K-quants fall back as llama.cpp's quantizer does: q6_k to q8_0 where K is a
+// multiple of 32 (the down projection, K = F = 64), else f16; q4_k to f16 (its first
+// fallback, q5_0, is not a format here).
+TEST(CompressedWeightsTest, KQuantsFallBackLikeLlamaCpp) {
+  const DecoderModel model = NarrowModel();
+  for (WeightFormat format : {WeightFormat::kQ4_K, WeightFormat::kQ6_K}) {
+    for (const MatrixWeightFormat& matrix : PlanWeightFormats(model, format)) {
+      const bool down = matrix.name.find("ffn.down") != std::string::npos;
+      EXPECT_TRUE(matrix.fallback) << matrix.name;
+      const WeightFormat expected = format == WeightFormat::kQ6_K && down ? WeightFormat::kQ8_0 : WeightFormat::kF16;
+      EXPECT_EQ(matrix.effective, expected) << WeightFormatName(format) << " " << matrix.name;
+    }
+    const std::string report = DescribeFallbacks(PlanWeightFormats(model, format));
+    EXPECT_NE(report.find("blocks.0.ffn.down.weight " + std::string(WeightFormatName(format)) + " -> " +
+                          (format == WeightFormat::kQ6_K ? "q8_0" : "f16") + " (K = 64 is not a multiple of 256)"),
+              std::string::npos)
+        << report;
+    const std::vector<uint32_t> prompt = {3, 14, 15, 92, 65};
+    const auto oracle = SessionLogits(model, prompt, {35, 89}, Engine(Backend::kReference, Precision::kF64, format));
+    const auto fast = SessionLogits(model, prompt, {35, 89}, Engine(Backend::kFast, Precision::kF32, format));
+    EXPECT_LE(MaxAbsDiff(fast, oracle), 1e-4) << WeightFormatName(format);
+  }
 }
 
 TEST(CompressedWeightsTest, ResultsAreBitIdenticalForOneTwoAndThreeThreads) {
-  // D 96, F 160, V 300: several panels and task tiles per matrix; an untied head.
-  SplitMix64 rng(2024);
-  ModelConfig config = ModelConfig::Create(300, 96, 3, 160, 2, 80, 10000.0, 1e-5);
-  config.tied_output = false;
-  const DecoderModel model = *DecoderModel::FromSeed(config, rng);
   const std::vector<uint32_t> prompt = Tokens(37, 7, 300), continuation = Tokens(4, 8, 300);
-  for (WeightFormat format : {WeightFormat::kBf16, WeightFormat::kF16, WeightFormat::kQ8_0, WeightFormat::kQ4_0}) {
+  for (WeightFormat format : kCompressed) {
+    const DecoderModel model = ModelFor(format, /*tied=*/false);  // an untied head too
+    for (const MatrixWeightFormat& matrix : PlanWeightFormats(model, format)) {
+      ASSERT_FALSE(matrix.fallback) << matrix.name;
+    }
     const auto serial = SessionLogits(model, prompt, continuation, Engine(Backend::kFast, Precision::kF32, format));
     for (size_t threads : {1, 2, 3}) {
       threading::ThreadPool pool(threads);
@@ -305,10 +376,9 @@ TEST(CompressedWeightsTest, ResultsAreBitIdenticalForOneTwoAndThreeThreads) {
 }
 
 TEST(CompressedWeightsTest, DecodingAllocatesNothing) {
-  SplitMix64 rng(2024);
-  const DecoderModel model = *DecoderModel::FromSeed(ModelConfig::Create(300, 96, 3, 160, 2, 80, 10000.0, 1e-5), rng);
   threading::ThreadPool pool(2);
-  for (WeightFormat format : {WeightFormat::kBf16, WeightFormat::kF16, WeightFormat::kQ8_0, WeightFormat::kQ4_0}) {
+  for (WeightFormat format : kCompressed) {
+    const DecoderModel model = ModelFor(format);
     CacheOptions cache_options;
     cache_options.precision = Precision::kF32;
     DecoderKvCache cache = *DecoderKvCache::Create(model, cache_options);
@@ -319,6 +389,34 @@ TEST(CompressedWeightsTest, DecodingAllocatesNothing) {
     const uint64_t before = testing::HeapAllocationsInProcess();
     for (uint32_t token = 0; token < 50; ++token) ASSERT_TRUE(session->Decode(token));
     EXPECT_EQ(testing::HeapAllocationsInProcess(), before) << WeightFormatName(format);
+  }
+}
+
+// The K-quants on a model whose every K holds super-blocks: fast f32 within 1e-4 of the
+// oracle on the same dequantized weights, a prompt prefilled at once, in chunks and
+// token by token giving the same bits (the kernels' MatMul rows are their MatVec).
+TEST(CompressedWeightsTest, KQuantsMatchTheOracleAndAreBatchInvariant) {
+  const std::vector<uint32_t> prompt = Tokens(23, 11, 300), continuation = Tokens(3, 12, 300);
+  threading::ThreadPool pool(2);
+  for (WeightFormat format : {WeightFormat::kQ4_K, WeightFormat::kQ6_K}) {
+    const DecoderModel model = ModelFor(format);
+    const EngineOptions fast = Engine(Backend::kFast, Precision::kF32, format, &pool);
+    const auto oracle = SessionLogits(model, prompt, continuation, Engine(Backend::kReference, Precision::kF64, format));
+    const auto whole = SessionLogits(model, prompt, continuation, fast);
+    EXPECT_LE(MaxAbsDiff(whole, oracle), 1e-4) << WeightFormatName(format);
+    // The same prompt prefilled in steps of 5 rows and of 1 row, and token by token
+    // through Decode: every step's logits equal the single prefill's bit for bit.
+    for (const size_t rows : {5, 1}) {
+      EngineOptions chunked = fast;
+      chunked.max_rows_per_step = rows;
+      EXPECT_EQ(SessionLogits(model, prompt, continuation, chunked), whole)
+          << WeightFormatName(format) << " in steps of " << rows << " rows";
+    }
+    std::vector<uint32_t> tokens = prompt;
+    tokens.insert(tokens.end(), continuation.begin(), continuation.end());
+    const auto one_by_one = SessionLogits(model, {tokens[0]}, std::vector<uint32_t>(tokens.begin() + 1, tokens.end()), fast);
+    EXPECT_EQ(one_by_one.back(), whole.back()) << WeightFormatName(format) << " token by token";
+    EXPECT_EQ(one_by_one[prompt.size() - 1], whole[0]) << WeightFormatName(format) << " token by token";
   }
 }
 

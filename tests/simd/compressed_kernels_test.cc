@@ -1,7 +1,8 @@
 // The compressed matrix kernels (compressed_matrix.h) on every compiled target: MatVec
 // and MatMul against their scalar twins with the derived bounds; bit for bit against a
 // scalar emulation of the documented arithmetic (bf16/f16: one FMA chain per output, so
-// also the f32 kernels on the dequantized matrix; q8_0/q4_0: block-scaled accumulation);
+// also the f32 kernels on the dequantized matrix; the quantized types: block-scaled
+// accumulation, from ggml's own blocks); 
 // MatMul rows equal to MatVec; no dependence on the panel range.
 #include <cmath>
 #include <cstdint>
@@ -14,6 +15,7 @@
 #include "kvrt/simd/matmul.h"
 #include "kvrt/simd/matvec.h"
 #include "kvrt/simd/pack_matrix.h"
+#include "kquant_blocks.h"
 #include "simd_test_support.h"
 
 namespace kvrt::simd {
@@ -25,8 +27,23 @@ using simd_test::Inputs;
 class CompressedKernelsTest : public hwy::TestWithParamTarget {};
 HWY_TARGET_INSTANTIATE_TEST_SUITE_P(CompressedKernelsTest);
 
-constexpr CompressedFormat kAllTypes[] = {CompressedFormat::kBf16, CompressedFormat::kF16, CompressedFormat::kQ8_0,
-                                    CompressedFormat::kQ4_0};
+constexpr CompressedFormat kAllTypes[] = {CompressedFormat::kBf16, CompressedFormat::kF16,
+                                          CompressedFormat::kQ8_0, CompressedFormat::kQ4_0,
+                                          CompressedFormat::kQ4_K, CompressedFormat::kQ6_K};
+
+bool IsKQuant(CompressedFormat type) {
+  return type == CompressedFormat::kQ4_K || type == CompressedFormat::kQ6_K;
+}
+
+// Σ of 32 activations in the tree compressed_matrix.h documents for q4_k.
+float DocumentedSubBlockSum(const float* x) {
+  float t[16];
+  for (size_t j = 0; j < 16; ++j) t[j] = x[j] + x[j + 16];
+  for (size_t j = 0; j < 8; ++j) t[j] = t[j] + t[j + 8];
+  for (size_t j = 0; j < 4; ++j) t[j] = t[j] + t[j + 4];
+  for (size_t j = 0; j < 2; ++j) t[j] = t[j] + t[j + 2];
+  return t[0] + t[1];
+}
 constexpr float kUntouched = -5.0f;
 
 // A random matrix packed in `type` at an offset from a 64-byte boundary (the kernels
@@ -46,9 +63,10 @@ struct CompressedCase {
       for (size_t n = 0; n < cols; ++n) dequantized[k * cols + n] = view.at(k, n);
     }
     f32_view = PackMatrix(dequantized.data(), rows, cols, false, f32_storage.data());
-    // The quantized types' integers and scales, from ggml's quantizer (which
-    // PackCompressed follows bit for bit: compressed_pack_test.cc).
+    // The quantized types' integers, scales and minimums, from ggml's quantizers
+    // (which PackCompressed follows bit for bit: compressed_pack_test.cc).
     if (type == CompressedFormat::kQ8_0 || type == CompressedFormat::kQ4_0) {
+      sub_rows = kQuantBlock;
       quants.resize(rows * cols);
       scales.resize(rows / kQuantBlock * cols);
       std::vector<float> column(kQuantBlock);
@@ -68,6 +86,28 @@ struct CompressedCase {
         }
       }
     }
+    if (IsKQuant(type)) {
+      sub_rows = type == CompressedFormat::kQ6_K ? 16 : 32;
+      quants.resize(rows * cols);
+      scales.resize(rows / sub_rows * cols);
+      if (type == CompressedFormat::kQ4_K) mins.resize(rows / kQuantBlock * cols);
+      std::vector<float> column(rows);
+      std::vector<uint8_t> row(GgmlRowBytes(type, rows));
+      const size_t block_bytes = GgmlRowBytes(type, kSuperBlock);
+      for (size_t n = 0; n < cols; ++n) {
+        for (size_t k = 0; k < rows; ++k) column[k] = dense[k * cols + n];
+        for (size_t b = 0; b < rows / kSuperBlock; ++b) {
+          if (type == CompressedFormat::kQ4_K) QuantizeBlockQ4_K(column.data() + kSuperBlock * b, row.data() + block_bytes * b);
+          if (type == CompressedFormat::kQ6_K) QuantizeBlockQ6_K(column.data() + kSuperBlock * b, row.data() + block_bytes * b);
+        }
+        for (size_t k = 0; k < rows; ++k) {
+          const simd_test::KQuantElement e = simd_test::DecodeKQuant(type, row.data(), k);
+          quants[k * cols + n] = static_cast<float>(e.q);
+          scales[k / sub_rows * cols + n] = e.scale;
+          if (!mins.empty()) mins[k / kQuantBlock * cols + n] = e.min;
+        }
+      }
+    }
   }
 
   // y[n] as the fast kernels compute it (compressed_matrix.h, Method), with fused
@@ -84,25 +124,49 @@ struct CompressedCase {
       for (size_t k = 0; k < rows; ++k) acc = mul_add(x[k], dequantized[k * cols + n], acc);
       return acc;
     }
-    for (size_t b = 0; b < rows / kQuantBlock; ++b) {
+    for (size_t b = 0; b < rows / sub_rows; ++b) {
       float partial = 0.0f;
-      for (size_t k = b * kQuantBlock; k < (b + 1) * kQuantBlock; ++k) {
+      for (size_t k = b * sub_rows; k < (b + 1) * sub_rows; ++k) {
         partial = mul_add(x[k], quants[k * cols + n], partial);
       }
       acc = mul_add(scales[b * cols + n], partial, acc);
+      if (!mins.empty()) {
+        // acc − min·S, fused or not.
+        const float min = mins[b * cols + n], sum = DocumentedSubBlockSum(x + b * sub_rows);
+        acc = fused ? std::fma(-min, sum, acc) : acc - min * sum;
+      }
     }
     return acc;
   }
-  bool BlockScaled() const { return view.type == CompressedFormat::kQ8_0 || view.type == CompressedFormat::kQ4_0; }
+  bool BlockScaled() const { return view.type != CompressedFormat::kBf16 && view.type != CompressedFormat::kF16; }
 
   // The derived bound against the twin (compressed_matrix.h, Max error).
   long double TwinBound(const float* x, size_t n) const {
-    const long double abs_sum = AbsColumnSum(x, n);
-    const size_t rows = view.rows;
-    if (!BlockScaled()) return simd_test::SumOfProductsBound<float>(rows, abs_sum);
-    const long double blocks = static_cast<long double>(rows / kQuantBlock);
-    return (static_cast<long double>(rows) + blocks + 34) * simd_test::Epsilon<float>() / 2 * abs_sum +
-           (static_cast<long double>(rows) + blocks) * simd_test::DenormMin<float>();
+    const long double k = static_cast<long double>(view.rows);
+    const long double eps = simd_test::Epsilon<float>(), denorm = simd_test::DenormMin<float>();
+    switch (view.type) {
+      case CompressedFormat::kBf16:
+      case CompressedFormat::kF16:
+        return simd_test::SumOfProductsBound<float>(view.rows, AbsColumnSum(x, n));
+      case CompressedFormat::kQ8_0:
+      case CompressedFormat::kQ4_0:
+        return (k + k / 32 + 34) * eps / 2 * AbsColumnSum(x, n) + (k + k / 32) * denorm;
+      case CompressedFormat::kQ6_K:
+        return (k + k / 16 + 18) * eps / 2 * AbsColumnSum(x, n) + (k + k / 16) * denorm;
+      case CompressedFormat::kQ4_K:
+        return (k + k / 16 + 40) * eps / 2 * AbsTermSum(x, n) + (k + k / 16) * denorm;
+    }
+    return 0;
+  }
+  // q4_k: Σ_k |x[k]|·(|d·sc·q| + |dmin·m|), the two terms the kernel sums apart.
+  long double AbsTermSum(const float* x, size_t n) const {
+    long double sum = 0;
+    for (size_t k = 0; k < view.rows; ++k) {
+      const size_t at = k * view.cols + n;
+      const long double scaled = std::fabs(static_cast<long double>(scales[k / sub_rows * view.cols + n]) * quants[at]);
+      sum += std::fabs(static_cast<long double>(x[k])) * (scaled + std::fabs(mins[k / kQuantBlock * view.cols + n]));
+    }
+    return sum;
   }
   // Σ_k |x[k]·W[k][n]| over the dequantized weights.
   long double AbsColumnSum(const float* x, size_t n) const {
@@ -118,11 +182,17 @@ struct CompressedCase {
   std::vector<float> dequantized;  // [K, N]
   GuardedBuffer<float> f32_storage;
   PackedMatrixView<float> f32_view;
-  std::vector<float> quants;  // q8_0: q, q4_0: q − 8, [K, N]; empty for bf16/f16
-  std::vector<float> scales;  // [K / 32, N]
+  // The quantized types: [K, N] quants as the kernels multiply them (q8_0 q, q4_0 q − 8,
+  // q4_k q, q6_k q − 32), [K / sub_rows, N] scales (d, or d·sc), q4_k [K / 32, N]
+  // minimums dmin·m; all empty for bf16/f16.
+  size_t sub_rows = 0;
+  std::vector<float> quants;
+  std::vector<float> scales;
+  std::vector<float> mins;
 };
 
 std::vector<size_t> RowCounts(CompressedFormat type) {
+  if (IsKQuant(type)) return {0, 256, 512, 1024};
   if (type == CompressedFormat::kQ8_0 || type == CompressedFormat::kQ4_0) return {0, 32, 64, 96, 160, 288, 544};
   return {0, 1, 2, 7, 32, 33, 100, 255, 257, 544};
 }
@@ -211,8 +281,10 @@ void ExpectMatMul(CompressedFormat type, size_t m, size_t rows, size_t cols, boo
 TEST_P(CompressedKernelsTest, MatMulMatchesTwinAndEqualsMatVecRows) {
   const bool scalar_target = MultipliesThenAdds(GetParam());
   for (CompressedFormat type : kAllTypes) {
+    const std::vector<size_t> row_counts =
+        IsKQuant(type) ? std::vector<size_t>{256, 512} : std::vector<size_t>{32, 96, 288};
     for (size_t m = 1; m <= 17; ++m) {
-      for (size_t rows : {32, 96, 288}) {
+      for (size_t rows : row_counts) {
         for (size_t cols : {1, 17, 32, 33, 100}) {
           ExpectMatMul(type, m, rows, cols, scalar_target);
           if (HasFatalFailure()) return;
@@ -221,7 +293,7 @@ TEST_P(CompressedKernelsTest, MatMulMatchesTwinAndEqualsMatVecRows) {
     }
     // K = 0, and more rows than one M block and more depth than one K block.
     ExpectMatMul(type, 5, 0, 40, scalar_target);
-    ExpectMatMul(type, 300, 576, 70, scalar_target);
+    ExpectMatMul(type, 300, IsKQuant(type) ? 768 : 576, 70, scalar_target);
     if (HasFatalFailure()) return;
   }
 }
@@ -230,7 +302,7 @@ TEST_P(CompressedKernelsTest, MatMulMatchesTwinAndEqualsMatVecRows) {
 // own columns; MatMul likewise.
 TEST_P(CompressedKernelsTest, SplitInvariant) {
   for (CompressedFormat type : kAllTypes) {
-    const size_t rows = 320, cols = 7 * 32 - 5, m = 11;
+    const size_t rows = IsKQuant(type) ? 512 : 320, cols = 7 * 32 - 5, m = 11;
     Inputs inputs(simd_test::CaseSeed(rows, cols, 7 + static_cast<size_t>(type)));
     CompressedCase w(type, rows, cols, 0, inputs);
     const auto a = inputs.Uniform<float>(m * rows, -1, 1);

@@ -14,6 +14,7 @@
 #include "kvrt/simd/matmul.h"
 #include "kvrt/simd/matvec.h"
 #include "kvrt/simd/pack_matrix.h"
+#include "kquant_blocks.h"
 #include "simd_test_support.h"
 
 namespace kvrt::simd {
@@ -21,8 +22,13 @@ namespace {
 
 using simd_test::Inputs;
 
-constexpr CompressedFormat kAllTypes[] = {CompressedFormat::kBf16, CompressedFormat::kF16, CompressedFormat::kQ8_0,
-                                    CompressedFormat::kQ4_0};
+constexpr CompressedFormat kAllTypes[] = {CompressedFormat::kBf16, CompressedFormat::kF16,
+                                          CompressedFormat::kQ8_0, CompressedFormat::kQ4_0,
+                                          CompressedFormat::kQ4_K, CompressedFormat::kQ6_K};
+
+bool IsKQuant(CompressedFormat type) {
+  return type == CompressedFormat::kQ4_K || type == CompressedFormat::kQ6_K;
+}
 
 uint32_t Bits(float v) {
   uint32_t b;
@@ -156,6 +162,34 @@ TEST(GgmlQuantizeTest, Q4_0SignOfTheFirstLargestElement) {
   EXPECT_EQ(U16(out), 0x3800);  // −4 first: d = 0.5
 }
 
+// All-zero super-blocks quantize to all-zero bytes (ggml: scale 0 keeps the levels of
+// the search, which are 0), and a block whose 16-value groups are each one value times
+// ±(0..15) in q4_k / a multiple of one step in q6_k comes back exactly.
+TEST(GgmlQuantizeTest, KQuantZeroBlocks) {
+  const std::vector<float> zeros(256, 0.0f);
+  uint8_t out[210];
+  std::memset(out, 0xFF, sizeof(out));
+  QuantizeBlockQ4_K(zeros.data(), out);
+  for (size_t i = 0; i < 144; ++i) EXPECT_EQ(out[i], 0) << i;
+  std::memset(out, 0xFF, sizeof(out));
+  QuantizeBlockQ6_K(zeros.data(), out);
+  for (size_t i = 0; i < 210; ++i) EXPECT_EQ(out[i], 0) << i;
+}
+
+// Values on q6_k's own grid: x = d·sc·(q − 32) with one scale for the whole block and
+// every level −32..31 used, so the search picks that scale and every value round-trips.
+TEST(GgmlQuantizeTest, Q6_KRoundTripsItsOwnGrid) {
+  std::vector<float> x(256);
+  for (size_t i = 0; i < 256; ++i) x[i] = 0.25f * static_cast<float>(static_cast<int>((i * 7) % 64) - 32);
+  for (size_t g = 0; g < 16; ++g) x[16 * g] = -8.0f;  // −32 steps in every group
+  uint8_t out[210];
+  QuantizeBlockQ6_K(x.data(), out);
+  for (size_t i = 0; i < 256; ++i) {
+    const simd_test::KQuantElement e = simd_test::DecodeKQuant(CompressedFormat::kQ6_K, out, i);
+    EXPECT_EQ(e.scale * static_cast<float>(e.q), x[i]) << i;
+  }
+}
+
 // ---- sizes ---------------------------------------------------------------------------------
 
 TEST(CompressedMatrixTest, SizesAreGgmlBytesPerWeight) {
@@ -175,6 +209,19 @@ TEST(CompressedMatrixTest, SizesAreGgmlBytesPerWeight) {
   EXPECT_EQ(GgmlRowBytes(CompressedFormat::kQ8_0, 64), 68u);
   EXPECT_EQ(GgmlRowBytes(CompressedFormat::kQ4_0, 64), 36u);
   EXPECT_EQ(GgmlRowBytes(CompressedFormat::kF16, 5), 10u);
+  // The K-quants: whole super-blocks of 256 rows, ggml's 144 and 210 bytes per 256
+  // weights, plus 4 bytes of unpacked scales and minimums per column for q4_k.
+  EXPECT_FALSE(FitsCompressedFormat(CompressedFormat::kQ4_K, 224));
+  EXPECT_FALSE(FitsCompressedFormat(CompressedFormat::kQ6_K, 768 + 32));
+  EXPECT_TRUE(FitsCompressedFormat(CompressedFormat::kQ6_K, 768));
+  EXPECT_EQ(CompressedRowMultiple(CompressedFormat::kQ4_K), 256u);
+  EXPECT_EQ(CompressedRowMultiple(CompressedFormat::kQ8_0), 32u);
+  EXPECT_EQ(CompressedRowMultiple(CompressedFormat::kBf16), 1u);
+  EXPECT_EQ(CompressedMatrixBytes(CompressedFormat::kQ4_K, 768, 768), 768u * 768 * 148 / 256);
+  EXPECT_EQ(CompressedMatrixBytes(CompressedFormat::kQ6_K, 768, 768), 768u * 768 * 210 / 256);
+  EXPECT_EQ(CompressedMatrixBytes(CompressedFormat::kQ6_K, 256, 33), 2u * 32 * 210);
+  EXPECT_EQ(GgmlRowBytes(CompressedFormat::kQ4_K, 512), 288u);
+  EXPECT_EQ(GgmlRowBytes(CompressedFormat::kQ6_K, 512), 420u);
 }
 
 // ---- packing ------------------------------------------------------------------------------
@@ -201,6 +248,12 @@ std::vector<uint8_t> GgmlRows(CompressedFormat type, const std::vector<float>& d
     for (size_t b = 0; b < rows / 32 && type == CompressedFormat::kQ4_0; ++b) {
       QuantizeBlockQ4_0(column.data() + 32 * b, row + 18 * b);
     }
+    for (size_t b = 0; b < rows / 256 && type == CompressedFormat::kQ4_K; ++b) {
+      QuantizeBlockQ4_K(column.data() + 256 * b, row + 144 * b);
+    }
+    for (size_t b = 0; b < rows / 256 && type == CompressedFormat::kQ6_K; ++b) {
+      QuantizeBlockQ6_K(column.data() + 256 * b, row + 210 * b);
+    }
   }
   return out;
 }
@@ -221,6 +274,14 @@ float GgmlElement(CompressedFormat type, const std::vector<uint8_t>& ggml, size_
       const size_t j = k % 32;
       const int q = j < 16 ? block[2 + j] & 0xF : block[2 + j - 16] >> 4;
       return static_cast<float>(q - 8) * F16ToF32(U16(block));
+    }
+    case CompressedFormat::kQ4_K: {
+      const simd_test::KQuantElement e = simd_test::DecodeKQuant(type, row, k);
+      return e.scale * static_cast<float>(e.q) - e.min;
+    }
+    case CompressedFormat::kQ6_K: {
+      const simd_test::KQuantElement e = simd_test::DecodeKQuant(type, row, k);
+      return e.scale * static_cast<float>(e.q);
     }
   }
   return NAN;
@@ -244,8 +305,10 @@ Packed Allocate(CompressedFormat type, size_t rows, size_t cols, uint8_t fill) {
 // padding columns are +0.
 TEST(CompressedMatrixTest, PackEqualsRepackAndAtEqualsGgmlDequantization) {
   for (CompressedFormat type : kAllTypes) {
-    for (size_t rows : {32, 64, 96, 256}) {
-      for (size_t cols : {1, 5, 16, 31, 32, 33, 64, 70}) {
+    const std::vector<size_t> row_counts = IsKQuant(type) ? std::vector<size_t>{256, 512}
+                                                          : std::vector<size_t>{32, 64, 96, 256};
+    for (size_t rows : row_counts) {
+      for (size_t cols : {1, 5, 16, 31, 32, 33, 64, 70, 130}) {
         Inputs inputs(simd_test::CaseSeed(rows, cols, static_cast<size_t>(type)));
         auto dense = inputs.Uniform<float>(rows * cols, -1, 1);
         dense[0] = 3.0f;  // blocks with very different scales
@@ -308,19 +371,31 @@ TEST(CompressedMatrixTest, HalfTypesAnyRowCount) {
 // ggml bytes that the quantizers never produce (q8_0 quant −128, any q4_0 nibble with
 // any scale, f16 subnormal scales) survive RepackGgml unchanged.
 TEST(CompressedMatrixTest, RepackIsLosslessForArbitraryBytes) {
-  const size_t rows = 64, cols = 37;
+  const size_t cols = 37;
   for (CompressedFormat type : kAllTypes) {
+    const size_t rows = IsKQuant(type) ? 512 : 64;
     std::vector<uint8_t> ggml(cols * GgmlRowBytes(type, rows));
     uint32_t state = 12345;
     for (uint8_t& b : ggml) {
       state = state * 1664525u + 1013904223u;
       b = static_cast<uint8_t>(state >> 24);
     }
-    // Keep the halves and scales finite (exponent field not all ones).
-    const size_t stride = type == CompressedFormat::kQ8_0 ? 34 : type == CompressedFormat::kQ4_0 ? 18 : 2;
+    // Keep the halves and scales finite (exponent field not all ones): every 16-bit
+    // value, q8_0/q4_0 d, q4_k d and dmin, q6_k d.
+    const size_t stride = type == CompressedFormat::kQ8_0   ? 34
+                          : type == CompressedFormat::kQ4_0 ? 18
+                          : type == CompressedFormat::kQ4_K ? 144
+                          : type == CompressedFormat::kQ6_K ? 210
+                                                            : 2;
+    std::vector<size_t> halves = {0};
+    if (type == CompressedFormat::kQ4_K) halves = {0, 2};
+    if (type == CompressedFormat::kQ6_K) halves = {208};
     for (size_t i = 0; i < ggml.size(); i += stride) {
-      const bool bf16 = type == CompressedFormat::kBf16;
-      if (bf16 ? (ggml[i + 1] & 0x7F) == 0x7F : (ggml[i + 1] & 0x7C) == 0x7C) ggml[i + 1] ^= 0x40;
+      for (size_t h : halves) {
+        const bool bf16 = type == CompressedFormat::kBf16;
+        uint8_t& top = ggml[i + h + 1];
+        if (bf16 ? (top & 0x7F) == 0x7F : (top & 0x7C) == 0x7C) top ^= 0x40;
+      }
     }
     Packed p = Allocate(type, rows, cols, 0);
     RepackGgml(type, ggml.data(), rows, cols, p.bytes.get());
@@ -336,8 +411,9 @@ TEST(CompressedMatrixTest, RepackIsLosslessForArbitraryBytes) {
 // The twins are the f32 twins on the dequantized matrix, bit for bit (same products, same
 // order), for panel ranges and strided MatMul rows.
 TEST(CompressedMatrixTest, TwinsEqualF32TwinsOnTheDequantizedMatrix) {
-  const size_t rows = 96, cols = 75, m = 3, ldc = cols + 1;
+  const size_t cols = 75, m = 3, ldc = cols + 1;
   for (CompressedFormat type : kAllTypes) {
+    const size_t rows = IsKQuant(type) ? 256 : 96;
     Inputs inputs(simd_test::CaseSeed(rows, cols, 3 + static_cast<size_t>(type)));
     const auto dense = inputs.Uniform<float>(rows * cols, -2, 2);
     const auto a = inputs.Uniform<float>(m * rows, -1, 1);

@@ -27,7 +27,8 @@ std::string DescribeEngineWeights(const Model& model, const EngineOptions& engin
   std::string text = "weights " + std::string(WeightFormatName(engine.weights)) + ":";
   // Matrices per effective format, in the enum's order.
   for (const WeightFormat format : {WeightFormat::kF32, WeightFormat::kBf16, WeightFormat::kF16,
-                                    WeightFormat::kQ8_0, WeightFormat::kQ4_0}) {
+                                    WeightFormat::kQ8_0, WeightFormat::kQ4_0, WeightFormat::kQ4_K,
+                                    WeightFormat::kQ6_K}) {
     size_t count = 0;
     for (const MatrixWeightFormat& matrix : plan) count += matrix.effective == format;
     if (count) text += " " + std::string(WeightFormatName(format)) + " x" + std::to_string(count);
@@ -54,7 +55,7 @@ Result<EngineChoice> EngineFromFlags(const Flags& flags) {
     const std::optional<WeightFormat> format = ParseWeightFormat(*weights);
     if (!format) {
       return std::unexpected(InvalidArgument(
-          "--weights must be as-stored, f32, bf16, f16, q8_0 or q4_0, got '" + *weights + "'"));
+          std::string("--weights must be ") + kWeightFormatChoices + ", got '" + *weights + "'"));
     }
     choice.options.weights = *format;
   }

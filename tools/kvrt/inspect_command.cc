@@ -17,8 +17,8 @@ namespace {
 constexpr FlagSpec kFlags[] = {
     {"json", false, "print one JSON object instead of text"},
     {"weights", true,
-     "list the format the fast engine keeps each weight matrix in for as-stored, f32, bf16, f16, q8_0 or "
-     "q4_0 (fallbacks marked) instead of the file summary"},
+     "list the format the fast engine keeps each weight matrix in for as-stored, f32, bf16, f16, q8_0, "
+     "q4_0, q4_k or q6_k (fallbacks marked) instead of the file summary"},
     {"help", false, "show this help"},
 };
 
@@ -228,7 +228,7 @@ int RunInspect(std::span<char* const> args) {
     const std::optional<WeightFormat> requested = ParseWeightFormat(*weights);
     if (!requested) {
       return ReportError(
-          InvalidArgument("--weights must be as-stored, f32, bf16, f16, q8_0 or q4_0, got '" + *weights + "'"));
+          InvalidArgument(std::string("--weights must be ") + kWeightFormatChoices + ", got '" + *weights + "'"));
     }
     return PrintWeightPlan(path, *requested, flags->Has("json"));
   }

@@ -55,8 +55,9 @@ int PrintWeightPlan(const std::string& path, WeightFormat format, bool json_outp
     std::printf("  %-40s [%zu, %zu] %-5s%s", matrix.name.c_str(), matrix.rows, matrix.cols,
                 std::string(WeightFormatName(matrix.effective)).c_str(), matrix.as_stored ? " (as stored)" : "");
     if (matrix.fallback) {
-      std::printf(" (fallback from %s: K = %zu is not a multiple of 32)",
-                  std::string(WeightFormatName(matrix.wanted)).c_str(), matrix.rows);
+      std::printf(" (fallback from %s: K = %zu is not a multiple of %zu)",
+                  std::string(WeightFormatName(matrix.wanted)).c_str(), matrix.rows,
+                  WeightFormatRowMultiple(matrix.wanted));
     }
     std::printf("\n");
   }

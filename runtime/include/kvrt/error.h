@@ -236,8 +236,8 @@ namespace kvrt {
   X(TruncateBeyondLength) \
   X(ForkOntoItself) \
   X(SlotRequest) \
-  /* Issue 38, after every earlier code for the same reason: linear RoPE scaling, */ \
-  /* llama GGUF keys kvrt cannot honour. */ \
+  /* GGUF keys kvrt cannot honour: a RoPE scaling other than linear, a key or */ \
+  /* value width that contradicts the head width, experts. */ \
   X(InvalidRopeScale) \
   X(HeadWidthMismatch) \
   X(UnsupportedExperts) \

@@ -279,17 +279,21 @@ size_t kvrt_pool_threads(const kvrt_pool* pool);
 void kvrt_pool_free(kvrt_pool* pool);
 
 /* The format of the weight matrices (kvrt/weight_format.h). AS_STORED (0, the
- * default) keeps a GGUF's bf16/f16/q8_0/q4_0 tensors as stored and the rest in
- * f32; the others convert every matrix at bind (q8_0/q4_0 fall back to f16 for a
- * matrix whose input width is not a multiple of 32). With the reference backend
- * the scalar f64 engine runs on the format's dequantized values (the oracle). */
+ * default) keeps a GGUF's bf16/f16/q8_0/q4_0/q4_k/q6_k tensors as stored and the
+ * rest in f32; the others convert every matrix at bind (q8_0/q4_0 fall back to f16
+ * for a matrix whose input width is not a multiple of 32; q6_k to q8_0, or f16, and
+ * q4_k to f16 for one whose width is not a multiple of 256). With the reference
+ * backend the scalar f64 engine runs on the format's dequantized values (the
+ * oracle). */
 typedef enum kvrt_weights {
   KVRT_WEIGHTS_AS_STORED = 0,
   KVRT_WEIGHTS_F32 = 1,
   KVRT_WEIGHTS_BF16 = 2,
   KVRT_WEIGHTS_F16 = 3,
   KVRT_WEIGHTS_Q8_0 = 4,
-  KVRT_WEIGHTS_Q4_0 = 5
+  KVRT_WEIGHTS_Q4_0 = 5,
+  KVRT_WEIGHTS_Q4_K = 6,
+  KVRT_WEIGHTS_Q6_K = 7
 } kvrt_weights;
 
 typedef struct kvrt_engine_options {

@@ -14,6 +14,7 @@ constexpr struct {
     {WeightFormat::kAsStored, "as-stored"}, {WeightFormat::kF32, "f32"},
     {WeightFormat::kBf16, "bf16"},          {WeightFormat::kF16, "f16"},
     {WeightFormat::kQ8_0, "q8_0"},          {WeightFormat::kQ4_0, "q4_0"},
+    {WeightFormat::kQ4_K, "q4_k"},          {WeightFormat::kQ6_K, "q6_k"},
 };
 
 }  // namespace
@@ -41,7 +42,21 @@ double WeightFormatBytesPerWeight(WeightFormat format) {
     case WeightFormat::kF16: return 2.0;
     case WeightFormat::kQ8_0: return 34.0 / 32.0;
     case WeightFormat::kQ4_0: return 18.0 / 32.0;
+    // The panel layout keeps q4_k's scales and minimums unpacked: 148 bytes per 256
+    // weights (ggml packs them into 144).
+    case WeightFormat::kQ4_K: return 148.0 / 256.0;
+    case WeightFormat::kQ6_K: return 210.0 / 256.0;
     default: return std::numeric_limits<double>::quiet_NaN();
+  }
+}
+
+size_t WeightFormatRowMultiple(WeightFormat format) {
+  switch (format) {
+    case WeightFormat::kQ8_0:
+    case WeightFormat::kQ4_0: return 32;
+    case WeightFormat::kQ4_K:
+    case WeightFormat::kQ6_K: return 256;
+    default: return 1;
   }
 }
 
@@ -52,7 +67,8 @@ std::string DescribeFallbacks(const std::vector<MatrixWeightFormat>& plan) {
     if (!text.empty()) text += ", ";
     text += matrix.name + " " + std::string(WeightFormatName(matrix.wanted)) + " -> " +
             std::string(WeightFormatName(matrix.effective)) + " (K = " +
-            std::to_string(matrix.rows) + " is not a multiple of 32)";
+            std::to_string(matrix.rows) + " is not a multiple of " +
+            std::to_string(WeightFormatRowMultiple(matrix.wanted)) + ")";
   }
   return text;
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <optional>
 
 #include "model/decoder_model.h"
@@ -16,6 +17,9 @@ inline constexpr std::array<BlockSlot, 7> kBlockMatrixSlots = {
     BlockSlot::kQuery, BlockSlot::kKey,  BlockSlot::kValue, BlockSlot::kOutput,
     BlockSlot::kGate,  BlockSlot::kUp,   BlockSlot::kDown};
 
+// Values of WeightFormat (the enum's last one plus one), for tables indexed by format.
+inline constexpr size_t kWeightFormatCount = static_cast<size_t>(WeightFormat::kQ6_K) + 1;
+
 // The kernels' type of a compressed format; nullopt for kF32 and kAsStored.
 inline std::optional<simd::CompressedFormat> CompressedFormatOf(WeightFormat format) {
   switch (format) {
@@ -23,6 +27,8 @@ inline std::optional<simd::CompressedFormat> CompressedFormatOf(WeightFormat for
     case WeightFormat::kF16: return simd::CompressedFormat::kF16;
     case WeightFormat::kQ8_0: return simd::CompressedFormat::kQ8_0;
     case WeightFormat::kQ4_0: return simd::CompressedFormat::kQ4_0;
+    case WeightFormat::kQ4_K: return simd::CompressedFormat::kQ4_K;
+    case WeightFormat::kQ6_K: return simd::CompressedFormat::kQ6_K;
     default: return std::nullopt;
   }
 }

@@ -29,6 +29,7 @@
 #include "model/derived_data.h"
 #include "kvrt/simd/packed_matrix.h"
 #include "kvrt/weight_format.h"
+#include "weights/compressed_format.h"
 #include "weights/compressed_weight.h"
 
 namespace kvrt::detail {
@@ -86,7 +87,7 @@ class EngineWeightsCache {
                                                           WeightFormat format);
 
  private:
-  static constexpr size_t kFormats = 6;
+  static constexpr size_t kFormats = kWeightFormatCount;
   struct DequantizedEntry {
     std::shared_ptr<const DecoderModel> model;
     std::vector<uint64_t> revisions;

@@ -7,6 +7,17 @@
 namespace kvrt {
 namespace {
 
+// llama.cpp's fallback for a block type that does not divide a row of `rows`
+// (llama_tensor_get_type): q6_k becomes q8_0, and a type whose block still does not
+// divide the row f16, where ggml's chain ends. (q4_k's first fallback, q5_0, is not
+// a format here: q4_k goes straight to f16.)
+WeightFormat Fallback(WeightFormat wanted, size_t rows) {
+  if (wanted == WeightFormat::kQ6_K && simd::FitsCompressedFormat(simd::CompressedFormat::kQ8_0, rows)) {
+    return WeightFormat::kQ8_0;
+  }
+  return WeightFormat::kF16;
+}
+
 MatrixWeightFormat Plan(const Parameter& parameter, size_t index, bool transposed,
                         WeightFormat requested) {
   MatrixWeightFormat plan;
@@ -24,8 +35,7 @@ MatrixWeightFormat Plan(const Parameter& parameter, size_t index, bool transpose
   plan.effective = wanted;
   const std::optional<simd::CompressedFormat> type = detail::CompressedFormatOf(wanted);
   if (type && !simd::FitsCompressedFormat(*type, plan.rows)) {
-    // ggml's quantizer ends at f16 when a block type does not divide the row.
-    plan.effective = WeightFormat::kF16;
+    plan.effective = Fallback(wanted, plan.rows);
     plan.fallback = true;
   }
   return plan;

@@ -1,6 +1,7 @@
-// Weight matrices kept compressed: bf16, f16, q8_0 and q4_0 in the column-panel
-// layout of the fast matrix kernels, and their matrix–vector (decode) and
-// matrix–matrix (prefill) products with f32 activations and f32 accumulation.
+// Weight matrices kept compressed: bf16, f16, q8_0, q4_0 and the K-quants q4_k and
+// q6_k in the column-panel layout of the fast matrix kernels, and their matrix–vector
+// (decode) and matrix–matrix (prefill) products with f32 activations and f32
+// accumulation.
 //
 // A matrix W is [rows = K inputs, cols = N outputs], applied as y = x·W like the f32
 // kernels (matvec.h, matmul.h). It is stored as ceil(N / 32) column panels of 32
@@ -15,22 +16,39 @@
 //   q4_0:      K/32 blocks of 576 bytes: 32 f16 scales, then 32 rows of 16 bytes;
 //              byte j of a row holds column j in its low nibble and column j+16 in
 //              its high nibble (unsigned quants q in 0..15).
+//   q4_k:      K/256 super-blocks of 4736 bytes: a header of 32 f16 d and 32 f16
+//              dmin (128 bytes), then 8 blocks of 32 rows (576 bytes each): the
+//              block's 32 scale bytes sc and 32 minimum bytes m (6-bit, 0..63), then
+//              32 rows of 16 bytes of nibbles q (0..15) as q4_0's.
+//   q6_k:      K/256 super-blocks of 6720 bytes: 32 f16 d (64 bytes), then 8 blocks
+//              of 32 rows (832 bytes each): 32 int8 scales sc of the block's first 16
+//              rows and 32 of its last 16 rows, then 32 rows of 24 bytes: 16 bytes of
+//              the quants' low 4 bits as q4_0's nibbles, then 8 bytes of their high 2
+//              bits, two little-endian uint32 (columns 0..15, then 16..31), column c
+//              of a word at bits 2c..2c+1. q = low | high << 4 is in 0..63.
+//              The K-quants keep ggml's two levels of scales: 4.625 and 6.5625 bits
+//              per weight (ggml's: 4.5 and 6.5625).
 // Panels are stored in groups of four (the last group holds the one to three panels
 // left over) whose rows are interleaved: a group of W panels keeps row k of its W
-// panels side by side (bf16/f16: W × 64 bytes), and for q8_0/q4_0, block by block, its
-// W scale rows and then each of the block's 32 rows of its W panels side by side. The
+// panels side by side (bf16/f16: W × 64 bytes), and for the quantized types, block by
+// block, its W scale areas and then each of the block's 32 rows of its W panels side
+// by side (and a K-quant super-block starts with its W panels' headers). The
 // matrix–vector kernels, which stream four panels at once, then read one sequential
-// stream (compressed_layout.h says how much that is worth). A q4_0 row of a group of
-// four (64 bytes) is in lane order instead: byte 4j + i holds columns j and j + 16 of
-// the group's panel i, so that one 32-bit lane holds column j of all four panels.
-// Bytes per weight are ggml's: 2, 2, 34/32 and 18/32 (plus the padding of the last
-// panel). Every panel is a multiple of 64 bytes, so 64-byte aligned storage keeps
-// every panel, block and scale row aligned.
+// stream (compressed_layout.h says how much that is worth). The nibbles of a q4_0,
+// q4_k or q6_k row of a group of four (64 bytes) are in lane order instead: byte
+// 4j + i holds columns j and j + 16 of the group's panel i, so that one 32-bit lane
+// holds column j of all four panels (a q6_k row of a group then has its four panels'
+// 8 high-bit bytes after those 64).
+// Bytes per weight are 2, 2, 34/32, 18/32, 148/256 and 210/256 (plus the padding of
+// the last panel). Every panel is a multiple of 64 bytes, so 64-byte aligned storage
+// keeps every panel, block and scale area aligned.
 //
 // Dequantized element (at(): what the scalar twins and the bf16/f16 kernels multiply
-// by; always exact in f32): bf16 and f16 widened; q8_0 float(q)·float(d); q4_0
-// float(q − 8)·float(d). The products are exact because |q| ≤ 2^7 and d has an 11-bit
-// significand. The q8_0/q4_0 kernels sum x·q per block and apply d once (MatVec below).
+// by; always the value ggml's dequantizer gives): bf16 and f16 widened; q8_0
+// float(q)·float(d); q4_0 float(q − 8)·float(d); q4_k (d·sc)·q − dmin·m, in f32 in
+// that order (d·sc, dmin·m and (d·sc)·q are exact, the subtraction rounds); q6_k
+// (d·sc)·(q − 32), exact. The block-quantized kernels sum x·q per block and apply the
+// scales once per block (MatVec below).
 #pragma once
 
 #include <cstddef>
@@ -38,7 +56,7 @@
 
 namespace kvrt::simd {
 
-enum class CompressedFormat : uint8_t { kBf16, kF16, kQ8_0, kQ4_0 };  // compressed types only
+enum class CompressedFormat : uint8_t { kBf16, kF16, kQ8_0, kQ4_0, kQ4_K, kQ6_K };  // compressed types only
 
 // How the blocks of a q8_0/q4_0 panel order their quants. kRows is the layout above,
 // the only one of bf16/f16 and the one every kernel of this header takes. kInt8Quads
@@ -46,15 +64,21 @@ enum class CompressedFormat : uint8_t { kBf16, kF16, kQ8_0, kQ4_0 };  // compres
 // for the int8-activation kernels; at() and GatherColumn read both.
 enum class CompressedLayout : uint8_t { kRows, kInt8Quads };
 
-// Rows (along K) of one q8_0 / q4_0 block, i.e. of one scale.
+// Rows (along K) of one q8_0 / q4_0 block, i.e. of one scale, and of one block of the
+// K-quants' panel layout.
 inline constexpr size_t kQuantBlock = 32;
+// Rows of one K-quant super-block (one d and dmin per column).
+inline constexpr size_t kSuperBlock = 256;
 // Columns per panel of every compressed type (the f32 kernels' kPanelWidth<float>).
 inline constexpr size_t kCompressedPanelWidth = 32;
 
-// "bf16", "f16", "q8_0", "q4_0".
+// "bf16", "f16", "q8_0", "q4_0", "q4_k", "q6_k".
 const char* CompressedFormatName(CompressedFormat type);
 
-// True when a [rows=K, cols=N] matrix can be stored in `type` (q8_0/q4_0 need K % 32 == 0).
+// Rows (along K) a matrix in `type` must be a multiple of: 1, 1, 32, 32, 256, 256.
+size_t CompressedRowMultiple(CompressedFormat type);
+// True when a [rows=K, cols=N] matrix can be stored in `type`
+// (rows % CompressedRowMultiple(type) == 0).
 bool FitsCompressedFormat(CompressedFormat type, size_t rows);
 
 // Bytes of the packed compressed storage of a [K, N] matrix (column panels of 32 columns,
@@ -62,7 +86,8 @@ bool FitsCompressedFormat(CompressedFormat type, size_t rows);
 size_t CompressedMatrixBytes(CompressedFormat type, size_t rows, size_t cols);
 
 // Bytes of one tensor row (K elements of one output column) as ggml stores it in a GGUF
-// file: 2·K for bf16/f16, 34·K/32 for q8_0, 18·K/32 for q4_0; requires FitsCompressedFormat.
+// file: 2·K for bf16/f16, 34·K/32 for q8_0, 18·K/32 for q4_0, 144·K/256 for q4_k,
+// 210·K/256 for q6_k; requires FitsCompressedFormat.
 size_t GgmlRowBytes(CompressedFormat type, size_t rows_k);
 
 struct CompressedMatrixView {
@@ -86,9 +111,9 @@ struct CompressedMatrixView {
 // Quantize + pack a dense f32 matrix into `out` (CompressedMatrixBytes(type, rows, cols)
 // bytes; requires FitsCompressedFormat). `source` is [K, N] row-major, or [N, K] row-major when
 // source_is_transposed (like simd::PackMatrix). Quantization follows ggml's reference
-// quantizers bit for bit, along K (one block = 32 consecutive k of one column, as a ggml
-// tensor row of K elements is quantized): see QuantizeBlockQ8_0/Q4_0, F32ToBf16 and
-// F32ToF16 below. `out` must not overlap `source`.
+// quantizers bit for bit, along K (one block = 32, or for the K-quants 256, consecutive k
+// of one column, as a ggml tensor row of K elements is quantized): see QuantizeBlock*,
+// F32ToBf16 and F32ToF16 below. `out` must not overlap `source`.
 void PackCompressed(CompressedFormat type, const float* source, size_t rows, size_t cols,
                     bool source_is_transposed, uint8_t* out);
 
@@ -96,7 +121,10 @@ void PackCompressed(CompressedFormat type, const float* source, size_t rows, siz
 // is N rows of K elements each (ne0 = K contiguous); bf16/f16: K uint16 per row; q8_0: K/32
 // blocks of {f16 d; int8 qs[32]} (34 bytes); q4_0: K/32 blocks of {f16 d; uint8 qs[16]} (18
 // bytes), element j of a block = (qs[j] & 0xF) − 8 for j < 16, (qs[j−16] >> 4) − 8 for
-// j ≥ 16. Requires FitsCompressedFormat(type, rows_k). `out` must not overlap `ggml_rows`.
+// j ≥ 16; q4_k: K/256 blocks of {f16 d; f16 dmin; u8 scales[12]; u8 qs[128]} (144 bytes);
+// q6_k: K/256 blocks of {u8 ql[128]; u8 qh[64]; i8 scales[16]; f16 d} (210 bytes), the bit
+// order of ggml's dequantize_row_q4_K / _q6_K. Requires FitsCompressedFormat(type,
+// rows_k). `out` must not overlap `ggml_rows`.
 // PackCompressed(type, W) == RepackGgml(type, ggml quantization of Wᵀ's rows), byte for byte.
 void RepackGgml(CompressedFormat type, const uint8_t* ggml_rows, size_t rows_k, size_t cols_n,
                 uint8_t* out);
@@ -113,6 +141,20 @@ void GatherColumn(const CompressedMatrixView& w, size_t n, float* out);
 // d is rounded to f16 only when stored: the quants use the f32 id. Finite inputs.
 void QuantizeBlockQ8_0(const float* x, uint8_t* out);
 void QuantizeBlockQ4_0(const float* x, uint8_t* out);
+
+// ggml's reference K-quant quantizers (quantize_row_q4_K_ref / quantize_row_q6_K_ref, no
+// importance matrix), one super-block of 256 values into ggml's bytes, the same float
+// operations in the same order (ggml compiles them without fused multiply-adds):
+//   q4_k: per 32 values a scale and a minimum fitted by ggml's weighted search
+//         (make_qkx2_quants, 15 levels), both quantized to 6 bits against the largest
+//         of each (d = max_scale/63, dmin = max_min/63), then q = clamp(round((x +
+//         dmin·m)/(d·sc)), 0, 15)                                            (144 bytes)
+//   q6_k: per 16 values a scale by ggml's search (make_qx_quants, 32 levels, weights
+//         x²), the 16 scales quantized to int8 against the largest in magnitude
+//         (d = −max/128 as f16), then q = clamp(round(x/(d·sc)), −32, 31) + 32 (210 bytes)
+// Finite inputs.
+void QuantizeBlockQ4_K(const float* x, uint8_t* out);
+void QuantizeBlockQ6_K(const float* x, uint8_t* out);
 
 // Half-precision conversions. F32ToF16: IEEE round to nearest even (overflow → ±inf,
 // NaN → quiet NaN). F32ToBf16: round to nearest even like ggml_fp32_to_bf16 (NaN made
@@ -148,6 +190,18 @@ float Bf16ToF32(uint16_t bits);
 //                clearly more CPU time than this form from cache, q4_0 the most
 //                (bench/kernels/compressed_bench.cc; figures in
 //                docs/performance/design_measurements.md).
+//              q4_k, q6_k: block-scaled accumulation by sub-block (q4_k: 32 rows, q6_k:
+//                16), in ascending order from acc = 0: P_s = one FMA chain from 0 over
+//                the sub-block's rows of x[k]·q (q4_k: q; q6_k: q − 32), then
+//                q6_k: acc = fma(d·sc_s, P_s, acc);
+//                q4_k: acc = fma(d·sc_s, P_s, acc), acc = acc − (dmin·m_s)·S_s fused,
+//                with S_s = Σ x[k] over the sub-block's 32 rows in a fixed tree,
+//                the same for every column and every target: t_j = x_j + x_{j+16}
+//                (j < 16), then t_j + t_{j+8} (j < 8), + 4, + 2, + 1.
+//                (d·sc and dmin·m are exact in f32: 11-bit significands times
+//                8-bit integers.) Since Σ_k x·((d·sc)·q − dmin·m) = (d·sc)·Σ x·q −
+//                (dmin·m)·Σ x per sub-block, two multiply-adds per sub-block and column
+//                replace a multiply and a subtraction per weight.
 //              Either way y[n] depends only on x, column n and K (not on the panel
 //              range, the thread split or M), and equals the rows of MatMul bit for bit
 //              on the same target.
@@ -158,6 +212,15 @@ float Bf16ToF32(uint16_t bits);
 //                (+ (K + K/32)·denorm_min): the P_b err by ≤ γ_32·Σ_b, the block chain
 //                by ≤ γ_{K/32}·Σ, the twin by ≤ γ_K·Σ (γ_n = n·u/(1 − n·u)); for
 //                K ≥ 32 this is within the f32 kernels' (K + 2)·ε·Σ.
+//              q6_k: |y[n] − twin| ≤ (K + K/16 + 18)·(ε/2)·Σ (+ (K + K/16)·denorm_min),
+//                as q8_0 with sub-blocks of 16.
+//              q4_k: the twin sums x·at(), where at() is (d·sc)·q − dmin·m rounded once,
+//                and the kernel the two terms apart, so the bound is on
+//                Σ' = Σ_k |x[k]|·(|d·sc·q| + |dmin·m|) ≥ Σ, which can exceed Σ where
+//                the terms cancel: |y[n] − twin| ≤ (K + K/16 + 40)·(ε/2)·Σ'
+//                (+ (K + K/16)·denorm_min): P_s errs by ≤ γ_32, S_s by ≤ γ_5, the
+//                chain of 2·K/32 fused steps by ≤ γ_{K/16}, the twin by ≤ γ_K, and the
+//                rounding of at() by ≤ u, each times Σ'.
 //              The scalar target has no FMA: bf16/f16 equal the twin there.
 void MatVec(const CompressedMatrixView& w, const float* x, float* y, size_t panel_begin,
             size_t panel_end);
@@ -173,12 +236,14 @@ void MatVecScalar(const CompressedMatrixView& w, const float* x, float* y, size_
 // MatMul (Highway, dispatched at run time).
 //   Method:    the f32 MatMul's loop nest (matmul.h). Each panel's K block (256 rows) is
 //              decoded once per M block (256 rows of A) into a 33 KiB stack tile (f32,
-//              f32 panel layout; for q8_0/q4_0 the integers and the column scales) and
-//              reused by every row tile. bf16/f16 run the f32 register-blocked
-//              micro-kernel (AVX-512: 8 rows × 32 columns) on the dequantized values, so
-//              C is the f32 MatMul on the dequantized matrix bit for bit; q8_0/q4_0 a
-//              block-scaled micro-kernel (AVX-512: 6 rows × 32 columns, a partial sum
-//              and an accumulator per element) doing MatVec's arithmetic. Either way
+//              f32 panel layout; for the quantized types the integers and the column
+//              scales per (sub-)block, for q4_k also dmin·m) and reused by every row
+//              tile. bf16/f16 run the f32 register-blocked micro-kernel (AVX-512: 8
+//              rows × 32 columns) on the dequantized values, so C is the f32 MatMul on
+//              the dequantized matrix bit for bit; the quantized types a block-scaled
+//              micro-kernel (AVX-512: 6 rows × 32 columns, a partial sum and an
+//              accumulator per element) doing MatVec's arithmetic (q4_k with S_s of
+//              each row computed once per row and K block). Either way
 //              every row equals MatVec of that row bit for bit on the same target,
 //              independent of M, the panel range and the thread split.
 //   Max error: as MatVec, per element with A's row as x.

@@ -1,0 +1,275 @@
+// ggml's reference K-quant quantizers (compressed_matrix.h: QuantizeBlockQ4_K/Q6_K),
+// written from the published algorithm: the same float operations in the same order,
+// unfused (ggml builds them into ggml-base without -march flags, so without FMA), so
+// that the bytes equal llama-quantize's. The searches look odd in places (a scale
+// refit that can lose to the first guess, a block whose scale is 0 keeping the
+// search's quants); they are kept exactly, because any change moves quants.
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "compressed_layout.h"
+#include "kvrt/simd/compressed_matrix.h"
+
+namespace kvrt::simd {
+namespace {
+
+// ggml's GROUP_MAX_EPS: a group whose largest |x| is below it is all zero.
+constexpr float kGroupMaxEps = 1e-15f;
+
+// Round to nearest, ties to even, by adding 1.5·2^23 (ggml's nearest_int; |value| is
+// below 2^22 wherever the quantizers call it with finite input).
+int NearestInt(float value) {
+  const float shifted = value + 12582912.0f;
+  int32_t bits;
+  std::memcpy(&bits, &shifted, sizeof(bits));
+  return (bits & 0x007FFFFF) - 0x00400000;
+}
+
+int Clamp(int value, int low, int high) { return value < low ? low : (value > high ? high : value); }
+
+// ggml's make_qkx2_quants: levels L[i] in [0, nmax] and a scale and minimum (returned
+// as −min ≥ 0 in `negative_min`) for x ≈ scale·L + min with min ≤ 0, chosen by a
+// weighted least-squares refit over nstep + 1 trial inverse scales.
+float FitScaleAndMin(int n, int nmax, const float* x, const float* weights, uint8_t* levels,
+                     float* negative_min, uint8_t* trial, float rmin, float rdelta, int nstep) {
+  float min = x[0];
+  float max = x[0];
+  float sum_w = weights[0];
+  float sum_x = sum_w * x[0];
+  for (int i = 1; i < n; ++i) {
+    if (x[i] < min) min = x[i];
+    if (x[i] > max) max = x[i];
+    const float w = weights[i];
+    sum_w += w;
+    sum_x += w * x[i];
+  }
+  if (min > 0) min = 0;
+  if (max == min) {
+    for (int i = 0; i < n; ++i) levels[i] = 0;
+    *negative_min = -min;
+    return 0.0f;
+  }
+  float iscale = static_cast<float>(nmax) / (max - min);
+  float scale = 1 / iscale;
+  float best_error = 0;
+  for (int i = 0; i < n; ++i) {
+    const int l = NearestInt(iscale * (x[i] - min));
+    levels[i] = static_cast<uint8_t>(Clamp(l, 0, nmax));
+    float diff = scale * static_cast<float>(levels[i]) + min - x[i];
+    diff = diff * diff;
+    best_error += weights[i] * diff;
+  }
+  if (nstep < 1) {
+    *negative_min = -min;
+    return scale;
+  }
+  for (int is = 0; is <= nstep; ++is) {
+    iscale = (rmin + rdelta * static_cast<float>(is) + static_cast<float>(nmax)) / (max - min);
+    float sum_l = 0, sum_l2 = 0, sum_xl = 0;
+    for (int i = 0; i < n; ++i) {
+      const int l = Clamp(NearestInt(iscale * (x[i] - min)), 0, nmax);
+      trial[i] = static_cast<uint8_t>(l);
+      const float w = weights[i];
+      const auto level = static_cast<float>(l);
+      sum_l += w * level;
+      sum_l2 += w * level * level;
+      sum_xl += w * level * x[i];
+    }
+    const float det = sum_w * sum_l2 - sum_l * sum_l;
+    if (det > 0) {
+      float this_scale = (sum_w * sum_xl - sum_x * sum_l) / det;
+      float this_min = (sum_l2 * sum_x - sum_l * sum_xl) / det;
+      if (this_min > 0) {
+        this_min = 0;
+        this_scale = sum_xl / sum_l2;
+      }
+      float error = 0;
+      for (int i = 0; i < n; ++i) {
+        float diff = this_scale * static_cast<float>(trial[i]) + this_min - x[i];
+        diff = diff * diff;
+        error += weights[i] * diff;
+      }
+      if (error < best_error) {
+        for (int i = 0; i < n; ++i) levels[i] = trial[i];
+        best_error = error;
+        scale = this_scale;
+        min = this_min;
+      }
+    }
+  }
+  *negative_min = -min;
+  return scale;
+}
+
+// ggml's make_qx_quants with rmse_type 1 and no importance weights: signed levels in
+// [−nmax, nmax − 1], stored + nmax in L, and a scale refit by least squares weighted by
+// x², over 18 trial inverse scales around −nmax/max.
+float FitSignedScale(int n, int nmax, const float* x, int8_t* levels) {
+  float max = 0;
+  float amax = 0;
+  for (int i = 0; i < n; ++i) {
+    const float ax = std::fabs(x[i]);
+    if (ax > amax) {
+      amax = ax;
+      max = x[i];
+    }
+  }
+  if (amax < kGroupMaxEps) {
+    for (int i = 0; i < n; ++i) levels[i] = 0;
+    return 0.0f;
+  }
+  const auto level_of = [nmax](float scaled) { return Clamp(NearestInt(scaled), -nmax, nmax - 1); };
+  float iscale = static_cast<float>(-nmax) / max;
+  float sumlx = 0;
+  float suml2 = 0;
+  for (int i = 0; i < n; ++i) {
+    const int l = level_of(iscale * x[i]);
+    levels[i] = static_cast<int8_t>(l + nmax);
+    const float w = x[i] * x[i];
+    sumlx += w * x[i] * static_cast<float>(l);
+    suml2 += w * static_cast<float>(l) * static_cast<float>(l);
+  }
+  float scale = suml2 != 0 ? sumlx / suml2 : 0.0f;
+  float best = scale * sumlx;
+  for (int is = -9; is <= 9; ++is) {
+    if (is == 0) continue;
+    iscale = -(static_cast<float>(nmax) + 0.1f * static_cast<float>(is)) / max;
+    sumlx = suml2 = 0;
+    for (int i = 0; i < n; ++i) {
+      const int l = level_of(iscale * x[i]);
+      const float w = x[i] * x[i];
+      sumlx += w * x[i] * static_cast<float>(l);
+      suml2 += w * static_cast<float>(l) * static_cast<float>(l);
+    }
+    if (suml2 > 0 && sumlx * sumlx > best * suml2) {
+      for (int i = 0; i < n; ++i) levels[i] = static_cast<int8_t>(nmax + level_of(iscale * x[i]));
+      scale = sumlx / suml2;
+      best = scale * sumlx;
+    }
+  }
+  return scale;
+}
+
+// The scale and minimum of sub-block j from ggml's 12-byte q4_k packing
+// (get_scale_min_k4).
+void ScaleMinK4(size_t j, const uint8_t* packed, uint8_t& scale, uint8_t& min) {
+  if (j < 4) {
+    scale = packed[j] & 63;
+    min = packed[j + 4] & 63;
+  } else {
+    scale = static_cast<uint8_t>((packed[j + 4] & 0xF) | ((packed[j - 4] >> 6) << 4));
+    min = static_cast<uint8_t>((packed[j + 4] >> 4) | ((packed[j] >> 6) << 4));
+  }
+}
+
+}  // namespace
+
+void QuantizeBlockQ4_K(const float* x, uint8_t* out) {
+  constexpr int kSub = 32, kSubs = kSuperBlock / kSub;
+  uint8_t levels[kSuperBlock];
+  uint8_t trial[kSub];
+  float weights[kSub];
+  float mins[kSubs];
+  float scales[kSubs];
+  float max_scale = 0;  // the minimum is subtracted, so scales are never negative
+  float max_min = 0;
+  for (int j = 0; j < kSubs; ++j) {
+    const float* xs = x + kSub * j;
+    float sum_x2 = 0;
+    for (int l = 0; l < kSub; ++l) sum_x2 += xs[l] * xs[l];
+    const float av_x = std::sqrt(sum_x2 / kSub);
+    for (int l = 0; l < kSub; ++l) weights[l] = av_x + std::fabs(xs[l]);
+    scales[j] = FitScaleAndMin(kSub, 15, xs, weights, levels + kSub * j, &mins[j], trial, -1.0f, 0.1f, 20);
+    if (scales[j] > max_scale) max_scale = scales[j];
+    if (mins[j] > max_min) max_min = mins[j];
+  }
+  uint8_t* packed = out + 4;
+  const float inv_scale = max_scale > 0 ? 63.0f / max_scale : 0.0f;
+  const float inv_min = max_min > 0 ? 63.0f / max_min : 0.0f;
+  for (int j = 0; j < kSubs; ++j) {
+    auto ls = static_cast<uint8_t>(NearestInt(inv_scale * scales[j]));
+    auto lm = static_cast<uint8_t>(NearestInt(inv_min * mins[j]));
+    if (ls > 63) ls = 63;
+    if (lm > 63) lm = 63;
+    if (j < 4) {
+      packed[j] = ls;
+      packed[j + 4] = lm;
+    } else {
+      packed[j + 4] = static_cast<uint8_t>((ls & 0xF) | ((lm & 0xF) << 4));
+      packed[j - 4] = static_cast<uint8_t>(packed[j - 4] | ((ls >> 4) << 6));
+      packed[j] = static_cast<uint8_t>(packed[j] | ((lm >> 4) << 6));
+    }
+  }
+  const uint16_t d = F32ToF16(max_scale / 63.0f);
+  const uint16_t dmin = F32ToF16(max_min / 63.0f);
+  compressed::StoreU16(out, d);
+  compressed::StoreU16(out + 2, dmin);
+  for (int j = 0; j < kSubs; ++j) {
+    uint8_t sc, m;
+    ScaleMinK4(static_cast<size_t>(j), packed, sc, m);
+    const float dl = F16ToF32(d) * static_cast<float>(sc);
+    if (dl == 0) continue;  // keeps the search's levels
+    const float ml = F16ToF32(dmin) * static_cast<float>(m);
+    for (int i = 0; i < kSub; ++i) {
+      levels[kSub * j + i] = static_cast<uint8_t>(Clamp(NearestInt((x[kSub * j + i] + ml) / dl), 0, 15));
+    }
+  }
+  uint8_t* qs = out + 16;
+  for (int j = 0; j < static_cast<int>(kSuperBlock); j += 64) {
+    for (int l = 0; l < 32; ++l) qs[l] = static_cast<uint8_t>(levels[j + l] | (levels[j + l + 32] << 4));
+    qs += 32;
+  }
+}
+
+void QuantizeBlockQ6_K(const float* x, uint8_t* out) {
+  constexpr int kSub = 16, kSubs = kSuperBlock / kSub;
+  int8_t levels[kSuperBlock];
+  float scales[kSubs];
+  float max_scale = 0;
+  float max_abs_scale = 0;
+  for (int ib = 0; ib < kSubs; ++ib) {
+    const float scale = FitSignedScale(kSub, 32, x + kSub * ib, levels + kSub * ib);
+    scales[ib] = scale;
+    const float abs_scale = std::fabs(scale);
+    if (abs_scale > max_abs_scale) {
+      max_abs_scale = abs_scale;
+      max_scale = scale;
+    }
+  }
+  uint8_t* ql = out;
+  uint8_t* qh = out + 128;
+  auto* block_scales = reinterpret_cast<int8_t*>(out + 192);
+  if (max_abs_scale < kGroupMaxEps) {
+    std::memset(out, 0, compressed::kGgmlQ6KBlockBytes);
+    return;
+  }
+  const float iscale = -128.0f / max_scale;
+  const uint16_t d = F32ToF16(1 / iscale);
+  compressed::StoreU16(out + 208, d);
+  for (int ib = 0; ib < kSubs; ++ib) {
+    const int l = NearestInt(iscale * scales[ib]);
+    block_scales[ib] = static_cast<int8_t>(l < 127 ? l : 127);
+  }
+  for (int j = 0; j < kSubs; ++j) {
+    const float dl = F16ToF32(d) * static_cast<float>(block_scales[j]);
+    if (dl == 0) continue;  // keeps the search's levels
+    for (int i = 0; i < kSub; ++i) {
+      levels[kSub * j + i] = static_cast<int8_t>(Clamp(NearestInt(x[kSub * j + i] / dl), -32, 31) + 32);
+    }
+  }
+  for (int j = 0; j < static_cast<int>(kSuperBlock); j += 128) {
+    for (int l = 0; l < 32; ++l) {
+      const int q1 = levels[j + l] & 0xF, q2 = levels[j + l + 32] & 0xF;
+      const int q3 = levels[j + l + 64] & 0xF, q4 = levels[j + l + 96] & 0xF;
+      ql[l] = static_cast<uint8_t>(q1 | (q3 << 4));
+      ql[l + 32] = static_cast<uint8_t>(q2 | (q4 << 4));
+      qh[l] = static_cast<uint8_t>((levels[j + l] >> 4) | ((levels[j + l + 32] >> 4) << 2) |
+                                   ((levels[j + l + 64] >> 4) << 4) | ((levels[j + l + 96] >> 4) << 6));
+    }
+    ql += 64;
+    qh += 32;
+  }
+}
+
+}  // namespace kvrt::simd

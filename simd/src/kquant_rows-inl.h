@@ -1,0 +1,165 @@
+// Per-target decoders of the K-quant panel rows (q4_k, q6_k; layout:
+// compressed_matrix.h) and the per-(sub-)block scales of every block-quantized type,
+// shared by the compressed MatVec and MatMul.
+//   Q4KQuants: q (0..15) as f32, the q4_0 nibble decoder without its offset.
+//   Q6KQuants: q − 32 as f32, from a row's nibble (the low 4 bits, as q4_0's) and its
+//              2 high bits (a word per half panel, column c at bits 2c): on AVX-512 two
+//              VPERMPS table lookups, nibble − 32 and 16·high, and an add; elsewhere
+//              the 6 bits ORed into the mantissa of 2^23, then 2^23 + 32 subtracted.
+// The kernels apply the scales per sub-block (BlockScales): q8_0/q4_0 d per 32 rows,
+// q4_k d·sc and dmin·m per 32 rows, q6_k d·sc per 16 rows.
+#if defined(KVRT_SIMD_KQUANT_ROWS_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef KVRT_SIMD_KQUANT_ROWS_INL_H_
+#undef KVRT_SIMD_KQUANT_ROWS_INL_H_
+#else
+#define KVRT_SIMD_KQUANT_ROWS_INL_H_
+#endif
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "compressed_layout.h"
+#include "compressed_rows-inl.h"
+#include "hwy/highway.h"
+#include "panel_columns-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace kvrt::simd::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+template <class D>
+using Q4KQuants = NibbleQuants<D, CompressedFormat::kQ4_K, 0>;
+
+template <class D>
+struct Q6KQuants {
+  static constexpr CompressedFormat kType = CompressedFormat::kQ6_K;
+  static constexpr size_t kVecs = PanelVectors<D>();
+  using DU = hn::RebindToUnsigned<D>;
+  using Bits = NibbleBits<D>;
+
+  // q − 32 from the low 4 bits in bits 3:0 of `low` (the bits above ignored, or with
+  // kMaskLow false and not on AVX-512 zero) and the high 2 bits in bits 1:0 of `high`
+  // (the bits above ignored).
+  template <bool kMaskLow = true>
+  static HWY_INLINE hn::Vec<D> Values(D d, hn::Vec<DU> low, hn::Vec<DU> high) {
+#if HWY_TARGET == HWY_AVX3
+    // VPERMPS reads bits 3:0 of the index: the high bits' table repeats every 4.
+    alignas(64) static constexpr float kSixteens[16] = {0, 16, 32, 48, 0, 16, 32, 48,
+                                                        0, 16, 32, 48, 0, 16, 32, 48};
+    const auto nibble = _mm512_permutexvar_ps(low.raw, hn::Iota(d, -32.0f).raw);
+    const auto top = _mm512_permutexvar_ps(high.raw, hn::Load(d, kSixteens).raw);
+    return hn::Add(hn::Vec<D>{nibble}, hn::Vec<D>{top});
+#else
+    const DU du;
+    const auto nibble = kMaskLow ? hn::And(low, hn::Set(du, 0xF)) : low;
+    const auto top = hn::ShiftLeft<4>(hn::And(high, hn::Set(du, 3)));
+    const auto magic = hn::Or(hn::Or(nibble, top), hn::Set(du, 0x4B000000));
+    return hn::Sub(hn::BitCast(d, magic), hn::Set(d, 8388608.0f + 32));  // 2^23 + 32
+#endif
+  }
+
+  // The high bits of vector v of half h of a row whose panel's 8 high-bit bytes are at
+  // `high_bytes`: lane i gets the word of half h shifted right by 2·(v·lanes + i).
+  static HWY_INLINE hn::Vec<DU> HighBits(const uint8_t* high_bytes, size_t h, size_t v) {
+    const DU du;
+    uint32_t word;
+    std::memcpy(&word, high_bytes + 4 * h, sizeof(word));
+    const auto shift = hn::Add(hn::ShiftLeft<1>(hn::Iota(du, 0)), hn::Set(du, static_cast<uint32_t>(2 * v * hn::Lanes(du))));
+    return hn::Set(du, word) >> shift;
+  }
+
+  // Panel kIndex of a lane-order row (NibbleBits::LaneOrder; a byte load past the
+  // nibbles stays inside the row, whose high bits follow).
+  template <size_t kIndex, bool kByteLoads = false>
+  static HWY_INLINE void DecodeLanes(D d, const uint8_t* row, hn::Vec<D>* q) {
+    const uint8_t* high_bytes = row + compressed::kGroupPanels * compressed::kQ4RowBytes +
+                                kIndex * compressed::kQ6HighBytes;
+    HWY_UNROLL(16)
+    for (size_t v = 0; v < kVecs / 2; ++v) {
+      hn::Vec<DU> low, high;
+      Bits::template LaneOrder<kIndex, kByteLoads>(row, v, low, high);
+      q[v] = Values(d, low, HighBits(high_bytes, 0, v));
+      q[v + kVecs / 2] = Values<!Bits::kHighClean>(d, high, HighBits(high_bytes, 1, v));
+    }
+  }
+
+  static HWY_INLINE void Decode(D d, const QuantPanel& panel, size_t b, size_t r, hn::Vec<D>* q) {
+    if (panel.lane_order) {
+      const uint8_t* row = panel.GroupRow(b, r);
+      switch (panel.index) {
+        case 0: return DecodeLanes<0>(d, row, q);
+        case 1: return DecodeLanes<1>(d, row, q);
+        case 2: return DecodeLanes<2>(d, row, q);
+        default: return DecodeLanes<3>(d, row, q);
+      }
+    }
+    const uint8_t* row = panel.Row(b, r, kType);
+    const uint8_t* high_bytes = panel.Q6High(b, r);
+    HWY_UNROLL(16)
+    for (size_t v = 0; v < kVecs / 2; ++v) {
+      hn::Vec<DU> low, high;
+      Bits::Apart(row, v, low, high);
+      q[v] = Values(d, low, HighBits(high_bytes, 0, v));
+      q[v + kVecs / 2] = Values<false>(d, high, HighBits(high_bytes, 1, v));
+    }
+  }
+};
+
+// How a block-quantized type's sub-blocks are scaled (compressed_matrix.h, MatVec):
+// after the partial sums P of a sub-block of kSubRows rows, acc = fma(scale, P, acc),
+// and for kHasMin (q4_k) then acc = acc − min·S fused, S the sub-block's Σx
+// (SubBlockSum).
+template <CompressedFormat kType>
+struct BlockScales {
+  static constexpr size_t kSubRows = kType == CompressedFormat::kQ6_K ? 16 : kQuantBlock;
+  static constexpr size_t kSubBlocks = kQuantBlock / kSubRows;  // per block of 32 rows
+  static constexpr bool kHasMin = kType == CompressedFormat::kQ4_K;
+
+  // The column scales of sub-block s of block b as f32: q8_0/q4_0 the f16 d, q4_k
+  // d·sc, q6_k d·sc (exact products).
+  template <class D>
+  static HWY_INLINE void Scales(D d, const QuantPanel& panel, size_t b, size_t s, hn::Vec<D>* scale) {
+    if constexpr (!compressed::IsKQuant(kType)) {
+      return LoadColumnScales(d, panel.Scales(b), scale);
+    } else {
+      hn::Vec<D> super[PanelVectors<D>()];
+      LoadColumnScales(d, panel.Header(b), super);
+      ScaleBytes<kType == CompressedFormat::kQ6_K>(d, panel.Scales(b) + s * kCompressedPanelWidth, super, scale);
+    }
+  }
+  // q4_k: the column minimums dmin·m of block b.
+  template <class D>
+  static HWY_INLINE void Mins(D d, const QuantPanel& panel, size_t b, hn::Vec<D>* min) {
+    static_assert(kHasMin, "q4_k only");
+    hn::Vec<D> super[PanelVectors<D>()];
+    LoadColumnScales(d, panel.Header(b) + compressed::kScaleBytes, super);
+    ScaleBytes<false>(d, panel.Scales(b) + kCompressedPanelWidth, super, min);
+  }
+
+ private:
+  // out[v] = super[v]·float(byte of each column), the bytes signed (q6_k) or not.
+  template <bool kSigned, class D>
+  static HWY_INLINE void ScaleBytes(D d, const uint8_t* bytes, const hn::Vec<D>* super, hn::Vec<D>* out) {
+    constexpr size_t kVecs = PanelVectors<D>();
+    const hn::RebindToSigned<D> di;
+    const size_t lanes = hn::Lanes(d);
+    HWY_UNROLL(16)
+    for (size_t v = 0; v < kVecs; ++v) {
+      hn::Vec<decltype(di)> integers;
+      if constexpr (kSigned) {
+        const hn::Rebind<int8_t, D> di8;
+        integers = hn::PromoteTo(di, hn::LoadU(di8, reinterpret_cast<const int8_t*>(bytes) + v * lanes));
+      } else {
+        const hn::Rebind<uint8_t, D> du8;
+        integers = hn::BitCast(di, hn::PromoteTo(hn::RebindToUnsigned<D>(), hn::LoadU(du8, bytes + v * lanes)));
+      }
+      out[v] = hn::Mul(super[v], hn::ConvertTo(d, integers));
+    }
+  }
+};
+
+}  // namespace kvrt::simd::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // KVRT_SIMD_KQUANT_ROWS_INL_H_ toggle

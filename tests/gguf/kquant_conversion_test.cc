@@ -1,0 +1,73 @@
+// Conversion at load to the K-quants is ggml's reference quantization bit for bit:
+// kq-f32.gguf converted by the engine's own path (--weights q4_k / q6_k: the plan,
+// then PackCompressedWeight from the parameter's f32 values) gives the same panels as
+// the bytes llama-quantize b4747 wrote into kq-q4_k_s.gguf and kq-q6_k.gguf, repacked
+// as stored. (llama-quantize without an importance matrix runs ggml's
+// quantize_row_q*_K_ref, so every tensor it kept in Q4_K or Q6_K is what --pure
+// writes.) Equal panels mean equal ggml blocks: the repack places every bit of a block.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "gguf_test_support.h"
+#include "weights/compressed_weight.h"
+#include "weights/weight_plan.h"
+
+namespace kvrt::gguf::testing {
+namespace {
+
+DecoderModel LoadPanels(const std::string& name) {
+  Result<DecoderModel> model = LoadGgufModel(FixturePath("modern/" + name), ModelStorage::kPanelsF32);
+  EXPECT_TRUE(model) << model.error().Debug();
+  return std::move(*model);
+}
+
+// Every matrix the quantized file keeps in `format`, converted from kq-f32: returns how
+// many were compared.
+size_t ExpectConversionEqualsFile(const std::string& quantized_file, WeightFormat format) {
+  const DecoderModel f32 = LoadPanels("kq-f32.gguf");
+  const DecoderModel quantized = LoadPanels(quantized_file);
+  const std::vector<MatrixWeightFormat> converted = PlanWeightFormats(f32, format);
+  const std::vector<MatrixWeightFormat> stored = PlanWeightFormats(quantized, WeightFormat::kAsStored);
+  EXPECT_EQ(converted.size(), stored.size());
+  size_t compared = 0;
+  for (size_t i = 0; i < std::min(converted.size(), stored.size()); ++i) {
+    if (stored[i].effective != format) continue;  // e.g. kq-q4_k_s's Q5_K and Q6_K tensors
+    EXPECT_TRUE(stored[i].as_stored) << stored[i].name;
+    EXPECT_EQ(converted[i].effective, format) << converted[i].name;
+    const bool transposed = i == 0;  // the token table is packed as its [D, V] transpose
+    Result<detail::CompressedWeight> ours =
+        detail::PackCompressedWeight(f32.parameter(converted[i].parameter), transposed, converted[i]);
+    Result<detail::CompressedWeight> theirs =
+        detail::PackCompressedWeight(quantized.parameter(stored[i].parameter), transposed, stored[i]);
+    EXPECT_TRUE(ours && theirs) << stored[i].name;
+    if (!ours || !theirs) continue;
+    const size_t bytes = simd::CompressedMatrixBytes(ours->view.type, ours->view.rows, ours->view.cols);
+    EXPECT_EQ(bytes, simd::CompressedMatrixBytes(theirs->view.type, theirs->view.rows, theirs->view.cols));
+    if (ours->view.type != theirs->view.type || ours->view.rows != theirs->view.rows ||
+        ours->view.cols != theirs->view.cols) {
+      ADD_FAILURE() << stored[i].name << ": different shapes or types";
+      continue;
+    }
+    size_t differing = 0;
+    for (size_t b = 0; b < bytes; ++b) differing += ours->owned[b] != theirs->owned[b];
+    EXPECT_EQ(differing, 0u) << stored[i].name << ": " << differing << " of " << bytes << " bytes differ";
+    ++compared;
+  }
+  return compared;
+}
+
+TEST(KQuantConversionTest, Q6_KEqualsLlamaQuantize) {
+  // kq-q6_k keeps all 16 matrices (the token table and the head included) in Q6_K.
+  EXPECT_EQ(ExpectConversionEqualsFile("kq-q6_k.gguf", WeightFormat::kQ6_K), 16u);
+}
+
+TEST(KQuantConversionTest, Q4_KEqualsLlamaQuantize) {
+  // kq-q4_k_s keeps 13 in Q4_K (both attn_v are Q5_K, the head Q6_K).
+  EXPECT_EQ(ExpectConversionEqualsFile("kq-q4_k_s.gguf", WeightFormat::kQ4_K), 13u);
+}
+
+}  // namespace
+}  // namespace kvrt::gguf::testing

@@ -1,0 +1,46 @@
+// ggml's q4_k and q6_k blocks read back as ggml's dequantize_row_q4_K / _q6_K read
+// them, written apart from the kernels' panel layout so that the simd tests check that
+// layout (at(), the kernels) against ggml's own bytes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kvrt/simd/compressed_matrix.h"
+
+namespace kvrt::simd_test {
+
+// Element k of a ggml row: its quant as the kernels multiply it (q4_k q, q6_k q − 32),
+// the scale d·sc of its sub-block and (q4_k) the minimum dmin·m; the value ggml
+// dequantizes to is scale·q − min (q4_k) or scale·q (q6_k).
+struct KQuantElement {
+  int q;
+  float scale;
+  float min;
+};
+
+inline uint16_t LoadHalf(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
+
+inline KQuantElement DecodeKQuant(simd::CompressedFormat type, const uint8_t* row, size_t k) {
+  const size_t e = k % 256;
+  if (type == simd::CompressedFormat::kQ4_K) {
+    const uint8_t* block = row + 144 * (k / 256);
+    const uint8_t* packed = block + 4;
+    const size_t j = e / 32;
+    const int sc = j < 4 ? packed[j] & 63 : (packed[j + 4] & 0xF) | ((packed[j - 4] >> 6) << 4);
+    const int m = j < 4 ? packed[j + 4] & 63 : (packed[j + 4] >> 4) | ((packed[j] >> 6) << 4);
+    const uint8_t qs = block[16 + e / 64 * 32 + e % 32];
+    const int q = e % 64 < 32 ? qs & 0xF : qs >> 4;
+    return {q, simd::F16ToF32(LoadHalf(block)) * static_cast<float>(sc),
+            simd::F16ToF32(LoadHalf(block + 2)) * static_cast<float>(m)};
+  }
+  const uint8_t* block = row + 210 * (k / 256);
+  const size_t half = e / 128, quarter = e % 128 / 32, l = e % 32;
+  const uint8_t ql = block[64 * half + l + (quarter % 2 == 1 ? 32 : 0)];
+  const int low = quarter < 2 ? ql & 0xF : ql >> 4;
+  const int high = (block[128 + 32 * half + l] >> (2 * quarter)) & 3;
+  const auto sc = static_cast<int8_t>(block[192 + e / 16]);
+  return {(low | high << 4) - 32, simd::F16ToF32(LoadHalf(block + 208)) * static_cast<float>(sc), 0.0f};
+}
+
+}  // namespace kvrt::simd_test
