@@ -46,6 +46,15 @@ inline size_t BlockParameterIndex(size_t layer, BlockSlot slot) {
   return 1 + kParametersPerBlock * layer + static_cast<size_t>(slot);
 }
 
+// With ModelConfig::attention_bias, the query, key and value biases of every block
+// follow all the other parameters, three per block: blocks.N.attention.query.bias,
+// .key.bias, .value.bias ([D], [kv_width], [kv_width]).
+inline constexpr size_t kBiasesPerBlock = 3;
+inline size_t AttentionBiasIndex(const ModelConfig& config, size_t layer, BlockSlot projection) {
+  const size_t first = 2 + kParametersPerBlock * config.layers + (config.tied_output ? 0 : 1);
+  return first + kBiasesPerBlock * layer + (static_cast<size_t>(projection) - static_cast<size_t>(BlockSlot::kQuery));
+}
+
 // The parameter names and shapes a configuration requires, in model order.
 std::vector<std::string> ParameterNames(const ModelConfig& config);
 std::vector<std::vector<size_t>> ParameterShapes(const ModelConfig& config);
