@@ -372,7 +372,9 @@ Result<DecoderModel> DecoderModel::FromSeed(const ModelConfig& config, SplitMix6
     if (shape.size() == 2 && storage == ModelStorage::kPanelsF32) {
       node = SeededPanels(names[i], shape, i == 0, draws);
     } else {
-      values.assign(*CheckedProduct(shape), 1.0);  // gains start at exactly 1.0, no draws
+      // Gains start at exactly 1.0 and attention biases at 0.0, no draws.
+      const bool bias = config.attention_bias && i >= AttentionBiasIndex(config, 0, BlockSlot::kQuery);
+      values.assign(*CheckedProduct(shape), bias ? 0.0 : 1.0);
       if (shape.size() == 2) {
         const double limit = XavierLimit(shape);
         for (double& value : values) value = limit * ((2.0 * draws.NextUnit()) - 1.0);
