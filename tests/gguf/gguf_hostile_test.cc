@@ -245,11 +245,11 @@ TEST(GgufHostile, LlamaModelsKvrtCannotRun) {
                        "blk.0.attn_q.bias"),
             ErrorCode::kUnexpectedTensor);
   // Llama 3.1's frequency factors: one f32 per rotated pair, nothing else.
-  const std::vector<float> three(3, 1.0f);
-  const uint64_t three_ne[] = {3};
+  const std::vector<float> short_factors(3, 1.0f);
+  const uint64_t short_ne[] = {3};
   EXPECT_EQ(ModelError(Rewrite(*file, all,
                                [&](GgufWriter& w) {
-                                 EXPECT_TRUE(w.AddTensor("rope_freqs.weight", three_ne, GgmlType::kF32, three));
+                                 EXPECT_TRUE(w.AddTensor("rope_freqs.weight", short_ne, GgmlType::kF32, short_factors));
                                }),
                        "one factor per rotated pair"),
             ErrorCode::kTensorShapeMismatch);
