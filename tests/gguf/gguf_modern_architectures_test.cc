@@ -143,6 +143,27 @@ TEST_P(ModernArchitecture, GreedyContinuationsEqualLlamaCpps) {
   }
 }
 
+// int8 activations (q8_0 weights only) add the biases after the same fused
+// product: within the q8_0 bound of llama.cpp, which rounds activations the same way.
+TEST_P(ModernArchitecture, Int8ActivationsStayWithinTheBoundOfLlamaCpp) {
+  const FixtureType t = GetParam();
+  if (std::string(t.type) != "qwen2_q8_0") GTEST_SKIP() << "int8 activations serve q8_0/q4_0 weights";
+  const Models& models = LoadModels(t);
+  const nlohmann::json& json = LlamaCppLogits(t);
+  EngineOptions int8 = Fast();
+  int8.int8_activations = true;
+  for (const nlohmann::json& sequence : json["sequences"]) {
+    const std::vector<uint32_t> tokens = Ids(sequence["tokens"]);
+    const Rows ours = SessionLogits(models.panels, tokens, int8);
+    const double int8_llama = CompareWithLlamaCpp(ours, sequence, json["cols"]);
+    std::printf("[ gguf ] %-14s %s: int8 activations: |fast - llama.cpp| %.3g\n", t.type,
+                sequence["name"].get<std::string>().c_str(), int8_llama);
+    EXPECT_LE(int8_llama, t.bound) << sequence["name"];
+    EXPECT_FALSE(SameBits(ours, SessionLogits(models.panels, tokens, Fast())))
+        << "the int8 activations did not reach the engine";
+  }
+}
+
 // The whole prompt in one prefill, then every row by decode: the fast engine's
 // logits are the same bits with 1, 2, 3 and 4 threads.
 TEST_P(ModernArchitecture, OneToFourThreadsGiveTheSameBits) {

@@ -142,13 +142,13 @@ Result<void> Turn(Chat& chat, const std::string& user, size_t turn) {
                       "the conversation is " + std::to_string(tokens->size()) +
                           " tokens, the context holds " + std::to_string(capacity)));
   }
+  g_interrupted = 0;  // a Ctrl-C from here on stops this reply, even before its first token
   const KvWork before = chat.session.cache().work();
   TurnPrompt cost;
   Result<std::span<const double>> logits = chat.conversation.Extend(*tokens, cost);
   if (!logits) return undo(logits.error());
   const KvWork after_prompt = chat.session.cache().work();
 
-  g_interrupted = 0;
   Utf8Stream stream(stdout);
   std::vector<uint32_t> reply;
   std::optional<uint32_t> previous = tokens->back();
