@@ -125,7 +125,8 @@ bool IsEndOfGeneration(const Tokenizer& tokenizer, uint32_t token) {
 }
 
 // One turn: the user's message, the reply streamed, the reply kept. An error
-// leaves the conversation as it was before the message.
+// leaves the messages as they were before the message (the cache may hold some
+// of its rows; the next turn's common-prefix check drops them).
 Result<void> Turn(Chat& chat, const std::string& user, size_t turn) {
   chat.messages.push_back({"user", user});
   auto undo = [&](const Error& error) {
@@ -159,7 +160,7 @@ Result<void> Turn(Chat& chat, const std::string& user, size_t turn) {
       break;
     }
     Result<TokenSelection> next = chat.sampler.Sample(*logits, chat.mode, chat.rng);
-    if (!next) return std::unexpected(next.error());
+    if (!next) return undo(next.error());
     const uint32_t token = next->token_id;
     if (IsEndOfGeneration(chat.tokenizer, token)) {
       end = ReplyEnd::kEndOfGeneration;
@@ -176,7 +177,7 @@ Result<void> Turn(Chat& chat, const std::string& user, size_t turn) {
       break;
     }
     logits = chat.conversation.Append(token);
-    if (!logits) return std::unexpected(logits.error());
+    if (!logits) return undo(logits.error());
   }
   stream.Finish();
   std::printf("\n");
