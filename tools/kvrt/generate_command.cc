@@ -13,6 +13,7 @@
 #include "generate_request.h"
 #include "generation_stats.h"
 #include "build_facts.h"
+#include "chat_turns.h"
 #include "json_writer.h"
 #include "kvrt/generation.h"
 #include "kvrt/model.h"
@@ -26,16 +27,25 @@ constexpr FlagSpec kModelFlags[] = {
     {"model", true, "model file (LLMCP35 checkpoint or llama2.c model.bin)"},
     {"tokenizer", true, "llama2.c tokenizer.bin (replaces the checkpoint's tokenizer)"},
 };
+constexpr FlagSpec kChatFlags[] = {
+    {"chat", false,
+     "one chat turn: --prompt is the user's message, rendered with the model's chat template (generation prompt "
+     "added, control tokens parsed); prints the reply only"},
+    {"system", true, "with --chat: a system message before the user's"},
+};
 constexpr FlagSpec kOutputFlags[] = {
     {"uncached", false, "replay the complete prefix every step"},
     {"json", false, "print one JSON object with tokens, steps, stop, RNG state and work"},
     {"help", false, "show this help"},
 };
 constexpr auto kCommandFlags = [] {
-  std::array<FlagSpec, std::size(kModelFlags) + std::size(kRequestFlags) + std::size(kOutputFlags)> all{};
+  std::array<FlagSpec, std::size(kModelFlags) + std::size(kRequestFlags) + std::size(kChatFlags) +
+                           std::size(kOutputFlags)>
+      all{};
   size_t i = 0;
   for (const FlagSpec& flag : kModelFlags) all[i++] = flag;
   for (const FlagSpec& flag : kRequestFlags) all[i++] = flag;
+  for (const FlagSpec& flag : kChatFlags) all[i++] = flag;
   for (const FlagSpec& flag : kOutputFlags) all[i++] = flag;
   return all;
 }();
@@ -59,9 +69,12 @@ int RunGenerate(std::span<char* const> args) {
   }
   Result<std::string> path = flags->Required("model");
   if (!path) return ReportError(path.error());
-  const RequestFields fields = RequestFieldsFromFlags(*flags);
+  RequestFields fields = RequestFieldsFromFlags(*flags);
   Result<GenerationConfig> request = RequestConfigFromFields(fields);
   if (!request) return ReportError(request.error());
+  const bool chat = flags->Has("chat");
+  if (chat && !fields.prompt) return ReportError(InvalidArgument("--chat takes the user's message as --prompt"));
+  if (!chat && flags->Has("system")) return ReportError(InvalidArgument("--system goes with --chat"));
   GenerationConfig config = *request;
   Result<EngineChoice> engine_choice = EngineFromFlags(*flags);
   if (!engine_choice) return ReportError(engine_choice.error());
@@ -78,6 +91,14 @@ int RunGenerate(std::span<char* const> args) {
   }
   const Tokenizer no_tokenizer;  // vocabulary 0: --prompt is refused
   const Tokenizer& tokenizer = loaded->tokenizer ? *loaded->tokenizer : no_tokenizer;
+  if (chat) {
+    // The turn as the model was trained to see it: its own template, whose
+    // control tokens (<|im_start|>, <|eot_id|>) are tokens, not text.
+    Result<std::string> rendered = RenderChatTurn(tokenizer, flags->Value("system"), *fields.prompt);
+    if (!rendered) return ReportError(rendered.error());
+    fields.prompt = std::move(*rendered);
+    fields.special = true;
+  }
   // The request is checked before the weights are converted, so that a bad prompt
   // fails at once rather than after a conversion of a second or more.
   Result<RequestInput> input =
@@ -107,7 +128,7 @@ int RunGenerate(std::span<char* const> args) {
       std::fflush(stdout);
     }
   };
-  if (!json && flags->Has("prompt")) stream.Write(*flags->Value("prompt"));
+  if (!json && flags->Has("prompt") && !chat) stream.Write(*flags->Value("prompt"));
   SplitMix64 rng(*state);
   const bool cached = !flags->Has("uncached");
   clock.Start();
