@@ -245,6 +245,8 @@ typedef enum kvrt_error_code_value {
 /* A KVRT_ERR_* value (KVRT_ERR_NONE for NULL). */
 int kvrt_error_code(const kvrt_error* error);
 const char* kvrt_error_name(const kvrt_error* error);
+/* One line of at most 1024 bytes, whatever a file put into it: control
+ * characters and bytes that are not UTF-8 are escaped (\n, \0, \x1b). */
 const char* kvrt_error_message(const kvrt_error* error);
 void kvrt_error_free(kvrt_error* error);
 /* The variant name of a KVRT_ERR_* code ("Unknown" for any other number). */
