@@ -14,6 +14,7 @@
 #include "generation_stats.h"
 #include "build_facts.h"
 #include "json_writer.h"
+#include "output.h"
 #include "kvrt/generation.h"
 #include "formats/llama2c/llama2c.h"
 #include "text_stream.h"
@@ -52,7 +53,7 @@ int RunGenerate(std::span<char* const> args) {
   Result<Flags> flags = Flags::Parse(args, kFlags);
   if (!flags) return ReportError(flags.error());
   if (flags->Has("help")) {
-    std::printf("%s", Usage("kvrt generate --model PATH (--tokens IDS | --prompt TEXT) [options]", kFlags)
+    PrintStdout("%s", Usage("kvrt generate --model PATH (--tokens IDS | --prompt TEXT) [options]", kFlags)
                           .c_str());
     return 0;
   }
@@ -103,10 +104,13 @@ int RunGenerate(std::span<char* const> args) {
     if (config.eos_token && token == *config.eos_token) return;
     if (Result<std::string_view> bytes = tokenizer.TokenBytesAfter(before, token)) {
       stream.Write(*bytes);
-      std::fflush(stdout);
+      (void)FlushStdout();  // a failure is remembered and reported after the run
     }
   };
-  if (!json && flags->Has("prompt")) stream.Write(*flags->Value("prompt"));
+  if (!json && flags->Has("prompt")) {
+    stream.Write(*flags->Value("prompt"));
+    (void)FlushStdout();  // a failure is remembered and reported after the run
+  }
   SplitMix64 rng(*state);
   const bool cached = !flags->Has("uncached");
   clock.Start();
@@ -115,15 +119,16 @@ int RunGenerate(std::span<char* const> args) {
              : GenerateUncached(loaded->model, prompt, config, rng, *engine, on_token);
   if (!json) {
     stream.Finish();
-    std::printf("\n");
+    PrintStdout("\n");
   }
   if (!run) return ReportError(run.error());
   if (json) {
-    std::printf("%s\n", GenerationJson(*run, GeneratedText(tokenizer, *run), rng.state(), cached,
+    PrintStdout("%s\n", GenerationJson(*run, GeneratedText(tokenizer, *run), rng.state(), cached,
                                         EngineThreads(*engine))
                             .c_str());
   }
-  std::fflush(stdout);
+  // Output that did not arrive is the error, not the statistics of its run.
+  if (Result<void> flushed = FlushStdout(); !flushed) return ReportError(flushed.error());
   PrintGenerationStats(stderr, loaded->model, *engine, load_seconds, *run, clock, cached);
   return 0;
 }

@@ -11,6 +11,7 @@
 #include "kvrt/kv_cache.h"
 #include "engine/reference/complete_prefix.h"
 #include "kvrt/session.h"
+#include "output.h"
 
 namespace kvrt::cli {
 namespace {
@@ -43,7 +44,7 @@ int RunLogits(std::span<char* const> args) {
   Result<Flags> flags = Flags::Parse(args, kFlags);
   if (!flags) return ReportError(flags.error());
   if (flags->Has("help")) {
-    std::printf("%s", Usage("kvrt logits --model PATH --tokens IDS [--uncached] [--backend B] [--json]",
+    PrintStdout("%s", Usage("kvrt logits --model PATH --tokens IDS [--uncached] [--backend B] [--json]",
                             kFlags)
                           .c_str());
     return 0;
@@ -90,10 +91,10 @@ int RunLogits(std::span<char* const> args) {
     json.Key("tokens").UnsignedArray(std::span<const uint32_t>(*tokens));
     json.Key("logits").NumberArray(*logits);
     json.EndObject();
-    std::printf("%s\n", json.text().c_str());
+    PrintStdout("%s\n", json.text().c_str());
   } else {
     for (size_t id = 0; id < logits->size(); ++id) {
-      std::printf("%zu\t%s\n", id, Float17((*logits)[id]).c_str());
+      PrintStdout("%zu\t%s\n", id, Float17((*logits)[id]).c_str());
     }
   }
   return 0;

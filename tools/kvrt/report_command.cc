@@ -7,6 +7,7 @@
 #include "ch38_report.h"
 #include "commands.h"
 #include "common.h"
+#include "output.h"
 
 namespace kvrt::cli {
 namespace {
@@ -22,7 +23,7 @@ int RunReport(std::span<char* const> args) {
   Result<Flags> flags = Flags::Parse(args, kFlags);
   if (!flags) return ReportError(flags.error());
   if (flags->Has("help")) {
-    std::printf("%s", Usage("kvrt report [--checkpoint PATH]", kFlags).c_str());
+    PrintStdout("%s", Usage("kvrt report [--checkpoint PATH]", kFlags).c_str());
     return 0;
   }
   std::vector<uint8_t> bytes;
@@ -38,7 +39,7 @@ int RunReport(std::span<char* const> args) {
   }
   Result<std::string> report = BuildCh38Report(checkpoint);
   if (!report) return ReportError(report.error());
-  std::fwrite(report->data(), 1, report->size(), stdout);
+  if (Result<void> written = WriteStdout(*report); !written) return ReportError(written.error());
   return 0;
 }
 

@@ -13,6 +13,7 @@
 #include "formats/llmcp35/checkpoint.h"
 #include "formats/llama2c/llama2c.h"
 #include "kvrt/model.h"
+#include "output.h"
 
 namespace kvrt::cli {
 namespace {
@@ -169,7 +170,7 @@ int RunSynth(std::span<char* const> args) {
   Result<Flags> flags = Flags::Parse(args, kFlags);
   if (!flags) return ReportError(flags.error());
   if (flags->Has("help")) {
-    std::printf("%s", Usage("kvrt synth (--shape NAME | --dim D --layers L --heads H --ffn F --vocab V "
+    PrintStdout("%s", Usage("kvrt synth (--shape NAME | --dim D --layers L --heads H --ffn F --vocab V "
                             "--seq-len P) [--kv-heads K] [--untied] [--seed S] [--llama2c PATH] "
                             "[--llmcp35 PATH] [--gguf PATH [--type T]] [--tokenizer PATH]",
                             kFlags)
@@ -191,20 +192,20 @@ int RunSynth(std::span<char* const> args) {
     if (Result<void> written = WriteGguf(*config, *seed, *gguf_type, *gguf_path); !written) {
       return ReportError(written.error());
     }
-    std::printf("wrote %s (gguf, %s)\n", gguf_path->c_str(), std::string(gguf::GgmlTypeName(*gguf_type)).c_str());
+    PrintStdout("wrote %s (gguf, %s)\n", gguf_path->c_str(), std::string(gguf::GgmlTypeName(*gguf_type)).c_str());
   }
   if (llama2c) {
     if (Result<void> written = WriteLlama2c(*config, *seed, *llama2c); !written) {
       return ReportError(written.error());
     }
-    std::printf("wrote %s (llama2c, %llu bytes)\n", llama2c->c_str(),
+    PrintStdout("wrote %s (llama2c, %llu bytes)\n", llama2c->c_str(),
                 static_cast<unsigned long long>(*Llama2cFileBytes(*config)));
   }
   if (llmcp35) {
     if (Result<void> written = WriteLlmcp35(*config, *seed, *llmcp35); !written) {
       return ReportError(written.error());
     }
-    std::printf("wrote %s (llmcp35)\n", llmcp35->c_str());
+    PrintStdout("wrote %s (llmcp35)\n", llmcp35->c_str());
   }
   if (tokenizer) {
     Result<Tokenizer> synthetic = SyntheticLlama2cTokenizer(config->vocabulary_size, *seed);
@@ -212,7 +213,7 @@ int RunSynth(std::span<char* const> args) {
     if (Result<void> written = SaveLlama2cTokenizer(*synthetic, *tokenizer); !written) {
       return ReportError(written.error());
     }
-    std::printf("wrote %s (llama2c tokenizer, %zu pieces)\n", tokenizer->c_str(), synthetic->vocabulary_size());
+    PrintStdout("wrote %s (llama2c tokenizer, %zu pieces)\n", tokenizer->c_str(), synthetic->vocabulary_size());
   }
   return 0;
 }

@@ -11,6 +11,7 @@
 #include "formats/llama2c/llama2c.h"
 #include "kvrt/load_model.h"
 #include "kvrt/tokenizer.h"
+#include "output.h"
 
 namespace kvrt::cli {
 namespace {
@@ -51,7 +52,7 @@ int RunTokenize(std::span<char* const> args) {
   Result<Flags> flags = Flags::Parse(args, kFlags);
   if (!flags) return ReportError(flags.error());
   if (flags->Has("help")) {
-    std::printf("%s", Usage("kvrt tokenize --model PATH (--prompt TEXT | --file F) [--no-bos] [--json]", kFlags).c_str());
+    PrintStdout("%s", Usage("kvrt tokenize --model PATH (--prompt TEXT | --file F) [--no-bos] [--json]", kFlags).c_str());
     return 0;
   }
   if (!flags->positional().empty()) {
@@ -75,7 +76,7 @@ int RunTokenize(std::span<char* const> args) {
     out += std::to_string(ids[i]);
   }
   if (flags->Has("json")) out += "]}";
-  std::printf("%s\n", out.c_str());
+  PrintStdout("%s\n", out.c_str());
   return 0;
 }
 
