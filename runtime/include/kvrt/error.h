@@ -245,6 +245,8 @@ namespace kvrt {
   X(InvalidRopeScale) \
   X(HeadWidthMismatch) \
   X(UnsupportedExperts) \
+  /* The C API: a second call entering one session while another is inside it. */ \
+  X(ConcurrentUse) \
 
 enum class ErrorCode : uint16_t {
 #define KVRT_ERROR_ENUMERATOR(name) k##name,

@@ -206,6 +206,7 @@ constexpr std::pair<ErrorCode, int> kCodes[] = {
     {ErrorCode::kInvalidRopeScale, KVRT_ERR_INVALID_ROPE_SCALE},
     {ErrorCode::kHeadWidthMismatch, KVRT_ERR_HEAD_WIDTH_MISMATCH},
     {ErrorCode::kUnsupportedExperts, KVRT_ERR_UNSUPPORTED_EXPERTS},
+    {ErrorCode::kConcurrentUse, KVRT_ERR_CONCURRENT_USE},
 };
 
 // Every C++ variant has a C code: adding a variant without one fails to compile here.
