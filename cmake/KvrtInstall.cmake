@@ -13,10 +13,13 @@ install(TARGETS kvrt kvrt_simd kvrt_threading
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(TARGETS kvrt_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 # Only what an embedder calls: runtime/include/kvrt (models, tokenizers, caches,
-# sessions, sampling, generation, errors, engine options, the C API) and the
-# thread pool. Kernels (simd/) and everything under runtime/src stay internal.
+# sessions, sampling, generation, errors, engine options, the C API), the thread
+# pool, and tbb_arena.h, the one header that includes oneTBB, for embedders who
+# lend kvrt an arena of theirs. Kernels (simd/) and everything under runtime/src
+# stay internal.
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/runtime/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(FILES ${PROJECT_SOURCE_DIR}/threading/include/kvrt/threading/thread_pool.h
+              ${PROJECT_SOURCE_DIR}/threading/include/kvrt/threading/tbb_arena.h
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kvrt/threading)
 
 set(KVRT_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/kvrt)
@@ -30,7 +33,8 @@ install(FILES ${PROJECT_BINARY_DIR}/kvrtConfig.cmake ${PROJECT_BINARY_DIR}/kvrtC
 
 # pkg-config: the C API (kvrt/kvrt.h) and the C++ API (C++23) for builds without
 # CMake. The libraries are static, so Libs lists every dependency, the C++
-# runtime included (a C program links with cc). The prefix is derived from the
+# runtime included (a C program links with cc), and Requires names oneTBB's tbb.pc
+# (the thread pool runs on it). The prefix is derived from the
 # .pc file's own location, so the installed tree may move (cmake --install
 # --prefix DIR relocates it).
 set(KVRT_PKGCONFIG_DIR ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
@@ -44,7 +48,7 @@ includedir=${prefix}/@CMAKE_INSTALL_INCLUDEDIR@
 Name: kvrt
 Description: @PROJECT_DESCRIPTION@ (C API: kvrt/kvrt.h; C++23 API: kvrt/*.h)
 Version: @PROJECT_VERSION@
-Requires: libhwy libhwy-contrib libpcre2-8
+Requires: libhwy libhwy-contrib libpcre2-8 tbb
 Cflags: -I${includedir}
 Libs: -L${libdir} -lkvrt -lkvrt_simd -lkvrt_threading -lstdc++ -lm -lpthread
 ]=])

@@ -10,7 +10,7 @@
 #include <cstdint>
 
 #include "core/allocation_faults.h"
-#include "kvrt/buffer.h"
+#include "core/buffer.h"
 
 namespace kvrt::testing {
 

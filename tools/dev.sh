@@ -14,7 +14,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$ROOT/tools/lib/common.sh"
 BUILD="${KVRT_BUILD_DIR:-$ROOT/build/release}"
 JOBS="$(nproc 2>/dev/null || echo 2)"
-PACKAGES=(g++ cmake make ccache pkg-config libhwy-dev
+PACKAGES=(g++ cmake make ccache pkg-config python3 libhwy-dev libtbb-dev libmimalloc-dev
           libbenchmark-dev libgtest-dev nlohmann-json3-dev libpcre2-dev)
 
 

@@ -29,7 +29,7 @@ NICE="${KVRT_FUZZ_NICE:-19}"
 JOBS="$(nproc 2>/dev/null || echo 2)"
 CLANG_VERSION=16
 PACKAGES=(clang-$CLANG_VERSION libclang-rt-$CLANG_VERSION-dev cmake make pkg-config libhwy-dev
-          libgtest-dev nlohmann-json3-dev libpcre2-dev)
+          libtbb-dev libgtest-dev nlohmann-json3-dev libpcre2-dev)
 ALL_TARGETS=(checkpoint tokenizer session llama2c gguf slots)
 
 usage() { sed -n '2,20p' "$0"; exit 2; }

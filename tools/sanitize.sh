@@ -16,7 +16,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=lib/common.sh
 source "$ROOT/tools/lib/common.sh"
 JOBS="$(nproc 2>/dev/null || echo 2)"
-PACKAGES=(g++ cmake make ccache pkg-config libhwy-dev libgtest-dev
+PACKAGES=(g++ cmake make ccache pkg-config libhwy-dev libtbb-dev libgtest-dev
           nlohmann-json3-dev libpcre2-dev)
 
 usage() { sed -n '2,12p' "$0"; exit 2; }

@@ -16,7 +16,7 @@
 # being served), with the whole run's peak (GNU time, load included). Fails
 # (exit 1) unless every checkpoint's RSS is within 10% of the first one's, or
 # when kvrt batch fails or prints the wrong number of lines. ctest runs a short form
-# (reliability_soak_batch, 3,000 requests).
+# (reliability_soak_batch, 2,000 requests).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -1,4 +1,4 @@
-// Serving-shaped decode (issue 16): B sequences in B slots of one cache, every
+// Serving-shaped decode: B sequences in B slots of one cache, every
 // step one decode token per sequence (one DecoderKvSession::Step, so each weight
 // matrix is read once for all B rows: a matrix product with M = B).
 //   BatchedDecode/<model>/seqs:<B>/threads:<n>
@@ -16,8 +16,8 @@
 #include "alternating_timing.h"
 #include "bench_session.h"
 #include "engine_benchmarks.h"
-#include "kvrt/kv_cache.h"
-#include "kvrt/session.h"
+#include "kv/decoder_kv_cache.h"
+#include "session/decoder_kv_session.h"
 #include "synthetic_models.h"
 
 namespace kvrt::bench {

@@ -8,8 +8,8 @@
 #include <memory>
 #include <span>
 
-#include "kvrt/kv_cache.h"
-#include "kvrt/session.h"
+#include "kv/decoder_kv_cache.h"
+#include "session/decoder_kv_session.h"
 #include "kvrt/threading/thread_pool.h"
 #include "kvrt/weight_format.h"
 

@@ -19,8 +19,8 @@
 #include "alternating_timing.h"
 #include "bench_session.h"
 #include "engine_benchmarks.h"
-#include "kvrt/kv_cache.h"
-#include "kvrt/session.h"
+#include "kv/decoder_kv_cache.h"
+#include "session/decoder_kv_session.h"
 #include "machine_limits.h"
 #include "synthetic_models.h"
 

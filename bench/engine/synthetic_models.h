@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "kvrt/model.h"
+#include "model/decoder_model.h"
 
 namespace kvrt::bench {
 

@@ -33,15 +33,16 @@
 #include "alternating_timing.h"
 #include "bench_session.h"
 #include "engine_benchmarks.h"
-#include "kvrt/kv_cache.h"
-#include "kvrt/session.h"
+#include "kv/decoder_kv_cache.h"
+#include "session/decoder_kv_session.h"
 #include "kvrt/simd/compressed_matrix.h"
 #include "kvrt/simd/packed_matrix.h"
 #include "kvrt/weight_format.h"
 #include "machine_limits.h"
 #include "paired_roofline.h"
-#include "model/weight_types.h"
+#include "weights/compressed_format.h"
 #include "synthetic_models.h"
+#include "weights/weight_plan.h"
 
 namespace kvrt::bench {
 namespace {
@@ -54,7 +55,7 @@ constexpr WeightFormat kFormats[] = {WeightFormat::kF32, WeightFormat::kBf16, We
 double FormatWeightBytes(const DecoderModel& model, WeightFormat format) {
   double bytes = 0;
   for (const MatrixWeightFormat& matrix : PlanWeightFormats(model, format)) {
-    const std::optional<simd::WeightType> type = detail::CompressedType(matrix.effective);
+    const std::optional<simd::CompressedFormat> type = detail::CompressedFormatOf(matrix.effective);
     bytes += type ? static_cast<double>(simd::CompressedMatrixBytes(*type, matrix.rows, matrix.cols))
                   : 4.0 * static_cast<double>(simd::PackedElementCount<float>(matrix.rows, matrix.cols));
   }

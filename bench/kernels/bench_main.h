@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kvrt/simd/dispatch_target.h"
+#include "process_allocator.h"
 
 namespace kvrt::bench {
 
@@ -43,6 +44,7 @@ int RunBenchmarkMain(int argc, char** argv, std::initializer_list<const char*> d
   benchmark::Initialize(&count, args.data());
   // The performance gate picks a ratio's floor by the target (bench/perf_gate.json).
   benchmark::AddCustomContext("simd_target", std::string(kvrt::simd::DispatchedTargetName()));
+  benchmark::AddCustomContext("allocator", kvrt::allocator::ProcessAllocatorName());
   if (benchmark::ReportUnrecognizedArguments(count, args.data())) return 1;
   register_all();
   benchmark::RunSpecifiedBenchmarks();

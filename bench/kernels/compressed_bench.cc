@@ -26,7 +26,7 @@
 #include "hwy/aligned_allocator.h"
 #include "kernel_bench_support.h"
 #include "kernel_benchmarks.h"
-#include "kvrt/buffer.h"
+#include "core/buffer.h"
 #include "kvrt/simd/compressed_matrix.h"
 #include "kvrt/simd/int8_activations.h"
 #include "kvrt/simd/matmul.h"
@@ -38,20 +38,20 @@ namespace kvrt::bench {
 namespace {
 
 using benchmark::State;
-using simd::WeightType;
+using simd::CompressedFormat;
 
-constexpr WeightType kTypes[] = {WeightType::kBf16, WeightType::kF16, WeightType::kQ8_0,
-                                 WeightType::kQ4_0};
+constexpr CompressedFormat kTypes[] = {CompressedFormat::kBf16, CompressedFormat::kF16, CompressedFormat::kQ8_0,
+                                 CompressedFormat::kQ4_0};
 
 // A random [K, N] matrix quantized and packed by PackCompressed, 64-byte aligned.
 struct CompressedWeights {
-  CompressedWeights(WeightType type, size_t rows, size_t cols)
+  CompressedWeights(CompressedFormat type, size_t rows, size_t cols)
       : bytes(simd::CompressedMatrixBytes(type, rows, cols)),
         storage(hwy::AllocateAligned<uint8_t>(bytes)) {
     const auto dense = RandomRow<float>(rows * cols, -1, 1, rows * 31 + cols);
     simd::PackCompressed(type, dense.get(), rows, cols, false, storage.get());
     view = {type, storage.get(), rows, cols};
-    if (type == WeightType::kQ8_0 || type == WeightType::kQ4_0) {
+    if (type == CompressedFormat::kQ8_0 || type == CompressedFormat::kQ4_0) {
       quad_storage = hwy::AllocateAligned<uint8_t>(bytes);
       quads = simd::PackInt8Quads(view, quad_storage.get());
     }
@@ -80,8 +80,8 @@ struct QuantizedRows {
 
 enum class Activations { kF32, kInt8 };
 
-std::string TypeAndActivations(WeightType type, Activations activations) {
-  return std::string(simd::WeightTypeName(type)) +
+std::string TypeAndActivations(CompressedFormat type, Activations activations) {
+  return std::string(simd::CompressedFormatName(type)) +
          (activations == Activations::kInt8 ? "/activations:int8" : "");
 }
 
@@ -89,21 +89,21 @@ std::string TypeAndActivations(WeightType type, Activations activations) {
 // takes longer than measuring it), built on first use; rows run one at a time.
 class WeightCache {
  public:
-  const CompressedWeights& Get(WeightType type, size_t rows, size_t cols) {
+  const CompressedWeights& Get(CompressedFormat type, size_t rows, size_t cols) {
     auto& slot = weights_[{type, rows, cols}];
     if (slot == nullptr) slot = std::make_unique<CompressedWeights>(type, rows, cols);
     return *slot;
   }
 
  private:
-  std::map<std::tuple<WeightType, size_t, size_t>, std::unique_ptr<CompressedWeights>> weights_;
+  std::map<std::tuple<CompressedFormat, size_t, size_t>, std::unique_ptr<CompressedWeights>> weights_;
 };
 
 std::string Shape(size_t rows, size_t cols) {
   return "K:" + std::to_string(rows) + "/N:" + std::to_string(cols);
 }
 
-void RegisterRoofline(WeightType type, size_t rows, size_t cols, threading::ThreadPool& pool,
+void RegisterRoofline(CompressedFormat type, size_t rows, size_t cols, threading::ThreadPool& pool,
                       const std::shared_ptr<WeightCache>& cache,
                       Activations activations = Activations::kF32) {
   const std::string name = "MatVecRoofline/" + TypeAndActivations(type, activations) + "/" +
@@ -148,7 +148,7 @@ void RegisterRoofline(WeightType type, size_t rows, size_t cols, threading::Thre
 
 // MatVecModelWalk/<type>/<model> rows: the 15M, 42M or 110M model's 43, 57 or 85
 // matrices, back to back in one huge-page arena as the engine keeps them
-// (runtime/src/model/weight_arena.h), in a decode step's order (per block q, k, v, o,
+// (runtime/src/weights/weight_arena.h), in a decode step's order (per block q, k, v, o,
 // gate, up, down; then the dim×32000 head), in the engine's tasks of four panels: a
 // decode step's weight reads without its attention, norms and activations.
 // read_bw_fraction is against a read of the same buffers in the same order, alternated
@@ -177,7 +177,7 @@ class WalkMatrix {
 
 class CompressedWalkMatrix final : public WalkMatrix {
  public:
-  CompressedWalkMatrix(WeightType type, size_t rows, size_t cols) : w_(type, rows, cols) {}
+  CompressedWalkMatrix(CompressedFormat type, size_t rows, size_t cols) : w_(type, rows, cols) {}
   const void* data() const override { return w_.view.data; }
   size_t bytes() const override { return w_.bytes; }
   size_t panels() const override { return w_.view.panels(); }
@@ -231,9 +231,9 @@ std::optional<Buffer<uint8_t>> GatherWalk(const std::vector<std::unique_ptr<Walk
 }
 
 // `compressed` empty: f32.
-void RegisterModelWalk(std::optional<WeightType> compressed, const WalkShape& shape,
+void RegisterModelWalk(std::optional<CompressedFormat> compressed, const WalkShape& shape,
                        threading::ThreadPool& pool) {
-  const std::string type_name = compressed ? simd::WeightTypeName(*compressed) : "f32";
+  const std::string type_name = compressed ? simd::CompressedFormatName(*compressed) : "f32";
   const std::string name = "MatVecModelWalk/" + type_name + "/" + shape.name +
                            "/threads:" + std::to_string(pool.threads());
   Timed(benchmark::RegisterBenchmark(name.c_str(), [=, &pool](State& state) {
@@ -299,7 +299,7 @@ void RegisterModelWalk(std::optional<WeightType> compressed, const WalkShape& sh
 }
 
 // Single thread, cached weights: the fast kernel against its scalar twin.
-void RegisterFastAndTwin(WeightType type, size_t rows, size_t cols,
+void RegisterFastAndTwin(CompressedFormat type, size_t rows, size_t cols,
                          const std::shared_ptr<WeightCache>& cache) {
   using Fn = void (*)(const simd::CompressedMatrixView&, const float*, float*, size_t, size_t);
   const Fn fast = [](const simd::CompressedMatrixView& w, const float* x, float* y, size_t b,
@@ -307,7 +307,7 @@ void RegisterFastAndTwin(WeightType type, size_t rows, size_t cols,
   const Fn twin = [](const simd::CompressedMatrixView& w, const float* x, float* y, size_t b,
                      size_t e) { simd::MatVecScalar(w, x, y, b, e); };
   for (auto [implementation, matvec] : {std::pair{"fast", fast}, std::pair{"twin", twin}}) {
-    const std::string name = std::string("MatVec/") + simd::WeightTypeName(type) + "/" +
+    const std::string name = std::string("MatVec/") + simd::CompressedFormatName(type) + "/" +
                              implementation + "/weights:cached/" + Shape(rows, cols);
     Timed(benchmark::RegisterBenchmark(name.c_str(), [=, matvec = matvec](State& state) {
       const CompressedWeights& w = cache->Get(type, rows, cols);
@@ -324,7 +324,7 @@ void RegisterFastAndTwin(WeightType type, size_t rows, size_t cols,
 
 // Prefill: the f32 FMA peak of these threads is measured right before the loop, as for
 // the f32 MatMul rows (matmul_bench.cc).
-void RegisterMatMul(WeightType type, size_t m, size_t rows, size_t cols,
+void RegisterMatMul(CompressedFormat type, size_t m, size_t rows, size_t cols,
                     threading::ThreadPool& pool, const std::shared_ptr<WeightCache>& cache,
                     Activations activations = Activations::kF32) {
   const std::string name = "MatMul/" + TypeAndActivations(type, activations) + "/fast/M:" +
@@ -364,9 +364,9 @@ void RegisterMatMul(WeightType type, size_t m, size_t rows, size_t cols,
 // iteration in alternating order (alternating_timing.h): speed_over_f32 is the f32
 // time over the compressed time, the ratio CI gates, which two separate rows
 // seconds apart put at 0.73–1.13 within minutes on a shared VM.
-void RegisterMatMulAgainstF32(WeightType type, size_t m, size_t rows, size_t cols,
+void RegisterMatMulAgainstF32(CompressedFormat type, size_t m, size_t rows, size_t cols,
                               threading::ThreadPool& pool, const std::shared_ptr<WeightCache>& cache) {
-  const std::string name = "MatMulVsF32/" + std::string(simd::WeightTypeName(type)) + "/M:" +
+  const std::string name = "MatMulVsF32/" + std::string(simd::CompressedFormatName(type)) + "/M:" +
                            std::to_string(m) + "/" + Shape(rows, cols) +
                            "/threads:" + std::to_string(pool.threads());
   Timed(benchmark::RegisterBenchmark(name.c_str(), [=, &pool](State& state) {
@@ -401,18 +401,18 @@ void RegisterMatMulAgainstF32(WeightType type, size_t m, size_t rows, size_t col
 void RegisterCompressedBenchmarks(threading::ThreadPool& one_thread,
                                   threading::ThreadPool& two_threads) {
   auto cache = std::make_shared<WeightCache>();
-  for (WeightType type : kTypes) {
+  for (CompressedFormat type : kTypes) {
     for (size_t cols : {2048, 32000, 54000}) {
       RegisterRoofline(type, 768, cols, one_thread, cache);
       RegisterRoofline(type, 768, cols, two_threads, cache);
     }
   }
-  for (WeightType type : kTypes) {
+  for (CompressedFormat type : kTypes) {
     RegisterMatMul(type, 512, 768, 768, one_thread, cache);
     RegisterMatMul(type, 512, 768, 768, two_threads, cache);
     RegisterMatMulAgainstF32(type, 512, 768, 768, one_thread, cache);
   }
-  for (WeightType type : {WeightType::kQ8_0, WeightType::kQ4_0}) {
+  for (CompressedFormat type : {CompressedFormat::kQ8_0, CompressedFormat::kQ4_0}) {
     for (size_t cols : {2048, 32000, 54000}) {
       RegisterRoofline(type, 768, cols, one_thread, cache, Activations::kInt8);
       RegisterRoofline(type, 768, cols, two_threads, cache, Activations::kInt8);
@@ -420,12 +420,12 @@ void RegisterCompressedBenchmarks(threading::ThreadPool& one_thread,
     RegisterMatMul(type, 512, 768, 768, one_thread, cache, Activations::kInt8);
     RegisterMatMul(type, 512, 768, 768, two_threads, cache, Activations::kInt8);
   }
-  for (WeightType type : kTypes) RegisterFastAndTwin(type, 768, 2048, cache);
+  for (CompressedFormat type : kTypes) RegisterFastAndTwin(type, 768, 2048, cache);
   for (const WalkShape& shape : kWalkShapes) {
     RegisterModelWalk(std::nullopt, shape, one_thread);  // f32
     RegisterModelWalk(std::nullopt, shape, two_threads);
   }
-  for (WeightType type : kTypes) {
+  for (CompressedFormat type : kTypes) {
     for (const WalkShape& shape : kWalkShapes) {
       if (std::string(shape.name) == "15M") continue;  // the f32 engine's small-model case
       RegisterModelWalk(type, shape, one_thread);

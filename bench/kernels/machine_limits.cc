@@ -67,7 +67,7 @@ HWY_AFTER_NAMESPACE();
 #include <vector>
 
 #include "alternating_timing.h"
-#include "kvrt/buffer.h"
+#include "core/buffer.h"
 #include "machine_limits.h"
 
 namespace kvrt::bench {

@@ -11,8 +11,8 @@
 
 #include <memory>
 
-#include "kvrt/kv_cache.h"
-#include "kvrt/session.h"
+#include "kv/decoder_kv_cache.h"
+#include "session/decoder_kv_session.h"
 #include "kvrt/threading/thread_pool.h"
 #include "synthetic_models.h"
 
@@ -37,7 +37,7 @@ void PeakResidentSet(benchmark::State& state, const char* shape_name) {
     engine.backend = Backend::kFast;
     engine.precision = Precision::kF32;
     engine.pool = &pool;
-    DecoderKvSession session = *cache->Bind(model, engine);
+    DecoderKvSession session = *Bind(*cache, model, engine);
     const std::vector<uint32_t> tokens = PromptTokens(shape.context, shape.vocab);
     if (!session.Prefill(std::span<const uint32_t>(tokens).first(512))) state.SkipWithError("prefill failed");
     for (size_t position = 512; position < shape.context; ++position) {
@@ -80,7 +80,7 @@ void SessionResidentSet(benchmark::State& state) {
     EngineOptions engine;
     engine.pool = &pool;
     const std::vector<uint32_t> one = {1};
-    DecoderKvSession session = *warm->Bind(model, engine);
+    DecoderKvSession session = *Bind(*warm, model, engine);
     if (!session.Prefill(one)) state.SkipWithError("warm-up prefill failed");
   }
   for (auto _ : state) {
@@ -90,7 +90,7 @@ void SessionResidentSet(benchmark::State& state) {
     auto cache = std::make_unique<DecoderKvCache>(*DecoderKvCache::Create(model, cache_options));
     EngineOptions engine;
     engine.pool = &pool;
-    DecoderKvSession session = *cache->Bind(model, engine);
+    DecoderKvSession session = *Bind(*cache, model, engine);
     const std::vector<uint32_t> tokens = PromptTokens(80, shape.vocab);
     if (!session.Prefill(std::span<const uint32_t>(tokens).first(64))) state.SkipWithError("prefill failed");
     for (size_t position = 64; position < 80; ++position) {

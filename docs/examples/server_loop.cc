@@ -6,7 +6,6 @@
 // promises: every request's tokens equal GenerateCached's for it alone.
 // Without MODEL it serves a small seeded model. Built and run by a test.
 #include <kvrt/generation.h>
-#include <kvrt/kv_cache.h>
 #include <kvrt/load_model.h>
 #include <kvrt/sampling.h>
 #include <kvrt/session.h>
@@ -42,14 +41,14 @@ struct Slot {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::optional<kvrt::DecoderModel> model;
+  std::optional<kvrt::Model> model;
   if (argc == 2) {
     kvrt::Result<kvrt::LoadedModel> loaded = kvrt::LoadModel(argv[1]);
     if (!loaded) return PrintError(loaded.error());
     model.emplace(std::move(loaded->model));
   } else {
     kvrt::SplitMix64 seed(7);
-    kvrt::Result<kvrt::DecoderModel> seeded = kvrt::DecoderModel::FromSeed(
+    kvrt::Result<kvrt::Model> seeded = kvrt::Model::FromSeed(
         kvrt::ModelConfig::Create(64, 32, 2, 48, 2, 128, 10000.0, 1e-5), seed);
     if (!seeded) return PrintError(seeded.error());
     model.emplace(std::move(*seeded));
@@ -67,12 +66,9 @@ int main(int argc, char** argv) {
   const kvrt::SamplingMode mode = kvrt::SamplingMode::TemperatureTopK(0.9, 10);
 
   // Three slots for six requests: the later ones wait for a slot to free up.
-  kvrt::CacheOptions cache_options;
-  cache_options.batch_size = 3;
-  kvrt::Result<kvrt::DecoderKvCache> cache = kvrt::DecoderKvCache::Create(*model, cache_options);
-  if (!cache) return PrintError(cache.error());
-  kvrt::EngineOptions engine;  // the fast engine, f32, on the calling thread
-  kvrt::Result<kvrt::DecoderKvSession> session = cache->Bind(*model, engine);
+  kvrt::SessionOptions options;  // the fast engine, f32, on every core
+  options.batch_size = 3;
+  kvrt::Result<kvrt::Session> session = kvrt::Session::Open(*model, options);
   if (!session) return PrintError(session.error());
 
   std::deque<size_t> waiting = {0, 1, 2, 3, 4, 5};
@@ -124,7 +120,7 @@ int main(int argc, char** argv) {
     config.max_new_tokens = requests[i].max_new_tokens;
     kvrt::SplitMix64 rng(requests[i].seed);
     kvrt::Result<kvrt::GenerationResult> alone =
-        kvrt::GenerateCached(*model, requests[i].prompt, config, rng, engine);
+        kvrt::GenerateCached(*model, requests[i].prompt, config, rng, options.engine);
     if (!alone) return PrintError(alone.error());
     if (alone->generated != served[i]) {
       std::fprintf(stderr, "request %zu: served tokens differ from its solo run\n", i);

@@ -27,14 +27,14 @@ static_assert(kQ8BlockBytes % 64 == 0 && kQ4BlockBytes % 64 == 0 && kHalfRowByte
               "panels must keep 64-byte alignment");
 
 // Bytes of one panel of K rows. Overflow is the caller's (CompressedMatrixBytes) check.
-inline size_t PanelBytes(WeightType type, size_t rows) {
+inline size_t PanelBytes(CompressedFormat type, size_t rows) {
   switch (type) {
-    case WeightType::kBf16:
-    case WeightType::kF16:
+    case CompressedFormat::kBf16:
+    case CompressedFormat::kF16:
       return rows * kHalfRowBytes;
-    case WeightType::kQ8_0:
+    case CompressedFormat::kQ8_0:
       return rows / kQuantBlock * kQ8BlockBytes;
-    case WeightType::kQ4_0:
+    case CompressedFormat::kQ4_0:
       return rows / kQuantBlock * kQ4BlockBytes;
   }
   return 0;
@@ -56,27 +56,28 @@ inline void StoreU16(uint8_t* p, uint16_t v) { std::memcpy(p, &v, sizeof(v)); }
 // by block, the W panels' scale rows (W × 64 bytes) and then each of the 32 rows of the
 // W panels side by side (W × 32 or W × 16 bytes). A group occupies W whole panels'
 // bytes, so panel sizes and offsets of groups are those of panels stored apart. Why:
-// the matrix–vector kernels stream four panels side by side, and on a Zen 5 reading
-// four separate 26 KB panels block by block reached 0.66–0.70 of the DRAM bandwidth of
-// one sequential read (18–27 against 34–38 GB/s, software prefetch or not); in this
-// layout the kernels' reads are one sequential stream.
+// the matrix–vector kernels stream four panels side by side. Four panels stored apart
+// are four streams tens of KB apart, which read from DRAM well below one sequential
+// stream, with software prefetch or not; interleaving the four panels' rows makes one
+// stream, which the prefetchers follow.
 //
 // A q4_0 row of a whole group (W = 4: 64 bytes) is in lane order: byte 4j + i holds
 // column j (low nibble) and column j + 16 (high nibble) of the group's panel i, j < 16,
 // so that 32-bit lane j of the row holds column j of all four panels, nibble 2i + h
 // being column 16h + j of panel i. One 64-byte load then feeds all eight vectors of
 // the row on AVX-512 (a shift and a VPERMPS each, instead of a widening load, a shift
-// and two VPERMPS per panel): on a Zen 5 the L2-resident 768x2048 q4_0 matvec went
-// from 25 to 21 us, while its AVX2 target, which decodes two panels per pass, went
-// from 66 to 72 us (Q4Quants::DecodeLanes). The row of a smaller group keeps each
+// and two VPERMPS per panel), which makes the AVX-512 q4_0 matvec faster; the AVX2
+// target, which decodes two panels per pass, pays a byte shuffle per panel for it and
+// is a little slower (Q4Quants::DecodeLanes; figures in
+// docs/performance/design_measurements.md). The row of a smaller group keeps each
 // panel's 16 bytes apart, side by side: byte 16i + j holds its columns j and j + 16.
 inline constexpr size_t kGroupPanels = 4;
 
-inline size_t QuantRowBytes(WeightType type) {
-  return type == WeightType::kQ8_0 ? kQ8RowBytes : kQ4RowBytes;
+inline size_t QuantRowBytes(CompressedFormat type) {
+  return type == CompressedFormat::kQ8_0 ? kQ8RowBytes : kQ4RowBytes;
 }
-inline size_t QuantBlockBytes(WeightType type) {
-  return type == WeightType::kQ8_0 ? kQ8BlockBytes : kQ4BlockBytes;
+inline size_t QuantBlockBytes(CompressedFormat type) {
+  return type == CompressedFormat::kQ8_0 ? kQ8BlockBytes : kQ4BlockBytes;
 }
 
 // Where the rows of one panel of a row-layout matrix are: byte offsets from the start
@@ -90,16 +91,16 @@ struct PanelRowsOf {
   // bf16/f16: row k (64 bytes).
   Byte* HalfRow(size_t k) const { return group + (k * width + index) * kHalfRowBytes; }
   // q8_0/q4_0: the 32 f16 column scales of the block holding row k, and row k's quants.
-  Byte* Scales(WeightType type, size_t k) const {
+  Byte* Scales(CompressedFormat type, size_t k) const {
     return group + k / kQuantBlock * width * QuantBlockBytes(type) + index * kScaleBytes;
   }
   // q8_0/q4_0: row k of the whole group (width × the type's row bytes).
-  Byte* GroupRow(WeightType type, size_t k) const {
+  Byte* GroupRow(CompressedFormat type, size_t k) const {
     return group + k / kQuantBlock * width * QuantBlockBytes(type) + width * kScaleBytes +
            k % kQuantBlock * width * QuantRowBytes(type);
   }
   // q8_0: row k's 32 quants.
-  Byte* QuantRow(WeightType type, size_t k) const {
+  Byte* QuantRow(CompressedFormat type, size_t k) const {
     return GroupRow(type, k) + index * QuantRowBytes(type);
   }
   // q4_0: whether this panel's rows are in lane order (a whole group), and the byte of
@@ -107,7 +108,7 @@ struct PanelRowsOf {
   bool LaneOrder() const { return width == kGroupPanels; }
   Byte* Q4Byte(size_t k, size_t j) const {
     const size_t column = j % (kWidth / 2);
-    return GroupRow(WeightType::kQ4_0, k) +
+    return GroupRow(CompressedFormat::kQ4_0, k) +
            (LaneOrder() ? column * kGroupPanels + index : index * kQ4RowBytes + column);
   }
 };
@@ -115,7 +116,7 @@ using PanelRows = PanelRowsOf<const uint8_t>;
 
 // Panel p (< panels) of a row-layout matrix of `rows` rows stored at `data`.
 template <class Byte>
-inline PanelRowsOf<Byte> RowsOfPanel(Byte* data, WeightType type, size_t rows, size_t panels,
+inline PanelRowsOf<Byte> RowsOfPanel(Byte* data, CompressedFormat type, size_t rows, size_t panels,
                                      size_t p) {
   const size_t first = p / kGroupPanels * kGroupPanels;
   PanelRowsOf<Byte> at;
@@ -130,17 +131,17 @@ inline PanelRows RowsOfPanel(const CompressedMatrixView& w, size_t p) {
 
 // Element (k, j) of a row-layout panel (j < 32): the value at() returns, and the only
 // code that reads a value back out of the row layout.
-inline float DequantizeElement(WeightType type, const PanelRows& panel, size_t k, size_t j) {
+inline float DequantizeElement(CompressedFormat type, const PanelRows& panel, size_t k, size_t j) {
   switch (type) {
-    case WeightType::kBf16:
+    case CompressedFormat::kBf16:
       return Bf16ToF32(LoadU16(panel.HalfRow(k) + 2 * Bf16Slot(j)));
-    case WeightType::kF16:
+    case CompressedFormat::kF16:
       return F16ToF32(LoadU16(panel.HalfRow(k) + 2 * j));
-    case WeightType::kQ8_0: {
+    case CompressedFormat::kQ8_0: {
       const auto q = static_cast<int8_t>(panel.QuantRow(type, k)[j]);
       return static_cast<float>(q) * F16ToF32(LoadU16(panel.Scales(type, k) + 2 * j));
     }
-    case WeightType::kQ4_0: {
+    case CompressedFormat::kQ4_0: {
       const uint8_t byte = *panel.Q4Byte(k, j);
       const int q = j < kWidth / 2 ? byte & 0xF : byte >> 4;
       return static_cast<float>(q - 8) * F16ToF32(LoadU16(panel.Scales(type, k) + 2 * j));
@@ -150,13 +151,13 @@ inline float DequantizeElement(WeightType type, const PanelRows& panel, size_t k
 }
 
 // Row k of a row-layout panel dequantized into out[0..32).
-inline void DequantizeRow(WeightType type, const PanelRows& panel, size_t k, float* out) {
+inline void DequantizeRow(CompressedFormat type, const PanelRows& panel, size_t k, float* out) {
   for (size_t j = 0; j < kWidth; ++j) out[j] = DequantizeElement(type, panel, k, j);
 }
 
 // Offset of the block holding row k within one panel stored apart (the quad layout's
 // panels are not interleaved).
-inline size_t QuantBlockOffset(WeightType type, size_t k) {
+inline size_t QuantBlockOffset(CompressedFormat type, size_t k) {
   return k / kQuantBlock * QuantBlockBytes(type);
 }
 
@@ -173,18 +174,18 @@ static_assert(kScaleBytes + kQuantBlock / kQuadRows * kQ8QuadBytes == kQ8BlockBy
 
 // Byte of row k, column j (< 32) in a quad-layout panel; a q4_0 column j ≥ 16 is the
 // high nibble of the byte of column j − 16.
-inline size_t QuadByteOffset(WeightType type, size_t k, size_t j) {
+inline size_t QuadByteOffset(CompressedFormat type, size_t k, size_t j) {
   const size_t quad = k % kQuantBlock / kQuadRows, within = k % kQuadRows;
-  const size_t column = type == WeightType::kQ8_0 ? j : j % (kWidth / 2);
-  const size_t quad_bytes = type == WeightType::kQ8_0 ? kQ8QuadBytes : kQ4QuadBytes;
+  const size_t column = type == CompressedFormat::kQ8_0 ? j : j % (kWidth / 2);
+  const size_t quad_bytes = type == CompressedFormat::kQ8_0 ? kQ8QuadBytes : kQ4QuadBytes;
   return QuantBlockOffset(type, k) + kScaleBytes + quad * quad_bytes + column * kQuadRows + within;
 }
 
 // Element (k, j) of a quad-layout panel: the same value as DequantizeElement of the
 // row layout it was packed from.
-inline float DequantizeQuadElement(WeightType type, const uint8_t* panel, size_t k, size_t j) {
+inline float DequantizeQuadElement(CompressedFormat type, const uint8_t* panel, size_t k, size_t j) {
   const uint8_t byte = panel[QuadByteOffset(type, k, j)];
-  const int q = type == WeightType::kQ8_0 ? int{byte} - kQ8Offset
+  const int q = type == CompressedFormat::kQ8_0 ? int{byte} - kQ8Offset
                                           : (j < kWidth / 2 ? byte & 0xF : byte >> 4) - 8;
   return static_cast<float>(q) * F16ToF32(LoadU16(panel + QuantBlockOffset(type, k) + 2 * j));
 }

@@ -102,9 +102,9 @@ struct NextBlockPrefetch {
 // - 16 registers (AVX2, the scalar targets): that rule leaves 1 row, whose panel-row
 //   loads outnumber its FMAs. Instead the partial sums (kRows·kVecs), one broadcast per
 //   row and one panel vector fill the registers, and the accumulators, touched once
-//   per 32 rows of K, may live on the stack: 3 rows × 4 vectors on AVX2. On a Zen 3
-//   that ran the q8_0 prefill matmul at 0.92–0.94 of the f32 one's speed, against
-//   0.67–0.70 with 1 row; 2, 4 and 5 rows were slower than 3.
+//   per 32 rows of K, may live on the stack: 3 rows × 4 vectors on AVX2, which brings
+//   the q8_0 prefill matmul close to the f32 one's speed; 1, 2, 4 and 5 rows are
+//   slower (figures in docs/performance/design_measurements.md).
 template <class D>
 constexpr size_t BlockScaledTileRows() {
   constexpr size_t kVecs = PanelVectors<D>();
@@ -117,8 +117,8 @@ constexpr size_t BlockScaledTileRows() {
 // acc = fma(d, partial, acc), the arithmetic of BlockScaledMatVecGroup.
 // Not inlined into the loop nest: its 24 accumulators and partial sums use 27 of the
 // 32 registers, and inlined into the one function that holds every type's decoder,
-// g++ 12 spilled a panel row on every k (q8_0 and q4_0 prefill at 0.56-0.58 of the
-// f32 MatMul's speed instead of 0.93-0.96; a call per tile costs nothing measurable).
+// g++ 12 spilled a panel row on every k, which cost the q8_0 and q4_0 prefill about
+// 40 % of its speed; a call per tile costs nothing measurable.
 template <size_t kRows, class D>
 HWY_NOINLINE void BlockScaledMatMulTile(D d, const float* a, size_t lda, const DecodedBlock& block,
                                       size_t depth, bool continue_c, size_t valid, float* c,

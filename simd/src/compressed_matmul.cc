@@ -13,13 +13,13 @@ void CompressedMatMul(const float* a, size_t lda, size_t m, const CompressedMatr
                       float* c, size_t ldc, size_t panel_begin, size_t panel_end) {
   const hn::ScalableTag<float> d;
   switch (w.type) {
-    case WeightType::kBf16:
+    case CompressedFormat::kBf16:
       return CompressedMatMulPanels<Bf16Rows, false>(d, a, lda, m, w, c, ldc, panel_begin, panel_end);
-    case WeightType::kF16:
+    case CompressedFormat::kF16:
       return CompressedMatMulPanels<F16Rows, false>(d, a, lda, m, w, c, ldc, panel_begin, panel_end);
-    case WeightType::kQ8_0:
+    case CompressedFormat::kQ8_0:
       return CompressedMatMulPanels<Q8Quants, true>(d, a, lda, m, w, c, ldc, panel_begin, panel_end);
-    case WeightType::kQ4_0:
+    case CompressedFormat::kQ4_0:
       return CompressedMatMulPanels<Q4Quants, true>(d, a, lda, m, w, c, ldc, panel_begin, panel_end);
   }
 }

@@ -22,8 +22,9 @@ namespace kvrt::simd::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
 // Rows (of 64 bytes: one cache line per panel) the bf16/f16 kernel prefetches
-// ahead of the row it reads: 1 KiB ahead in each of its panels, measured 7-10 %
-// faster on the 42M and 110M decode (the quantized kernels gained nothing from it).
+// ahead of the row it reads: 1 KiB ahead in each of its panels, which speeds up the
+// bf16/f16 decode of models whose weights come from memory (the quantized kernels
+// gained nothing from it).
 inline constexpr size_t kPrefetchRows = 16;
 // Blocks of 32 rows the q8_0/q4_0 kernel prefetches ahead.
 inline constexpr size_t kQuantPrefetchBlocks = 2;
@@ -106,9 +107,9 @@ HWY_INLINE void DecodeLaneOrderRow(D d, const uint8_t* row, hn::Vec<D> (&q)[kPan
 }
 
 // One lane-order row's products with x[k] (xk) added to the kPanels' partial sums.
-// AVX-512 decodes every panel first, then multiplies (the cached 768x2048 matvec: 23
-// against 27 us panel by panel on a Zen 5). With 16 registers (AVX2) the decoded
-// panels would spill (114 us against 73), so each panel is decoded, then multiplied.
+// AVX-512 decodes every panel first, then multiplies, which is faster than panel by
+// panel. With 16 registers (AVX2) the decoded panels would spill, which costs far
+// more, so each panel is decoded, then multiplied.
 template <class Q, size_t kFirst, size_t kG, bool kByteLoads, size_t kPanels, size_t kVecs, class D>
 HWY_INLINE void LaneOrderRowProducts(D d, const uint8_t* row, hn::Vec<D> xk,
                                      hn::Vec<D> (&partial)[kPanels][kVecs]) {
@@ -228,7 +229,7 @@ HWY_INLINE void BlockScaledMatVecGroup(D d, const CompressedMatrixView& w, const
   // A kernel group of 4 (AVX3) or 2 (AVX2) panels that starts at the first or third
   // panel of a lane-order group lies inside it.
   constexpr size_t kGroupPanels = compressed::kGroupPanels;
-  if constexpr (Quants<D>::kType == WeightType::kQ4_0 && kPanels >= 2 &&
+  if constexpr (Quants<D>::kType == CompressedFormat::kQ4_0 && kPanels >= 2 &&
                 kGroupPanels % kPanels == 0) {
     const compressed::PanelRows first = compressed::RowsOfPanel(w, first_panel);
     if (first.LaneOrder() && first.index == 0) {

@@ -13,13 +13,13 @@ void CompressedMatVec(const CompressedMatrixView& w, const float* x, float* y,
                       size_t panel_begin, size_t panel_end) {
   const hn::ScalableTag<float> d;
   switch (w.type) {
-    case WeightType::kBf16:
+    case CompressedFormat::kBf16:
       return CompressedMatVecPanels<Bf16Rows, false>(d, w, x, y, panel_begin, panel_end);
-    case WeightType::kF16:
+    case CompressedFormat::kF16:
       return CompressedMatVecPanels<F16Rows, false>(d, w, x, y, panel_begin, panel_end);
-    case WeightType::kQ8_0:
+    case CompressedFormat::kQ8_0:
       return CompressedMatVecPanels<Q8Quants, true>(d, w, x, y, panel_begin, panel_end);
-    case WeightType::kQ4_0:
+    case CompressedFormat::kQ4_0:
       return CompressedMatVecPanels<Q4Quants, true>(d, w, x, y, panel_begin, panel_end);
   }
 }

@@ -17,7 +17,7 @@ using compressed::kWidth;
 
 // Where the values of one ggml block (or one 16-bit element) go inside the row layout.
 struct PanelWriter {
-  WeightType type;
+  CompressedFormat type;
   size_t rows;
   size_t panels;
   uint8_t* out;
@@ -28,7 +28,7 @@ struct PanelWriter {
 
   void Half(size_t k, size_t n, uint16_t bits) const {
     const size_t j = n % kWidth;
-    const size_t slot = type == WeightType::kBf16 ? compressed::Bf16Slot(j) : j;
+    const size_t slot = type == CompressedFormat::kBf16 ? compressed::Bf16Slot(j) : j;
     compressed::StoreU16(Panel(n).HalfRow(k) + 2 * slot, bits);
   }
   // One ggml block (ggml bytes: f16 d, then the quants) of column n, rows k0..k0+32.
@@ -58,7 +58,7 @@ struct PanelWriter {
   // padding columns dequantize to +0 and every byte is written.
   void Clear() const {
     std::memset(out, 0, panels * compressed::PanelBytes(type, rows));
-    if (type != WeightType::kQ4_0) return;
+    if (type != CompressedFormat::kQ4_0) return;
     for (size_t p = 0; p < panels; p += compressed::kGroupPanels) {
       const compressed::PanelRowsOf<uint8_t> group =
           compressed::RowsOfPanel(out, type, rows, panels, p);
@@ -75,29 +75,29 @@ size_t PanelCount(size_t cols) { return cols / kWidth + (cols % kWidth != 0 ? 1 
 
 }  // namespace
 
-const char* WeightTypeName(WeightType type) {
+const char* CompressedFormatName(CompressedFormat type) {
   switch (type) {
-    case WeightType::kBf16: return "bf16";
-    case WeightType::kF16: return "f16";
-    case WeightType::kQ8_0: return "q8_0";
-    case WeightType::kQ4_0: return "q4_0";
+    case CompressedFormat::kBf16: return "bf16";
+    case CompressedFormat::kF16: return "f16";
+    case CompressedFormat::kQ8_0: return "q8_0";
+    case CompressedFormat::kQ4_0: return "q4_0";
   }
   return "?";
 }
 
-bool FitsWeightType(WeightType type, size_t rows) {
+bool FitsCompressedFormat(CompressedFormat type, size_t rows) {
   switch (type) {
-    case WeightType::kBf16:
-    case WeightType::kF16:
+    case CompressedFormat::kBf16:
+    case CompressedFormat::kF16:
       return true;
-    case WeightType::kQ8_0:
-    case WeightType::kQ4_0:
+    case CompressedFormat::kQ8_0:
+    case CompressedFormat::kQ4_0:
       return rows % kQuantBlock == 0;
   }
   return false;
 }
 
-size_t CompressedMatrixBytes(WeightType type, size_t rows, size_t cols) {
+size_t CompressedMatrixBytes(CompressedFormat type, size_t rows, size_t cols) {
   constexpr size_t kMax = std::numeric_limits<size_t>::max();
   // The largest per-row cost is 64 bytes (bf16/f16), so rows ≤ kMax / 64 keeps
   // PanelBytes from overflowing.
@@ -108,14 +108,14 @@ size_t CompressedMatrixBytes(WeightType type, size_t rows, size_t cols) {
   return panels * panel;
 }
 
-size_t GgmlRowBytes(WeightType type, size_t rows_k) {
+size_t GgmlRowBytes(CompressedFormat type, size_t rows_k) {
   switch (type) {
-    case WeightType::kBf16:
-    case WeightType::kF16:
+    case CompressedFormat::kBf16:
+    case CompressedFormat::kF16:
       return rows_k * sizeof(uint16_t);
-    case WeightType::kQ8_0:
+    case CompressedFormat::kQ8_0:
       return rows_k / kQuantBlock * compressed::kGgmlQ8BlockBytes;
-    case WeightType::kQ4_0:
+    case CompressedFormat::kQ4_0:
       return rows_k / kQuantBlock * compressed::kGgmlQ4BlockBytes;
   }
   return 0;
@@ -146,7 +146,7 @@ void GatherColumn(const CompressedMatrixView& w, size_t n, float* out) {
   for (size_t k = 0; k < w.rows; ++k) out[k] = compressed::DequantizeElement(w.type, panel, k, j);
 }
 
-void PackCompressed(WeightType type, const float* source, size_t rows, size_t cols,
+void PackCompressed(CompressedFormat type, const float* source, size_t rows, size_t cols,
                     bool source_is_transposed, uint8_t* out) {
   const PanelWriter writer{type, rows, PanelCount(cols), out};
   writer.Clear();
@@ -154,10 +154,10 @@ void PackCompressed(WeightType type, const float* source, size_t rows, size_t co
     return source_is_transposed ? source[n * rows + k] : source[k * cols + n];
   };
   for (size_t n = 0; n < cols; ++n) {
-    if (type == WeightType::kBf16 || type == WeightType::kF16) {
+    if (type == CompressedFormat::kBf16 || type == CompressedFormat::kF16) {
       for (size_t k = 0; k < rows; ++k) {
         const float v = element(k, n);
-        writer.Half(k, n, type == WeightType::kBf16 ? F32ToBf16(v) : F32ToF16(v));
+        writer.Half(k, n, type == CompressedFormat::kBf16 ? F32ToBf16(v) : F32ToF16(v));
       }
       continue;
     }
@@ -165,7 +165,7 @@ void PackCompressed(WeightType type, const float* source, size_t rows, size_t co
       float values[kQuantBlock];
       for (size_t r = 0; r < kQuantBlock; ++r) values[r] = element(k0 + r, n);
       uint8_t block[compressed::kGgmlQ8BlockBytes];
-      if (type == WeightType::kQ8_0) {
+      if (type == CompressedFormat::kQ8_0) {
         QuantizeBlockQ8_0(values, block);
         writer.Q8Block(k0, n, block);
       } else {
@@ -176,7 +176,7 @@ void PackCompressed(WeightType type, const float* source, size_t rows, size_t co
   }
 }
 
-void RepackGgml(WeightType type, const uint8_t* ggml_rows, size_t rows_k, size_t cols_n,
+void RepackGgml(CompressedFormat type, const uint8_t* ggml_rows, size_t rows_k, size_t cols_n,
                 uint8_t* out) {
   const PanelWriter writer{type, rows_k, PanelCount(cols_n), out};
   writer.Clear();
@@ -184,16 +184,16 @@ void RepackGgml(WeightType type, const uint8_t* ggml_rows, size_t rows_k, size_t
   for (size_t n = 0; n < cols_n; ++n) {
     const uint8_t* row = ggml_rows + n * row_bytes;
     switch (type) {
-      case WeightType::kBf16:
-      case WeightType::kF16:
+      case CompressedFormat::kBf16:
+      case CompressedFormat::kF16:
         for (size_t k = 0; k < rows_k; ++k) writer.Half(k, n, compressed::LoadU16(row + 2 * k));
         break;
-      case WeightType::kQ8_0:
+      case CompressedFormat::kQ8_0:
         for (size_t b = 0; b < rows_k / kQuantBlock; ++b) {
           writer.Q8Block(b * kQuantBlock, n, row + b * compressed::kGgmlQ8BlockBytes);
         }
         break;
-      case WeightType::kQ4_0:
+      case CompressedFormat::kQ4_0:
         for (size_t b = 0; b < rows_k / kQuantBlock; ++b) {
           writer.Q4Block(b * kQuantBlock, n, row + b * compressed::kGgmlQ4BlockBytes);
         }

@@ -93,19 +93,19 @@ struct QuantPanel {
   bool lane_order;  // q4_0 in a whole group (compressed_layout.h)
 
   QuantPanel() = default;
-  QuantPanel(WeightType type, const compressed::PanelRows& panel)
+  QuantPanel(CompressedFormat type, const compressed::PanelRows& panel)
       : scales(panel.Scales(type, 0)),
         rows(panel.GroupRow(type, 0)),
         block_stride(panel.width * compressed::QuantBlockBytes(type)),
         row_stride(panel.width * compressed::QuantRowBytes(type)),
         index(panel.index),
-        lane_order(type == WeightType::kQ4_0 && panel.LaneOrder()) {}
+        lane_order(type == CompressedFormat::kQ4_0 && panel.LaneOrder()) {}
   const uint8_t* Scales(size_t block) const { return scales + block * block_stride; }
   const uint8_t* GroupRow(size_t block, size_t r) const {
     return rows + block * block_stride + r * row_stride;
   }
   // The panel's own bytes of a row (not for a lane-order row).
-  const uint8_t* Row(size_t block, size_t r, WeightType type) const {
+  const uint8_t* Row(size_t block, size_t r, CompressedFormat type) const {
     return GroupRow(block, r) + index * compressed::QuantRowBytes(type);
   }
 };
@@ -128,7 +128,7 @@ HWY_INLINE void LoadColumnScales(D d, const uint8_t* block, hn::Vec<D>* scale) {
 // rows are.
 template <class D>
 struct Q8Quants {
-  static constexpr WeightType kType = WeightType::kQ8_0;
+  static constexpr CompressedFormat kType = CompressedFormat::kQ8_0;
 
   static HWY_INLINE void Decode(D d, const QuantPanel& panel, size_t b, size_t r, hn::Vec<D>* q) {
     constexpr size_t kVecs = PanelVectors<D>();
@@ -150,7 +150,7 @@ struct Q8Quants {
 // the mantissa of 2^23 (below): the same exact values.
 template <class D>
 struct Q4Quants {
-  static constexpr WeightType kType = WeightType::kQ4_0;
+  static constexpr CompressedFormat kType = CompressedFormat::kQ4_0;
   static constexpr size_t kVecs = PanelVectors<D>();
   using DU = hn::RebindToUnsigned<D>;
 
@@ -163,9 +163,8 @@ struct Q4Quants {
 #else
     // A nibble u in the low mantissa bits of 2^23 is the float 2^23 + u, and
     // subtracting 2^23 + 8 leaves u − 8 exactly: an OR instead of a conversion,
-    // which shares the FP add pipes with the subtraction. On a Zen 3 (AVX2) the
-    // L2-resident q4_0 matvec ran 1.01–1.32× (median 1.11) as fast over 8 paired
-    // runs, the matmul 1.05–1.12× over 3.
+    // which shares the FP add pipes with the subtraction. On AVX2 this made the
+    // q4_0 matvec and matmul faster than converting the nibble.
     const DU du;
     const auto nibble = kMask ? hn::And(bits, hn::Set(du, 0xF)) : bits;
     const auto magic = hn::Or(nibble, hn::Set(du, 0x4B000000));
@@ -176,17 +175,16 @@ struct Q4Quants {
   // Panel kIndex of a lane-order row: lane j's byte kIndex is columns j and j + 16.
   // AVX-512 (and the one-lane scalar target) shifts that byte down for each half.
   // Elsewhere one in-block byte shuffle (VPSHUFB) zero-extends it first, as the
-  // widening load of a smaller group's row does. On a Zen 5 running the AVX2 target,
-  // the L2-resident 768x2048 q4_0 matvec took 72 us this way, 91 us shifting and
-  // masking each half out of the whole lane, and 66 us in the layout before lane
-  // order (each panel's 16 bytes apart); AVX-512 went from 25 to 21 us.
+  // widening load of a smaller group's row does: on AVX2 that beats shifting and
+  // masking each half out of the whole lane, though AVX2 stays a little slower than
+  // with each panel's 16 bytes apart, the price of AVX-512's single load (figures in
+  // docs/performance/design_measurements.md).
   //
   // kByteLoads (the matvec on AVX-512): the row is loaded again kIndex bytes further,
   // which puts byte kIndex of every lane at its bottom, so the low nibbles need no
   // shift (VPERMPS ignores the bits above) and the high ones one shift of 4: four
   // fewer shifts a row of a group, where shifts and VPERMPS compete for the same
-  // pipes. On a Zen 5 the L2-resident 768x2048 q4_0 matvec ran 67-68 G weights/s
-  // against 59-63, and 768x54000 read 0.50-0.62 of its bytes against 0.47-0.54. The
+  // pipes, which makes the matvec faster from cache (and slightly from memory). The
   // load reaches kIndex bytes past the row: the caller never asks for it on the last
   // row of a group (which may be the last bytes of the matrix).
   template <size_t kIndex, bool kByteLoads = false>

@@ -294,16 +294,16 @@ template <Int8Dot kDot>
 constexpr size_t QuadChains() { return kDot == Int8Dot::kBytePairs ? 2 : 4; }
 // How far ahead of its block Int8RowPanel asks for the weights (11 q8_0 or 21 q4_0
 // blocks): one sequential stream needs more bytes in flight than the hardware
-// prefetcher keeps. On a Zen 5, 768x32000 at one thread: q4_0 20-31 GB/s with no
-// software prefetch, 36-39 at 2 KiB, 41-50 at 4 KiB, 53-54 at 8 KiB, 61-62 at 12 KiB,
-// 62-66 at 16 KiB; q8_0 35-41 with none, 46-51 at 12 KiB and 43-45 at 16 KiB.
+// prefetcher keeps. The read rate of a large matrix climbs with the distance up to
+// about 12 KiB; q4_0 gains little beyond it and q8_0 loses (figures in
+// docs/performance/design_measurements.md).
 inline constexpr size_t kInt8PrefetchBytes = 12288;
 
 // One row (decode) times one panel. The quad layout stores each panel apart, so one
 // panel at a time reads the matrix as one sequential stream, which a software
 // prefetch kInt8PrefetchBytes ahead keeps fed. (Four panels side by side, as Int8Tile
-// reads them, are four streams 14-26 KB apart: on a Zen 5 that ran the 768x54000
-// q4_0 matvec at 0.8x the f32-activation kernel's speed.) The quads of a block go
+// reads them, are four streams 14-26 KB apart, which made the decode of a large q4_0
+// matrix slower than the f32-activation kernel's.) The quads of a block go
 // round-robin to QuadChains() integer sums, added at the block's end; by byte pairs
 // (AVX2) a chain adds its quads' int16 pairs while W::kQuadsPerWidening of them fit
 // and widens them into its int32 sum (BlockSumsByPairs has the ranges). Integer
@@ -442,7 +442,7 @@ template <Int8Dot kDot, class D>
 HWY_INLINE void Int8MatMulFor(D d, const Int8Rows& a, size_t first_row, size_t m,
                               const CompressedMatrixView& w, float* c, size_t ldc,
                               size_t panel_begin, size_t panel_end) {
-  if (w.type == WeightType::kQ8_0) {
+  if (w.type == CompressedFormat::kQ8_0) {
     Int8Panels<Q8QuadWeights, kDot>(d, a, first_row, m, w, c, ldc, panel_begin, panel_end);
   } else {
     Int8Panels<Q4QuadWeights, kDot>(d, a, first_row, m, w, c, ldc, panel_begin, panel_end);

@@ -39,7 +39,7 @@ CompressedMatrixView PackInt8Quads(const CompressedMatrixView& w, uint8_t* out) 
       std::memcpy(target + compressed::QuantBlockOffset(w.type, k0), source.Scales(w.type, k0),
                   compressed::kScaleBytes);
       for (size_t k = k0; k < k0 + kQuantBlock; ++k) {
-        if (w.type == WeightType::kQ8_0) {
+        if (w.type == CompressedFormat::kQ8_0) {
           const uint8_t* row = source.QuantRow(w.type, k);
           for (size_t j = 0; j < kWidth; ++j) {
             target[compressed::QuadByteOffset(w.type, k, j)] =

@@ -10,7 +10,7 @@ namespace kvrt::simd {
 void MatMulInt8Scalar(const Int8Rows& a, size_t first_row, size_t m, const CompressedMatrixView& w,
                       float* c, size_t ldc, size_t panel_begin, size_t panel_end) {
   using compressed::kWidth;
-  const bool q8 = w.type == WeightType::kQ8_0;
+  const bool q8 = w.type == CompressedFormat::kQ8_0;
   const int32_t offset = q8 ? compressed::kQ8Offset : compressed::kQ4Zero;
   for (size_t r = 0; r < m; ++r) {
     const size_t row = first_row + r;

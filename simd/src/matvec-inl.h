@@ -20,9 +20,9 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 // Panel rows each panel stream asks for ahead of the one it reads (2 KiB of an f32
 // panel). The four streams of a group each cross a 4 KiB page every 32 rows, where
-// the hardware's stream prefetch starts over; with the requests the cold 768×32000
-// and 2048×768 MatVecs went from 0.90–0.98 to 0.96–1.03 of the same-bytes read in
-// paired runs (1 and 2 threads), and 32 rows ahead was no better (2026-12-02).
+// the hardware's stream prefetch starts over; the requests bridge those restarts and
+// bring a matrix read from memory to the rate of a plain read of its bytes. 32 rows
+// ahead is no better (figures in docs/performance/design_measurements.md).
 inline constexpr size_t kMatVecPrefetchRows = 16;
 
 // y for the columns of kPanels consecutive panels starting at `first_panel`: every

@@ -1,4 +1,4 @@
-// Batch invariance of the slot steps (issue 16): every sequence's logits are the
+// Batch invariance of the slot steps (batched serving): every sequence's logits are the
 // same bits whether it runs alone or beside others, in any slot, with any thread
 // count, and whether its prompt is prefilled in one step, in chunks of any size,
 // or one token at a time; per-slot reset, truncate and fork; and the two-phase
@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "core/allocation_faults.h"
-#include "kvrt/kv_cache.h"
-#include "kvrt/model.h"
-#include "kvrt/session.h"
+#include "kv/decoder_kv_cache.h"
+#include "model/decoder_model.h"
+#include "session/decoder_kv_session.h"
 #include "kvrt/simd/prefix_attention.h"
 #include "kvrt/threading/thread_pool.h"
 
@@ -57,7 +57,7 @@ bool SameBits(std::span<const double> a, std::span<const double> b) {
 std::vector<Logits> SoloRowByRow(const DecoderModel& model, const std::vector<uint32_t>& tokens,
                                  Precision precision) {
   DecoderKvCache cache = *DecoderKvCache::Create(model, {1, 0, precision});
-  DecoderKvSession session = *cache.Bind(model, Fast(precision, nullptr));
+  DecoderKvSession session = *Bind(cache, model, Fast(precision, nullptr));
   std::vector<Logits> out;
   Result<StepOutput> step = session.Prefill(std::span(tokens).first(1));
   EXPECT_TRUE(step);
@@ -74,7 +74,7 @@ std::vector<Logits> SoloRowByRow(const DecoderModel& model, const std::vector<ui
 std::vector<Logits> SoloPrefilled(const DecoderModel& model, const std::vector<uint32_t>& tokens,
                                   size_t prompt, Precision precision) {
   DecoderKvCache cache = *DecoderKvCache::Create(model, {1, 0, precision});
-  DecoderKvSession session = *cache.Bind(model, Fast(precision, nullptr));
+  DecoderKvSession session = *Bind(cache, model, Fast(precision, nullptr));
   std::vector<Logits> out;
   Result<StepOutput> step = session.Prefill(std::span(tokens).first(prompt));
   EXPECT_TRUE(step);
@@ -115,7 +115,7 @@ void RunSchedule(uint64_t seed, Precision precision, size_t threads) {
   std::unique_ptr<threading::ThreadPool> pool;
   if (threads > 1) pool = std::make_unique<threading::ThreadPool>(threads);
   DecoderKvCache cache = *DecoderKvCache::Create(model, {slots, 0, precision});
-  DecoderKvSession session = *cache.Bind(model, Fast(precision, pool.get(), max_rows));
+  DecoderKvSession session = *Bind(cache, model, Fast(precision, pool.get(), max_rows));
   const size_t step_rows = session.max_rows_per_step();
   std::vector<Sequence*> in_slot(slots, nullptr);
   size_t next = 0, done = 0;
@@ -218,7 +218,7 @@ TEST(BatchingTest, ForkAndTruncateContinueLikeSoloRuns) {
   threading::ThreadPool pool(2);
   for (Precision precision : {Precision::kF32, Precision::kF64}) {
     DecoderKvCache cache = *DecoderKvCache::Create(model, {3, 0, precision});
-    DecoderKvSession session = *cache.Bind(model, Fast(precision, &pool));
+    DecoderKvSession session = *Bind(cache, model, Fast(precision, &pool));
     const std::vector<uint32_t> prefix = RandomTokens(rng, 40, 97);
     ASSERT_TRUE(session.Step(std::vector<SlotRun>{{0, prefix, RunPhase::kPrefill, true}}));
     ASSERT_TRUE(session.Step(std::vector<SlotRun>{{2, std::span(prefix).first(3), RunPhase::kPrefill, true}}));
@@ -252,7 +252,7 @@ TEST(BatchingTest, ForkAndTruncateContinueLikeSoloRuns) {
 TEST(BatchingTest, SlotOperationsReportTypedErrorsAndChangeNothing) {
   const DecoderModel model = InvarianceModel();
   DecoderKvCache cache = *DecoderKvCache::Create(model, {2, 0, Precision::kF32});
-  DecoderKvSession session = *cache.Bind(model, Fast(Precision::kF32, nullptr, 8));
+  DecoderKvSession session = *Bind(cache, model, Fast(Precision::kF32, nullptr, 8));
   const std::vector<uint32_t> tokens = {1, 2, 3, 4, 5, 6, 7, 8, 9};
   ASSERT_TRUE(session.Step(std::vector<SlotRun>{{0, std::span(tokens).first(3), RunPhase::kPrefill, false}}));
   const DecoderKvCache before = *session.cache().Clone();
@@ -309,7 +309,7 @@ TEST(BatchingTest, AFailedStepAdvancesNoSlot) {
   for (const auto& [precision, huge] : {std::pair{Precision::kF32, 1e30}, {Precision::kF64, 1e200}}) {
     const DecoderModel model = PoisonedModel(huge);
     DecoderKvCache cache = *DecoderKvCache::Create(model, {3, 0, precision});
-    DecoderKvSession session = *cache.Bind(model, Fast(precision, &pool));
+    DecoderKvSession session = *Bind(cache, model, Fast(precision, &pool));
     const std::vector<uint32_t> zeros(6, 0), poisoned = {0, 0, 5, 0};
     ASSERT_TRUE(session.Step(std::vector<SlotRun>{{0, zeros, RunPhase::kPrefill, true},
                                                   {2, std::span(zeros).first(2), RunPhase::kPrefill, false}}));
@@ -341,7 +341,7 @@ TEST(BatchingTest, AFailedStepAdvancesNoSlot) {
 TEST(BatchingTest, CountersArePerSlotAndSumToTheTotal) {
   const DecoderModel model = InvarianceModel();
   DecoderKvCache cache = *DecoderKvCache::Create(model, {2, 0, Precision::kF64});
-  DecoderKvSession session = *cache.Bind(model, Fast(Precision::kF64, nullptr));
+  DecoderKvSession session = *Bind(cache, model, Fast(Precision::kF64, nullptr));
   const std::vector<uint32_t> tokens = {1, 2, 3, 4};
   ASSERT_TRUE(session.Step(std::vector<SlotRun>{{0, std::span(tokens).first(3), RunPhase::kPrefill, true},
                                                 {1, std::span(tokens).first(1), RunPhase::kPrefill, true}}));

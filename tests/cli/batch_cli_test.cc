@@ -1,4 +1,4 @@
-// kvrt batch against kvrt generate --json (issue 16): for random request files
+// kvrt batch against kvrt generate --json: for random request files
 // written here (never in the repo), every output line equals, apart from its id,
 // what `generate --json` prints for that request alone; bad lines are one typed
 // error naming the line.

@@ -65,7 +65,7 @@ class BatchReliabilityTest : public ::testing::Test {
         RunKvrt({"synth", "--dim", "64", "--layers", "2", "--heads", "4", "--ffn", "96", "--vocab", "300",
                  "--seq-len", "64", "--seed", "4", "--llama2c", model_, "--tokenizer", tokenizer_path_});
     ASSERT_EQ(synth.status, 0) << synth.err;
-    Result<Tokenizer> tokenizer = LoadLlama2cTokenizerFor(tokenizer_path_, 300);
+    Result<Tokenizer> tokenizer = LoadLlama2cTokenizer(tokenizer_path_, 300);
     ASSERT_TRUE(tokenizer) << tokenizer.error().Debug();
     tokenizer_.emplace(std::move(*tokenizer));
   }

@@ -19,6 +19,14 @@ using testing::CliRun;
 using testing::FixturePath;
 using testing::RunKvrt;
 
+// The allocator the CLI names: mimalloc, unless the build keeps libc's (a
+// sanitizer brings an allocator of its own; -DKVRT_MIMALLOC=OFF).
+#if KVRT_CLI_MIMALLOC
+const std::string kAllocator = R"(mimalloc \d+\.\d+\.\d+)";
+#else
+const std::string kAllocator = "libc";
+#endif
+
 Json ParsedJson(const std::vector<std::string>& args) {
   const CliRun run = RunKvrt(args);
   EXPECT_EQ(run.status, 0) << run.err;
@@ -37,13 +45,15 @@ void ExpectBuildFacts(const Json& out, size_t threads, const std::string& what) 
     EXPECT_EQ(facts.at("threads").get<size_t>(), threads) << what;
   }
   EXPECT_GE(facts.at("threads").get<size_t>(), 1u) << what;
+  EXPECT_TRUE(std::regex_match(facts.at("allocator").get<std::string>(), std::regex(kAllocator))) << what;
 }
 
-TEST(CliFactsTest, VersionNamesTheBuildTheSimdTargetAndTheThreads) {
+TEST(CliFactsTest, VersionNamesTheBuildTheSimdTargetTheThreadsAndTheAllocator) {
   const CliRun run = RunKvrt({"--version"});
   EXPECT_EQ(run.status, 0) << run.err;
-  EXPECT_TRUE(std::regex_match(run.out, std::regex(R"(kvrt \d+\.\d+\.\d+ \(commit \S+, simd \S+, \d+ threads?\)\n)")))
-      << run.out;
+  const std::regex line(R"(kvrt \d+\.\d+\.\d+ \(commit \S+, simd \S+, \d+ threads?, allocator )" + kAllocator +
+                        R"(\)\n)");
+  EXPECT_TRUE(std::regex_match(run.out, line)) << run.out;
 }
 
 TEST(CliFactsTest, EveryJsonOutputCarriesTheBuildFacts) {
@@ -69,8 +79,9 @@ TEST(CliFactsTest, GenerateStatisticsNameTheBuildAndTheStopReason) {
   const CliRun run = RunKvrt({"generate", "--model", FixturePath("golden/p01_tiny_fixture.ckpt"), "--tokens", "0",
                               "--max-new-tokens", "2", "--threads", "1"});
   ASSERT_EQ(run.status, 0) << run.err;
-  EXPECT_TRUE(std::regex_search(run.err, std::regex(R"(kvrt: load .*; kvrt \d+\.\d+\.\d+ \(commit \S+, simd \S+, 1 thread\))")))
-      << run.err;
+  const std::regex facts(R"(kvrt: load .*; kvrt \d+\.\d+\.\d+ \(commit \S+, simd \S+, 1 thread, allocator )" +
+                         kAllocator + R"(\))");
+  EXPECT_TRUE(std::regex_search(run.err, facts)) << run.err;
   EXPECT_NE(run.err.find("kvrt: stop: token-limit after 2 generated tokens\n"), std::string::npos) << run.err;
 }
 

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <vector>
 
-#include "kvrt/kv_cache.h"
+#include "kv/decoder_kv_cache.h"
 
 namespace kvrt::fuzz {
 

@@ -13,9 +13,9 @@
 
 #include "fuzz_check.h"
 #include "formats/llmcp35/checkpoint.h"
-#include "kvrt/kv_cache.h"
+#include "kv/decoder_kv_cache.h"
 #include "model/rope.h"
-#include "kvrt/session.h"
+#include "session/decoder_kv_session.h"
 
 namespace kvrt::fuzz {
 namespace {
@@ -34,7 +34,7 @@ void PrefillOnce(const DecoderModel& model, EngineOptions engine) {
     CheckTypedError(cache.error());
     return;
   }
-  Result<DecoderKvSession> session = cache->Bind(model, engine);
+  Result<DecoderKvSession> session = Bind(*cache, model, engine);
   KVRT_FUZZ_CHECK(session, Describe(session));
   const std::vector<uint32_t> prompt(options.capacity, 0);
   Result<StepOutput> step = session->Prefill(prompt);
@@ -64,8 +64,8 @@ void CheckAccepted(std::span<const uint8_t> bytes, const Checkpoint& checkpoint)
   KVRT_FUZZ_CHECK(model, Describe(model));
   KVRT_FUZZ_CHECK(model->config().SameAs(config), "model config");
   PrefillOnce(*model, ReferenceEngine());
-  PrefillOnce(*model, EngineOptions{Backend::kFast, Precision::kF64, nullptr});
-  PrefillOnce(*model, EngineOptions{Backend::kFast, Precision::kF32, nullptr});
+  PrefillOnce(*model, EngineOptions{Backend::kFast, Precision::kF64, 0, nullptr});
+  PrefillOnce(*model, EngineOptions{Backend::kFast, Precision::kF32, 0, nullptr});
 }
 
 // Parses `bytes` and checks whichever verdict comes back.

@@ -15,8 +15,8 @@
 #include "formats/gguf/gguf_tokenizer.h"
 #include "formats/gguf/gguf_writer.h"
 #include "fuzz_check.h"
-#include "kvrt/kv_cache.h"
-#include "kvrt/session.h"
+#include "kv/decoder_kv_cache.h"
+#include "session/decoder_kv_session.h"
 
 namespace kvrt::fuzz {
 namespace {
@@ -72,7 +72,7 @@ void CheckTables(const GgufFile& file) {
       CheckTypedError(text.error());
     }
   }
-  Result<gguf::GgufSummary> summary = gguf::SummarizeGguf(file);
+  Result<GgufFileSummary> summary = gguf::SummarizeGguf(file);
   KVRT_FUZZ_CHECK(summary && summary->tensors.size() == file.tensors().size(), Describe(summary));
 }
 
@@ -113,7 +113,7 @@ void CheckModel(const GgufFile& file) {
   options.capacity = 1;
   Result<DecoderKvCache> cache = DecoderKvCache::Create(*panels, options);
   if (!cache) return CheckTypedError(cache.error());
-  Result<DecoderKvSession> session = cache->Bind(*panels, EngineOptions{Backend::kFast, Precision::kF32, nullptr});
+  Result<DecoderKvSession> session = Bind(*cache, *panels, EngineOptions{Backend::kFast, Precision::kF32, 0, nullptr});
   KVRT_FUZZ_CHECK(session, Describe(session));
   const uint32_t prompt[] = {0};
   Result<StepOutput> step = session->Prefill(prompt);

@@ -21,9 +21,9 @@
 
 #include "fuzz_check.h"
 #include "fuzz_input.h"
-#include "kvrt/kv_cache.h"
+#include "kv/decoder_kv_cache.h"
 #include "formats/llama2c/llama2c.h"
-#include "kvrt/session.h"
+#include "session/decoder_kv_session.h"
 #include "kvrt/tokenizer.h"
 #include "text_oracles.h"
 
@@ -124,7 +124,7 @@ void CheckModelFile(std::span<const uint8_t> bytes) {
   Result<DecoderKvCache> cache = DecoderKvCache::Create(*model, options);
   if (!cache) return CheckTypedError(cache.error());
   Result<DecoderKvSession> session =
-      cache->Bind(*model, EngineOptions{Backend::kFast, Precision::kF32, nullptr});
+      Bind(*cache, *model, EngineOptions{Backend::kFast, Precision::kF32, 0, nullptr});
   KVRT_FUZZ_CHECK(session, Describe(session));
   const std::vector<uint32_t> prompt(options.capacity, 0);
   Result<StepOutput> step = session->Prefill(prompt);

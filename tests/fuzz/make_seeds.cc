@@ -21,7 +21,7 @@
 
 #include "formats/gguf/gguf_writer.h"
 #include "formats/llama2c/llama2c.h"
-#include "kvrt/model.h"
+#include "model/decoder_model.h"
 #include "kvrt/rng.h"
 
 namespace {

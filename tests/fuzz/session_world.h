@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "fuzz_input.h"
-#include "kvrt/kv_cache.h"
-#include "kvrt/model.h"
-#include "kvrt/session.h"
+#include "kv/decoder_kv_cache.h"
+#include "model/decoder_model.h"
+#include "session/decoder_kv_session.h"
 
 namespace kvrt::fuzz {
 

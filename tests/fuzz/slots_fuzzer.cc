@@ -1,4 +1,4 @@
-// A slot-schedule driver (issue 16): the input picks the slots, the precision
+// A slot-schedule driver for batched serving: the input picks the slots, the precision
 // and the step row limit, then a sequence of operations: steps over random sets
 // of slots (prompt chunks, decode tokens, out-of-range slots, duplicates, bad
 // tokens, decodes before the prompt is complete), and per-slot reset, truncate
@@ -15,9 +15,9 @@
 
 #include "fuzz_check.h"
 #include "fuzz_input.h"
-#include "kvrt/kv_cache.h"
-#include "kvrt/model.h"
-#include "kvrt/session.h"
+#include "kv/decoder_kv_cache.h"
+#include "model/decoder_model.h"
+#include "session/decoder_kv_session.h"
 
 namespace {
 
@@ -46,7 +46,7 @@ std::vector<double> Solo(const std::vector<uint32_t>& tokens, Precision precisio
   DecoderKvCache cache = *DecoderKvCache::Create(Model(), {1, 0, precision});
   EngineOptions engine;
   engine.precision = precision;
-  DecoderKvSession session = *cache.Bind(Model(), engine);
+  DecoderKvSession session = *Bind(cache, Model(), engine);
   Result<StepOutput> step = session.Prefill(std::span(tokens).first(1));
   for (size_t p = 1; step && p < tokens.size(); ++p) step = session.Decode(tokens[p]);
   KVRT_FUZZ_CHECK(step.has_value(), fuzz::Describe(step));
@@ -63,7 +63,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   engine.precision = precision;
   engine.max_rows_per_step = 1 + input.Below(12);
   DecoderKvCache cache = *DecoderKvCache::Create(Model(), {slots, 0, precision});
-  Result<DecoderKvSession> bound = cache.Bind(Model(), engine);
+  Result<DecoderKvSession> bound = Bind(cache, Model(), engine);
   KVRT_FUZZ_CHECK(bound.has_value(), fuzz::Describe(bound));
   DecoderKvSession& session = *bound;
   std::vector<ShadowSlot> shadow(slots);

@@ -127,7 +127,7 @@ TEST_P(FixtureFile, TensorTableIsAsDocumented) {
 TEST_P(FixtureFile, SummaryAndConfig) {
   Result<GgufFile> file = GgufFile::Open(ModelPath(GetParam()));
   ASSERT_TRUE(file);
-  Result<GgufSummary> summary = SummarizeGguf(*file);
+  Result<GgufFileSummary> summary = SummarizeGguf(*file);
   ASSERT_TRUE(summary);
   EXPECT_EQ(summary->architecture, "llama");
   EXPECT_EQ(summary->name, "llama");

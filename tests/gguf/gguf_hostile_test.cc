@@ -275,8 +275,8 @@ TEST(GgufHostile, LlamaModelsKvrtCannotRun) {
 }
 
 TEST(GgufHostile, UnsupportedTensorTypesAreNamed) {
-  // A llama file whose blk.0.attn_q.weight type id is patched from F32 to Q5_1
-  // (24 bytes per 32 values, so the smaller tensor still lies inside its old
+  // A llama file whose blk.0.attn_q.weight type id is patched from F32 to Q8_1
+  // (36 bytes per 32 values, so the smaller tensor still lies inside its old
   // extent): the reader accepts it, the model builder names it.
   Result<GgufFile> file = ParseBytes(SmallModelFile(GgmlType::kF32));
   ASSERT_TRUE(file);
@@ -285,8 +285,8 @@ TEST(GgufHostile, UnsupportedTensorTypesAreNamed) {
   const TensorInfo& q = *file->FindTensor("blk.0.attn_q.weight");
   const size_t name_at = static_cast<size_t>(reinterpret_cast<const uint8_t*>(q.name.data()) - original.data());
   const size_t type_at = name_at + q.name.size() + 4 + 8 * q.n_dims;
-  bytes[type_at] = static_cast<uint8_t>(GgmlType::kQ5_1);
-  EXPECT_EQ(ModelError(bytes, "tensor blk.0.attn_q.weight has type Q5_1, which kvrt does not support"),
+  bytes[type_at] = static_cast<uint8_t>(GgmlType::kQ8_1);
+  EXPECT_EQ(ModelError(bytes, "tensor blk.0.attn_q.weight has type Q8_1, which kvrt does not read"),
             ErrorCode::kUnsupportedTensorType);
 }
 

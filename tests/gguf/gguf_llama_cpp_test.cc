@@ -1,5 +1,6 @@
-// The five fixture models against llama.cpp's logits (fixtures/gguf/README.md
-// §3) and against a plain f64 forward pass, on the fast f32 and reference f64
+// The fixture models (the five tiny ones, fixtures/gguf/README.md §3, and the
+// modern one in 14 tensor types, fixtures/gguf/modern/README.md §3) against
+// llama.cpp's logits and against a plain f64 forward pass, on the fast f32 and reference f64
 // engines; greedy continuations compared where llama.cpp's margin is clear.
 #include <gtest/gtest.h>
 
@@ -18,7 +19,7 @@ struct Models {
 
 const Models& LoadModels(const FixtureType& t) {
   static std::map<std::string, std::unique_ptr<Models>> cache;
-  std::unique_ptr<Models>& slot = cache[t.type];
+  std::unique_ptr<Models>& slot = cache[t.stem];
   if (!slot) {
     Result<GgufFile> file = GgufFile::Open(ModelPath(t));
     EXPECT_TRUE(file) << file.error().Debug();
@@ -31,8 +32,8 @@ const Models& LoadModels(const FixtureType& t) {
   return *slot;
 }
 
-constexpr EngineOptions kFastF32{Backend::kFast, Precision::kF32, nullptr};
-constexpr EngineOptions kReferenceF64{Backend::kReference, Precision::kF64, nullptr};
+constexpr EngineOptions kFastF32{Backend::kFast, Precision::kF32, 0, nullptr};
+constexpr EngineOptions kReferenceF64{Backend::kReference, Precision::kF64, 0, nullptr};
 
 std::vector<uint32_t> Ids(const nlohmann::json& list) { return list.get<std::vector<uint32_t>>(); }
 
@@ -100,7 +101,7 @@ TEST_P(LlamaCppFixture, GreedyContinuationsAgreeWithLlamaCpp) {
       CacheOptions options;
       options.precision = engine.precision;
       DecoderKvCache cache = *DecoderKvCache::Create(*model, options);
-      DecoderKvSession session = *cache.Bind(*model, engine);
+      DecoderKvSession session = *Bind(cache, *model, engine);
       Result<StepOutput> step = session.Prefill(tokens);
       ASSERT_TRUE(step) << step.error().Debug();
       size_t compared = 0;
@@ -150,6 +151,8 @@ TEST_P(LlamaCppFixture, Int8ActivationsStayWithinTheBoundOfLlamaCpp) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, LlamaCppFixture, ::testing::ValuesIn(kFixtureTypes),
+                         [](const auto& test_param) { return std::string(test_param.param.type); });
+INSTANTIATE_TEST_SUITE_P(Modern, LlamaCppFixture, ::testing::ValuesIn(kModernTypes),
                          [](const auto& test_param) { return std::string(test_param.param.type); });
 
 }  // namespace

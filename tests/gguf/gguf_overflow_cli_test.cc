@@ -13,7 +13,7 @@
 
 #include "cli_runner.h"
 #include "formats/gguf/gguf_writer.h"
-#include "kvrt/model.h"
+#include "model/decoder_model.h"
 #include "test_support.h"
 
 namespace kvrt {

@@ -45,7 +45,7 @@ TEST(GgufRoundTrip, F32SaveAndLoadGiveBitIdenticalReferenceLogits) {
     Result<DecoderModel> loaded = LoadGgufModel(path, ModelStorage::kDenseF64);
     ASSERT_TRUE(loaded) << loaded.error().Debug();
     EXPECT_TRUE(loaded->config().SameAs(original.config()));
-    const EngineOptions reference{Backend::kReference, Precision::kF64, nullptr};
+    const EngineOptions reference{Backend::kReference, Precision::kF64, 0, nullptr};
     const Rows expected = SessionLogits(original, tokens, reference);
     const Rows actual = SessionLogits(*loaded, tokens, reference);
     ASSERT_EQ(expected.size(), actual.size());
@@ -57,7 +57,7 @@ TEST(GgufRoundTrip, F32SaveAndLoadGiveBitIdenticalReferenceLogits) {
     // The panels load of the same file runs the fast engine to the same logits.
     Result<DecoderModel> panels = LoadGgufModel(path, ModelStorage::kPanelsF32);
     ASSERT_TRUE(panels) << panels.error().Debug();
-    const Rows fast = SessionLogits(*panels, tokens, {Backend::kFast, Precision::kF32, nullptr});
+    const Rows fast = SessionLogits(*panels, tokens, {Backend::kFast, Precision::kF32, 0, nullptr});
     EXPECT_LE(MaxDifference(fast, expected), 1e-4);
     std::filesystem::remove(path);
   }

@@ -25,14 +25,25 @@ TEST(TensorTypes, BlockGeometry) {
 }
 
 TEST(TensorTypes, UnsupportedTypesAreNamed) {
-  Result<void> q6 = RequireSupported(GgmlType::kQ6_K, "blk.0.attn_q.weight");
+  Result<void> iq2 = RequireSupported(GgmlType::kIQ2_XXS, "blk.0.attn_q.weight");
+  ASSERT_FALSE(iq2);
+  EXPECT_EQ(iq2.error().code(), ErrorCode::kUnsupportedTensorType);
+  EXPECT_EQ(iq2.error().message(),
+            "tensor blk.0.attn_q.weight has type IQ2_XXS, which kvrt does not read (supported: F32, F16, Q4_0, "
+            "Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, BF16)");
+  for (GgmlType type : {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16, GgmlType::kQ8_0, GgmlType::kQ4_0,
+                        GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1, GgmlType::kQ2_K, GgmlType::kQ3_K,
+                        GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K, GgmlType::kIQ4_NL,
+                        GgmlType::kIQ4_XS}) {
+    EXPECT_TRUE(RequireSupported(type, "t")) << GgmlTypeName(type);
+  }
+  // Writing stays with the types kvrt quantizes to.
+  Result<void> q6 = RequireWritable(GgmlType::kQ6_K, "output.weight");
   ASSERT_FALSE(q6);
-  EXPECT_EQ(q6.error().code(), ErrorCode::kUnsupportedTensorType);
   EXPECT_EQ(q6.error().message(),
-            "tensor blk.0.attn_q.weight has type Q6_K, which kvrt does not support (supported: F32, F16, BF16, "
-            "Q8_0, Q4_0)");
+            "tensor output.weight has type Q6_K, which kvrt does not write (F32, F16, Q4_0, Q8_0, BF16)");
   for (GgmlType type : {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16, GgmlType::kQ8_0, GgmlType::kQ4_0}) {
-    EXPECT_TRUE(RequireSupported(type, "t"));
+    EXPECT_TRUE(RequireWritable(type, "t"));
   }
 }
 

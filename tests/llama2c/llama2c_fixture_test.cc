@@ -8,11 +8,12 @@
 #include <vector>
 
 #include "kvrt/generation.h"
-#include "kvrt/kv_cache.h"
+#include "kv/decoder_kv_cache.h"
 #include "formats/llama2c/llama2c.h"
-#include "kvrt/session.h"
+#include "session/decoder_kv_session.h"
 #include "kvrt/threading/thread_pool.h"
 #include "llama2c_test_support.h"
+#include "generate/generate.h"
 
 namespace kvrt {
 namespace {
@@ -28,8 +29,8 @@ struct Engine {
 
 std::vector<Engine> Engines(threading::ThreadPool& pool) {
   return {{"reference f64", ReferenceEngine()},
-          {"fast f32", EngineOptions{Backend::kFast, Precision::kF32, &pool}},
-          {"fast f64", EngineOptions{Backend::kFast, Precision::kF64, &pool}}};
+          {"fast f32", EngineOptions{Backend::kFast, Precision::kF32, 0, &pool}},
+          {"fast f64", EngineOptions{Backend::kFast, Precision::kF64, 0, &pool}}};
 }
 
 double MaxAbsDiff(std::span<const double> kvrt, const float* runc, size_t count) {
@@ -54,7 +55,7 @@ TEST(Llama2cFixtureTest, TheModelIsTheOneRunCRan) {
 
 TEST(Llama2cFixtureTest, PromptEncodesToRunCsTokens) {
   const RunCRecord runc = RunCRecord::Load();
-  Result<Tokenizer> tokenizer = LoadLlama2cTokenizer(runc.tokenizer_path);
+  Result<Tokenizer> tokenizer = ReadLlama2cTokenizer(runc.tokenizer_path);
   ASSERT_TRUE(tokenizer) << tokenizer.error().Debug();
   Result<std::vector<uint32_t>> prompt = tokenizer->EncodePrompt(RunCRecord::kPrompt);
   ASSERT_TRUE(prompt);
@@ -73,7 +74,7 @@ TEST(Llama2cFixtureTest, LogitsMatchRunCAtEveryPosition) {
     cache_options.precision = engine.options.precision;
     Result<DecoderKvCache> cache = DecoderKvCache::Create(*model, cache_options);
     ASSERT_TRUE(cache);
-    Result<DecoderKvSession> session = cache->Bind(*model, engine.options);
+    Result<DecoderKvSession> session = Bind(*cache, *model, engine.options);
     ASSERT_TRUE(session) << session.error().Debug();
     // One token per step, like run.c.
     double worst = 0.0;

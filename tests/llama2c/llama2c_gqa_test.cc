@@ -8,11 +8,12 @@
 #include <vector>
 
 #include "kvrt/generation.h"
-#include "kvrt/kv_cache.h"
+#include "kv/decoder_kv_cache.h"
 #include "formats/llama2c/llama2c.h"
-#include "kvrt/session.h"
+#include "session/decoder_kv_session.h"
 #include "kvrt/threading/thread_pool.h"
 #include "llama2c_test_support.h"
+#include "generate/generate.h"
 
 namespace kvrt {
 namespace {
@@ -22,7 +23,7 @@ std::vector<std::vector<double>> StepLogits(const DecoderModel& model, const std
   CacheOptions options;
   options.precision = engine.precision;
   DecoderKvCache cache = *DecoderKvCache::Create(model, options);
-  Result<DecoderKvSession> session = cache.Bind(model, engine);
+  Result<DecoderKvSession> session = Bind(cache, model, engine);
   EXPECT_TRUE(session);
   std::vector<std::vector<double>> logits;
   Result<StepOutput> step = session->Prefill(std::span(tokens).first(4));
@@ -60,8 +61,8 @@ TEST(Llama2cGqaTest, ReferenceAndFastEnginesAgreeAfterARoundTrip) {
 
     const std::vector<uint32_t> tokens = {1, 259, 300, 17, 42, 5, 319, 1, 2, 250};
     const auto reference = StepLogits(*model, tokens, ReferenceEngine());
-    const auto fast32 = StepLogits(*model, tokens, EngineOptions{Backend::kFast, Precision::kF32, &pool});
-    const auto fast64 = StepLogits(*model, tokens, EngineOptions{Backend::kFast, Precision::kF64, &pool});
+    const auto fast32 = StepLogits(*model, tokens, EngineOptions{Backend::kFast, Precision::kF32, 0, &pool});
+    const auto fast64 = StepLogits(*model, tokens, EngineOptions{Backend::kFast, Precision::kF64, 0, &pool});
     for (size_t step = 0; step < reference.size(); ++step) {
       EXPECT_LE(MaxAbsDiff(fast32[step], reference[step]), 1e-4) << step;
       EXPECT_LE(MaxAbsDiff(fast64[step], reference[step]), 1e-10) << step;
@@ -77,7 +78,7 @@ TEST(Llama2cGqaTest, ReferenceAndFastEnginesAgreeAfterARoundTrip) {
     SplitMix64 a(1), b(1);
     Result<GenerationResult> slow = GenerateCached(*model, prompt, generation, a, ReferenceEngine());
     Result<GenerationResult> fast =
-        GenerateCached(*model, prompt, generation, b, EngineOptions{Backend::kFast, Precision::kF32, &pool});
+        GenerateCached(*model, prompt, generation, b, EngineOptions{Backend::kFast, Precision::kF32, 0, &pool});
     ASSERT_TRUE(slow && fast);
     EXPECT_EQ(slow->generated, fast->generated);
   }

@@ -12,9 +12,9 @@
 
 #include "core/allocation_faults.h"
 #include "kvrt/load_model.h"
-#include "kvrt/buffer.h"
+#include "core/buffer.h"
 #include "formats/llama2c/llama2c.h"
-#include "kvrt/model.h"
+#include "model/decoder_model.h"
 #include "llama2c_test_support.h"
 
 namespace kvrt {

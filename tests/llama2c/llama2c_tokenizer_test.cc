@@ -92,7 +92,7 @@ TEST(Llama2cTokenizerTest, DecodesLikeRunC) {
 }
 
 TEST(Llama2cTokenizerTest, DocumentsRoundTripThroughTheFixtureTokenizer) {
-  Result<Tokenizer> t = LoadLlama2cTokenizer(testing::FixturePath("llama2c/tokenizer.bin"));
+  Result<Tokenizer> t = ReadLlama2cTokenizer(testing::FixturePath("llama2c/tokenizer.bin"));
   ASSERT_TRUE(t) << t.error().Debug();
   EXPECT_EQ(t->vocabulary_size(), 512u);
   EXPECT_EQ(t->max_token_length(), 16u);
@@ -107,13 +107,13 @@ TEST(Llama2cTokenizerTest, DocumentsRoundTripThroughTheFixtureTokenizer) {
 
 TEST(Llama2cTokenizerTest, TheFileMustMatchTheModelsVocabulary) {
   const std::string path = testing::FixturePath("llama2c/tokenizer.bin");
-  EXPECT_TRUE(LoadLlama2cTokenizerFor(path, 512));
-  const Result<Tokenizer> mismatch = LoadLlama2cTokenizerFor(path, 500);
+  EXPECT_TRUE(LoadLlama2cTokenizer(path, 512));
+  const Result<Tokenizer> mismatch = LoadLlama2cTokenizer(path, 500);
   ASSERT_FALSE(mismatch);
   EXPECT_EQ(mismatch.error().code(), ErrorCode::kVocabularyMismatch);
   EXPECT_EQ(mismatch.error().U64("tokenizer"), 512u);
   EXPECT_EQ(mismatch.error().U64("decoder"), 500u);
-  EXPECT_EQ(LoadLlama2cTokenizerFor(path + ".absent", 512).error().code(), ErrorCode::kIo);
+  EXPECT_EQ(LoadLlama2cTokenizer(path + ".absent", 512).error().code(), ErrorCode::kIo);
 }
 
 std::vector<uint8_t> TokenizerFile(int32_t max_length, size_t tokens) {

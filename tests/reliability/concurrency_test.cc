@@ -19,9 +19,9 @@
 #include <thread>
 #include <vector>
 
-#include "kvrt/kv_cache.h"
-#include "kvrt/model.h"
-#include "kvrt/session.h"
+#include "kv/decoder_kv_cache.h"
+#include "model/decoder_model.h"
+#include "session/decoder_kv_session.h"
 #include "kvrt/threading/thread_pool.h"
 
 namespace kvrt {
@@ -62,7 +62,7 @@ Logits RunRequest(const DecoderModel& model, const Request& request, EngineOptio
   CacheOptions options;
   options.precision = engine.precision;
   DecoderKvCache cache = *DecoderKvCache::Create(model, options);
-  Result<DecoderKvSession> session = cache.Bind(model, engine);
+  Result<DecoderKvSession> session = Bind(cache, model, engine);
   if (!session) return {};
   Logits logits;
   Result<StepOutput> step = session->Prefill(request.prompt);
@@ -87,7 +87,7 @@ TEST_P(ConcurrentSessionsTest, EveryThreadReproducesTheSerialLogits) {
   const DecoderModel model = SharedModel();
   const std::vector<Request> requests = Requests(model.config().vocabulary_size);
   threading::ThreadPool pool(2);
-  EngineOptions engine{GetParam().backend, GetParam().precision, GetParam().pool ? &pool : nullptr};
+  EngineOptions engine{GetParam().backend, GetParam().precision, 0, GetParam().pool ? &pool : nullptr};
 
   std::vector<Logits> serial;
   for (const Request& request : requests) serial.push_back(RunRequest(model, request, engine));
@@ -132,9 +132,9 @@ std::vector<ParameterUpdate> HalveEmbedding(const DecoderModel& model) {
 
 TEST(ConcurrentUpdateTest, RefusedWhileSessionsLiveAndAcceptedAfter) {
   DecoderModel model = SharedModel();
-  const EngineOptions engines[] = {{Backend::kReference, Precision::kF64, nullptr},
-                                   {Backend::kFast, Precision::kF64, nullptr},
-                                   {Backend::kFast, Precision::kF32, nullptr}};
+  const EngineOptions engines[] = {{Backend::kReference, Precision::kF64, 0, nullptr},
+                                   {Backend::kFast, Precision::kF64, 0, nullptr},
+                                   {Backend::kFast, Precision::kF32, 0, nullptr}};
   std::vector<DecoderKvCache> caches;
   for (size_t t = 0; t < kThreads; ++t) {
     CacheOptions options;
@@ -147,7 +147,7 @@ TEST(ConcurrentUpdateTest, RefusedWhileSessionsLiveAndAcceptedAfter) {
   std::vector<std::thread> sessions;
   for (size_t t = 0; t < kThreads; ++t) {
     sessions.emplace_back([&, t] {
-      Result<DecoderKvSession> session = caches[t].Bind(model, engines[t % 3]);
+      Result<DecoderKvSession> session = Bind(caches[t], model, engines[t % 3]);
       bound.count_down();
       if (!session) return;  // counted as a failure below (no steps)
       const uint32_t prompt[] = {1, 2};
@@ -179,7 +179,7 @@ TEST(ConcurrentUpdateTest, RefusedWhileSessionsLiveAndAcceptedAfter) {
   late_optimizer.join();
   EXPECT_EQ(model.embedding().revision(), 1u);
   for (size_t t = 0; t < kThreads; ++t) {
-    Result<DecoderKvSession> rebound = caches[t].Bind(model, engines[t % 3]);
+    Result<DecoderKvSession> rebound = Bind(caches[t], model, engines[t % 3]);
     ASSERT_FALSE(rebound);
     EXPECT_EQ(rebound.error().Debug(),
               "ModelParameterRevisionMismatch { index: 0, cache: 0, model: 1 }");
@@ -197,12 +197,12 @@ TEST(ConcurrentUpdateTest, BindsAndUpdatesRacingKeepRevisionsExact) {
   for (size_t t = 0; t < kThreads; ++t) {
     workers.emplace_back([&, t] {
       const EngineOptions engine{t % 2 ? Backend::kFast : Backend::kReference,
-                                 t == 3 ? Precision::kF32 : Precision::kF64, nullptr};
+                                 t == 3 ? Precision::kF32 : Precision::kF64, 0, nullptr};
       CacheOptions options;
       options.precision = engine.precision;
       while (!stop.load()) {
         DecoderKvCache cache = *DecoderKvCache::Create(model, options);
-        Result<DecoderKvSession> session = cache.Bind(model, engine);
+        Result<DecoderKvSession> session = Bind(cache, model, engine);
         if (!session) {
           EXPECT_EQ(session.error().code(), ErrorCode::kModelParameterRevisionMismatch);
           stale.fetch_add(1);
@@ -249,7 +249,7 @@ TEST(CacheOwnershipTest, ASecondSessionIsRefusedOnEveryThread) {
   std::latch owned(1);
   std::atomic<bool> stop{false};
   std::thread owner_thread([&] {
-    owner.emplace(*cache.Bind(model, ReferenceEngine()));
+    owner.emplace(*Bind(cache, model, ReferenceEngine()));
     owned.count_down();
     const uint32_t prompt[] = {1};
     while (!stop.load()) {
@@ -263,7 +263,7 @@ TEST(CacheOwnershipTest, ASecondSessionIsRefusedOnEveryThread) {
   for (size_t t = 0; t < kThreads; ++t) {
     intruders.emplace_back([&] {
       for (int attempt = 0; attempt < 100; ++attempt) {
-        Result<DecoderKvSession> second = cache.Bind(model, ReferenceEngine());
+        Result<DecoderKvSession> second = Bind(cache, model, ReferenceEngine());
         ASSERT_FALSE(second);
         EXPECT_EQ(second.error().code(), ErrorCode::kCacheAlreadyBound);
         refusals.fetch_add(1);
@@ -276,13 +276,13 @@ TEST(CacheOwnershipTest, ASecondSessionIsRefusedOnEveryThread) {
   EXPECT_EQ(refusals.load(), static_cast<int>(100 * kThreads));
   owner.reset();
   EXPECT_FALSE(cache.is_bound());
-  EXPECT_TRUE(cache.Bind(model, ReferenceEngine()));
+  EXPECT_TRUE(Bind(cache, model, ReferenceEngine()));
 }
 
 TEST(CacheOwnershipTest, ASessionMayEndOnAnotherThread) {
   DecoderModel model = SharedModel();
   DecoderKvCache cache = *DecoderKvCache::Create(model, CacheOptions{.precision = Precision::kF64});
-  DecoderKvSession session = *cache.Bind(model, ReferenceEngine());
+  DecoderKvSession session = *Bind(cache, model, ReferenceEngine());
   const uint32_t prompt[] = {3};
   ASSERT_TRUE(session.Prefill(prompt));
   std::thread([moved = std::move(session)]() mutable {

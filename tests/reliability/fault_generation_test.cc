@@ -10,6 +10,7 @@
 #include "fault_state.h"
 #include "fault_sweep.h"
 #include "kvrt/generation.h"
+#include "generate/generate.h"
 
 namespace kvrt {
 namespace {

@@ -11,7 +11,7 @@
 
 #include "fault_state.h"
 #include "fault_sweep.h"
-#include "kvrt/session.h"
+#include "session/decoder_kv_session.h"
 
 namespace kvrt {
 namespace {
@@ -36,7 +36,7 @@ class SessionFaultTest : public ::testing::TestWithParam<bool> {
     parameters_ = testing::StateOf(model_);
     cache_.emplace(testing::CacheFor(model_, engine.options.precision));
     if (bind) {
-      Result<DecoderKvSession> session = cache_->Bind(model_, engine.options);
+      Result<DecoderKvSession> session = Bind(*cache_, model_, engine.options);
       ASSERT_TRUE(session) << session.error().Debug();
       session_.emplace(std::move(*session));
       if (!prompt.empty()) {
@@ -87,7 +87,7 @@ TEST_P(SessionFaultTest, CreateAndClone) {
     FaultCase clone;
     clone.name = std::string("DecoderKvCache::Clone(") + std::string(PrecisionName(precision)) + ")";
     clone.prepare = [&] {
-      Prepare({"", {Backend::kFast, precision, nullptr}}, true, {1, 2});
+      Prepare({"", {Backend::kFast, precision, 0, nullptr}}, true, {1, 2});
       session_.reset();  // a clone of a populated, unbound cache
     };
     clone.run = [&]() -> std::optional<Error> {
@@ -107,7 +107,7 @@ TEST_P(SessionFaultTest, Bind) {
     bind.name = Name(engine, "Bind");
     bind.prepare = [&] { Prepare(engine, false); };
     bind.run = [&]() -> std::optional<Error> {
-      Result<DecoderKvSession> session = cache_->Bind(model_, engine.options);
+      Result<DecoderKvSession> session = Bind(*cache_, model_, engine.options);
       if (!session) return session.error();
       session_.emplace(std::move(*session));
       return std::nullopt;
@@ -201,7 +201,7 @@ TEST_P(SessionFaultTest, RejectedRequests) {
     parameters_ = testing::StateOf(model_);
   };
   stale.run = [&]() -> std::optional<Error> {
-    Result<DecoderKvSession> session = cache_->Bind(model_, engine.options);
+    Result<DecoderKvSession> session = Bind(*cache_, model_, engine.options);
     EXPECT_FALSE(session);
     if (!session && session.error().code() != ErrorCode::kModelParameterRevisionMismatch) {
       return session.error();

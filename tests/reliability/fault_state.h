@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "kvrt/engine_options.h"
-#include "kvrt/kv_cache.h"
-#include "kvrt/model.h"
+#include "kv/decoder_kv_cache.h"
+#include "model/decoder_model.h"
 #include "kvrt/rng.h"
 #include "kvrt/threading/thread_pool.h"
 
@@ -48,10 +48,10 @@ inline threading::ThreadPool& FaultPool() {
 }
 
 inline std::vector<EngineCase> AllEngines() {
-  return {{"reference", {Backend::kReference, Precision::kF64, nullptr}},
-          {"fast-f64", {Backend::kFast, Precision::kF64, nullptr}},
-          {"fast-f32", {Backend::kFast, Precision::kF32, nullptr}},
-          {"fast-f32-pool", {Backend::kFast, Precision::kF32, &FaultPool()}}};
+  return {{"reference", {Backend::kReference, Precision::kF64, 0, nullptr}},
+          {"fast-f64", {Backend::kFast, Precision::kF64, 0, nullptr}},
+          {"fast-f32", {Backend::kFast, Precision::kF32, 0, nullptr}},
+          {"fast-f32-pool", {Backend::kFast, Precision::kF32, 0, &FaultPool()}}};
 }
 
 // Revisions and borrows of every parameter: a failed operation must leave both

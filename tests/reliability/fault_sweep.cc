@@ -7,7 +7,7 @@
 #include <iostream>
 
 #include "failing_allocator.h"
-#include "kvrt/buffer.h"
+#include "core/buffer.h"
 
 namespace kvrt::testing {
 namespace {

@@ -17,10 +17,10 @@
 #include "formats/gguf/gguf_file.h"
 #include "formats/gguf/gguf_llama.h"
 #include "formats/gguf/gguf_writer.h"
-#include "kvrt/kv_cache.h"
-#include "kvrt/load_model.h"
-#include "kvrt/model.h"
-#include "kvrt/session.h"
+#include "formats/load_model.h"
+#include "kv/decoder_kv_cache.h"
+#include "model/decoder_model.h"
+#include "session/decoder_kv_session.h"
 
 namespace kvrt {
 namespace {
@@ -53,7 +53,7 @@ std::string WriteQ8Model(const std::string& name) {
 int PrefillOnce(const DecoderModel& model) {
   Result<DecoderKvCache> cache = DecoderKvCache::Create(model, {});
   if (!cache) return 20;
-  Result<DecoderKvSession> session = cache->Bind(model, EngineOptions{});
+  Result<DecoderKvSession> session = Bind(*cache, model, EngineOptions{});
   if (!session) return 21;
   const uint32_t tokens[] = {1, 2, 3};
   return session->Prefill(tokens) ? 0 : 22;
@@ -77,7 +77,7 @@ TEST(FileTruncation, ModelBuildsFromAFileTruncatedAfterItWasOpened) {
 TEST(FileTruncation, FirstSessionPacksStoredTensorsOfAFileTruncatedAfterLoad) {
   const std::string path = WriteQ8Model("truncated-after-load");
   const std::string outcome = ChildOutcome([&] {
-    Result<LoadedModel> loaded = LoadModel(path);
+    Result<ModelFile> loaded = ReadModelFile(path);
     if (!loaded) return 10;
     if (::truncate(path.c_str(), 0) != 0) return 11;
     return PrefillOnce(loaded->model);

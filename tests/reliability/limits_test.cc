@@ -37,13 +37,13 @@
 #include "formats/llama2c/llama2c.h"
 #include "formats/llmcp35/checkpoint.h"
 #include "formats/gguf/gguf_file.h"
-#include "kvrt/buffer.h"
-#include "kvrt/kv_cache.h"
+#include "core/buffer.h"
+#include "kv/decoder_kv_cache.h"
 #include "kvrt/load_model.h"
-#include "kvrt/model.h"
-#include "kvrt/session.h"
+#include "model/decoder_model.h"
+#include "session/owned_session.h"
 #include "kvrt/tokenizer.h"
-#include "text/llama2c_encoding.h"
+#include "tokenizer/llama2c_encoding.h"
 
 // Sanitizers reserve terabytes of shadow memory: no address-space limit or RSS
 // bound applies to them.
@@ -116,8 +116,8 @@ std::vector<std::function<Result<void>(const std::string&)>> Loaders() {
   return {
       [](const std::string& p) { return Drop(LoadModel(p)); },
       [](const std::string& p) { return Drop(LoadLlama2cModel(p)); },
-      [](const std::string& p) { return Drop(LoadLlama2cTokenizer(p)); },
-      [](const std::string& p) { return Drop(LoadLlama2cTokenizerFor(p, 300)); },
+      [](const std::string& p) { return Drop(ReadLlama2cTokenizer(p)); },
+      [](const std::string& p) { return Drop(LoadLlama2cTokenizer(p, 300)); },
       [](const std::string& p) { return Drop(gguf::GgufFile::Open(p)); },
   };
 }
@@ -217,7 +217,7 @@ PrefillRun PrefillAndDecode(const DecoderModel& model, Precision precision, size
   EngineOptions engine;
   engine.precision = precision;
   engine.max_rows_per_step = max_rows;
-  Result<DecoderKvSession> session = cache.Bind(model, engine);
+  Result<DecoderKvSession> session = Bind(cache, model, engine);
   EXPECT_TRUE(session) << session.error().message();
   PrefillRun run;
   Result<StepOutput> prefill = session->Prefill(prompt);
@@ -273,7 +273,7 @@ TEST(Limits, AFailingChunkCommitsNothing) {
   DecoderKvCache cache = *DecoderKvCache::Create(model);
   EngineOptions engine;
   engine.max_rows_per_step = 64;
-  Result<DecoderKvSession> session = cache.Bind(model, engine);
+  Result<DecoderKvSession> session = Bind(cache, model, engine);
   ASSERT_TRUE(session);
   Result<StepOutput> failed = session->Prefill(prompt);
   ASSERT_FALSE(failed);
@@ -298,11 +298,11 @@ TEST(Limits, AMillionPositionContextDecodesInBoundedMemory) {
     SplitMix64 rng(3);
     Result<DecoderModel> model = DecoderModel::FromSeed(config, rng);
     if (!model) return 1;
-    Result<Session> session = Session::Open(*model);
+    Result<OwnedSession> session = OwnedSession::Open(*model, EngineOptions{});
     if (!session) return 2;
     const std::vector<uint32_t> prompt = {1, 5, 9};
-    if (!session->Prefill(prompt)) return 3;
-    if (!session->Decode(4) || !session->Decode(8)) return 4;
+    if (!session->session().Prefill(prompt)) return 3;
+    if (!session->session().Decode(4) || !session->session().Decode(8)) return 4;
     const uint64_t peak = PeakRssBytes();
     std::fprintf(stderr, "peak RSS %.1f MB\n", static_cast<double>(peak) / 1e6);
     return peak < (uint64_t{200} << 20) ? 0 : 5;
@@ -389,7 +389,7 @@ TEST(Limits, ATokenizerOfMillionsOfEmptyRecordsIsRejectedCheaply) {
     out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
   }
   const int status = InChild(60, [&] {
-    Result<Tokenizer> tokenizer = LoadLlama2cTokenizerFor(path, 300);
+    Result<Tokenizer> tokenizer = LoadLlama2cTokenizer(path, 300);
     if (tokenizer || tokenizer.error().code() != ErrorCode::kVocabularyMismatch) return 1;
     if (tokenizer.error().U64("tokenizer") != records) return 2;
     const uint64_t peak = PeakRssBytes();
@@ -433,7 +433,7 @@ std::vector<uint32_t> QuadraticMerges(std::span<const std::string> pieces, std::
 }
 
 TEST(Limits, LlamaEncodingMergesAsTheQuadraticLoopDid) {
-  Result<Tokenizer> tokenizer = LoadLlama2cTokenizer(std::string(KVRT_FIXTURES_DIR) + "/llama2c/tokenizer.bin");
+  Result<Tokenizer> tokenizer = ReadLlama2cTokenizer(std::string(KVRT_FIXTURES_DIR) + "/llama2c/tokenizer.bin");
   ASSERT_TRUE(tokenizer);
   const std::span<const std::string> pieces = tokenizer->pieces();
   const std::span<const float> scores = tokenizer->scores();
@@ -466,7 +466,7 @@ TEST(Limits, LlamaEncodingMergesAsTheQuadraticLoopDid) {
 }
 
 TEST(Limits, ALongPromptEncodesInLinearishTime) {
-  Result<Tokenizer> tokenizer = LoadLlama2cTokenizer(std::string(KVRT_FIXTURES_DIR) + "/llama2c/tokenizer.bin");
+  Result<Tokenizer> tokenizer = ReadLlama2cTokenizer(std::string(KVRT_FIXTURES_DIR) + "/llama2c/tokenizer.bin");
   ASSERT_TRUE(tokenizer);
   const std::vector<uint32_t> sorted = llama2c::SortPieceIds(tokenizer->pieces());
   std::string text;
@@ -502,7 +502,7 @@ TEST(Limits, EightThreadsBindingOneCacheTenThousandTimesOneWinsEachRound) {
     threads.emplace_back([&] {
       for (size_t round = 0; round < kRounds; ++round) {
         {
-          Result<DecoderKvSession> session = cache.Bind(model, ReferenceEngine());
+          Result<DecoderKvSession> session = Bind(cache, model, ReferenceEngine());
           if (session) {
             wins.fetch_add(1);
             round_wins.fetch_add(1);

@@ -13,9 +13,9 @@
 
 #include "allocation_counter.h"
 #include "golden_case.h"
-#include "kvrt/kv_cache.h"
-#include "kvrt/model.h"
-#include "kvrt/session.h"
+#include "kv/decoder_kv_cache.h"
+#include "model/decoder_model.h"
+#include "session/decoder_kv_session.h"
 #include "kvrt/simd/query_tile_attention.h"
 #include "kvrt/threading/thread_pool.h"
 
@@ -54,7 +54,7 @@ std::vector<Logits> SessionLogits(const DecoderModel& model, const std::vector<u
   CacheOptions cache_options;
   cache_options.precision = engine.precision;
   DecoderKvCache cache = *DecoderKvCache::Create(model, cache_options);
-  Result<DecoderKvSession> session = cache.Bind(model, engine);
+  Result<DecoderKvSession> session = Bind(cache, model, engine);
   EXPECT_TRUE(session) << session.error().message();
   std::vector<Logits> out;
   Result<StepOutput> step = session->Prefill(prompt);
@@ -170,7 +170,7 @@ TEST(BatchVariantTest, LongChunkedPrefillsStayWithinToleranceAndIgnoreTheThreadC
 std::vector<Logits> MixedStep(const DecoderModel& model, const std::vector<std::vector<uint32_t>>& prompts,
                               const EngineOptions& engine) {
   DecoderKvCache cache = *DecoderKvCache::Create(model, {3, 0, engine.precision});
-  DecoderKvSession session = *cache.Bind(model, engine);
+  DecoderKvSession session = *Bind(cache, model, engine);
   Result<SlotStepOutput> first =
       session.Step(std::vector<SlotRun>{{2, std::span(prompts[2]).first(5), RunPhase::kPrefill, true}});
   EXPECT_TRUE(first) << first.error().message();
@@ -213,7 +213,7 @@ uint64_t PrefillAllocations(const DecoderModel& model, const std::vector<uint32_
   CacheOptions cache_options;
   cache_options.precision = engine.precision;
   DecoderKvCache cache = *DecoderKvCache::Create(model, cache_options);
-  DecoderKvSession session = *cache.Bind(model, engine);
+  DecoderKvSession session = *Bind(cache, model, engine);
   EXPECT_TRUE(session.Prefill(prompt));
   session.Reset();
   const uint64_t before = testing::HeapAllocationsInProcess();

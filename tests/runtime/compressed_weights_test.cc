@@ -17,12 +17,15 @@
 #include "golden_case.h"
 #include "formats/llmcp35/checkpoint.h"
 #include "kvrt/generation.h"
-#include "kvrt/kv_cache.h"
-#include "kvrt/load_model.h"
-#include "kvrt/model.h"
-#include "kvrt/session.h"
+#include "kv/decoder_kv_cache.h"
+#include "formats/load_model.h"
+#include "model/decoder_model.h"
+#include "session/decoder_kv_session.h"
 #include "kvrt/threading/thread_pool.h"
 #include "kvrt/weight_format.h"
+#include "weights/prepare_weights.h"
+#include "weights/weight_plan.h"
+#include "generate/generate.h"
 
 namespace kvrt {
 namespace {
@@ -54,7 +57,7 @@ std::vector<std::vector<double>> SessionLogits(const DecoderModel& model, const 
   cache_options.precision = engine.precision;
   Result<DecoderKvCache> cache = DecoderKvCache::Create(model, cache_options);
   EXPECT_TRUE(cache) << cache.error().message();
-  Result<DecoderKvSession> session = cache->Bind(model, engine);
+  Result<DecoderKvSession> session = Bind(*cache, model, engine);
   EXPECT_TRUE(session) << session.error().message();
   if (!session) return {};
   std::vector<std::vector<double>> out;
@@ -160,7 +163,7 @@ class CompressedGgufTest : public ::testing::TestWithParam<std::string> {};
 // The GGUF fixtures, as stored (their bf16/f16/q8_0/q4_0 tensors repacked
 // losslessly) and converted to each format.
 TEST_P(CompressedGgufTest, FastMatchesTheOracleAsStoredAndConverted) {
-  Result<LoadedModel> loaded = LoadModel(testing::FixturePath("gguf/tiny-" + GetParam() + ".gguf"));
+  Result<ModelFile> loaded = ReadModelFile(testing::FixturePath("gguf/tiny-" + GetParam() + ".gguf"));
   ASSERT_TRUE(loaded) << loaded.error().message();
   const DecoderModel& model = loaded->model;
   const std::vector<uint32_t> prompt = {1, 450, 4996, 17354, 1701, 432, 17204};
@@ -193,7 +196,7 @@ INSTANTIATE_TEST_SUITE_P(GgufFixtures, CompressedGgufTest,
                          [](const ::testing::TestParamInfo<std::string>& type) { return type.param; });
 
 TEST(CompressedWeightsTest, StoredBytesAreDroppedOnceAParameterIsUpdated) {
-  Result<LoadedModel> loaded = LoadModel(testing::FixturePath("gguf/tiny-q8_0.gguf"));
+  Result<ModelFile> loaded = ReadModelFile(testing::FixturePath("gguf/tiny-q8_0.gguf"));
   ASSERT_TRUE(loaded) << loaded.error().message();
   DecoderModel model = loaded->model;
   const size_t index = BlockParameterIndex(0, BlockSlot::kQuery);
@@ -217,7 +220,7 @@ TEST(CompressedWeightsTest, StoredBytesAreDroppedOnceAParameterIsUpdated) {
 // format prepares, the sessions afterwards compute the same bits as on a model never
 // prepared, and an unknown format is a typed error, not a crash.
 TEST(CompressedWeightsTest, PreparedWeightsGiveTheSameSessions) {
-  Result<LoadedModel> loaded = LoadModel(testing::FixturePath("gguf/tiny-q4_0.gguf"));
+  Result<ModelFile> loaded = ReadModelFile(testing::FixturePath("gguf/tiny-q4_0.gguf"));
   ASSERT_TRUE(loaded) << loaded.error().message();
   const std::vector<uint32_t> prompt = {1, 450, 4996};
   for (WeightFormat format : kAll) {
@@ -227,14 +230,14 @@ TEST(CompressedWeightsTest, PreparedWeightsGiveTheSameSessions) {
           Engine(Backend::kReference, Precision::kF64, format)}) {
       const DecoderModel unprepared = *loaded->model.RebuildFromValues();
       const DecoderModel& prepared = loaded->model;
-      ASSERT_TRUE(prepared.PrepareWeights(engine)) << WeightFormatName(format);
+      ASSERT_TRUE(PrepareWeights(prepared, engine)) << WeightFormatName(format);
       EXPECT_EQ(SessionLogits(prepared, prompt, {17354}, engine),
                 SessionLogits(unprepared, prompt, {17354}, engine))
           << WeightFormatName(format);
     }
   }
   EngineOptions unknown = Engine(Backend::kFast, Precision::kF32, static_cast<WeightFormat>(99));
-  Result<void> refused = loaded->model.PrepareWeights(unknown);
+  Result<void> refused = PrepareWeights(loaded->model, unknown);
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().code(), ErrorCode::kUnsupportedBackend);
 }
@@ -309,7 +312,7 @@ TEST(CompressedWeightsTest, DecodingAllocatesNothing) {
     CacheOptions cache_options;
     cache_options.precision = Precision::kF32;
     DecoderKvCache cache = *DecoderKvCache::Create(model, cache_options);
-    Result<DecoderKvSession> session = cache.Bind(model, Engine(Backend::kFast, Precision::kF32, format, &pool));
+    Result<DecoderKvSession> session = Bind(cache, model, Engine(Backend::kFast, Precision::kF32, format, &pool));
     ASSERT_TRUE(session) << session.error().message();
     ASSERT_TRUE(session->Prefill(Tokens(10, 4, 300)));
     ASSERT_TRUE(session->Decode(1));  // warm the pool's workers
@@ -365,7 +368,7 @@ GreedyRun Greedy(const DecoderModel& model, const std::vector<uint32_t>& prompt,
   DecoderKvCache cache = *DecoderKvCache::Create(model, cache_options);
   EngineOptions engine = Engine(Backend::kFast, Precision::kF32, format);
   engine.int8_activations = int8_activations;
-  Result<DecoderKvSession> session = cache.Bind(model, engine);
+  Result<DecoderKvSession> session = Bind(cache, model, engine);
   EXPECT_TRUE(session) << session.error().message();
   Result<StepOutput> step = session->Prefill(prompt);
   for (size_t i = 0; i < count && step; ++i) {

@@ -6,6 +6,7 @@
 #include "golden_case.h"
 #include "formats/llmcp35/checkpoint.h"
 #include "kvrt/generation.h"
+#include "generate/generate.h"
 
 namespace kvrt {
 namespace {

@@ -11,10 +11,10 @@
 
 #include "allocation_counter.h"
 #include "golden_case.h"
-#include "kvrt/kv_cache.h"
-#include "kvrt/model.h"
+#include "kv/decoder_kv_cache.h"
+#include "model/decoder_model.h"
 #include "engine/reference/complete_prefix.h"
-#include "kvrt/session.h"
+#include "session/decoder_kv_session.h"
 #include "kvrt/threading/thread_pool.h"
 
 namespace kvrt {
@@ -50,7 +50,7 @@ double MaxAbsDiff(std::span<const double> a, std::span<const double> b) {
 std::vector<std::vector<double>> SessionLogits(const DecoderModel& model, const std::vector<uint32_t>& prompt,
                                                const std::vector<uint32_t>& continuation, EngineOptions engine) {
   DecoderKvCache cache = *DecoderKvCache::Create(model, CacheFor(engine.precision));
-  Result<DecoderKvSession> session = cache.Bind(model, engine);
+  Result<DecoderKvSession> session = Bind(cache, model, engine);
   EXPECT_TRUE(session) << session.error().message();
   std::vector<std::vector<double>> out;
   Result<StepOutput> step = session->Prefill(prompt);
@@ -165,7 +165,7 @@ TEST(FastEngineTest, ABatchOfSequencesEqualsEachSequenceAlone) {
   const std::vector<uint32_t> next = {7, 11, 299};
   for (Precision precision : {Precision::kF64, Precision::kF32}) {
     DecoderKvCache cache = *DecoderKvCache::Create(model, CacheFor(precision, batch));
-    DecoderKvSession session = *cache.Bind(model, Fast(precision, &pool));
+    DecoderKvSession session = *Bind(cache, model, Fast(precision, &pool));
     Result<StepOutput> prefill = session.PrefillBatch(prompts);
     ASSERT_TRUE(prefill) << prefill.error().message();
     const std::vector<double> prefill_logits(prefill->logits.begin(), prefill->logits.end());
@@ -192,7 +192,7 @@ TEST(FastEngineTest, CountersMatchTheReferenceEngine) {
   KvWork expected;
   for (const EngineOptions& engine : {ReferenceEngine(), Fast(Precision::kF32)}) {
     DecoderKvCache cache = *DecoderKvCache::Create(model, CacheFor(engine.precision));
-    DecoderKvSession session = *cache.Bind(model, engine);
+    DecoderKvSession session = *Bind(cache, model, engine);
     Result<StepOutput> prefill = session.Prefill(prompt);
     ASSERT_TRUE(prefill);
     EXPECT_EQ(prefill->attention_score_values, 2u * 3u * 30u);
@@ -229,7 +229,7 @@ TEST(FastEngineTest, AFailedStepCommitsNothing) {
   for (const auto& [precision, huge] : {std::pair{Precision::kF32, 1e30}, {Precision::kF64, 1e200}}) {
     const DecoderModel model = OverflowingModel(huge);
     DecoderKvCache cache = *DecoderKvCache::Create(model, CacheFor(precision));
-    DecoderKvSession session = *cache.Bind(model, Fast(precision));
+    DecoderKvSession session = *Bind(cache, model, Fast(precision));
     ASSERT_TRUE(session.Prefill(std::vector<uint32_t>{0, 0}));
     const DecoderKvCache before = *session.cache().Clone();
     ASSERT_FALSE(session.Decode(5)) << PrecisionName(precision);
@@ -275,7 +275,7 @@ TEST(FastEngineTest, APrefillNamesItsFirstNonFiniteKeyForAnyThreadCount) {
   threading::ThreadPool two(2);
   for (threading::ThreadPool* pool : {static_cast<threading::ThreadPool*>(nullptr), &two}) {
     DecoderKvCache cache = *DecoderKvCache::Create(model, CacheFor(Precision::kF32));
-    DecoderKvSession session = *cache.Bind(model, Fast(Precision::kF32, pool));
+    DecoderKvSession session = *Bind(cache, model, Fast(Precision::kF32, pool));
     const Result<StepOutput> failed = session.Prefill(prompt);
     ASSERT_FALSE(failed);
     EXPECT_TRUE(failed.error().Has(ErrorCode::kNonFiniteKey)) << failed.error().Debug();
@@ -295,7 +295,7 @@ TEST(FastEngineTest, DecodeAllocatesNothingAfterBind) {
   threading::ThreadPool pool(2);
   for (Precision precision : {Precision::kF32, Precision::kF64}) {
     DecoderKvCache cache = *DecoderKvCache::Create(model, CacheFor(precision));
-    DecoderKvSession session = *cache.Bind(model, Fast(precision, &pool));
+    DecoderKvSession session = *Bind(cache, model, Fast(precision, &pool));
     ASSERT_TRUE(session.Prefill(Tokens(10, 4)));
     ASSERT_TRUE(session.Decode(1));  // warm the pool's workers
     // Every thread counts: the caller and the pool's workers.
@@ -308,7 +308,7 @@ TEST(FastEngineTest, DecodeAllocatesNothingAfterBind) {
 TEST(FastEngineTest, BindRejectsAMismatchedPrecision) {
   const DecoderModel model = WideModel();
   DecoderKvCache cache = *DecoderKvCache::Create(model, CacheFor(Precision::kF64));
-  Result<DecoderKvSession> session = cache.Bind(model, Fast(Precision::kF32));
+  Result<DecoderKvSession> session = Bind(cache, model, Fast(Precision::kF32));
   ASSERT_FALSE(session);
   EXPECT_EQ(session.error().code(), ErrorCode::kUnsupportedBackend);
   EXPECT_FALSE(cache.is_bound());
@@ -382,7 +382,7 @@ TEST(GroupedQueryAttentionTest, ReferenceAndEngineAgreeForEveryGrouping) {
     }
     // The cache holds kv_heads lanes per sequence; scores count query heads.
     DecoderKvCache cache = *DecoderKvCache::Create(*model, CacheOptions{.precision = Precision::kF64});
-    DecoderKvSession session = *cache.Bind(*model, ReferenceEngine());
+    DecoderKvSession session = *Bind(cache, *model, ReferenceEngine());
     ASSERT_TRUE(session.Prefill(prompt));
     EXPECT_EQ(cache.layer(0)->heads(), kv_heads);
     EXPECT_EQ(cache.work().attention_score_values, 2u * 4u * (8u * 9u / 2u));

@@ -10,6 +10,7 @@
 #include "allocation_counter.h"
 #include "generate/generation_loop.h"
 #include "sampling_check.h"
+#include "generate/generate.h"
 
 namespace kvrt {
 namespace {

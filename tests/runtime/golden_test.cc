@@ -8,10 +8,11 @@
 
 #include "golden_case.h"
 #include "kvrt/generation.h"
-#include "kvrt/kv_cache.h"
-#include "kvrt/model.h"
+#include "kv/decoder_kv_cache.h"
+#include "model/decoder_model.h"
 #include "engine/reference/complete_prefix.h"
-#include "kvrt/session.h"
+#include "session/decoder_kv_session.h"
+#include "generate/generate.h"
 
 namespace kvrt {
 namespace {
@@ -82,7 +83,7 @@ TEST_P(GoldenCaseTest, CompletePrefixAndCachedLogitsAreBitExact) {
     const Json& cached = prompt_case.at("cached");
     Result<DecoderKvCache> cache = DecoderKvCache::Create(*model_, CacheOptions{.precision = Precision::kF64});
     ASSERT_TRUE(cache);
-    Result<DecoderKvSession> session = cache->Bind(*model_, ReferenceEngine());
+    Result<DecoderKvSession> session = Bind(*cache, *model_, ReferenceEngine());
     ASSERT_TRUE(session) << session.error().message();
     Result<StepOutput> prefill = session->Prefill(prompt);
     ASSERT_TRUE(prefill) << prefill.error().message();
@@ -211,7 +212,7 @@ TEST_P(GoldenCaseTest, ModelAndCacheErrorsMatchAndChangeNothing) {
     } else {
       Result<DecoderKvCache> cache = DecoderKvCache::Create(*model_, CacheOptions{.precision = Precision::kF64});
       ASSERT_TRUE(cache);
-      Result<DecoderKvSession> session = cache->Bind(*model_, ReferenceEngine());
+      Result<DecoderKvSession> session = Bind(*cache, *model_, ReferenceEngine());
       ASSERT_TRUE(session);
       if (!entry.at("prefilled").is_null()) {
         ASSERT_TRUE(session->Prefill(Ids(entry.at("prefilled"))));

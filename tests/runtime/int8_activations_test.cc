@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "allocation_counter.h"
-#include "kvrt/kv_cache.h"
-#include "kvrt/model.h"
-#include "kvrt/session.h"
+#include "kv/decoder_kv_cache.h"
+#include "model/decoder_model.h"
+#include "session/decoder_kv_session.h"
 #include "kvrt/threading/thread_pool.h"
 
 namespace kvrt {
@@ -57,7 +57,7 @@ std::vector<Logits> SessionLogits(const DecoderModel& model, const std::vector<u
   CacheOptions cache_options;
   cache_options.precision = engine.precision;
   DecoderKvCache cache = *DecoderKvCache::Create(model, cache_options);
-  Result<DecoderKvSession> session = cache.Bind(model, engine);
+  Result<DecoderKvSession> session = Bind(cache, model, engine);
   EXPECT_TRUE(session) << session.error().message();
   std::vector<Logits> out;
   if (chunk == 0) {
@@ -101,7 +101,7 @@ TEST(Int8ActivationsTest, OutsideTheFastF32EngineIsUnsupportedBackend) {
   EngineOptions f64 = Int8(WeightFormat::kQ8_0);
   f64.precision = Precision::kF64;
   for (const EngineOptions& options : {reference, f64}) {
-    Result<DecoderKvSession> session = cache.Bind(model, options);
+    Result<DecoderKvSession> session = Bind(cache, model, options);
     ASSERT_FALSE(session);
     EXPECT_EQ(session.error().code(), ErrorCode::kUnsupportedBackend) << session.error().message();
   }
@@ -113,7 +113,7 @@ TEST(Int8ActivationsTest, MoveTheLogitsButStayNearTheOracle) {
   for (WeightFormat format : {WeightFormat::kQ8_0, WeightFormat::kQ4_0}) {
     EngineOptions f32 = Int8(format);
     f32.int8_activations = false;
-    EngineOptions oracle{Backend::kReference, Precision::kF64, nullptr};
+    EngineOptions oracle{Backend::kReference, Precision::kF64, 0, nullptr};
     oracle.weights = format;
     const auto int8 = SessionLogits(model, prompt, continuation, Int8(format));
     const auto exact = SessionLogits(model, prompt, continuation, f32);
@@ -161,7 +161,7 @@ TEST(Int8ActivationsTest, ASequenceGetsTheSameBitsBesideAnother) {
     cache_options.precision = Precision::kF32;
     cache_options.batch_size = 2;
     DecoderKvCache cache = *DecoderKvCache::Create(model, cache_options);
-    Result<DecoderKvSession> session = cache.Bind(model, Int8(format));
+    Result<DecoderKvSession> session = Bind(cache, model, Int8(format));
     ASSERT_TRUE(session) << session.error().message();
     const SlotRun runs[] = {{1, other, RunPhase::kPrefill, true}, {0, prompt, RunPhase::kPrefill, true}};
     Result<SlotStepOutput> step = session->Step(runs);
@@ -178,7 +178,7 @@ TEST(Int8ActivationsTest, DecodingAllocatesNothing) {
     CacheOptions cache_options;
     cache_options.precision = Precision::kF32;
     DecoderKvCache cache = *DecoderKvCache::Create(model, cache_options);
-    Result<DecoderKvSession> session = cache.Bind(model, Int8(format, &pool));
+    Result<DecoderKvSession> session = Bind(cache, model, Int8(format, &pool));
     ASSERT_TRUE(session) << session.error().message();
     ASSERT_TRUE(session->Prefill(Tokens(10, 4, 300)));
     ASSERT_TRUE(session->Decode(1));  // warm the pool's workers

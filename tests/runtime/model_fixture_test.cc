@@ -6,7 +6,7 @@
 #include <map>
 #include <string>
 
-#include "kvrt/model.h"
+#include "model/decoder_model.h"
 #include "model/rope.h"
 #include "engine/reference/complete_prefix.h"
 #include "test_support.h"

@@ -2,7 +2,7 @@
 // machine, every session and bind error with the state proven unchanged (a clone
 // taken before the call compares equal after it), the two-phase commit under a
 // real numeric failure, parameter revisions and borrows, reset and rebind.
-#include "kvrt/session.h"
+#include "session/decoder_kv_session.h"
 
 #include <gtest/gtest.h>
 
@@ -11,15 +11,14 @@
 #include <memory>
 
 #include "allocation_counter.h"
-#include "cache/kv_cache_test_access.h"
-#include "kvrt/kv_cache.h"
-#include "kvrt/model.h"
+#include "kv_cache_test_access.h"
+#include "kv/decoder_kv_cache.h"
+#include "model/decoder_model.h"
 #include "engine/reference/complete_prefix.h"
 
 namespace kvrt {
 namespace {
 
-using detail::KvCacheTestAccess;
 
 ModelConfig FixtureConfig() { return ModelConfig::Create(5, 4, 2, 4, 2, 4, 10000.0, 1e-6); }
 
@@ -53,7 +52,7 @@ DecoderModel OverflowModel() {
 }
 
 std::string BindError(DecoderKvCache& cache, const DecoderModel& model) {
-  Result<DecoderKvSession> session = cache.Bind(model, ReferenceEngine());
+  Result<DecoderKvSession> session = Bind(cache, model, ReferenceEngine());
   return session ? "bound" : session.error().Debug();
 }
 
@@ -111,7 +110,7 @@ TEST(BindTest, ACacheHasOneSessionAtATime) {
   const DecoderModel model = FixtureModel();
   DecoderKvCache cache = NewCache(model);
   {
-    Result<DecoderKvSession> first = cache.Bind(model, ReferenceEngine());
+    Result<DecoderKvSession> first = Bind(cache, model, ReferenceEngine());
     ASSERT_TRUE(first);
     EXPECT_TRUE(cache.is_bound());
     EXPECT_EQ(BindError(cache, model), "CacheAlreadyBound");
@@ -202,7 +201,7 @@ class SessionTest : public ::testing::Test {
 };
 
 TEST_F(SessionTest, EveryRequestErrorLeavesTheStateUnchanged) {
-  DecoderKvSession session = *cache_.Bind(model_, ReferenceEngine());
+  DecoderKvSession session = *Bind(cache_, model_, ReferenceEngine());
   auto decode = [](uint32_t token) {
     return [token](DecoderKvSession& s) { return s.Decode(token); };
   };
@@ -227,7 +226,7 @@ TEST_F(SessionTest, EveryRequestErrorLeavesTheStateUnchanged) {
 }
 
 TEST_F(SessionTest, WorkCountersFollowTheCh38WorkedExample) {
-  DecoderKvSession session = *cache_.Bind(model_, ReferenceEngine());
+  DecoderKvSession session = *Bind(cache_, model_, ReferenceEngine());
   Result<StepOutput> prefill = session.Prefill(std::vector<uint32_t>{0, 1});
   ASSERT_TRUE(prefill);
   EXPECT_EQ(prefill->attention_score_values, 8u);  // the last prompt row only
@@ -244,7 +243,7 @@ TEST_F(SessionTest, WorkCountersFollowTheCh38WorkedExample) {
 }
 
 TEST_F(SessionTest, CountersThatWouldOverflowFailWithoutCommitting) {
-  DecoderKvSession session = *cache_.Bind(model_, ReferenceEngine());
+  DecoderKvSession session = *Bind(cache_, model_, ReferenceEngine());
   ASSERT_TRUE(session.Prefill(std::vector<uint32_t>{0}));
   KvCacheTestAccess::work(cache_).attention_score_values = std::numeric_limits<uint64_t>::max() - 1;
   ExpectRejected(
@@ -260,7 +259,7 @@ TEST_F(SessionTest, CountersThatWouldOverflowFailWithoutCommitting) {
 TEST(TwoPhaseCommitTest, AFailedDecodeCommitsNothingAndCanBeRetried) {
   const DecoderModel model = OverflowModel();
   DecoderKvCache cache = NewCache(model);
-  DecoderKvSession session = *cache.Bind(model, ReferenceEngine());
+  DecoderKvSession session = *Bind(cache, model, ReferenceEngine());
   ASSERT_TRUE(session.Prefill(std::vector<uint32_t>{0}));
   const DecoderKvCache before = CloneOf(session.cache());
   Result<StepOutput> failed = session.Decode(3);
@@ -280,7 +279,7 @@ TEST(TwoPhaseCommitTest, AFailedDecodeCommitsNothingAndCanBeRetried) {
 TEST(TwoPhaseCommitTest, AFailedPrefillLeavesTheEmptyState) {
   const DecoderModel model = OverflowModel();
   DecoderKvCache cache = NewCache(model);
-  DecoderKvSession session = *cache.Bind(model, ReferenceEngine());
+  DecoderKvSession session = *Bind(cache, model, ReferenceEngine());
   // Failing in the first row: nothing was written at all.
   DecoderKvCache before = CloneOf(session.cache());
   ASSERT_FALSE(session.Prefill(std::vector<uint32_t>{3}));
@@ -300,7 +299,7 @@ TEST(TwoPhaseCommitTest, AFailedPrefillLeavesTheEmptyState) {
 }
 
 TEST_F(SessionTest, ResetKeepsAllocationsAndStaleRowsAndReplaysIdentically) {
-  DecoderKvSession session = *cache_.Bind(model_, ReferenceEngine());
+  DecoderKvSession session = *Bind(cache_, model_, ReferenceEngine());
   ASSERT_TRUE(session.Prefill(std::vector<uint32_t>{0, 1}));
   Result<StepOutput> first = session.Decode(2);
   ASSERT_TRUE(first);
@@ -325,13 +324,13 @@ TEST_F(SessionTest, ANewSessionContinuesWhereTheLastOneStopped) {
   std::vector<double> continuous;
   {
     DecoderKvCache other = NewCache(model_);
-    DecoderKvSession session = *other.Bind(model_, ReferenceEngine());
+    DecoderKvSession session = *Bind(other, model_, ReferenceEngine());
     ASSERT_TRUE(session.Prefill(std::vector<uint32_t>{0, 1}));
     Result<StepOutput> decoded = session.Decode(2);
     continuous.assign(decoded->logits.begin(), decoded->logits.end());
   }
-  { ASSERT_TRUE(cache_.Bind(model_, ReferenceEngine())->Prefill(std::vector<uint32_t>{0, 1})); }
-  DecoderKvSession resumed = *cache_.Bind(model_, ReferenceEngine());
+  { ASSERT_TRUE(Bind(cache_, model_, ReferenceEngine())->Prefill(std::vector<uint32_t>{0, 1})); }
+  DecoderKvSession resumed = *Bind(cache_, model_, ReferenceEngine());
   Result<StepOutput> decoded = resumed.Decode(2);
   ASSERT_TRUE(decoded);
   EXPECT_EQ(std::vector<double>(decoded->logits.begin(), decoded->logits.end()), continuous);
@@ -348,7 +347,7 @@ TEST_F(SessionTest, ParameterUpdatesAreRefusedWhileASessionLives) {
   const std::vector<double> embedding_before(model_.embedding().values().begin(),
                                              model_.embedding().values().end());
   {
-    DecoderKvSession session = *cache_.Bind(model_, ReferenceEngine());
+    DecoderKvSession session = *Bind(cache_, model_, ReferenceEngine());
     ASSERT_TRUE(session.Prefill(std::vector<uint32_t>{0, 1}));
     session.Reset();
     for (int attempt = 0; attempt < 3; ++attempt) {
@@ -373,7 +372,7 @@ TEST_F(SessionTest, ParameterUpdatesAreRefusedWhileASessionLives) {
 }
 
 TEST_F(SessionTest, DecodeAllocatesNothingAfterBind) {
-  DecoderKvSession session = *cache_.Bind(model_, ReferenceEngine());
+  DecoderKvSession session = *Bind(cache_, model_, ReferenceEngine());
   ASSERT_TRUE(session.Prefill(std::vector<uint32_t>{0}));
   const uint64_t before = testing::HeapAllocationsOnThisThread();
   for (uint32_t token : {1u, 2u, 3u}) ASSERT_TRUE(session.Decode(token));

@@ -1,7 +1,7 @@
 // The engine's weight matrices lie in one arena, back to back in the order a
-// decode step reads them (model/weight_arena.h), hold the same bytes as when each
+// decode step reads them (weights/weight_arena.h), hold the same bytes as when each
 // had a buffer of its own, and a model whose arena cannot be allocated still packs.
-#include "model/weight_arena.h"
+#include "weights/weight_arena.h"
 
 #include <gtest/gtest.h>
 
@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "core/allocation_faults.h"
-#include "kvrt/buffer.h"
-#include "kvrt/model.h"
+#include "core/buffer.h"
+#include "model/decoder_model.h"
 #include "kvrt/weight_format.h"
-#include "model/packed_weights.h"
+#include "weights/engine_weights.h"
 
 namespace kvrt {
 namespace {

@@ -25,14 +25,14 @@ using simd_test::Inputs;
 class CompressedKernelsTest : public hwy::TestWithParamTarget {};
 HWY_TARGET_INSTANTIATE_TEST_SUITE_P(CompressedKernelsTest);
 
-constexpr WeightType kAllTypes[] = {WeightType::kBf16, WeightType::kF16, WeightType::kQ8_0,
-                                    WeightType::kQ4_0};
+constexpr CompressedFormat kAllTypes[] = {CompressedFormat::kBf16, CompressedFormat::kF16, CompressedFormat::kQ8_0,
+                                    CompressedFormat::kQ4_0};
 constexpr float kUntouched = -5.0f;
 
 // A random matrix packed in `type` at an offset from a 64-byte boundary (the kernels
 // must not rely on alignment), with its dequantized f32 copy packed by PackMatrix.
 struct CompressedCase {
-  CompressedCase(WeightType type, size_t rows, size_t cols, size_t offset, Inputs& inputs)
+  CompressedCase(CompressedFormat type, size_t rows, size_t cols, size_t offset, Inputs& inputs)
       : storage(hwy::AllocateAligned<uint8_t>(CompressedMatrixBytes(type, rows, cols) + 64)),
         dequantized(rows * cols),
         f32_storage(PackedElementCount<float>(rows, cols), 0) {
@@ -48,7 +48,7 @@ struct CompressedCase {
     f32_view = PackMatrix(dequantized.data(), rows, cols, false, f32_storage.data());
     // The quantized types' integers and scales, from ggml's quantizer (which
     // PackCompressed follows bit for bit: compressed_pack_test.cc).
-    if (type == WeightType::kQ8_0 || type == WeightType::kQ4_0) {
+    if (type == CompressedFormat::kQ8_0 || type == CompressedFormat::kQ4_0) {
       quants.resize(rows * cols);
       scales.resize(rows / kQuantBlock * cols);
       std::vector<float> column(kQuantBlock);
@@ -56,11 +56,11 @@ struct CompressedCase {
       for (size_t n = 0; n < cols; ++n) {
         for (size_t b = 0; b < rows / kQuantBlock; ++b) {
           for (size_t r = 0; r < kQuantBlock; ++r) column[r] = dense[(b * kQuantBlock + r) * cols + n];
-          if (type == WeightType::kQ8_0) QuantizeBlockQ8_0(column.data(), block);
-          if (type == WeightType::kQ4_0) QuantizeBlockQ4_0(column.data(), block);
+          if (type == CompressedFormat::kQ8_0) QuantizeBlockQ8_0(column.data(), block);
+          if (type == CompressedFormat::kQ4_0) QuantizeBlockQ4_0(column.data(), block);
           scales[b * cols + n] = F16ToF32(static_cast<uint16_t>(block[0] | block[1] << 8));
           for (size_t r = 0; r < kQuantBlock; ++r) {
-            const int q = type == WeightType::kQ8_0 ? static_cast<int8_t>(block[2 + r])
+            const int q = type == CompressedFormat::kQ8_0 ? static_cast<int8_t>(block[2 + r])
                           : r < 16                  ? (block[2 + r] & 0xF) - 8
                                                     : (block[2 + r - 16] >> 4) - 8;
             quants[(b * kQuantBlock + r) * cols + n] = static_cast<float>(q);
@@ -93,7 +93,7 @@ struct CompressedCase {
     }
     return acc;
   }
-  bool BlockScaled() const { return view.type == WeightType::kQ8_0 || view.type == WeightType::kQ4_0; }
+  bool BlockScaled() const { return view.type == CompressedFormat::kQ8_0 || view.type == CompressedFormat::kQ4_0; }
 
   // The derived bound against the twin (compressed_matrix.h, Max error).
   long double TwinBound(const float* x, size_t n) const {
@@ -122,8 +122,8 @@ struct CompressedCase {
   std::vector<float> scales;  // [K / 32, N]
 };
 
-std::vector<size_t> RowCounts(WeightType type) {
-  if (type == WeightType::kQ8_0 || type == WeightType::kQ4_0) return {0, 32, 64, 96, 160, 288, 544};
+std::vector<size_t> RowCounts(CompressedFormat type) {
+  if (type == CompressedFormat::kQ8_0 || type == CompressedFormat::kQ4_0) return {0, 32, 64, 96, 160, 288, 544};
   return {0, 1, 2, 7, 32, 33, 100, 255, 257, 544};
 }
 
@@ -141,7 +141,7 @@ bool MultipliesThenAdds(int64_t target) { return target == HWY_SCALAR || target 
 
 TEST_P(CompressedKernelsTest, MatVecMatchesTwinAndEmulation) {
   const bool scalar_target = MultipliesThenAdds(GetParam());
-  for (WeightType type : kAllTypes) {
+  for (CompressedFormat type : kAllTypes) {
     for (size_t rows : RowCounts(type)) {
       for (size_t cols : ColumnCounts()) {
         Inputs inputs(simd_test::CaseSeed(rows, cols, static_cast<size_t>(type)));
@@ -154,7 +154,7 @@ TEST_P(CompressedKernelsTest, MatVecMatchesTwinAndEmulation) {
         MatVec(w.view, x_buffer.data(), y.data(), 0, w.view.panels());
         MatVec(w.f32_view, x.data(), y_f32.data(), 0, w.f32_view.panels());
         const auto where = ::testing::Message()
-                           << WeightTypeName(type) << " K=" << rows << " N=" << cols;
+                           << CompressedFormatName(type) << " K=" << rows << " N=" << cols;
         ASSERT_TRUE(y.GuardsIntact()) << where;
         if (!w.BlockScaled()) {
           ASSERT_TRUE(simd_test::SameBits(y.data(), y_f32.data(), cols)) << where;
@@ -175,7 +175,7 @@ TEST_P(CompressedKernelsTest, MatVecMatchesTwinAndEmulation) {
 
 // C = A·W for M = 1..17 (every remainder of the row tiles), strided A and C: within the
 // bound of the twin, every row bit for bit MatVec of that row, padding of C untouched.
-void ExpectMatMul(WeightType type, size_t m, size_t rows, size_t cols, bool scalar_target) {
+void ExpectMatMul(CompressedFormat type, size_t m, size_t rows, size_t cols, bool scalar_target) {
   const size_t lda = rows + 3, ldc = cols + 2;
   Inputs inputs(simd_test::CaseSeed(m, rows, cols * 4 + static_cast<size_t>(type)));
   CompressedCase w(type, rows, cols, 0, inputs);
@@ -187,7 +187,7 @@ void ExpectMatMul(WeightType type, size_t m, size_t rows, size_t cols, bool scal
   MatMul(a.data(), lda, m, w.view, c.data(), ldc, 0, w.view.panels());
   MatMul(a.data(), lda, m, w.f32_view, c_f32.data(), ldc, 0, w.f32_view.panels());
   const auto where = ::testing::Message()
-                     << WeightTypeName(type) << " M=" << m << " K=" << rows << " N=" << cols;
+                     << CompressedFormatName(type) << " M=" << m << " K=" << rows << " N=" << cols;
   ASSERT_TRUE(c.GuardsIntact()) << where;
   if (!w.BlockScaled()) {
     ASSERT_TRUE(simd_test::SameBits(c.data(), c_f32.data(), m * ldc)) << where;
@@ -210,7 +210,7 @@ void ExpectMatMul(WeightType type, size_t m, size_t rows, size_t cols, bool scal
 
 TEST_P(CompressedKernelsTest, MatMulMatchesTwinAndEqualsMatVecRows) {
   const bool scalar_target = MultipliesThenAdds(GetParam());
-  for (WeightType type : kAllTypes) {
+  for (CompressedFormat type : kAllTypes) {
     for (size_t m = 1; m <= 17; ++m) {
       for (size_t rows : {32, 96, 288}) {
         for (size_t cols : {1, 17, 32, 33, 100}) {
@@ -229,7 +229,7 @@ TEST_P(CompressedKernelsTest, MatMulMatchesTwinAndEqualsMatVecRows) {
 // Any split of the panels into ranges gives the same bits, and a range writes only its
 // own columns; MatMul likewise.
 TEST_P(CompressedKernelsTest, SplitInvariant) {
-  for (WeightType type : kAllTypes) {
+  for (CompressedFormat type : kAllTypes) {
     const size_t rows = 320, cols = 7 * 32 - 5, m = 11;
     Inputs inputs(simd_test::CaseSeed(rows, cols, 7 + static_cast<size_t>(type)));
     CompressedCase w(type, rows, cols, 0, inputs);

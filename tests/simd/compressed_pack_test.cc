@@ -21,8 +21,8 @@ namespace {
 
 using simd_test::Inputs;
 
-constexpr WeightType kAllTypes[] = {WeightType::kBf16, WeightType::kF16, WeightType::kQ8_0,
-                                    WeightType::kQ4_0};
+constexpr CompressedFormat kAllTypes[] = {CompressedFormat::kBf16, CompressedFormat::kF16, CompressedFormat::kQ8_0,
+                                    CompressedFormat::kQ4_0};
 
 uint32_t Bits(float v) {
   uint32_t b;
@@ -159,28 +159,28 @@ TEST(GgmlQuantizeTest, Q4_0SignOfTheFirstLargestElement) {
 // ---- sizes ---------------------------------------------------------------------------------
 
 TEST(CompressedMatrixTest, SizesAreGgmlBytesPerWeight) {
-  EXPECT_TRUE(FitsWeightType(WeightType::kBf16, 7));
-  EXPECT_TRUE(FitsWeightType(WeightType::kF16, 7));
-  EXPECT_FALSE(FitsWeightType(WeightType::kQ8_0, 48));
-  EXPECT_TRUE(FitsWeightType(WeightType::kQ4_0, 64));
-  EXPECT_EQ(CompressedMatrixBytes(WeightType::kBf16, 7, 33), 2u * 7 * 2 * 32);
-  EXPECT_EQ(CompressedMatrixBytes(WeightType::kF16, 768, 768), 768u * 768 * 2);
-  EXPECT_EQ(CompressedMatrixBytes(WeightType::kQ8_0, 768, 768), 768u * 768 * 34 / 32);
-  EXPECT_EQ(CompressedMatrixBytes(WeightType::kQ4_0, 768, 768), 768u * 768 * 18 / 32);
-  EXPECT_EQ(CompressedMatrixBytes(WeightType::kQ4_0, 64, 33), 2u * 2 * 576);
-  EXPECT_EQ(CompressedMatrixBytes(WeightType::kQ8_0, 0, 100), 0u);
+  EXPECT_TRUE(FitsCompressedFormat(CompressedFormat::kBf16, 7));
+  EXPECT_TRUE(FitsCompressedFormat(CompressedFormat::kF16, 7));
+  EXPECT_FALSE(FitsCompressedFormat(CompressedFormat::kQ8_0, 48));
+  EXPECT_TRUE(FitsCompressedFormat(CompressedFormat::kQ4_0, 64));
+  EXPECT_EQ(CompressedMatrixBytes(CompressedFormat::kBf16, 7, 33), 2u * 7 * 2 * 32);
+  EXPECT_EQ(CompressedMatrixBytes(CompressedFormat::kF16, 768, 768), 768u * 768 * 2);
+  EXPECT_EQ(CompressedMatrixBytes(CompressedFormat::kQ8_0, 768, 768), 768u * 768 * 34 / 32);
+  EXPECT_EQ(CompressedMatrixBytes(CompressedFormat::kQ4_0, 768, 768), 768u * 768 * 18 / 32);
+  EXPECT_EQ(CompressedMatrixBytes(CompressedFormat::kQ4_0, 64, 33), 2u * 2 * 576);
+  EXPECT_EQ(CompressedMatrixBytes(CompressedFormat::kQ8_0, 0, 100), 0u);
   const size_t huge = std::numeric_limits<size_t>::max() / 4;
-  EXPECT_EQ(CompressedMatrixBytes(WeightType::kBf16, huge, 32), SIZE_MAX);
-  EXPECT_EQ(CompressedMatrixBytes(WeightType::kQ8_0, 1u << 20, huge), SIZE_MAX);
-  EXPECT_EQ(GgmlRowBytes(WeightType::kQ8_0, 64), 68u);
-  EXPECT_EQ(GgmlRowBytes(WeightType::kQ4_0, 64), 36u);
-  EXPECT_EQ(GgmlRowBytes(WeightType::kF16, 5), 10u);
+  EXPECT_EQ(CompressedMatrixBytes(CompressedFormat::kBf16, huge, 32), SIZE_MAX);
+  EXPECT_EQ(CompressedMatrixBytes(CompressedFormat::kQ8_0, 1u << 20, huge), SIZE_MAX);
+  EXPECT_EQ(GgmlRowBytes(CompressedFormat::kQ8_0, 64), 68u);
+  EXPECT_EQ(GgmlRowBytes(CompressedFormat::kQ4_0, 64), 36u);
+  EXPECT_EQ(GgmlRowBytes(CompressedFormat::kF16, 5), 10u);
 }
 
 // ---- packing ------------------------------------------------------------------------------
 
 // ggml's layout of a [K, N] matrix: N rows of K, quantized by the block quantizers.
-std::vector<uint8_t> GgmlRows(WeightType type, const std::vector<float>& dense, size_t rows,
+std::vector<uint8_t> GgmlRows(CompressedFormat type, const std::vector<float>& dense, size_t rows,
                               size_t cols) {
   const size_t row_bytes = GgmlRowBytes(type, rows);
   std::vector<uint8_t> out(cols * row_bytes);
@@ -189,16 +189,16 @@ std::vector<uint8_t> GgmlRows(WeightType type, const std::vector<float>& dense, 
     for (size_t k = 0; k < rows; ++k) column[k] = dense[k * cols + n];
     uint8_t* row = out.data() + n * row_bytes;
     for (size_t k = 0; k < rows; ++k) {
-      if (type == WeightType::kBf16 || type == WeightType::kF16) {
-        const uint16_t h = type == WeightType::kBf16 ? F32ToBf16(column[k]) : F32ToF16(column[k]);
+      if (type == CompressedFormat::kBf16 || type == CompressedFormat::kF16) {
+        const uint16_t h = type == CompressedFormat::kBf16 ? F32ToBf16(column[k]) : F32ToF16(column[k]);
         row[2 * k] = static_cast<uint8_t>(h);
         row[2 * k + 1] = static_cast<uint8_t>(h >> 8);
       }
     }
-    for (size_t b = 0; b < rows / 32 && type == WeightType::kQ8_0; ++b) {
+    for (size_t b = 0; b < rows / 32 && type == CompressedFormat::kQ8_0; ++b) {
       QuantizeBlockQ8_0(column.data() + 32 * b, row + 34 * b);
     }
-    for (size_t b = 0; b < rows / 32 && type == WeightType::kQ4_0; ++b) {
+    for (size_t b = 0; b < rows / 32 && type == CompressedFormat::kQ4_0; ++b) {
       QuantizeBlockQ4_0(column.data() + 32 * b, row + 18 * b);
     }
   }
@@ -206,17 +206,17 @@ std::vector<uint8_t> GgmlRows(WeightType type, const std::vector<float>& dense, 
 }
 
 // Element (k, n) decoded from ggml's bytes as ggml's dequantizers do.
-float GgmlElement(WeightType type, const std::vector<uint8_t>& ggml, size_t rows, size_t k,
+float GgmlElement(CompressedFormat type, const std::vector<uint8_t>& ggml, size_t rows, size_t k,
                   size_t n) {
   const uint8_t* row = ggml.data() + n * GgmlRowBytes(type, rows);
   switch (type) {
-    case WeightType::kBf16: return FromBits(static_cast<uint32_t>(U16(row + 2 * k)) << 16);
-    case WeightType::kF16: return F16ToF32(U16(row + 2 * k));
-    case WeightType::kQ8_0: {
+    case CompressedFormat::kBf16: return FromBits(static_cast<uint32_t>(U16(row + 2 * k)) << 16);
+    case CompressedFormat::kF16: return F16ToF32(U16(row + 2 * k));
+    case CompressedFormat::kQ8_0: {
       const uint8_t* block = row + 34 * (k / 32);
       return static_cast<float>(static_cast<int8_t>(block[2 + k % 32])) * F16ToF32(U16(block));
     }
-    case WeightType::kQ4_0: {
+    case CompressedFormat::kQ4_0: {
       const uint8_t* block = row + 18 * (k / 32);
       const size_t j = k % 32;
       const int q = j < 16 ? block[2 + j] & 0xF : block[2 + j - 16] >> 4;
@@ -230,7 +230,7 @@ struct Packed {
   hwy::AlignedFreeUniquePtr<uint8_t[]> bytes;
   CompressedMatrixView view;
 };
-Packed Allocate(WeightType type, size_t rows, size_t cols, uint8_t fill) {
+Packed Allocate(CompressedFormat type, size_t rows, size_t cols, uint8_t fill) {
   const size_t size = CompressedMatrixBytes(type, rows, cols);
   Packed p{hwy::AllocateAligned<uint8_t>(size + 1), {}};
   std::memset(p.bytes.get(), fill, size + 1);
@@ -243,7 +243,7 @@ Packed Allocate(WeightType type, size_t rows, size_t cols, uint8_t fill) {
 // storage is written, at() equals ggml's dequantization, GatherColumn equals at(), and the
 // padding columns are +0.
 TEST(CompressedMatrixTest, PackEqualsRepackAndAtEqualsGgmlDequantization) {
-  for (WeightType type : kAllTypes) {
+  for (CompressedFormat type : kAllTypes) {
     for (size_t rows : {32, 64, 96, 256}) {
       for (size_t cols : {1, 5, 16, 31, 32, 33, 64, 70}) {
         Inputs inputs(simd_test::CaseSeed(rows, cols, static_cast<size_t>(type)));
@@ -261,7 +261,7 @@ TEST(CompressedMatrixTest, PackEqualsRepackAndAtEqualsGgmlDequantization) {
         RepackGgml(type, ggml.data(), rows, cols, from_ggml.bytes.get());
         PackCompressed(type, dense.data(), rows, cols, false, packed.bytes.get());
         PackCompressed(type, transposed.data(), rows, cols, true, packed_t.bytes.get());
-        const auto where = ::testing::Message() << WeightTypeName(type) << " K=" << rows << " N=" << cols;
+        const auto where = ::testing::Message() << CompressedFormatName(type) << " K=" << rows << " N=" << cols;
         ASSERT_EQ(std::memcmp(from_ggml.bytes.get(), packed.bytes.get(), size), 0) << where;
         ASSERT_EQ(std::memcmp(packed_t.bytes.get(), packed.bytes.get(), size), 0) << where;
         ASSERT_EQ(packed.bytes[size], 0x5A) << where << ": wrote past the end";
@@ -289,14 +289,14 @@ TEST(CompressedMatrixTest, HalfTypesAnyRowCount) {
   for (size_t rows : {1, 7, 33}) {
     Inputs inputs(simd_test::CaseSeed(rows));
     const auto dense = inputs.WideExponents<float>(rows * 40, 1, 20);
-    for (WeightType type : {WeightType::kBf16, WeightType::kF16}) {
+    for (CompressedFormat type : {CompressedFormat::kBf16, CompressedFormat::kF16}) {
       Packed p = Allocate(type, rows, 40, 0xFF);
       PackCompressed(type, dense.data(), rows, 40, false, p.bytes.get());
       for (size_t k = 0; k < rows; ++k) {
         for (size_t n = 0; n < 64; ++n) {
           const float expected =
               n >= 40 ? 0.0f
-                      : (type == WeightType::kBf16 ? Bf16ToF32(F32ToBf16(dense[k * 40 + n]))
+                      : (type == CompressedFormat::kBf16 ? Bf16ToF32(F32ToBf16(dense[k * 40 + n]))
                                                    : F16ToF32(F32ToF16(dense[k * 40 + n])));
           ASSERT_EQ(Bits(p.view.at(k, n)), Bits(expected)) << k << " " << n;
         }
@@ -309,7 +309,7 @@ TEST(CompressedMatrixTest, HalfTypesAnyRowCount) {
 // any scale, f16 subnormal scales) survive RepackGgml unchanged.
 TEST(CompressedMatrixTest, RepackIsLosslessForArbitraryBytes) {
   const size_t rows = 64, cols = 37;
-  for (WeightType type : kAllTypes) {
+  for (CompressedFormat type : kAllTypes) {
     std::vector<uint8_t> ggml(cols * GgmlRowBytes(type, rows));
     uint32_t state = 12345;
     for (uint8_t& b : ggml) {
@@ -317,9 +317,9 @@ TEST(CompressedMatrixTest, RepackIsLosslessForArbitraryBytes) {
       b = static_cast<uint8_t>(state >> 24);
     }
     // Keep the halves and scales finite (exponent field not all ones).
-    const size_t stride = type == WeightType::kQ8_0 ? 34 : type == WeightType::kQ4_0 ? 18 : 2;
+    const size_t stride = type == CompressedFormat::kQ8_0 ? 34 : type == CompressedFormat::kQ4_0 ? 18 : 2;
     for (size_t i = 0; i < ggml.size(); i += stride) {
-      const bool bf16 = type == WeightType::kBf16;
+      const bool bf16 = type == CompressedFormat::kBf16;
       if (bf16 ? (ggml[i + 1] & 0x7F) == 0x7F : (ggml[i + 1] & 0x7C) == 0x7C) ggml[i + 1] ^= 0x40;
     }
     Packed p = Allocate(type, rows, cols, 0);
@@ -327,7 +327,7 @@ TEST(CompressedMatrixTest, RepackIsLosslessForArbitraryBytes) {
     for (size_t n = 0; n < cols; ++n) {
       for (size_t k = 0; k < rows; ++k) {
         ASSERT_EQ(Bits(p.view.at(k, n)), Bits(GgmlElement(type, ggml, rows, k, n)))
-            << WeightTypeName(type) << " k=" << k << " n=" << n;
+            << CompressedFormatName(type) << " k=" << k << " n=" << n;
       }
     }
   }
@@ -337,7 +337,7 @@ TEST(CompressedMatrixTest, RepackIsLosslessForArbitraryBytes) {
 // order), for panel ranges and strided MatMul rows.
 TEST(CompressedMatrixTest, TwinsEqualF32TwinsOnTheDequantizedMatrix) {
   const size_t rows = 96, cols = 75, m = 3, ldc = cols + 1;
-  for (WeightType type : kAllTypes) {
+  for (CompressedFormat type : kAllTypes) {
     Inputs inputs(simd_test::CaseSeed(rows, cols, 3 + static_cast<size_t>(type)));
     const auto dense = inputs.Uniform<float>(rows * cols, -2, 2);
     const auto a = inputs.Uniform<float>(m * rows, -1, 1);
@@ -351,11 +351,11 @@ TEST(CompressedMatrixTest, TwinsEqualF32TwinsOnTheDequantizedMatrix) {
     std::vector<float> y(cols, -1), y_f32(cols, -1), c(m * ldc, -1), c_f32(m * ldc, -1);
     MatVecScalar(p.view, a.data(), y.data(), 1, 3);
     MatVecScalar(f32_view, a.data(), y_f32.data(), 1, 3);
-    ASSERT_TRUE(simd_test::SameBits(y.data(), y_f32.data(), cols)) << WeightTypeName(type);
+    ASSERT_TRUE(simd_test::SameBits(y.data(), y_f32.data(), cols)) << CompressedFormatName(type);
     ASSERT_EQ(y[31], -1.0f);
     MatMulScalar(a.data(), rows, m, p.view, c.data(), ldc, 0, 3);
     MatMulScalar(a.data(), rows, m, f32_view, c_f32.data(), ldc, 0, 3);
-    ASSERT_TRUE(simd_test::SameBits(c.data(), c_f32.data(), c.size())) << WeightTypeName(type);
+    ASSERT_TRUE(simd_test::SameBits(c.data(), c_f32.data(), c.size())) << CompressedFormatName(type);
   }
 }
 

@@ -28,7 +28,7 @@ using simd_test::Inputs;
 class Int8ActivationsTest : public hwy::TestWithParamTarget {};
 HWY_TARGET_INSTANTIATE_TEST_SUITE_P(Int8ActivationsTest);
 
-constexpr WeightType kTypes[] = {WeightType::kQ8_0, WeightType::kQ4_0};
+constexpr CompressedFormat kTypes[] = {CompressedFormat::kQ8_0, CompressedFormat::kQ4_0};
 constexpr float kUntouched = -5.0f;
 
 // Activation rows of K values and their Int8Rows.
@@ -50,7 +50,7 @@ struct Activations {
 
 // A random q8_0/q4_0 matrix in the row layout and its quad relayout.
 struct QuadCase {
-  QuadCase(WeightType type, size_t rows, size_t cols, Inputs& inputs)
+  QuadCase(CompressedFormat type, size_t rows, size_t cols, Inputs& inputs)
       : bytes(CompressedMatrixBytes(type, rows, cols)),
         row_storage(hwy::AllocateAligned<uint8_t>(bytes)),
         quad_storage(hwy::AllocateAligned<uint8_t>(bytes)) {
@@ -114,7 +114,7 @@ TEST_P(Int8ActivationsTest, QuantizeRowEqualsItsTwin) {
 }
 
 TEST(Int8ActivationsPackTest, QuadRelayoutIsLossless) {
-  for (WeightType type : kTypes) {
+  for (CompressedFormat type : kTypes) {
     for (size_t rows : {32, 96}) {
       for (size_t cols : ColumnCounts()) {
         Inputs inputs(simd_test::CaseSeed(rows, cols, static_cast<size_t>(type)));
@@ -123,7 +123,7 @@ TEST(Int8ActivationsPackTest, QuadRelayoutIsLossless) {
         for (size_t k = 0; k < rows; ++k) {
           for (size_t n = 0; n < w.quads.panels() * 32; ++n) {
             ASSERT_EQ(w.quads.at(k, n), w.row_view.at(k, n))
-                << WeightTypeName(type) << " K=" << rows << " N=" << cols << " k=" << k << " n=" << n;
+                << CompressedFormatName(type) << " K=" << rows << " N=" << cols << " k=" << k << " n=" << n;
           }
         }
         std::vector<float> column(rows), expected(rows);
@@ -156,7 +156,7 @@ float Formula(const Activations& act, size_t row, const CompressedMatrixView& w,
 }
 
 TEST_P(Int8ActivationsTest, MatMulEqualsTwinForEveryShape) {
-  for (WeightType type : kTypes) {
+  for (CompressedFormat type : kTypes) {
     for (size_t rows : {32, 64, 160}) {
       for (size_t cols : ColumnCounts()) {
         for (size_t m : {1, 2, 3, 4, 5, 7, 9}) {
@@ -170,7 +170,7 @@ TEST_P(Int8ActivationsTest, MatMulEqualsTwinForEveryShape) {
           MatMulInt8(act.rows, first_row, m, w.quads, c.data(), ldc, 0, w.quads.panels());
           MatMulInt8Scalar(act.rows, first_row, m, w.quads, twin.data(), ldc, 0, w.quads.panels());
           const auto where = ::testing::Message()
-                             << WeightTypeName(type) << " K=" << rows << " N=" << cols << " M=" << m;
+                             << CompressedFormatName(type) << " K=" << rows << " N=" << cols << " M=" << m;
           ASSERT_TRUE(c.GuardsIntact()) << where;
           ASSERT_TRUE(simd_test::SameBits(c.data(), twin.data(), m * ldc)) << where;
           // One row alone gives the same bits as inside the tile.
@@ -201,9 +201,9 @@ TEST_P(Int8ActivationsTest, ExtremeQuantsSumExactly) {
   // Activations: block 0 all +127 (x = 1), block 1 alternating ±127 in pairs.
   std::vector<float> x(rows);
   for (size_t k = 0; k < rows; ++k) x[k] = k < 32 || (k / 2) % 2 == 0 ? 1.0f : -1.0f;
-  for (WeightType type : kTypes) {
+  for (CompressedFormat type : kTypes) {
     // ggml rows (one per column n) of two blocks: scale 1.0 (f16 0x3C00), then quants.
-    const size_t block_bytes = type == WeightType::kQ8_0 ? 34 : 18;
+    const size_t block_bytes = type == CompressedFormat::kQ8_0 ? 34 : 18;
     std::vector<uint8_t> ggml(cols * 2 * block_bytes);
     for (size_t n = 0; n < cols; ++n) {
       for (size_t b = 0; b < 2; ++b) {
@@ -212,7 +212,7 @@ TEST_P(Int8ActivationsTest, ExtremeQuantsSumExactly) {
         block[1] = 0x3C;
         for (size_t j = 0; j < 32; ++j) {
           const size_t pattern = (n + j + b) % 4;  // extremes mixed within a lane's four
-          if (type == WeightType::kQ8_0) {
+          if (type == CompressedFormat::kQ8_0) {
             const int8_t q[4] = {-128, -127, 127, -128};
             block[2 + j] = static_cast<uint8_t>(n % 3 == 0 ? q[0] : q[pattern]);
           } else if (j < 16) {
@@ -237,20 +237,20 @@ TEST_P(Int8ActivationsTest, ExtremeQuantsSumExactly) {
     std::vector<float> y(cols), twin(cols);
     MatMulInt8(act.rows, 0, 1, quads, y.data(), cols, 0, quads.panels());
     MatMulInt8Scalar(act.rows, 0, 1, quads, twin.data(), cols, 0, quads.panels());
-    ASSERT_TRUE(simd_test::SameBits(y.data(), twin.data(), cols)) << WeightTypeName(type);
+    ASSERT_TRUE(simd_test::SameBits(y.data(), twin.data(), cols)) << CompressedFormatName(type);
     for (size_t n = 0; n < cols; ++n) {
       const float expected = Formula(act, 0, quads, n);
       ASSERT_TRUE(simd_test::SameBits(&twin[n], &expected, 1))
-          << WeightTypeName(type) << " n=" << n << ": " << twin[n] << " vs " << expected;
+          << CompressedFormatName(type) << " n=" << n << ": " << twin[n] << " vs " << expected;
     }
     // Column 0 against block 0's +127 activations (block 1's cancel): q8_0 all −128,
     // −128·127·32·d_a ≈ −4096; q4_0 all 7, 7·127·32·d_a ≈ 224 (d_a ≈ 1/127).
-    ASSERT_NEAR(y[0], type == WeightType::kQ8_0 ? -4096.0f : 224.0f, 0.5f) << WeightTypeName(type);
+    ASSERT_NEAR(y[0], type == CompressedFormat::kQ8_0 ? -4096.0f : 224.0f, 0.5f) << CompressedFormatName(type);
   }
 }
 
 TEST_P(Int8ActivationsTest, PanelRangesWriteOnlyTheirColumns) {
-  for (WeightType type : kTypes) {
+  for (CompressedFormat type : kTypes) {
     const size_t rows = 64, cols = 300;  // 10 panels, the last one partial
     Inputs inputs(simd_test::CaseSeed(rows, cols, 40 + static_cast<size_t>(type)));
     QuadCase w(type, rows, cols, inputs);
@@ -264,7 +264,7 @@ TEST_P(Int8ActivationsTest, PanelRangesWriteOnlyTheirColumns) {
           for (size_t n = end * 32; n < cols; ++n) ASSERT_EQ(split[r * cols + n], kUntouched);
         }
       }
-      ASSERT_TRUE(simd_test::SameBits(whole.data(), split.data(), m * cols)) << WeightTypeName(type);
+      ASSERT_TRUE(simd_test::SameBits(whole.data(), split.data(), m * cols)) << CompressedFormatName(type);
     }
   }
 }
@@ -273,7 +273,7 @@ TEST_P(Int8ActivationsTest, PanelRangesWriteOnlyTheirColumns) {
 // its block's step d_a errs by ≤ d_a/2, so |y − x·W| ≤ Σ_b (d_a,b/2)·Σ_{k∈b}|W[k][n]|
 // plus the f32 roundings (≤ (blocks + 1)·u per |term|, far smaller; 2·ε·Σ|x·W| covers it).
 TEST(Int8ActivationsAccuracyTest, WithinTheActivationRoundingBound) {
-  for (WeightType type : kTypes) {
+  for (CompressedFormat type : kTypes) {
     const size_t rows = 256, cols = 96;
     Inputs inputs(simd_test::CaseSeed(rows, cols, 90 + static_cast<size_t>(type)));
     QuadCase w(type, rows, cols, inputs);
@@ -289,7 +289,7 @@ TEST(Int8ActivationsAccuracyTest, WithinTheActivationRoundingBound) {
         bound += std::fabs(weight) * act.scales[k / 32] / 2;
       }
       bound += 2 * static_cast<long double>(FLT_EPSILON) * (magnitude + bound);
-      ASSERT_LE(std::fabs(y[n] - exact), bound) << WeightTypeName(type) << " n=" << n;
+      ASSERT_LE(std::fabs(y[n] - exact), bound) << CompressedFormatName(type) << " n=" << n;
     }
   }
 }

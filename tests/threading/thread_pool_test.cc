@@ -4,10 +4,14 @@
 #include "kvrt/threading/thread_pool.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <optional>
 #include <set>
@@ -129,7 +133,7 @@ TEST(ThreadPoolTest, ANestedLoopRunsInlineUnderTheOuterWorker) {
   EXPECT_TRUE(same_worker);
 }
 
-// Several threads sharing one pool take turns; each sees its own loop complete
+// Several threads sharing one pool run their loops at once; each sees its own loop complete
 // (every task once, results written before ParallelFor returns).
 TEST(ThreadPoolTest, CallersOnSeveralThreadsShareOnePool) {
   ThreadPool pool(2);
@@ -147,6 +151,33 @@ TEST(ThreadPoolTest, CallersOnSeveralThreadsShareOnePool) {
   }
   for (std::thread& caller : callers) caller.join();
   for (size_t c = 0; c < kCallers; ++c) EXPECT_EQ(failures[c], 0) << "caller " << c;
+}
+
+// Callers index per-worker scratch with `worker`: no two tasks that run at the same
+// time may get the same one, even when several callers loop on one pool at once.
+TEST(ThreadPoolTest, TasksRunningAtOnceNeverShareAWorkerIndex) {
+  ThreadPool pool(3);
+  std::vector<std::atomic<int>> in_use(pool.threads());
+  std::atomic<int> shared{0}, out_of_range{0};
+  std::vector<std::thread> callers;
+  for (int c = 0; c < 3; ++c) {
+    callers.emplace_back([&] {
+      for (int loop = 0; loop < 100; ++loop) {
+        pool.ParallelFor(24, [&](size_t, size_t worker) {
+          if (worker >= in_use.size()) {
+            out_of_range.fetch_add(1);
+            return;
+          }
+          if (in_use[worker].exchange(1) != 0) shared.fetch_add(1);
+          std::this_thread::sleep_for(std::chrono::microseconds(20));
+          in_use[worker].store(0);
+        });
+      }
+    });
+  }
+  for (std::thread& caller : callers) caller.join();
+  EXPECT_EQ(out_of_range.load(), 0);
+  EXPECT_EQ(shared.load(), 0);
 }
 
 // parallel_regions() counts the loops handed to workers, not inline ones.
@@ -179,12 +210,12 @@ TEST(ThreadPoolTest, BothThreadsOfATwoThreadPoolTakeTasks) {
   EXPECT_TRUE(both);
 }
 
-// Every thread starts on a range of its own and claims at most half of what is left
-// of a range at once. One that stalls in a task must hold back no more than that
-// claim: here worker 1 waits inside its first task (bounded: 2 s) until the others
-// have run every task but the at most kTasks / threads / 2 it claimed, which they
-// can only do by taking over the rest of its range. If worker 1 never checks in,
-// the others run its range anyway and the test still holds.
+// A loop is cut into blocks of at most kTasks / threads / 2 tasks, and a block not
+// yet started goes to whichever thread is free. One that stalls in a task must hold
+// back no more than its block: here worker 1 waits inside its first task (bounded:
+// 2 s) until the others have run every task but those of its block, which they can
+// only do by taking over the blocks it would have run next. If worker 1 never
+// takes a task, the others run everything and the test still holds.
 TEST(ThreadPoolTest, OthersFinishTheRangeOfAStalledThread) {
   for (size_t threads : {2, 3}) {
     ThreadPool pool(threads);
@@ -211,9 +242,43 @@ TEST(ThreadPoolTest, OthersFinishTheRangeOfAStalledThread) {
   }
 }
 
-// Loops with fewer tasks than threads leave some threads' ranges empty; loops after
-// them, of every size, still run each task once (a range's claim word carries the
-// loop it belongs to, so nothing is reset between loops).
+// oneTBB throws std::runtime_error from the code that first gives an arena work when
+// the system refuses it a thread. Under a limit of one process per user (in a forked
+// child, as an unprivileged user: root ignores the limit), a pool still runs every
+// loop, on fewer threads, and no ParallelFor throws.
+TEST(ThreadPoolTest, APoolThatCannotStartThreadsStillRunsEveryLoop) {
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "the sanitizer runtimes start threads of their own";
+#else
+  std::fflush(nullptr);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    if (::geteuid() == 0 && (::setgid(65534) != 0 || ::setuid(65534) != 0)) ::_exit(4);
+    const struct rlimit one_process {1, 1};
+    if (::setrlimit(RLIMIT_NPROC, &one_process) != 0) ::_exit(5);
+    try {
+      ThreadPool pool(3);
+      for (int loop = 0; loop < 3; ++loop) {
+        std::vector<size_t> out(100, 0);
+        pool.ParallelFor(out.size(), [&](size_t task, size_t) { out[task] = task + 1; });
+        for (size_t i = 0; i < out.size(); ++i) {
+          if (out[i] != i + 1) ::_exit(2);
+        }
+      }
+    } catch (...) {
+      ::_exit(3);
+    }
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "2: a task did not run, 3: ParallelFor threw, 4-5: no limit set";
+#endif
+}
+
+// Loops with fewer tasks than threads leave some threads without a block; loops
+// after them, of every size, still run each task once.
 TEST(ThreadPoolTest, LoopsOfChangingSizesEachRunEveryTaskOnce) {
   ThreadPool pool(4);
   for (int round = 0; round < 200; ++round) {

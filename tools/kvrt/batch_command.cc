@@ -18,10 +18,10 @@
 #include "batch_request.h"
 #include "commands.h"
 #include "common.h"
-#include "generate/serve_stream.h"
 #include "generate_request.h"
 #include "kvrt/generation.h"
-#include "formats/llama2c/llama2c.h"
+#include "kvrt/model.h"
+#include "kvrt/model_file.h"
 #include "output.h"
 #include "request_lines.h"
 
@@ -118,7 +118,7 @@ int RunBatch(std::span<char* const> args) {
   if (!loaded) return ReportError(loaded.error());
   if (std::optional<std::string> tokenizer_path = flags->Value("tokenizer")) {
     Result<Tokenizer> llama2c =
-        LoadLlama2cTokenizerFor(*tokenizer_path, loaded->model.config().vocabulary_size);
+        LoadLlama2cTokenizer(*tokenizer_path, loaded->model.config().vocabulary_size);
     if (!llama2c) return ReportError(llama2c.error());
     loaded->tokenizer = std::move(*llama2c);
   }

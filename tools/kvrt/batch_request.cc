@@ -5,7 +5,6 @@
 #include <vector>
 
 #include "flags.h"
-#include "generate/generation_cursor.h"
 #include "number_text.h"
 
 namespace kvrt::cli {

@@ -2,19 +2,20 @@
 
 #include "build_info.h"
 #include "git_commit.h"  // KVRT_GIT_COMMIT, stamped at build time
-#include "kvrt/simd/dispatch_target.h"
-#include "kvrt/threading/thread_pool.h"
+#include "kvrt/version.h"
+#include "process_allocator.h"
 
 namespace kvrt::cli {
 
 BuildFacts CurrentBuildFacts(size_t threads) {
-  return BuildFacts{KVRT_VERSION_STRING, KVRT_GIT_COMMIT, std::string(simd::DispatchedTargetName()),
-                    threads != 0 ? threads : threading::DefaultThreads()};
+  return BuildFacts{KVRT_VERSION_STRING, KVRT_GIT_COMMIT, std::string(SimdTarget()),
+                    threads != 0 ? threads : DefaultThreads(), allocator::ProcessAllocatorName()};
 }
 
 std::string BuildFactsLine(const BuildFacts& facts) {
   return "kvrt " + facts.version + " (commit " + facts.commit + ", simd " + facts.simd_target + ", " +
-         std::to_string(facts.threads) + (facts.threads == 1 ? " thread)" : " threads)");
+         std::to_string(facts.threads) + (facts.threads == 1 ? " thread" : " threads") + ", allocator " +
+         facts.allocator + ")";
 }
 
 void WriteBuildFacts(JsonWriter& json, const BuildFacts& facts) {
@@ -23,6 +24,7 @@ void WriteBuildFacts(JsonWriter& json, const BuildFacts& facts) {
   json.Key("commit").String(facts.commit);
   json.Key("simd_target").String(facts.simd_target);
   json.Key("threads").Unsigned(facts.threads);
+  json.Key("allocator").String(facts.allocator);
   json.EndObject();
 }
 

@@ -6,7 +6,6 @@
 
 #include "kvrt/weight_format.h"
 
-
 namespace kvrt::cli {
 
 int ReportError(const Error& error) {
@@ -23,8 +22,8 @@ size_t EngineThreads(const EngineOptions& engine) {
   return engine.backend == Backend::kFast && engine.pool != nullptr ? engine.pool->threads() : 1;
 }
 
-std::string DescribeEngineWeights(const DecoderModel& model, const EngineOptions& engine) {
-  const std::vector<MatrixWeightFormat> plan = PlanWeightFormats(model, engine.weights);
+std::string DescribeEngineWeights(const Model& model, const EngineOptions& engine) {
+  const std::vector<MatrixWeightFormat> plan = model.WeightPlan(engine.weights);
   std::string text = "weights " + std::string(WeightFormatName(engine.weights)) + ":";
   // Matrices per effective format, in the enum's order.
   for (const WeightFormat format : {WeightFormat::kF32, WeightFormat::kBf16, WeightFormat::kF16,

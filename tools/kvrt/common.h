@@ -7,9 +7,9 @@
 #include <string>
 
 #include "flags.h"
-#include "kvrt/load_model.h"
 #include "kvrt/engine_options.h"
 #include "kvrt/error.h"
+#include "kvrt/load_model.h"
 #include "kvrt/model.h"
 #include "kvrt/threading/thread_pool.h"
 
@@ -58,6 +58,6 @@ size_t EngineThreads(const EngineOptions& engine);
 
 // "weights q8_0: q8_0 14, f16 1; fallbacks: <matrix> q8_0 -> f16 (...)": what the
 // engine keeps `model`'s matrices in, for the engine's stderr line.
-std::string DescribeEngineWeights(const DecoderModel& model, const EngineOptions& engine);
+std::string DescribeEngineWeights(const Model& model, const EngineOptions& engine);
 
 }  // namespace kvrt::cli

@@ -16,7 +16,8 @@
 #include "json_writer.h"
 #include "output.h"
 #include "kvrt/generation.h"
-#include "formats/llama2c/llama2c.h"
+#include "kvrt/model.h"
+#include "kvrt/model_file.h"
 #include "text_stream.h"
 
 namespace kvrt::cli {
@@ -72,7 +73,7 @@ int RunGenerate(std::span<char* const> args) {
   if (!loaded) return ReportError(loaded.error());
   if (std::optional<std::string> tokenizer_path = flags->Value("tokenizer")) {
     Result<Tokenizer> llama2c =
-        LoadLlama2cTokenizerFor(*tokenizer_path, loaded->model.config().vocabulary_size);
+        LoadLlama2cTokenizer(*tokenizer_path, loaded->model.config().vocabulary_size);
     if (!llama2c) return ReportError(llama2c.error());
     loaded->tokenizer = std::move(*llama2c);
   }

@@ -17,7 +17,7 @@ size_t KvCacheBytes(const ModelConfig& config, Precision precision) {
   return 2 * config.layers * config.max_positions * config.kv_width() * element;
 }
 
-void PrintGenerationStats(std::FILE* out, const DecoderModel& model, const EngineOptions& engine,
+void PrintGenerationStats(std::FILE* out, const Model& model, const EngineOptions& engine,
                           double load_seconds, const GenerationResult& run,
                           const GenerationClock& clock, bool cached) {
   const ModelConfig& config = model.config();

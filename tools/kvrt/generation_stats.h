@@ -10,8 +10,8 @@
 
 #include "kvrt/config.h"
 #include "kvrt/engine_options.h"
-#include "kvrt/model.h"
 #include "kvrt/generation.h"
+#include "kvrt/model.h"
 
 namespace kvrt::cli {
 
@@ -56,7 +56,7 @@ class GenerationClock {
 size_t KvCacheBytes(const ModelConfig& config, Precision precision);
 
 // The first line names the engine and its weight formats (fallbacks included).
-void PrintGenerationStats(std::FILE* out, const DecoderModel& model, const EngineOptions& engine,
+void PrintGenerationStats(std::FILE* out, const Model& model, const EngineOptions& engine,
                           double load_seconds, const GenerationResult& run,
                           const GenerationClock& clock, bool cached);
 

@@ -8,10 +8,8 @@
 #include "inspect_json.h"
 #include "inspect_weights.h"
 #include "json_writer.h"
-#include "formats/gguf/gguf_file.h"
-#include "formats/gguf/gguf_llama.h"
-#include "formats/llmcp35/checkpoint.h"
-#include "formats/llama2c/llama2c.h"
+#include "kvrt/load_model.h"
+#include "kvrt/model_file.h"
 #include "output.h"
 
 namespace kvrt::cli {
@@ -37,13 +35,7 @@ std::string Hex16(uint64_t value) {
   return buffer;
 }
 
-size_t ParameterScalars(const Checkpoint& c) {
-  size_t total = 0;
-  for (const NamedTensor& tensor : c.parameters) total += tensor.values.size();
-  return total;
-}
-
-void PrintText(const std::string& path, const Checkpoint& c) {
+void PrintText(const std::string& path, const CheckpointFileSummary& c) {
   const ModelConfig& m = c.config;
   PrintStdout("file: %s\n", path.c_str());
   PrintStdout("bytes: %llu (header %llu, payload %llu)\n", static_cast<unsigned long long>(c.file_bytes),
@@ -55,7 +47,8 @@ void PrintText(const std::string& path, const Checkpoint& c) {
       "max_positions=%zu rope_base=%s rms_epsilon=%s\n",
       m.vocabulary_size, m.model_width, m.heads, m.feed_forward_width, m.layers, m.max_positions,
       Float17(m.rope_base).c_str(), Float17(m.rms_epsilon).c_str());
-  PrintStdout("parameters: %zu tensors, %zu scalars\n", c.parameters.size(), ParameterScalars(c));
+  PrintStdout("parameters: %llu tensors, %llu scalars\n", static_cast<unsigned long long>(c.parameter_tensors),
+              static_cast<unsigned long long>(c.parameter_scalars));
   PrintStdout("tokenizer: %s, vocabulary %zu", std::string(c.tokenizer.kind_name()).c_str(),
               c.tokenizer.vocabulary_size());
   if (c.tokenizer.kind() == TokenizerKind::kByteBpe) {
@@ -63,24 +56,22 @@ void PrintText(const std::string& path, const Checkpoint& c) {
   }
   PrintStdout("\nselected_step: %llu\n", static_cast<unsigned long long>(c.selected_step));
   PrintStdout("sampling_rng_state: 0x%s\n", Hex16(c.sampling_rng_state).c_str());
-  const OptimizerState& o = c.optimizer;
+  const CheckpointFileSummary::Optimizer& o = c.optimizer;
   PrintStdout(
       "optimizer: AdamW lr=%s beta1=%s beta2=%s epsilon=%s weight_decay=%s step=%llu groups=%s "
       "moments=%zu\n",
-      Float17(o.config.learning_rate).c_str(), Float17(o.config.beta1).c_str(),
-      Float17(o.config.beta2).c_str(), Float17(o.config.epsilon).c_str(),
-      Float17(o.config.weight_decay).c_str(), static_cast<unsigned long long>(o.step),
-      o.has_groups ? "yes" : "no", o.moments.size());
-  PrintStdout("tensors: %zu\n", c.descriptors.size());
-  for (const TensorDescriptor& d : c.descriptors) {
-    PrintStdout("  %-22s %-40s %-4s %-14s offset %llu, %llu bytes\n",
-                std::string(TensorRoleName(d.role)).c_str(), d.name.c_str(),
-                std::string(TensorDTypeName(d.dtype)).c_str(), ShapeText(d.shape).c_str(),
-                static_cast<unsigned long long>(d.offset), static_cast<unsigned long long>(d.byte_len));
+      Float17(o.learning_rate).c_str(), Float17(o.beta1).c_str(), Float17(o.beta2).c_str(),
+      Float17(o.epsilon).c_str(), Float17(o.weight_decay).c_str(), static_cast<unsigned long long>(o.step),
+      o.has_groups ? "yes" : "no", o.moments);
+  PrintStdout("tensors: %zu\n", c.tensors.size());
+  for (const FileTensor& d : c.tensors) {
+    PrintStdout("  %-22s %-40s %-4s %-14s offset %llu, %llu bytes\n", d.role.c_str(), d.name.c_str(),
+                d.type.c_str(), ShapeText(d.shape).c_str(), static_cast<unsigned long long>(d.offset),
+                static_cast<unsigned long long>(d.bytes));
   }
 }
 
-void PrintJson(const std::string& path, const Checkpoint& c) {
+void PrintJson(const std::string& path, const CheckpointFileSummary& c) {
   const ModelConfig& m = c.config;
   JsonWriter json;
   json.BeginObject();
@@ -100,7 +91,7 @@ void PrintJson(const std::string& path, const Checkpoint& c) {
   json.Key("rope_base").Number(m.rope_base);
   json.Key("rms_epsilon").Number(m.rms_epsilon);
   json.EndObject();
-  json.Key("parameter_scalars").Unsigned(ParameterScalars(c));
+  json.Key("parameter_scalars").Unsigned(c.parameter_scalars);
   json.Key("tokenizer").BeginObject();
   json.Key("kind").String(c.tokenizer.kind_name());
   json.Key("vocabulary_size").Unsigned(c.tokenizer.vocabulary_size());
@@ -108,14 +99,14 @@ void PrintJson(const std::string& path, const Checkpoint& c) {
   json.Key("selected_step").Unsigned(c.selected_step);
   json.Key("sampling_rng_state").String(Hex16(c.sampling_rng_state));
   json.Key("tensors").BeginArray();
-  for (const TensorDescriptor& d : c.descriptors) {
+  for (const FileTensor& d : c.tensors) {
     json.BeginObject();
-    json.Key("role").String(TensorRoleName(d.role));
+    json.Key("role").String(d.role);
     json.Key("name").String(d.name);
-    json.Key("dtype").String(TensorDTypeName(d.dtype));
+    json.Key("dtype").String(d.type);
     json.Key("shape").UnsignedArray(std::span<const uint64_t>(d.shape));
     json.Key("offset").Unsigned(d.offset);
-    json.Key("byte_len").Unsigned(d.byte_len);
+    json.Key("byte_len").Unsigned(d.bytes);
     json.EndObject();
   }
   json.EndArray();
@@ -123,18 +114,9 @@ void PrintJson(const std::string& path, const Checkpoint& c) {
   PrintStdout("%s\n", json.text().c_str());
 }
 
-std::string_view LayoutName(ParameterLayout layout) {
-  switch (layout) {
-    case ParameterLayout::kDenseF64: return "f64";
-    case ParameterLayout::kPanelsF32: return "f32 panels";
-    case ParameterLayout::kTransposedPanelsF32: return "f32 panels (transposed)";
-  }
-  return "?";
-}
-
 // A llama2.c model.bin holds no tokenizer, step or RNG state: its config and
 // parameters are what there is to show.
-void PrintLlama2c(const std::string& path, const DecoderModel& model) {
+void PrintLlama2c(const std::string& path, const Model& model) {
   const ModelConfig& m = model.config();
   PrintStdout("file: %s\nformat: llama2c (f32 weights)\n", path.c_str());
   PrintStdout(
@@ -142,22 +124,18 @@ void PrintLlama2c(const std::string& path, const DecoderModel& model) {
       "max_positions=%zu rope_base=%s rms_epsilon=%s output_head=%s\n",
       m.vocabulary_size, m.model_width, m.heads, m.kv_heads, m.feed_forward_width, m.layers, m.max_positions,
       Float17(m.rope_base).c_str(), Float17(m.rms_epsilon).c_str(), m.tied_output ? "tied" : "untied");
-  size_t scalars = 0;
-  for (const ParameterPtr& parameter : model.parameters()) scalars += parameter->element_count();
-  PrintStdout("parameters: %zu tensors, %zu scalars\n", model.parameters().size(), scalars);
-  for (const ParameterPtr& parameter : model.parameters()) {
-    std::vector<uint64_t> shape(parameter->shape().begin(), parameter->shape().end());
-    PrintStdout("  %-40s %-14s %s\n", parameter->name().c_str(), ShapeText(shape).c_str(),
-                std::string(LayoutName(parameter->layout())).c_str());
+  const std::vector<ModelTensor> tensors = model.tensors();
+  PrintStdout("parameters: %zu tensors, %zu scalars\n", tensors.size(), model.parameter_count());
+  for (const ModelTensor& tensor : tensors) {
+    std::vector<uint64_t> shape(tensor.shape.begin(), tensor.shape.end());
+    PrintStdout("  %-40s %-14s %s\n", tensor.name.c_str(), ShapeText(shape).c_str(), tensor.storage.c_str());
   }
 }
 
 // A GGUF: architecture, shapes, tensor types and counts, tokenizer and context.
 // The model is built too, so a file inspect accepts is one generate runs.
 int PrintGguf(const std::string& path, bool json_output) {
-  Result<gguf::GgufFile> file = gguf::GgufFile::Open(path);
-  if (!file) return ReportError(file.error());
-  Result<gguf::GgufSummary> summary = gguf::SummarizeGguf(*file);
+  Result<GgufFileSummary> summary = SummarizeGgufFile(path);
   if (!summary) return ReportError(summary.error());
   Result<LoadedModel> loaded = LoadModel(path);
   // A vocabulary-only file (no tensors) has a tokenizer and no model.
@@ -167,7 +145,7 @@ int PrintGguf(const std::string& path, bool json_output) {
   if (!tokenizer) return ReportError(tokenizer.error());
   const Tokenizer* vocabulary = vocabulary_only ? &*tokenizer
                                 : (loaded->tokenizer ? &*loaded->tokenizer : nullptr);
-  const gguf::GgufSummary& g = *summary;
+  const GgufFileSummary& g = *summary;
   if (json_output) {
     JsonWriter json;
     json.BeginObject();
@@ -195,7 +173,7 @@ int PrintGguf(const std::string& path, bool json_output) {
     for (const auto& [type, count] : g.tensors_per_type) json.Key(type).Unsigned(count);
     json.EndObject();
     json.Key("tensors").BeginArray();
-    for (const gguf::GgufTensorSummary& t : g.tensors) {
+    for (const FileTensor& t : g.tensors) {
       json.BeginObject();
       json.Key("name").String(t.name);
       json.Key("type").String(t.type);
@@ -228,7 +206,7 @@ int PrintGguf(const std::string& path, bool json_output) {
   std::string types;
   for (const auto& [type, count] : g.tensors_per_type) types += " " + type + "=" + std::to_string(count);
   PrintStdout("tensors: %llu (%s )\n", static_cast<unsigned long long>(g.tensor_count), types.c_str());
-  for (const gguf::GgufTensorSummary& t : g.tensors) {
+  for (const FileTensor& t : g.tensors) {
     PrintStdout("  %-40s %-6s %s\n", t.name.c_str(), t.type.c_str(), ShapeText(t.shape).c_str());
   }
   return 0;
@@ -268,7 +246,7 @@ int RunInspect(std::span<char* const> args) {
     }
     return 0;
   }
-  Result<Checkpoint> checkpoint = LoadCheckpoint(path);
+  Result<CheckpointFileSummary> checkpoint = SummarizeCheckpointFile(path);
   if (!checkpoint) return ReportError(checkpoint.error());
   if (flags->Has("json")) {
     PrintJson(path, *checkpoint);

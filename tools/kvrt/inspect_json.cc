@@ -33,14 +33,12 @@ void PrintLlama2cJson(const std::string& path, const LoadedModel& loaded) {
   json.Key("format").String(ModelFormatName(loaded.format));
   json.Key("file_bytes").Unsigned(loaded.file_bytes);
   WriteConfigJson(json, m);
-  size_t scalars = 0;
-  for (const ParameterPtr& parameter : loaded.model.parameters()) scalars += parameter->element_count();
-  json.Key("parameter_scalars").Unsigned(scalars);
+  json.Key("parameter_scalars").Unsigned(loaded.model.parameter_count());
   json.Key("parameters").BeginArray();
-  for (const ParameterPtr& parameter : loaded.model.parameters()) {
-    const std::vector<uint64_t> shape(parameter->shape().begin(), parameter->shape().end());
+  for (const ModelTensor& tensor : loaded.model.tensors()) {
+    const std::vector<uint64_t> shape(tensor.shape.begin(), tensor.shape.end());
     json.BeginObject();
-    json.Key("name").String(parameter->name());
+    json.Key("name").String(tensor.name);
     json.Key("shape").UnsignedArray(std::span<const uint64_t>(shape));
     json.EndObject();
   }

@@ -15,7 +15,7 @@ namespace kvrt::cli {
 int PrintWeightPlan(const std::string& path, WeightFormat format, bool json_output) {
   Result<LoadedModel> loaded = LoadModel(path);
   if (!loaded) return ReportError(loaded.error());
-  const std::vector<MatrixWeightFormat> plan = PlanWeightFormats(loaded->model, format);
+  const std::vector<MatrixWeightFormat> plan = loaded->model.WeightPlan(format);
   double bytes = 0.0;  // of the matrices' values, block scales included (no panel padding)
   size_t fallbacks = 0;
   for (const MatrixWeightFormat& matrix : plan) {

@@ -8,8 +8,7 @@
 #include "common.h"
 #include "build_facts.h"
 #include "json_writer.h"
-#include "kvrt/kv_cache.h"
-#include "engine/reference/complete_prefix.h"
+#include "kvrt/model.h"
 #include "kvrt/session.h"
 #include "output.h"
 
@@ -25,13 +24,12 @@ constexpr FlagSpec kCommandFlags[] = {
 };
 constexpr auto kFlags = JoinFlags(kCommandFlags, kEngineFlags);
 
-Result<std::vector<double>> CachedLogits(const DecoderModel& model, std::span<const uint32_t> tokens,
+// The last row's logits of a prefill into a fresh single-sequence session.
+Result<std::vector<double>> CachedLogits(const Model& model, std::span<const uint32_t> tokens,
                                          const EngineOptions& engine) {
-  CacheOptions cache_options;
-  cache_options.precision = engine.precision;
-  Result<DecoderKvCache> cache = DecoderKvCache::Create(model, cache_options);
-  if (!cache) return std::unexpected(cache.error());
-  Result<DecoderKvSession> session = cache->Bind(model, engine);
+  SessionOptions options;
+  options.engine = engine;
+  Result<Session> session = Session::Open(model, options);
   if (!session) return std::unexpected(session.error());
   Result<StepOutput> output = session->Prefill(tokens);
   if (!output) return std::unexpected(output.error());
@@ -65,22 +63,10 @@ int RunLogits(std::span<char* const> args) {
                  DescribeEngineWeights(loaded->model, *engine).c_str());
   }
 
-  const bool uncached = flags->Has("uncached");
-  if (uncached) {
-    // A complete-prefix replay, whichever engine runs it, rejects bad input as the
-    // complete-prefix forward does.
-    const size_t shape[2] = {1, tokens->size()};
-    if (Result<void> valid = ValidateForwardInput(loaded->model.config(), *tokens, shape); !valid) {
-      return ReportError(valid.error());
-    }
-  }
-  // The uncached reference pass runs on the format's dequantized weights too.
-  Result<DecoderModel> reference_model =
-      uncached && engine->backend == Backend::kReference ? loaded->model.Dequantized(engine->weights)
-                                                         : Result<DecoderModel>(loaded->model);
-  if (!reference_model) return ReportError(reference_model.error());
-  Result<std::vector<double>> logits = uncached && engine->backend == Backend::kReference
-                                           ? LastLogitsCompletePrefix(*reference_model, *tokens)
+  // --uncached: one forward over the whole prefix, with no cache (the reference's
+  // complete-prefix pass, on the format's dequantized weights for a --weights).
+  Result<std::vector<double>> logits = flags->Has("uncached")
+                                           ? loaded->model.UncachedLogits(*tokens, *engine)
                                            : CachedLogits(loaded->model, *tokens, *engine);
   if (!logits) return ReportError(logits.error());
 

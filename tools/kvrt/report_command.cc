@@ -4,9 +4,10 @@
 #include <iterator>
 #include <vector>
 
-#include "ch38_report.h"
 #include "commands.h"
 #include "common.h"
+#include "embedded_checkpoint.h"
+#include "kvrt/course.h"
 #include "output.h"
 
 namespace kvrt::cli {
@@ -37,7 +38,7 @@ int RunReport(std::span<char* const> args) {
     bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
     checkpoint = bytes;
   }
-  Result<std::string> report = BuildCh38Report(checkpoint);
+  Result<std::string> report = Ch38Report(checkpoint);
   if (!report) return ReportError(report.error());
   if (Result<void> written = WriteStdout(*report); !written) return ReportError(written.error());
   return 0;

@@ -1,13 +1,9 @@
 #include "request_lines.h"
 
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstring>
 #include <utility>
 
 #include "flags.h"
-#include "formats/llmcp35/checkpoint_errors.h"
 
 namespace kvrt::cli {
 namespace {
@@ -17,9 +13,9 @@ constexpr size_t kChunkBytes = size_t{1} << 16;
 }  // namespace
 
 Result<RequestLines> RequestLines::Open(const std::string& path) {
-  Result<RegularFile> file = OpenRegularFile(path, "a requests file");
+  Result<InputFile> file = InputFile::Open(path, "a requests file");
   if (!file) return std::unexpected(file.error());
-  return RequestLines(path, std::move(*file));
+  return RequestLines(std::move(*file));
 }
 
 Result<bool> RequestLines::Fill() {
@@ -29,19 +25,15 @@ Result<bool> RequestLines::Fill() {
   begin_ = 0;
   const size_t kept = buffer_.size();
   buffer_.resize(kept + kChunkBytes);
-  while (true) {
-    const ssize_t got = ::pread(file_.fd(), buffer_.data() + kept, kChunkBytes, static_cast<off_t>(offset_));
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) {
-      const int error = errno;
-      buffer_.resize(kept);
-      return std::unexpected(llmcp35::Io("read", path_, error));
-    }
-    buffer_.resize(kept + static_cast<size_t>(got));
-    offset_ += static_cast<uint64_t>(got);
-    if (got == 0) end_of_file_ = true;
-    return got > 0;
+  Result<size_t> got = file_.ReadAt(offset_, std::span<char>(buffer_.data() + kept, kChunkBytes));
+  if (!got) {
+    buffer_.resize(kept);
+    return std::unexpected(got.error());
   }
+  buffer_.resize(kept + *got);
+  offset_ += *got;
+  if (*got == 0) end_of_file_ = true;
+  return *got > 0;
 }
 
 Result<std::optional<std::string_view>> RequestLines::Next() {

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/regular_file.h"
+#include "input_file.h"
 #include "kvrt/error.h"
 
 namespace kvrt::cli {
@@ -34,12 +34,11 @@ class RequestLines {
   void Rewind();
 
  private:
-  RequestLines(std::string path, RegularFile file) : path_(std::move(path)), file_(std::move(file)) {}
+  explicit RequestLines(InputFile file) : file_(std::move(file)) {}
   // Appends the next chunk of the file to buffer_; false at the end of the file.
   Result<bool> Fill();
 
-  std::string path_;
-  RegularFile file_;
+  InputFile file_;
   uint64_t offset_ = 0;      // of the next byte to read
   std::vector<char> buffer_;
   size_t begin_ = 0;         // of the unread part of buffer_

@@ -1,7 +1,8 @@
 // kvrt synth: random-weight models of a named or explicit shape, from a seed, in
-// llama2.c format (f32), in LLMCP35 (f64) and with a matching synthetic
-// tokenizer.bin. Both model files hold the same seeded draws (DecoderModel::
-// FromSeed); the llama2.c file rounds them to f32.
+// GGUF, llama2.c format (f32) and LLMCP35 (f64), and a matching synthetic
+// tokenizer.bin (kvrt/synthetic.h). Every file holds the same seeded draws,
+// rounded as its format stores them.
+#include <cctype>
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -9,10 +10,8 @@
 
 #include "commands.h"
 #include "common.h"
-#include "formats/gguf/gguf_writer.h"
-#include "formats/llmcp35/checkpoint.h"
-#include "formats/llama2c/llama2c.h"
-#include "kvrt/model.h"
+#include "kvrt/synthetic.h"
+#include "kvrt/weight_format.h"
 #include "output.h"
 
 namespace kvrt::cli {
@@ -85,83 +84,20 @@ Result<ModelConfig> ConfigFromFlags(const Flags& flags) {
   return config;
 }
 
-// The golden cases' form of a seeded model (fixtures/golden/FORMAT.md §4): literal
-// tokenizer "0".."V-1", step 0, AdamW at learning rate 1e-300, no moments.
-Result<Checkpoint> SeededCheckpoint(const DecoderModel& model, uint64_t seed) {
-  Checkpoint checkpoint;
-  checkpoint.config = model.config();
-  std::vector<std::string> pieces;
-  for (size_t id = 0; id < model.config().vocabulary_size; ++id) pieces.push_back(std::to_string(id));
-  Result<Tokenizer> tokenizer = Tokenizer::Literal(std::move(pieces));
-  if (!tokenizer) return std::unexpected(tokenizer.error());
-  checkpoint.tokenizer = std::move(*tokenizer);
-  for (const ParameterPtr& parameter : model.parameters()) {
-    NamedTensor tensor{parameter->name(), parameter->shape(), std::vector<double>(parameter->element_count())};
-    parameter->ReadValues(tensor.values);
-    checkpoint.parameters.push_back(std::move(tensor));
-  }
-  checkpoint.optimizer.config = AdamWConfig{1e-300, 0.9, 0.999, 1e-8, 0.0};
-  checkpoint.sampling_rng_state = seed;
-  return checkpoint;
-}
-
-Result<void> WriteLlmcp35(const ModelConfig& config, uint64_t seed, const std::string& path) {
-  if (config.kv_heads != config.heads || !config.tied_output) {
-    return std::unexpected(InvalidArgument("LLMCP35 holds tied models with kv-heads = heads only"));
-  }
-  // The model goes out of scope once its values are in the tensors.
-  Result<Checkpoint> checkpoint = [&]() -> Result<Checkpoint> {
-    SplitMix64 rng(seed);
-    Result<DecoderModel> model = DecoderModel::FromSeed(config, rng, ModelStorage::kDenseF64);
-    if (!model) return std::unexpected(model.error());
-    return SeededCheckpoint(*model, seed);
-  }();
-  if (!checkpoint) return std::unexpected(checkpoint.error());
-  return SaveCheckpointAtomic(*checkpoint, path);
-}
-
-Result<void> WriteLlama2c(const ModelConfig& config, uint64_t seed, const std::string& path) {
-  SplitMix64 rng(seed);
-  // Panels: the f32 values only, one copy, however large the shape.
-  Result<DecoderModel> model = DecoderModel::FromSeed(config, rng, ModelStorage::kPanelsF32);
-  if (!model) return std::unexpected(model.error());
-  return SaveLlama2cModel(*model, path);
-}
-
-Result<gguf::GgmlType> GgufTypeFromFlag(const Flags& flags) {
+// The GGUF tensor type of --type, and its name as ggml spells it.
+Result<WeightFormat> GgufTypeFromFlag(const Flags& flags) {
   const std::string name = flags.Value("type").value_or("f32");
-  if (name == "f32") return gguf::GgmlType::kF32;
-  if (name == "f16") return gguf::GgmlType::kF16;
-  if (name == "bf16") return gguf::GgmlType::kBF16;
-  if (name == "q8_0") return gguf::GgmlType::kQ8_0;
-  if (name == "q4_0") return gguf::GgmlType::kQ4_0;
-  return std::unexpected(InvalidArgument("--type must be f32, f16, bf16, q8_0 or q4_0, got '" + name + "'"));
+  const std::optional<WeightFormat> format = ParseWeightFormat(name);
+  if (!format || *format == WeightFormat::kAsStored) {
+    return std::unexpected(InvalidArgument("--type must be f32, f16, bf16, q8_0 or q4_0, got '" + name + "'"));
+  }
+  return *format;
 }
 
-// The synthetic llama2.c vocabulary as GGUF SentencePiece metadata (unk 0,
-// controls 1 and 2, the byte pieces 3..258), so `generate --prompt` works on the
-// file. Vocabularies under 259 pieces get none.
-std::optional<gguf::GgufTokenizerMetadata> SyntheticGgufVocabulary(size_t vocabulary_size, uint64_t seed) {
-  Result<Tokenizer> synthetic = SyntheticLlama2cTokenizer(vocabulary_size, seed);
-  if (!synthetic) return std::nullopt;
-  gguf::GgufTokenizerMetadata vocabulary;
-  vocabulary.tokens = synthetic->pieces();
-  vocabulary.scores = synthetic->scores();
-  vocabulary.token_types.assign(vocabulary.tokens.size(), 1);
-  vocabulary.token_types[0] = 2;
-  vocabulary.token_types[1] = vocabulary.token_types[2] = 3;
-  for (size_t id = 3; id < 259; ++id) vocabulary.token_types[id] = 6;
-  vocabulary.unknown_token_id = 0;
-  vocabulary.bos_token_id = 1;
-  vocabulary.eos_token_id = 2;
-  return vocabulary;
-}
-
-Result<void> WriteGguf(const ModelConfig& config, uint64_t seed, gguf::GgmlType type, const std::string& path) {
-  SplitMix64 rng(seed);
-  Result<DecoderModel> model = DecoderModel::FromSeed(config, rng, ModelStorage::kPanelsF32);
-  if (!model) return std::unexpected(model.error());
-  return gguf::SaveGgufModel(*model, type, path, SyntheticGgufVocabulary(config.vocabulary_size, seed));
+std::string GgmlName(WeightFormat format) {
+  std::string name(WeightFormatName(format));
+  for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return name;
 }
 
 }  // namespace
@@ -186,34 +122,29 @@ int RunSynth(std::span<char* const> args) {
   if (!llama2c && !llmcp35 && !tokenizer && !gguf_path) {
     return ReportError(InvalidArgument("give at least one of --llama2c, --llmcp35, --gguf and --tokenizer"));
   }
-  Result<gguf::GgmlType> gguf_type = GgufTypeFromFlag(*flags);
+  Result<WeightFormat> gguf_type = GgufTypeFromFlag(*flags);
   if (!gguf_type) return ReportError(gguf_type.error());
   if (gguf_path) {
-    if (Result<void> written = WriteGguf(*config, *seed, *gguf_type, *gguf_path); !written) {
+    if (Result<void> written = WriteSyntheticGguf(*config, *seed, *gguf_type, *gguf_path); !written) {
       return ReportError(written.error());
     }
-    PrintStdout("wrote %s (gguf, %s)\n", gguf_path->c_str(), std::string(gguf::GgmlTypeName(*gguf_type)).c_str());
+    PrintStdout("wrote %s (gguf, %s)\n", gguf_path->c_str(), GgmlName(*gguf_type).c_str());
   }
   if (llama2c) {
-    if (Result<void> written = WriteLlama2c(*config, *seed, *llama2c); !written) {
-      return ReportError(written.error());
-    }
-    PrintStdout("wrote %s (llama2c, %llu bytes)\n", llama2c->c_str(),
-                static_cast<unsigned long long>(*Llama2cFileBytes(*config)));
+    Result<uint64_t> bytes = WriteSyntheticLlama2c(*config, *seed, *llama2c);
+    if (!bytes) return ReportError(bytes.error());
+    PrintStdout("wrote %s (llama2c, %llu bytes)\n", llama2c->c_str(), static_cast<unsigned long long>(*bytes));
   }
   if (llmcp35) {
-    if (Result<void> written = WriteLlmcp35(*config, *seed, *llmcp35); !written) {
+    if (Result<void> written = WriteSyntheticCheckpoint(*config, *seed, *llmcp35); !written) {
       return ReportError(written.error());
     }
     PrintStdout("wrote %s (llmcp35)\n", llmcp35->c_str());
   }
   if (tokenizer) {
-    Result<Tokenizer> synthetic = SyntheticLlama2cTokenizer(config->vocabulary_size, *seed);
-    if (!synthetic) return ReportError(synthetic.error());
-    if (Result<void> written = SaveLlama2cTokenizer(*synthetic, *tokenizer); !written) {
-      return ReportError(written.error());
-    }
-    PrintStdout("wrote %s (llama2c tokenizer, %zu pieces)\n", tokenizer->c_str(), synthetic->vocabulary_size());
+    Result<size_t> pieces = WriteSyntheticLlama2cTokenizer(config->vocabulary_size, *seed, *tokenizer);
+    if (!pieces) return ReportError(pieces.error());
+    PrintStdout("wrote %s (llama2c tokenizer, %zu pieces)\n", tokenizer->c_str(), *pieces);
   }
   return 0;
 }

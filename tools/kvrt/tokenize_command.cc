@@ -7,9 +7,8 @@
 
 #include "commands.h"
 #include "common.h"
-#include "formats/llama2c/file_io.h"
-#include "formats/llama2c/llama2c.h"
-#include "kvrt/load_model.h"
+#include "input_file.h"
+#include "kvrt/model_file.h"
 #include "kvrt/tokenizer.h"
 #include "output.h"
 
@@ -41,9 +40,7 @@ Result<std::string> TextFromFlags(const Flags& flags) {
     return std::unexpected(InvalidArgument("kvrt tokenize takes exactly one of --prompt and --file"));
   }
   if (std::optional<std::string> prompt = flags.Value("prompt")) return *prompt;
-  Result<std::vector<uint8_t>> bytes = llama2c::ReadSmallFile(*flags.Value("file"), kMaxTextBytes);
-  if (!bytes) return std::unexpected(bytes.error());
-  return std::string(bytes->begin(), bytes->end());
+  return ReadInputFile(*flags.Value("file"), "a text file", kMaxTextBytes);
 }
 
 }  // namespace

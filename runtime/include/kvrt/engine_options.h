@@ -30,13 +30,18 @@ enum class Backend {
 std::string_view PrecisionName(Precision precision);  // "f64", "f32"
 std::string_view BackendName(Backend backend);        // "reference", "fast"
 
-// The default is the fast f32 engine on the calling thread; the bit-exact
-// reference engine is an explicit choice (ReferenceEngine()).
+// The default is the fast f32 engine on every core, as in the C API
+// (kvrt_engine_options_default); the bit-exact reference engine is an explicit
+// choice (ReferenceEngine()).
 struct EngineOptions {
   Backend backend = Backend::kFast;
   Precision precision = Precision::kF32;  // the reference backend is always f64
-  // Threads for the fast engine; nullptr runs it on the calling thread. The pool
-  // must outlive every session that uses it.
+  // Threads of the fast engine when no pool is given: 0 = $KVRT_THREADS when set,
+  // else every core; 1 = the calling thread only. A session (or a generation)
+  // then runs on a pool of its own, started when it opens.
+  size_t threads = 0;
+  // A pool to share between sessions instead (threads is then not used). It must
+  // outlive every session that uses it.
   threading::ThreadPool* pool = nullptr;
   // Most rows the fast engine forwards in one step, over all slots (never fewer
   // than the cache's slots); its workspace is sized by this, not by the cache's
@@ -47,7 +52,7 @@ struct EngineOptions {
   // The format the weight matrices are kept in (kvrt/weight_format.h). The fast
   // f32 engine computes on the compressed matrices; fast f64 on their dequantized
   // values in f64 panels (no bandwidth gain: a check of the same weights in f64);
-  // the reference engine on DecoderModel::Dequantized(weights), the oracle of the
+  // the reference engine on DequantizedModel(model, weights), the oracle of the
   // compressed kernels (kAsStored: the model's own exact values, bit-exact with
   // the specification).
   WeightFormat weights = WeightFormat::kAsStored;
@@ -76,11 +81,13 @@ struct EngineOptions {
 
   // UnsupportedBackend for a backend, precision or weight format outside the
   // enums, a reference engine asked for anything but f64, or int8 activations
-  // outside the fast f32 engine; InvalidArgument for max_rows_per_step 0.
+  // outside the fast f32 engine; InvalidArgument for max_rows_per_step 0 or more
+  // than kMaxThreads threads.
+  static constexpr size_t kMaxThreads = 1024;
   Result<void> Validate() const;
 };
 
 // The scalar f64 engine of the specification (bit-exact with the reference).
-inline EngineOptions ReferenceEngine() { return {Backend::kReference, Precision::kF64, nullptr}; }
+inline EngineOptions ReferenceEngine() { return {Backend::kReference, Precision::kF64, 1, nullptr}; }
 
 }  // namespace kvrt

@@ -232,7 +232,7 @@ namespace kvrt {
   X(MissingTensor) \
   X(UnexpectedTensor) \
   X(TensorShapeMismatch) \
-  /* Sequence slots (issue 16); after every earlier code, so their numbers are the C API's. */ \
+  /* Sequence slots, after every earlier code so that their numbers are the C API's. */ \
   X(SlotOutOfRange) \
   X(DuplicateSlot) \
   X(EmptyStep) \

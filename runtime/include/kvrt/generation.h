@@ -1,4 +1,6 @@
-// Generation loops (spec/sampling.md §3–5, spec/kv-cache.md §3.11).
+// What a generation asks for and returns (spec/sampling.md §3–5,
+// spec/kv-cache.md §3.11); the loops themselves are GenerateCached,
+// GenerateUncached and ServeGenerations (kvrt/model.h).
 //
 // Both loops validate the request first (EmptyPrompt, PromptTooLong,
 // PromptTokenOutOfBounds, EosTokenOutOfBounds, Sampling(InvalidTemperature),
@@ -16,9 +18,9 @@
 #include <string_view>
 #include <vector>
 
+#include "kvrt/config.h"
 #include "kvrt/engine_options.h"
 #include "kvrt/error.h"
-#include "kvrt/model.h"
 #include "kvrt/rng.h"
 #include "kvrt/sampling.h"
 
@@ -69,25 +71,9 @@ struct GenerationResult {
 // Called with every token as soon as it is sampled (for streaming output).
 using TokenCallback = std::function<void(uint32_t token)>;
 
-// The cached loop: builds a cache of capacity max_positions, binds it with
-// `engine`, prefills, then samples and decodes. Errors after validation are
-// Sampling(...), LogitCountMismatch, WorkOverflow or Cache(...); draws of earlier
-// successful steps are not rolled back.
-Result<GenerationResult> GenerateCached(const DecoderModel& model, std::span<const uint32_t> prompt,
-                                        const GenerationConfig& config, SplitMix64& rng,
-                                        EngineOptions engine = {},
-                                        const TokenCallback& on_token = {});
 
-// The uncached loop: every step forwards the whole prefix. The reference backend
-// runs the complete-prefix pass; the fast backend replays the prefix through a
-// fresh prefill. Forward failures are Model(...).
-Result<GenerationResult> GenerateUncached(const DecoderModel& model,
-                                          std::span<const uint32_t> prompt,
-                                          const GenerationConfig& config, SplitMix64& rng,
-                                          EngineOptions engine = {},
-                                          const TokenCallback& on_token = {});
 
-// Serving many requests over the slots of one cache (issue 16). Each request is
+// Serving many requests over the sequence slots of one cache. Each request is
 // one GenerateCached call: its prompt, its sampling config and stops, and its own
 // RNG state. Requests are admitted in order, as slots free up and not before
 // their arrival step; chunked prefills run in the same steps as other slots'
@@ -110,16 +96,36 @@ struct ServedGeneration {
   size_t finished_step = 0;  // the step its last token was sampled in
 };
 
+// GenerateCached's request validation (spec/sampling.md §5.1 steps 1–5), for a
+// caller that checks requests before it queues them.
+Result<void> ValidateCachedRequest(const ModelConfig& config, std::span<const uint32_t> prompt,
+                                   const GenerationConfig& request);
+
 struct ServeOptions {
   size_t slots = 4;
   EngineOptions engine;     // as for GenerateCached (the session's capacity is max_positions)
   size_t prefill_chunk = 0; // most prompt rows per slot per step; 0: as many as fit
 };
 
-// One result per request, in request order. Errors of the whole run (the cache
-// or the session cannot be built: Cache(...)) are returned instead.
-Result<std::vector<ServedGeneration>> ServeGenerations(const DecoderModel& model,
-                                                       std::span<const GenerationRequest> requests,
-                                                       const ServeOptions& options);
+// The streaming form of ServeGenerations (kvrt/model.h, ServeGenerationStream):
+// requests are pulled from a source one at a time and results handed out in
+// request order as soon as they are known, so a run over any number of requests
+// holds only what its slots are working on. Where such a run gets its requests,
+// in order:
+class GenerationRequestSource {
+ public:
+  virtual ~GenerationRequestSource() = default;
+  // The next request, or nullopt after the last one. An error ends the run with it.
+  virtual Result<std::optional<GenerationRequest>> Next() = 0;
+};
+
+// Receives the result of request `index` (0-based, in the source's order); called
+// in request order. An error ends the run with it.
+using ServedCallback = std::function<Result<void>(size_t index, ServedGeneration& served)>;
+
+struct StreamOptions {
+  ServeOptions serve;
+  size_t max_held_results = 1024;  // at least 1
+};
 
 }  // namespace kvrt

@@ -275,6 +275,12 @@ typedef enum kvrt_precision { KVRT_PRECISION_F64 = 0, KVRT_PRECISION_F32 = 1 } k
  * (or $KVRT_THREADS), at most 1024. The pool must outlive every session bound
  * with it; calls on sessions sharing one pool may come from different threads. */
 kvrt_error* kvrt_pool_create(size_t threads, kvrt_pool** out);
+/* A pool that runs its loops in the oneTBB arena the calling thread runs in now
+ * (tbb::this_task_arena): called from a task of the host's tbb::task_arena, that
+ * arena; elsewhere oneTBB's default arena of the process. It starts no threads of its
+ * own, so kvrt's loops share the host's TBB workers; kvrt_pool_threads is the arena's
+ * concurrency. The arena must outlive the pool. */
+kvrt_error* kvrt_pool_attach_current_arena(kvrt_pool** out);
 size_t kvrt_pool_threads(const kvrt_pool* pool);
 void kvrt_pool_free(kvrt_pool* pool);
 

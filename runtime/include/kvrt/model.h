@@ -1,12 +1,9 @@
-// DecoderModel: configuration, named parameters and the RoPE tables of a
-// Llama-style decoder (spec/model.md).
+// A model an embedder holds: what LoadModel reads (kvrt/load_model.h) or
+// FromSeed makes, and the generation loops that run on it.
 //
-// A model is a cheap handle: copying it shares the parameter nodes (a "shallow
-// copy", which binds to the same caches). Parameters are ordered as in
-// spec/model.md §9: token_embedding.weight, then per block attention_norm.gain,
-// attention.{query,key,value,output}.weight, ffn_norm.gain,
-// ffn.{gate,up,down}.weight, then final_norm.gain (and output.weight when the
-// output head is untied). Linear weights are [in, out], applied as x·W.
+// A Model is a cheap handle: copies share the weights and whatever an engine
+// derives from them (packed or converted matrices), so a copy binds to the same
+// caches and reuses the same prepared weights.
 #pragma once
 
 #include <cstddef>
@@ -19,147 +16,91 @@
 #include "kvrt/config.h"
 #include "kvrt/engine_options.h"
 #include "kvrt/error.h"
-#include "kvrt/parameter.h"
+#include "kvrt/generation.h"
 #include "kvrt/rng.h"
+#include "kvrt/weight_format.h"
 
 namespace kvrt {
 
-class RopeTable;  // model/rope.h (internal): the precomputed RoPE tables
-
-namespace detail {
-class EngineWeightsCache;
-struct ModelInternals;
-}  // namespace detail
-
-// Position of a parameter inside one block's group of nine.
-enum class BlockSlot : size_t {
-  kAttentionNorm = 0,
-  kQuery = 1,
-  kKey = 2,
-  kValue = 3,
-  kOutput = 4,
-  kFeedForwardNorm = 5,
-  kGate = 6,
-  kUp = 7,
-  kDown = 8,
-};
-inline constexpr size_t kParametersPerBlock = 9;
-
-// Index of a block parameter in DecoderModel::parameters().
-inline size_t BlockParameterIndex(size_t layer, BlockSlot slot) {
-  return 1 + kParametersPerBlock * layer + static_cast<size_t>(slot);
-}
-
-// The parameter names and shapes a configuration requires, in model order.
-std::vector<std::string> ParameterNames(const ModelConfig& config);
-std::vector<std::vector<size_t>> ParameterShapes(const ModelConfig& config);
-
-// A parameter as stored in a file: name, shape and row-major values.
-struct NamedTensor {
+// One weight tensor of a model as it keeps it: "f64" (exact values), "f32 panels"
+// or "f32 panels (transposed)" (the fast engine's layout, no f64 copy).
+struct ModelTensor {
   std::string name;
   std::vector<size_t> shape;
-  std::vector<double> values;
+  std::string storage;
 };
 
-// The checks DecoderModel::FromTensors runs before it creates any node: per tensor
-// the name and finiteness (`Initialization(...)` errors), then config, count,
-// names and shapes (`Model(...)` errors), in the order of spec/checkpoint.md §9
-// step 11.
-Result<void> ValidateModelTensors(const ModelConfig& config, std::span<const NamedTensor> tensors);
-
-// New values for one parameter (by model index), for DecoderModel::UpdateParameters.
-struct ParameterUpdate {
-  size_t index = 0;
-  std::vector<double> values;
-};
-
-// How a model keeps its weight matrices (see parameter.h).
-enum class ModelStorage {
-  kDenseF64,  // exact f64 values: every engine and the bit-exact reference path
-  kPanelsF32, // f32 in the fast engine's layout only: one copy of the weights, no f64
-};
-
-class DecoderModel {
+class Model {
  public:
-  // Seeded initialisation (spec/model.md §10): Xavier-uniform draws from `rng` in
-  // parameter order, gains 1.0. Transactional: `rng` advances only on success.
-  // With kPanelsF32 every draw is rounded to f32 and written straight into the
-  // panels, so building a large model never holds an f64 copy.
-  static Result<DecoderModel> FromSeed(const ModelConfig& config, SplitMix64& rng,
-                                       ModelStorage storage = ModelStorage::kDenseF64);
+  struct Impl;  // the library's own state, opaque outside it
+  explicit Model(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
 
-  // Rebuilds a model from named tensors in model order, with the validation of
-  // spec/checkpoint.md §9 step 11: per tensor the name and finiteness
-  // (`Initialization(...)` errors), then config, count, names and shapes
-  // (`Model(...)` errors). Makes new nodes at revision 0.
-  static Result<DecoderModel> FromTensors(const ModelConfig& config,
-                                          std::span<const NamedTensor> tensors);
+  // A model of `config` with the reference's seeded initialisation: Xavier-uniform
+  // draws from `rng` in parameter order, gains 1.0 (spec/model.md §10), kept as
+  // exact f64 values. `rng` advances only on success. For tests and benchmarks;
+  // real models come from LoadModel.
+  static Result<Model> FromSeed(const ModelConfig& config, SplitMix64& rng);
 
-  // A model over existing nodes, possibly with another configuration (for example
-  // the same nodes with a different epsilon). Checks config, names and shapes.
-  static Result<DecoderModel> FromParameters(const ModelConfig& config,
-                                             std::vector<ParameterPtr> parameters);
+  const ModelConfig& config() const;
+  // Every weight tensor, in the order of spec/model.md §9.
+  std::vector<ModelTensor> tensors() const;
+  // Scalars over all tensors.
+  size_t parameter_count() const;
 
-  const ModelConfig& config() const { return config_; }
-  const std::vector<ParameterPtr>& parameters() const { return parameters_; }
-  const Parameter& parameter(size_t index) const { return *parameters_[index]; }
-  const Parameter& embedding() const { return *parameters_.front(); }
-  const Parameter& block(size_t layer, BlockSlot slot) const {
-    return *parameters_[BlockParameterIndex(layer, slot)];
-  }
-  const Parameter& final_norm() const {
-    return *parameters_[1 + kParametersPerBlock * config_.layers];
-  }
-  // The vocabulary projection, [D, V] as x·W; for a tied head this is the embedding
-  // [V, D] read transposed (see output_head_is_embedding()).
-  const Parameter& output_head() const {
-    return config_.tied_output ? embedding() : *parameters_.back();
-  }
-  bool output_head_is_embedding() const { return config_.tied_output; }
-  // The RoPE tables (internal type; engines and tests include model/rope.h).
-  const RopeTable& rope() const { return *rope_; }
+  // Packs or converts, now, the weights an engine with these options reads, which
+  // the first session would otherwise build (converting a 110M model to q8_0
+  // takes about a second). Sessions opened later with the same backend,
+  // precision, weight format and int8 choice reuse them.
+  Result<void> PrepareWeights(const EngineOptions& engine = {}) const;
+  // The format every weight matrix is kept in for `requested`, fallbacks marked.
+  std::vector<MatrixWeightFormat> WeightPlan(WeightFormat requested) const;
 
-  // The same values in new nodes (a model "rebuilt from equal values"): binds to no
-  // cache of this model.
-  Result<DecoderModel> RebuildFromValues() const;
+  // The last position's logits of one forward over the whole of `tokens`, with
+  // no cache: the reference backend runs the specification's complete-prefix
+  // pass; the fast backend a fresh prefill. The tokens are checked first
+  // (EmptyTokens, ContextLengthExceeded, TokenIdOutOfBounds).
+  Result<std::vector<double>> UncachedLogits(std::span<const uint32_t> tokens,
+                                             const EngineOptions& engine = {}) const;
 
-  // The weights the fast f32 engine computes on with weight format `format`, as
-  // exact f64 values in a new model: every matrix (token table, the seven per
-  // block, an untied head) rounded to f32 or quantized and dequantized exactly as
-  // the fast engine packs it, fallbacks included; gains are the same nodes. The
-  // scalar f64 reference engine on this model is the oracle of the compressed
-  // kernels (EngineOptions{kReference, ..., weights = format} binds it). For
-  // kAsStored this is a handle on this model: its values are already exact (the
-  // spec's f64 values, or a GGUF tensor's exact dequantization).
-  Result<DecoderModel> Dequantized(WeightFormat format) const;
-
-  // Packs or converts, now, the weights an engine with these options reads (the fast
-  // engine's panels in engine.weights' format, or the reference engine's dequantized
-  // model), which Session::Open would otherwise build on the first session. Sessions
-  // opened later with the same backend, precision, format and int8 choice reuse them
-  // while every parameter keeps its revision. Converting 110M to q8_0 takes about a
-  // second, which a caller timing its first prefill would otherwise count as prefill.
-  Result<void> PrepareWeights(const EngineOptions& engine) const;
-
-  // The in-process equivalent of an optimiser step (spec/kv-cache.md §5.2–5.3).
-  // Validates every update first (index, size, finite values, revision overflow),
-  // then takes an exclusive borrow of each listed parameter in list order; the
-  // first one a session is reading fails the whole update with
-  // ParameterValueBorrowed{name} and nothing changes. On success every listed
-  // parameter holds its new values and its revision advanced by exactly one.
-  Result<void> UpdateParameters(std::span<const ParameterUpdate> updates);
+  const Impl& impl() const { return *impl_; }
 
  private:
-  friend struct detail::ModelInternals;
-  DecoderModel(ModelConfig config, std::vector<ParameterPtr> parameters,
-               std::shared_ptr<const RopeTable> rope);
-
-  ModelConfig config_;
-  std::vector<ParameterPtr> parameters_;
-  std::shared_ptr<const RopeTable> rope_;
-  // The weights packed for the fast engine, per precision; shared by copies of
-  // this handle (they share the parameter nodes too).
-  std::shared_ptr<detail::EngineWeightsCache> engine_weights_;
+  std::shared_ptr<const Impl> impl_;
 };
+
+// The cached loop: prefills the prompt once into a cache of the model's
+// max_positions, then samples and decodes one token per step. Validation first
+// (EmptyPrompt, PromptTooLong, PromptTokenOutOfBounds, EosTokenOutOfBounds,
+// Sampling(InvalidTemperature), Sampling(InvalidTopK)) without drawing; then
+// Sampling(...), LogitCountMismatch, WorkOverflow or Cache(...); draws of earlier
+// successful steps are not rolled back. `on_token` sees every token as soon as
+// it is sampled.
+Result<GenerationResult> GenerateCached(const Model& model, std::span<const uint32_t> prompt,
+                                        const GenerationConfig& config, SplitMix64& rng,
+                                        const EngineOptions& engine = {},
+                                        const TokenCallback& on_token = {});
+
+// The uncached loop: every step forwards the whole prefix (the reference's
+// complete-prefix pass on the reference backend). Forward failures are Model(...).
+Result<GenerationResult> GenerateUncached(const Model& model, std::span<const uint32_t> prompt,
+                                          const GenerationConfig& config, SplitMix64& rng,
+                                          const EngineOptions& engine = {},
+                                          const TokenCallback& on_token = {});
+
+// Many requests over the sequence slots of one cache (kvrt/generation.h says how
+// they are admitted). One result per request, in request order, each the one
+// GenerateCached gives for it alone; errors of the whole run (the cache or the
+// session cannot be built: Cache(...)) are returned instead.
+Result<std::vector<ServedGeneration>> ServeGenerations(const Model& model,
+                                                       std::span<const GenerationRequest> requests,
+                                                       const ServeOptions& options);
+
+// ServeGenerations over requests pulled from `source` one at a time, results
+// delivered in request order as soon as they are known: memory is bounded by the
+// slots and options.max_held_results, never by the number of requests. Errors
+// of the whole run: Cache(...), AllocationFailed, or the source's or the
+// callback's error; results already delivered stay delivered.
+Result<void> ServeGenerationStream(const Model& model, GenerationRequestSource& source,
+                                   const ServedCallback& deliver, const StreamOptions& options);
 
 }  // namespace kvrt

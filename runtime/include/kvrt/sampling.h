@@ -7,11 +7,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <vector>
 
-#include "kvrt/buffer.h"
 #include "kvrt/error.h"
 #include "kvrt/rng.h"
 
@@ -60,6 +60,10 @@ Result<void> ValidateSamplingMode(const SamplingMode& mode, size_t vocabulary_si
 // sampling inside a decode loop allocates nothing.
 class Sampler {
  public:
+  Sampler(Sampler&&) noexcept;
+  Sampler& operator=(Sampler&&) noexcept;
+  ~Sampler();
+
   // AllocationFailed{values} when the buffers cannot be allocated.
   static Result<Sampler> Create(size_t vocabulary_size);
 
@@ -72,9 +76,9 @@ class Sampler {
                                 SplitMix64& rng, TokenDistribution* distribution = nullptr);
 
  private:
-  Sampler() = default;
-  Buffer<uint32_t> order_;        // ids, ranked
-  Buffer<double> probabilities_;  // by id
+  struct Buffers;  // ids in rank order, probabilities by id
+  explicit Sampler(std::unique_ptr<Buffers> buffers);
+  std::unique_ptr<Buffers> buffers_;
 };
 
 // One-off convenience: creates a sampler for logits.size() and samples.

@@ -1,205 +1,137 @@
-// DecoderKvSession: a cache bound to one exact model (spec/kv-cache.md §3.4–3.8).
+// KV caches and the sessions that decode with them (spec/kv-cache.md §3).
 //
-// The session owns the state machine of every sequence slot (empty → active →
-// full, plus "prompting" for a prompt fed in chunks through Step), the
-// validation order of every request, the work counters and the two-phase
-// commit: a step first prepares every block for all its rows (phase 1), checks
-// that the cache is as it was (phase 2), and only then commits all layer caches,
-// the slots' lengths and the counters together (phase 3). On any error no slot
-// advances: a failed decode or step leaves the cache exactly as it was (physical
-// storage included), a failed prefill leaves the empty state. The
-// single-sequence calls (Prefill, Decode), the equal-length batch calls and the
-// slot steps are one machine: each is a sequence of steps over slots. The engine
-// chosen at bind (reference or fast) only does the arithmetic.
+// A KvCache holds one K/V cache per decoder block for `batch_size` sequence
+// slots. A Session binds a cache to one exact model: the cache records the
+// model's parameters when it is created, and binds only to that model. A session
+// owns the state machine of every slot (empty → prompting → active → full), the
+// validation of every request, the work counters and the two-phase commit: a
+// step prepares every block for all its rows, checks that the cache is as it
+// was, and only then commits all layer caches, the slots' lengths and the
+// counters together. On any error no slot advances: a failed call leaves the
+// cache exactly as it was (a failed single-sequence prefill leaves it empty).
+// Every buffer a step needs is allocated when the session opens: prefill, decode
+// and reset allocate nothing.
 //
-// While a session lives it holds a shared borrow of every model parameter, so
-// parameter updates are refused, and it holds its cache exclusively. The session
-// is move-only; dropping it releases both. All buffers a step needs are allocated
-// at bind: Prefill/Decode/Reset allocate nothing.
+// Handles are not synchronized: one session (and its cache) is used by one
+// thread at a time; different sessions may run on different threads.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
-#include <vector>
 
-#include "kvrt/buffer.h"
 #include "kvrt/engine_options.h"
 #include "kvrt/error.h"
-#include "kvrt/kv_cache.h"
 #include "kvrt/model.h"
-#include "kvrt/parameter.h"
+#include "kvrt/steps.h"
 
 namespace kvrt {
 
-class SharedBorrows;
-
-namespace detail {
-class Engine;
-struct EngineRun;
-struct KvCacheTestAccess;
-}  // namespace detail
-
-// What one committed prefill or decode returns. `logits` ([batch, V], f64) points
-// into the session's workspace and stays valid until the next call on the session.
-struct StepOutput {
-  std::span<const double> logits;
-  size_t position = 0;                  // position of the last row forwarded
-  size_t cache_len = 0;                 // len after the commit
-  uint64_t attention_score_values = 0;  // score values of the last row only
-};
-
-// One slot's part of a step (DecoderKvSession::Step).
-enum class RunPhase {
-  kPrefill,  // a chunk of the slot's prompt (counted as prefill tokens)
-  kDecode,   // one token after a complete prompt (counted as a decode token)
-};
-struct SlotRun {
-  size_t slot = 0;
-  std::span<const uint32_t> tokens;
-  RunPhase phase = RunPhase::kPrefill;
-  bool completes_prompt = true;  // prefill: this chunk ends the prompt (then decodes may follow)
-};
-
-// What a committed step returns: the last row's logits of every run, [runs, V]
-// in run order (f64), valid until the next call on the session.
-struct SlotStepOutput {
-  std::span<const double> logits;
-  size_t runs = 0;
-};
-
-class DecoderKvSession {
+class KvCache {
  public:
-  DecoderKvSession(DecoderKvSession&&) noexcept;
-  DecoderKvSession& operator=(DecoderKvSession&&) noexcept;
-  DecoderKvSession(const DecoderKvSession&) = delete;
-  DecoderKvSession& operator=(const DecoderKvSession&) = delete;
-  ~DecoderKvSession();
+  struct Impl;  // the library's own state, opaque outside it
 
-  // spec §3.5, for a batch of 1: EmptyPrompt, PrefillRequiresEmpty{len},
-  // PromptTooLong{tokens, capacity}, PromptTokenOutOfBounds{position, token_id,
-  // vocabulary_size}; errors there change nothing. A failure while forwarding
-  // resets the cache to the empty state (work zeroed) and returns the error.
-  Result<StepOutput> Prefill(std::span<const uint32_t> prompt);
-  // spec §3.6: DecodeRequiresPrefill, DecodeTokenOutOfBounds, Full{capacity};
-  // any failure leaves the state exactly as before.
-  Result<StepOutput> Decode(uint32_t token);
+  // spec/kv-cache.md §3.1 for `model`: ZeroBatchSize, ZeroCapacity,
+  // CapacityExceedsPositions, ElementCountOverflow, AllocationFailed, wrapped as
+  // LayerCache{layer} for the block that failed.
+  static Result<KvCache> Create(const Model& model, CacheOptions options = {});
 
-  // Batch forms for a cache of B sequences: `prompts` is [B, T] row-major (all
-  // sequences share one length), `tokens` holds B ids. Same validation and
-  // commit rules, one commit per step for all sequences and blocks; a length
-  // that is not a multiple of B gives BatchShapeMismatch.
-  Result<StepOutput> PrefillBatch(std::span<const uint32_t> prompts);
-  Result<StepOutput> DecodeBatch(std::span<const uint32_t> tokens);
+  KvCache(KvCache&&) noexcept;
+  KvCache& operator=(KvCache&&) noexcept;
+  ~KvCache();
+  // A deep copy of the whole state, bound to no session.
+  Result<KvCache> Clone() const;
 
-  // spec §3.8: every layer to length 0 (allocations and stale rows kept),
-  // prefill_complete cleared, counters zeroed; bindings and borrows kept.
-  void Reset();
+  size_t capacity() const;
+  size_t slot_count() const;
+  Precision precision() const;
+  // The longest slot's length: the length of a single-sequence cache.
+  size_t len() const;
+  bool prefill_complete() const;  // every slot's prompt is complete
+  bool is_bound() const;          // a session holds it
+  const KvWork& work() const;     // the sum over slots
+  size_t slot_len(size_t slot) const;  // 0 for an out-of-range slot
+  bool slot_prefill_complete(size_t slot) const;
+  KvWork slot_work(size_t slot) const;
+  size_t storage_bytes() const;  // K/V bytes over all layers
 
-  // One step over any set of distinct slots: prefill chunks and decode tokens,
-  // mixed. Validation, in run order (each run's own errors wrapped as
-  // SlotRequest{slot}): EmptyStep; SlotOutOfRange{slot, slots}; DuplicateSlot{slot};
-  // prefill runs: EmptyPrompt, PrefillRequiresEmpty{len} (the slot's prompt is
-  // complete), PromptTooLong{tokens: len + chunk, capacity},
-  // PromptTokenOutOfBounds{position in the slot}; decode runs: BatchShapeMismatch
-  // (not one token), DecodeRequiresPrefill, DecodeTokenOutOfBounds, Full; then
-  // StepTooLarge{rows, max_rows} beyond max_rows_per_step() rows in all or
-  // max_rows_per_run() in one run. Then one two-phase commit for all runs: on any
-  // error no slot advances and the cache equals its state before the call.
-  // Slots outside the step are untouched; every slot attends only to its own rows.
-  Result<SlotStepOutput> Step(std::span<const SlotRun> runs);
-  size_t max_rows_per_step() const;
-  size_t max_rows_per_run() const;
-
-  // Per-slot operations; each is atomic (an error changes nothing).
-  // ResetSlot: the slot to Empty, its counters zeroed (and taken out of the
-  // total). SlotOutOfRange.
-  Result<void> ResetSlot(size_t slot);
-  // TruncateSlot: the slot keeps rows [0, len) (a rewind; its counters keep the
-  // work done). len 0 is ResetSlot. SlotOutOfRange, TruncateBeyondLength{slot,
-  // len, slot_len}.
-  Result<void> TruncateSlot(size_t slot, size_t len);
-  // ForkSlot: `destination` becomes a copy of `source`'s prefix (rows, length,
-  // prompt state); its previous contents and counters are dropped (no tokens
-  // were forwarded). SlotOutOfRange, ForkOntoItself{slot}.
-  Result<void> ForkSlot(size_t source, size_t destination);
-
-  const DecoderKvCache& cache() const { return *cache_; }
-  const DecoderModel& model() const { return model_; }
-  const EngineOptions& engine_options() const { return options_; }
+  Impl& impl() { return *impl_; }
+  const Impl& impl() const { return *impl_; }
 
  private:
-  friend class DecoderKvCache;
-  friend struct detail::KvCacheTestAccess;
-  DecoderKvSession(DecoderKvCache& cache, const DecoderModel& model, EngineOptions options,
-                   std::unique_ptr<SharedBorrows> borrows, std::unique_ptr<detail::Engine> engine,
-                   Buffer<double> logits);
-
-  // What an uncommitted slot has gained in the steps since BeginPending.
-  struct Pending {
-    size_t rows = 0;
-    KvWork work;                   // the slot's counters after the pending rows
-    uint64_t last_row_scores = 0;  // score values of its last pending row
-  };
-  void BeginPending();
-  // Phases 1–2 of one engine step over runs_[0, runs) (validated; each run at
-  // its slot's committed length plus its pending rows), then the rows' physical
-  // placement past the committed lengths, where no reader looks. Adds their work
-  // to the pending counters. On error nothing the cache exposes has changed.
-  Result<void> ForwardRuns(size_t runs);
-  // Phase 3: every slot's pending rows and counters become visible together.
-  void CommitPending();
-  // Forwards validated prompts ([batch, rows]) in steps the engine accepts, then
-  // commits them once: all of the prompt becomes visible, or none of it.
-  Result<StepOutput> PrefillRows(std::span<const uint32_t> prompts, size_t rows);
-  StepOutput BatchOutput() const;
-  Result<void> CheckSlot(size_t slot) const;
-  void ResetState();
-  void ClearSlot(size_t slot);
-
-  DecoderKvCache* cache_;
-  DecoderModel model_;  // a handle sharing the model's parameter nodes
-  EngineOptions options_;
-  std::unique_ptr<SharedBorrows> borrows_;  // model/parameter_access.h
-  std::unique_ptr<detail::Engine> engine_;
-  Buffer<double> logits_;  // [batch, V], the last step's logits
-  // Bookkeeping of one step, sized at bind ([batch] each): steps allocate nothing.
-  std::vector<detail::EngineRun> runs_;
-  std::vector<RunPhase> run_phases_;
-  std::vector<Pending> pending_;
-  std::vector<uint8_t> in_step_;
-  KvWork pending_total_;
+  explicit KvCache(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
 };
 
-// A session that owns its cache, for embedders who do not manage caches
-// themselves. The precision is chosen once, in options.engine: the cache stores
-// rows in the engine's precision. (The explicit path, DecoderKvCache::Create then
-// cache.Bind(model, engine), is the specification's and stays available.)
+// A session that owns its cache (Session::Open).
 struct SessionOptions {
-  EngineOptions engine;   // default: the fast f32 engine
+  EngineOptions engine;   // the cache stores rows in the engine's precision
   size_t capacity = 0;    // 0: the model's max_positions
-  size_t batch_size = 1;  // sequences that advance together
+  size_t batch_size = 1;  // sequence slots
 };
 
 class Session {
  public:
-  // DecoderKvCache::Create's errors, then Bind's.
-  static Result<Session> Open(const DecoderModel& model, SessionOptions options = {});
+  struct Impl;  // the library's own state, opaque outside it
 
-  Result<StepOutput> Prefill(std::span<const uint32_t> prompt) { return session_->Prefill(prompt); }
-  Result<StepOutput> Decode(uint32_t token) { return session_->Decode(token); }
-  void Reset() { session_->Reset(); }
+  // Binds `cache` to `model` (spec §3.3): ModelConfigMismatch,
+  // ModelParameterCountMismatch, ModelParameterMismatch{index},
+  // ModelParameterRevisionMismatch, LayerCountMismatch, UnsupportedBackend (the
+  // engine's precision is not the cache's), CacheAlreadyBound (another session
+  // holds it). A rejected bind changes nothing. The cache must outlive the
+  // session; dropping the session releases it.
+  static Result<Session> Bind(KvCache& cache, const Model& model, const EngineOptions& engine = {});
+  // A new cache of options.capacity and options.batch_size, then Bind.
+  static Result<Session> Open(const Model& model, const SessionOptions& options = {});
 
-  const DecoderKvCache& cache() const { return *cache_; }
-  DecoderKvSession& session() { return *session_; }
+  Session(Session&&) noexcept;
+  Session& operator=(Session&&) noexcept;
+  ~Session();
+
+  // spec §3.5, for a batch of 1: EmptyPrompt, PrefillRequiresEmpty{len},
+  // PromptTooLong{tokens, capacity}, PromptTokenOutOfBounds{position, token_id,
+  // vocabulary_size}; errors there change nothing. A failure while forwarding
+  // leaves the cache empty.
+  Result<StepOutput> Prefill(std::span<const uint32_t> prompt);
+  // spec §3.6: DecodeRequiresPrefill, DecodeTokenOutOfBounds, Full{capacity}.
+  Result<StepOutput> Decode(uint32_t token);
+  // Batch forms for a cache of B slots: `prompts` is [B, T] row-major (one
+  // length for all), `tokens` holds B ids; BatchShapeMismatch otherwise.
+  Result<StepOutput> PrefillBatch(std::span<const uint32_t> prompts);
+  Result<StepOutput> DecodeBatch(std::span<const uint32_t> tokens);
+
+  // One step over any set of distinct slots: prefill chunks and decode tokens,
+  // mixed. Validation in run order (each run's own errors wrapped as
+  // SlotRequest{slot}): EmptyStep; SlotOutOfRange; DuplicateSlot; a prefill run's
+  // EmptyPrompt, PrefillRequiresEmpty, PromptTooLong, PromptTokenOutOfBounds; a
+  // decode run's BatchShapeMismatch (not one token), DecodeRequiresPrefill,
+  // DecodeTokenOutOfBounds, Full; then StepTooLarge beyond max_rows_per_step()
+  // rows in all or max_rows_per_run() in one run. One two-phase commit for all
+  // runs. A slot's logits do not depend on the other runs, the slot or the threads.
+  Result<SlotStepOutput> Step(std::span<const SlotRun> runs);
+  size_t max_rows_per_step() const;
+  size_t max_rows_per_run() const;
+
+  // spec §3.8: every slot to empty, counters zeroed (allocations kept).
+  void Reset();
+  // One slot to empty, its counters out of the total. SlotOutOfRange.
+  Result<void> ResetSlot(size_t slot);
+  // The slot keeps rows [0, len) (a rewind). SlotOutOfRange,
+  // TruncateBeyondLength{slot, len, slot_len}; len 0 is ResetSlot.
+  Result<void> TruncateSlot(size_t slot, size_t len);
+  // `destination` becomes a copy of `source`'s rows, length and prompt state.
+  // SlotOutOfRange, ForkOntoItself{slot}.
+  Result<void> ForkSlot(size_t source, size_t destination);
+
+  const KvCache& cache() const;
+  const EngineOptions& engine_options() const;
+
+  Impl& impl() { return *impl_; }
 
  private:
-  Session(std::unique_ptr<DecoderKvCache> cache, std::unique_ptr<DecoderKvSession> session)
-      : cache_(std::move(cache)), session_(std::move(session)) {}
-  // Destroyed in reverse order: the session releases the cache before it goes.
-  std::unique_ptr<DecoderKvCache> cache_;  // heap: the session keeps its address
-  std::unique_ptr<DecoderKvSession> session_;
+  explicit Session(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace kvrt

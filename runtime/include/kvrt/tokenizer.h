@@ -23,12 +23,6 @@
 
 namespace kvrt {
 
-// A GGUF file's tokenizer.ggml.* metadata (runtime/src/text/vocabulary.h).
-struct VocabularyData;
-namespace text {
-class VocabularyTokenizer;
-}
-
 enum class TokenizerKind : uint8_t {
   kLiteral = 1,        // "literal-u32"
   kByteBpe = 2,        // "byte-bpe"
@@ -37,10 +31,14 @@ enum class TokenizerKind : uint8_t {
   kGpt2Bpe = 5,        // "gpt2-bpe" (GGUF tokenizer.ggml.model "gpt2")
 };
 
+// A tokenizer is an immutable value: copies share its tables.
 class Tokenizer {
  public:
+  struct Impl;  // the tables, opaque outside the library
+
   // An empty literal tokenizer (vocabulary 0); real ones come from the factories.
-  Tokenizer() = default;
+  Tokenizer();
+  explicit Tokenizer(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
 
   // A literal tokenizer over `pieces` (id i = piece i). Fails with
   // Tokenizer("literal token ID i repeats an earlier byte spelling") on a repeat, or
@@ -56,22 +54,18 @@ class Tokenizer {
   // at most max_token_length bytes (InvalidTokenLength{token_id, length}).
   static Result<Tokenizer> Llama2c(std::vector<std::string> pieces, std::vector<float> scores,
                                    uint32_t max_token_length);
-  // A GGUF vocabulary: "llama" gives kSentencePiece, "gpt2" kGpt2Bpe
-  // (UnsupportedTokenizerModel otherwise). The checks and defaults are those of
-  // text::VocabularyTokenizer::Build (runtime/src/text/vocabulary_tokenizer.h).
-  static Result<Tokenizer> FromVocabulary(VocabularyData vocabulary);
 
-  TokenizerKind kind() const { return kind_; }
+  TokenizerKind kind() const;
   // "literal-u32", "byte-bpe", "llama2c", "sentencepiece" or "gpt2-bpe"
   std::string_view kind_name() const;
   size_t vocabulary_size() const;
   // Literal and llama2.c pieces (empty for byte-BPE) and training-space merges
   // (byte-BPE only).
-  const std::vector<std::string>& pieces() const { return pieces_; }
-  const std::vector<std::pair<uint32_t, uint32_t>>& merges() const { return merges_; }
+  const std::vector<std::string>& pieces() const;
+  const std::vector<std::pair<uint32_t, uint32_t>>& merges() const;
   // llama2.c merge scores (one per piece) and the longest piece the file declares.
-  const std::vector<float>& scores() const { return scores_; }
-  uint32_t max_token_length() const { return max_token_length_; }
+  const std::vector<float>& scores() const;
+  uint32_t max_token_length() const;
   // BOS and EOS ids (byte-BPE: 0 and 1; llama2.c: 1 and 2; literal: none; GGUF:
   // the file's, when it names them).
   std::optional<uint32_t> bos_id() const;
@@ -117,14 +111,7 @@ class Tokenizer {
   Result<std::string> DecodeDocumentUtf8(std::span<const uint32_t> ids) const;
 
  private:
-  TokenizerKind kind_ = TokenizerKind::kLiteral;
-  std::vector<std::string> pieces_;
-  std::vector<std::pair<uint32_t, uint32_t>> merges_;
-  std::vector<std::string> expansions_;  // byte-BPE: bytes of training id 0..256+n
-  std::vector<float> scores_;            // llama2.c: merge score of every piece
-  uint32_t max_token_length_ = 0;        // llama2.c
-  std::vector<uint32_t> sorted_ids_;     // llama2.c: ids by piece bytes, for lookups
-  std::shared_ptr<const text::VocabularyTokenizer> vocabulary_;  // GGUF kinds only
+  std::shared_ptr<const Impl> impl_;
 };
 
 // Strict UTF-8 validation with Rust's String::from_utf8 rules: no overlong forms,

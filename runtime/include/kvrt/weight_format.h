@@ -14,7 +14,7 @@
 // 32 falls back to f16, where llama.cpp's quantizer ends its fallback chain
 // (llama_tensor_get_type: a block type that does not divide ne[0] becomes F16;
 // for q8_0/q4_0 themselves llama.cpp refuses the tensor instead). Fallbacks are
-// never errors: PlanWeightFormats lists them, and the CLI reports them.
+// never errors: Model::WeightPlan lists them, and the CLI reports them.
 #pragma once
 
 #include <cstddef>
@@ -25,8 +25,6 @@
 #include <vector>
 
 namespace kvrt {
-
-class DecoderModel;
 
 // Stable values (the C API's KVRT_WEIGHTS_* mirror them).
 enum class WeightFormat : uint8_t {
@@ -49,7 +47,7 @@ double WeightFormatBytesPerWeight(WeightFormat format);
 
 // The format one matrix of a model is kept in for a requested format.
 struct MatrixWeightFormat {
-  size_t parameter = 0;     // index in DecoderModel::parameters()
+  size_t parameter = 0;     // index in the model's tensors (spec/model.md §9 order)
   std::string name;         // the parameter's name
   size_t rows = 0;          // K of x·W (for the token table: D)
   size_t cols = 0;          // N (for the token table: V)
@@ -61,12 +59,6 @@ struct MatrixWeightFormat {
   // Kept in the file's own bytes (kAsStored on a compressed GGUF tensor).
   bool as_stored = false;
 };
-
-// Every weight matrix of `model` (token table, per block query, key, value,
-// output, gate, up, down, then an untied head) with the format the fast f32
-// engine keeps it in for `requested`. Cheap: reads shapes and stored types only.
-std::vector<MatrixWeightFormat> PlanWeightFormats(const DecoderModel& model,
-                                                  WeightFormat requested);
 
 // Fallbacks of a plan as one line, e.g. "blocks.0.ffn.down.weight q8_0 -> f16
 // (K = 48 is not a multiple of 32)"; empty when there are none.

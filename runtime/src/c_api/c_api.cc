@@ -8,7 +8,7 @@
 #include "c_api/c_api_internal.h"
 #include "c_api/c_error_codes.h"
 #include "formats/llama2c/llama2c.h"
-#include "kvrt/load_model.h"
+#include "formats/load_model.h"
 
 using kvrt::c_api::Guard;
 using kvrt::c_api::InvalidArgument;
@@ -71,7 +71,7 @@ const char* kvrt_version(void) { return KVRT_VERSION_STRING; }
 kvrt_error* kvrt_model_load(const char* path, kvrt_model** out) {
   return Guard([&]() -> kvrt_error* {
     if (path == nullptr || out == nullptr) return InvalidArgument("kvrt_model_load needs a path and an output");
-    kvrt::Result<kvrt::LoadedModel> loaded = kvrt::LoadModel(path);
+    kvrt::Result<kvrt::ModelFile> loaded = kvrt::ReadModelFile(path);
     if (!loaded) return MakeError(loaded.error());
     *out = new kvrt_model{std::move(loaded->model), std::move(loaded->tokenizer), loaded->format};
     return nullptr;
@@ -82,7 +82,7 @@ kvrt_error* kvrt_model_load_tokenizer(kvrt_model* model, const char* path) {
   return Guard([&]() -> kvrt_error* {
     if (model == nullptr || path == nullptr) return InvalidArgument("kvrt_model_load_tokenizer needs a model and a path");
     kvrt::Result<kvrt::Tokenizer> tokenizer =
-        kvrt::LoadLlama2cTokenizerFor(path, model->model.config().vocabulary_size);
+        kvrt::LoadLlama2cTokenizer(path, model->model.config().vocabulary_size);
     if (!tokenizer) return MakeError(tokenizer.error());
     model->tokenizer = std::move(*tokenizer);
     return nullptr;

@@ -3,6 +3,7 @@
 
 #include "c_api/c_api_internal.h"
 #include "kvrt/generation.h"
+#include "generate/generate.h"
 
 using kvrt::c_api::Guard;
 using kvrt::c_api::InvalidArgument;

@@ -11,12 +11,12 @@
 #include <vector>
 
 #include "kvrt/error.h"
-#include "kvrt/kv_cache.h"
+#include "kv/decoder_kv_cache.h"
 #include "kvrt/kvrt.h"
-#include "kvrt/load_model.h"
+#include "formats/load_model.h"
 #include "formats/llama2c/llama2c.h"
-#include "kvrt/model.h"
-#include "kvrt/session.h"
+#include "model/decoder_model.h"
+#include "session/decoder_kv_session.h"
 #include "kvrt/threading/thread_pool.h"
 #include "kvrt/tokenizer.h"
 
@@ -27,8 +27,8 @@ struct kvrt_error {
 };
 
 struct kvrt_pool {
-  kvrt::threading::ThreadPool pool;
-  explicit kvrt_pool(size_t threads) : pool(threads) {}
+  // An arena of its own (kvrt_pool_create) or the host's (kvrt_pool_attach_current_arena).
+  std::unique_ptr<kvrt::threading::ThreadPool> pool;
 };
 
 struct kvrt_model {

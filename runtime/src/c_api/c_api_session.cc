@@ -4,6 +4,8 @@
 #include <type_traits>
 
 #include "c_api/c_api_internal.h"
+#include "session/engine_threads.h"
+#include "weights/prepare_weights.h"
 
 using kvrt::c_api::Guard;
 using kvrt::c_api::InvalidArgument;
@@ -71,14 +73,12 @@ Result<EngineOptions> EngineFromC(const kvrt_engine_options* engine,
     return Fail(ErrorCode::kUnsupportedBackend, {{"", std::string("f32")}},
                 "the reference backend computes in f64 only");
   }
-  if (options.backend == Backend::kFast && chosen.pool != nullptr) {
-    options.pool = &chosen.pool->pool;
-  } else if (options.backend == Backend::kFast && chosen.threads != 1) {
-    if (chosen.threads > 1024) return Fail(ErrorCode::kInvalidArgument, {}, "at most 1024 threads");
-    pool = std::make_unique<threading::ThreadPool>(chosen.threads);
-    options.pool = pool.get();
-  }
-  return options;
+  options.threads = chosen.threads;
+  options.pool = chosen.pool != nullptr ? chosen.pool->pool.get() : nullptr;
+  Result<EngineThreads> threads = ResolveEngineThreads(options);
+  if (!threads) return Fail(std::move(threads.error()));
+  pool = std::move(threads->owned_pool);
+  return threads->options;
 }
 
 }  // namespace kvrt::c_api
@@ -94,12 +94,24 @@ kvrt_error* kvrt_pool_create(size_t threads, kvrt_pool** out) {
   return Guard([&]() -> kvrt_error* {
     if (out == nullptr) return InvalidArgument("kvrt_pool_create needs an output");
     if (threads > 1024) return InvalidArgument("kvrt_pool_create: at most 1024 threads");
-    *out = new kvrt_pool(threads);
+    auto pool = std::make_unique<kvrt_pool>();
+    pool->pool = std::make_unique<kvrt::threading::ThreadPool>(threads);
+    *out = pool.release();
     return nullptr;
   });
 }
 
-size_t kvrt_pool_threads(const kvrt_pool* pool) { return pool ? pool->pool.threads() : 0; }
+kvrt_error* kvrt_pool_attach_current_arena(kvrt_pool** out) {
+  return Guard([&]() -> kvrt_error* {
+    if (out == nullptr) return InvalidArgument("kvrt_pool_attach_current_arena needs an output");
+    auto pool = std::make_unique<kvrt_pool>();
+    pool->pool = kvrt::threading::ThreadPool::OnCurrentArena();
+    *out = pool.release();
+    return nullptr;
+  });
+}
+
+size_t kvrt_pool_threads(const kvrt_pool* pool) { return pool ? pool->pool->threads() : 0; }
 void kvrt_pool_free(kvrt_pool* pool) { delete pool; }
 
 kvrt_error* kvrt_cache_create(const kvrt_model* model, size_t capacity, kvrt_precision precision,
@@ -134,7 +146,7 @@ kvrt_error* kvrt_model_prepare_weights(const kvrt_model* model, const kvrt_engin
     std::unique_ptr<kvrt::threading::ThreadPool> no_pool;
     kvrt::Result<kvrt::EngineOptions> options = kvrt::c_api::EngineFromC(&chosen, no_pool);
     if (!options) return MakeError(options.error());
-    if (kvrt::Result<void> prepared = model->model.PrepareWeights(*options); !prepared) {
+    if (kvrt::Result<void> prepared = PrepareWeights(model->model, *options); !prepared) {
       return MakeError(prepared.error());
     }
     return nullptr;
@@ -152,7 +164,7 @@ kvrt_error* kvrt_session_bind(kvrt_cache* cache, const kvrt_model* model, const 
     kvrt::Result<kvrt::EngineOptions> options = kvrt::c_api::EngineFromC(engine, session->pool);
     if (!options) return MakeError(options.error());
     session->model.emplace(model->model);
-    kvrt::Result<kvrt::DecoderKvSession> bound = session->cache->Bind(*session->model, *options);
+    kvrt::Result<kvrt::DecoderKvSession> bound = Bind(*session->cache, *session->model, *options);
     if (!bound) return MakeError(bound.error());
     session->session.emplace(std::move(*bound));
     *out = session.release();

@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "core/allocation_faults.h"
-#include "kvrt/buffer.h"
+#include "core/buffer.h"
 
 // Buffers come from the C library's posix_memalign.
 //
@@ -23,7 +23,10 @@
 // and large (weights, caches, workspaces), allocated once per model or session,
 // where a general-purpose allocator's speed does not matter. posix_memalign also
 // keeps the exact size, so a sanitizer reports a read one byte past a buffer
-// (aligned_alloc would round the size up to the alignment).
+// (aligned_alloc would round the size up to the alignment). kvrt's own
+// executables, which own their process, do link mimalloc as its allocator
+// (tools/allocator/), so there these calls land in mimalloc; the library never
+// chooses.
 //
 // Requests of kMappedBytes or more are anonymous mappings instead: the kernel
 // hands them out zeroed and backs a page only when it is first written, so a
@@ -33,12 +36,12 @@
 // Pages::kHuge mappings of at least one huge page (weights, the fast engine's
 // workspace) start on a 2 MiB boundary and are madvise(MADV_HUGEPAGE)d. Debian's
 // kernels grant transparent huge pages only to regions that ask ("madvise"
-// mode), and on 4 KiB pages a 110M prefill's matrix products ran at 0.33-0.44 of
-// the FMA peak on two threads, 0.60-0.65 with the hint (f32, three rounds
-// alternating THP "never" and "madvise" on one binary, 2-vCPU Zen 5; the same
-// kernel on cache-resident operands reads 0.90). The hint is advisory: where
-// huge pages are off the buffer keeps small pages. The mapping is trimmed to the
-// request (rounded to a small page), so an untouched tail still costs no RSS.
+// mode), and on 4 KiB pages a large prefill's matrix products fall well short of
+// the FMA-peak fraction the same kernel reaches on cache-resident operands; the
+// hint wins most of it back (figures in docs/performance/design_measurements.md).
+// The hint is advisory: where huge pages are off the buffer keeps small pages. The
+// mapping is trimmed to the request (rounded to a small page), so an untouched tail
+// still costs no RSS.
 // Under a sanitizer every buffer stays on the (instrumented) heap.
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define KVRT_SANITIZER_HEAP 1

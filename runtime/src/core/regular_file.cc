@@ -8,7 +8,7 @@
 #include <new>
 #include <utility>
 
-#include "formats/llmcp35/checkpoint_errors.h"
+#include "core/io_error.h"
 
 namespace kvrt {
 
@@ -35,12 +35,12 @@ Result<RegularFile> OpenRegularFile(const std::string& path, std::string_view ex
   // O_NONBLOCK: opening a FIFO without a writer returns at once instead of
   // waiting; the descriptor is closed again before anything reads a non-file.
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return Fail(llmcp35::Io(open_operation, path, errno));
+  if (fd < 0) return Fail(IoError(open_operation, path, errno));
   struct stat status {};
   if (::fstat(fd, &status) != 0) {
     const int error = errno;
     ::close(fd);
-    return Fail(llmcp35::Io("stat", path, error));
+    return Fail(IoError("stat", path, error));
   }
   if (!S_ISREG(status.st_mode)) {
     ::close(fd);
@@ -57,7 +57,7 @@ Result<void> RequireReplaceableDestination(const std::string& path) try {
   struct stat status {};
   if (::lstat(path.c_str(), &status) != 0) {
     if (errno == ENOENT) return {};
-    return Fail(llmcp35::Io("stat", path, errno));
+    return Fail(IoError("stat", path, errno));
   }
   const unsigned mode = status.st_mode;
   if (S_ISREG(mode) || S_ISLNK(mode) || S_ISDIR(mode)) return {};

@@ -12,22 +12,10 @@
 
 #include "kvrt/engine_options.h"
 #include "kvrt/error.h"
-#include "kvrt/kv_cache.h"
-#include "kvrt/model.h"
+#include "kv/decoder_kv_cache.h"
+#include "model/decoder_model.h"
 
 namespace kvrt::detail {
-
-// Typed access to a layer's storage for engines (the public API only reads it).
-struct KvStorageAccess {
-  template <class T>
-  static T* keys(LayerKvCache& layer) {
-    return reinterpret_cast<T*>(layer.keys_.data());
-  }
-  template <class T>
-  static T* values(LayerKvCache& layer) {
-    return reinterpret_cast<T*>(layer.values_.data());
-  }
-};
 
 // One slot's new rows in a step: tokens[0, count) at positions [start, start +
 // count). Rows [0, start) of the slot's lanes are already in the cache storage
@@ -71,7 +59,7 @@ class Engine {
 };
 
 // The scalar f64 engine: bit-exact with the reference crate. With a weight format
-// other than kAsStored it runs on DecoderModel::Dequantized(weights) (made once
+// other than kAsStored it runs on DequantizedModel(model, weights) (made once
 // per format and cached on the model), the oracle of the compressed kernels.
 Result<std::unique_ptr<Engine>> CreateReferenceEngine(
     const DecoderModel& model, const DecoderKvCache& cache,

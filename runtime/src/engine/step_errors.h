@@ -19,8 +19,8 @@ namespace kvrt::detail {
 
 // The first i < n whose values[i] is not finite. Blocks are first tested without a
 // branch, an OR over "exponent field all ones" (infinity or NaN) that compilers
-// vectorize; only a block holding such a value is searched element by element. The
-// 32000 logits of every decode step cost 28 µs searched one by one, 7 µs this way.
+// vectorize; only a block holding such a value is searched element by element, so
+// the check over a decode step's logits costs a quarter of a one-by-one search.
 template <class T>
 std::optional<size_t> FirstNonFinite(const T* values, size_t n) {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>, "IEEE binary32 or binary64");

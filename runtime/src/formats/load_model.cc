@@ -10,7 +10,7 @@
 #include "formats/llama2c/llama2c.h"
 #include "formats/llmcp35/checkpoint.h"
 #include "formats/llmcp35/layout.h"
-#include "kvrt/load_model.h"
+#include "formats/load_model.h"
 
 namespace kvrt {
 namespace {
@@ -71,7 +71,7 @@ Result<ModelFormat> DetectModelFormat(const std::string& path) {
                   "\"GGUF\" magic) and llama2.c (the first 28 bytes are not a valid llama2.c header)");
 }
 
-Result<LoadedModel> LoadModel(const std::string& path) {
+Result<ModelFile> ReadModelFile(const std::string& path) {
   Result<ModelFormat> format = DetectModelFormat(path);
   if (!format) return Fail(std::move(format.error()));
   switch (*format) {
@@ -79,14 +79,14 @@ Result<LoadedModel> LoadModel(const std::string& path) {
       Result<DecoderModel> model = LoadLlama2cModel(path);
       if (!model) return Fail(std::move(model.error()));
       Result<uint64_t> bytes = Llama2cFileBytes(model->config());
-      return LoadedModel{*format, std::move(*model), std::nullopt, std::nullopt, bytes.value_or(0)};
+      return ModelFile{*format, std::move(*model), std::nullopt, std::nullopt, bytes.value_or(0)};
     }
     case ModelFormat::kLlmcp35: {
       Result<Checkpoint> checkpoint = LoadCheckpoint(path);
       if (!checkpoint) return Fail(std::move(checkpoint.error()));
       Result<DecoderModel> model = checkpoint->BuildModel();
       if (!model) return Fail(std::move(model.error()));
-      return LoadedModel{*format, std::move(*model), std::move(checkpoint->tokenizer),
+      return ModelFile{*format, std::move(*model), std::move(checkpoint->tokenizer),
                          checkpoint->sampling_rng_state, checkpoint->file_bytes};
     }
     case ModelFormat::kGguf: {
@@ -111,7 +111,7 @@ Result<LoadedModel> LoadModel(const std::string& path) {
                         " tokens but the model's vocabulary is " +
                         std::to_string(model->config().vocabulary_size));
       }
-      return LoadedModel{*format, std::move(*model), std::move(*tokenizer), std::nullopt,
+      return ModelFile{*format, std::move(*model), std::move(*tokenizer), std::nullopt,
                          file->mapping()->bytes().size()};
     }
   }

@@ -6,10 +6,11 @@
 
 #include "generate/generation_cursor.h"
 #include "generate/generation_loop.h"
-#include "model/model_internals.h"
-#include "kvrt/kv_cache.h"
+#include "weights/engine_weights.h"
+#include "kv/decoder_kv_cache.h"
 #include "engine/reference/complete_prefix.h"
-#include "kvrt/session.h"
+#include "session/owned_session.h"
+#include "generate/generate.h"
 
 namespace kvrt {
 namespace {
@@ -249,7 +250,7 @@ Result<GenerationResult> GenerateCached(const DecoderModel& model, std::span<con
   result.work.layer_cache_count = model_config.layers;
   if (config.max_new_tokens == 0) return result;  // no cache, no model call, no draw
 
-  Result<Session> session = Session::Open(model, SessionOptions{engine});
+  Result<OwnedSession> session = OwnedSession::Open(model, engine);
   if (!session) return Fail(std::move(session.error()).Wrap(ErrorCode::kCache));
   SessionSource source(session->session());
   if (Result<void> ran = RunGenerationLoop(model_config, config, rng, source, on_token, result);
@@ -285,7 +286,7 @@ Result<GenerationResult> GenerateUncached(const DecoderModel& model,
     Result<std::shared_ptr<const DecoderModel>> oracle =
         engine.weights == WeightFormat::kAsStored
             ? Result<std::shared_ptr<const DecoderModel>>(nullptr)
-            : detail::ModelInternals::WeightsCache(model).Dequantized(model, engine.weights);
+            : detail::WeightsCacheOf(model).Dequantized(model, engine.weights);
     if (!oracle) return Fail(std::move(oracle.error()));
     CompletePrefixSource source(*oracle ? **oracle : model);
     if (Result<void> ran = RunGenerationLoop(model_config, config, rng, source, on_token, result);
@@ -296,7 +297,7 @@ Result<GenerationResult> GenerateUncached(const DecoderModel& model,
   }
   // The fast engine has no uncached forward: each step replays the whole prefix
   // into an emptied session.
-  Result<Session> session = Session::Open(model, SessionOptions{engine});
+  Result<OwnedSession> session = OwnedSession::Open(model, engine);
   if (!session) return Fail(std::move(session.error()).Wrap(ErrorCode::kModel));
   ReplaySource source(session->session());
   if (Result<void> ran = RunGenerationLoop(model_config, config, rng, source, on_token, result);

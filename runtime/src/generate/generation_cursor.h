@@ -18,10 +18,6 @@
 
 namespace kvrt {
 
-// GenerateCached's request validation (spec/sampling.md §5.1 steps 1–5).
-Result<void> ValidateCachedRequest(const ModelConfig& config, std::span<const uint32_t> prompt,
-                                   const GenerationConfig& request);
-
 class GenerationCursor {
  public:
   // `prompt` validated; sizes every buffer for the whole run up front, so

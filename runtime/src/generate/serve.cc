@@ -19,8 +19,9 @@
 
 #include "generate/generation_cursor.h"
 #include "generate/serve_stream.h"
-#include "kvrt/kv_cache.h"
-#include "kvrt/session.h"
+#include "generate/generate.h"
+#include "kv/decoder_kv_cache.h"
+#include "session/decoder_kv_session.h"
 
 namespace kvrt {
 namespace {
@@ -75,7 +76,7 @@ class RequestDriver {
     Result<DecoderKvCache> cache = DecoderKvCache::Create(model_, cache_options);
     if (!cache) return Fail(std::move(cache.error()).Wrap(ErrorCode::kCache));
     cache_.emplace(std::move(*cache));
-    Result<DecoderKvSession> session = cache_->Bind(model_, options_.serve.engine);
+    Result<DecoderKvSession> session = Bind(*cache_, model_, options_.serve.engine);
     if (!session) return Fail(std::move(session.error()).Wrap(ErrorCode::kCache));
     session_.emplace(std::move(*session));
     slots_ = cache_options.batch_size;

@@ -1,4 +1,5 @@
-// The streaming form of ServeGenerations (kvrt/generation.h): requests are pulled
+// The streaming form of ServeGenerations over the library's model (kvrt/model.h's
+// ServeGenerationStream calls it; kvrt/generation.h has its types): requests are pulled
 // from a source one at a time and results handed out in request order as soon as
 // they are known, so a run over any number of requests holds only what its slots
 // are working on. `kvrt batch` serves its requests file through it;
@@ -12,32 +13,11 @@
 // always in a slot, so the wait ends).
 #pragma once
 
-#include <cstddef>
-#include <functional>
-#include <optional>
-
 #include "kvrt/error.h"
 #include "kvrt/generation.h"
-#include "kvrt/model.h"
+#include "model/decoder_model.h"
 
 namespace kvrt {
-
-// Where a serving run gets its requests, in order.
-class GenerationRequestSource {
- public:
-  virtual ~GenerationRequestSource() = default;
-  // The next request, or nullopt after the last one. An error ends the run with it.
-  virtual Result<std::optional<GenerationRequest>> Next() = 0;
-};
-
-// Receives the result of request `index` (0-based, in the source's order); called
-// in request order. An error ends the run with it.
-using ServedCallback = std::function<Result<void>(size_t index, ServedGeneration& served)>;
-
-struct StreamOptions {
-  ServeOptions serve;
-  size_t max_held_results = 1024;  // at least 1
-};
 
 // Serves every request of `source` as ServeGenerations does (the same admission,
 // steps and per-request results). Errors of the whole run: the cache or session

@@ -1,5 +1,5 @@
 #include "model/parameter_access.h"
-#include "kvrt/model.h"
+#include "model/decoder_model.h"
 #include "model/rope.h"
 
 #include <cmath>
@@ -9,7 +9,7 @@
 #include <utility>
 
 #include "core/checked_math.h"
-#include "model/packed_weights.h"
+#include "model/derived_data.h"
 #include "model/panel_layout.h"
 #include "core/rust_format.h"
 
@@ -322,7 +322,11 @@ DecoderModel::DecoderModel(ModelConfig config, std::vector<ParameterPtr> paramet
     : config_(config),
       parameters_(std::move(parameters)),
       rope_(std::move(rope)),
-      engine_weights_(std::make_shared<detail::EngineWeightsCache>()) {}
+      derived_(std::make_shared<DerivedData>()) {}
+
+DecoderModel DecoderModel::WithParameters(std::vector<ParameterPtr> parameters) const {
+  return DecoderModel(config_, std::move(parameters), rope_);
+}
 
 Result<DecoderModel> DecoderModel::FromSeed(const ModelConfig& config, SplitMix64& rng,
                                             ModelStorage storage) try {

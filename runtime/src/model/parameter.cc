@@ -1,5 +1,5 @@
 #include "model/parameter_access.h"
-#include "kvrt/parameter.h"
+#include "model/parameter.h"
 
 #include <algorithm>
 #include <new>

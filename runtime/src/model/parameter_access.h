@@ -6,7 +6,7 @@
 #include <span>
 #include <vector>
 
-#include "kvrt/parameter.h"
+#include "model/parameter.h"
 
 namespace kvrt {
 

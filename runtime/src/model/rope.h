@@ -13,7 +13,7 @@
 #include <cstddef>
 #include <span>
 
-#include "kvrt/buffer.h"
+#include "core/buffer.h"
 #include "kvrt/error.h"
 
 namespace kvrt {

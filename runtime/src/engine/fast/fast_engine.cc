@@ -25,7 +25,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "model/packed_weights.h"
+#include "weights/engine_weights.h"
 #include "kvrt/simd/compressed_matrix.h"
 #include "kvrt/simd/rms_norm.h"
 #include "kvrt/simd/prefix_attention.h"
@@ -34,7 +34,7 @@
 #include "kvrt/simd/silu_mul.h"
 #include "kvrt/threading/thread_pool.h"
 #include "engine/fast/matrix_product.h"
-#include "model/model_internals.h"
+#include "weights/engine_weights.h"
 #include "model/rope.h"
 #include "engine/step_errors.h"
 
@@ -175,16 +175,15 @@ class FastEngine final : public Engine {
     const size_t kv_width = config_.kv_width();
     // A layer per task: a prefill copies megabytes a layer, a decode a few KiB.
     ForLayers(step.rows, layers.size(), [&](size_t l) {
-      T* keys = KvStorageAccess::keys<T>(layers[l]);
-      T* values = KvStorageAccess::values<T>(layers[l]);
       size_t i = 0;  // step row
       for (const EngineRun& run : step.runs) {
         for (size_t j = 0; j < run.count; ++j, ++i) {
           const T* staged = Staged(l, i);
+          const size_t row = (run.start + j) * hw;
           for (size_t h = 0; h < kv_heads; ++h) {
-            const size_t slot = ((run.slot * kv_heads + h) * capacity_ + run.start + j) * hw;
-            std::copy_n(staged + h * hw, hw, keys + slot);
-            std::copy_n(staged + kv_width + h * hw, hw, values + slot);
+            const KvLane<T> lane = layers[l].template Lane<T>(run.slot, h);
+            std::copy_n(staged + h * hw, hw, lane.keys + row);
+            std::copy_n(staged + kv_width + h * hw, hw, lane.values + row);
           }
         }
       }
@@ -320,11 +319,9 @@ class FastEngine final : public Engine {
   RunPrefix PrefixOf(const EngineRun& run, size_t first_row, size_t kv_head, size_t own_rows,
                      size_t layer, LayerKvCache& cache) {
     const size_t hw = config_.head_width(), kv_width = config_.kv_width();
-    const size_t lane = run.slot * config_.kv_heads + kv_head;
+    const KvLane<T> lane = cache.template Lane<T>(run.slot, kv_head);
     const T* own = Staged(layer, first_row) + kv_head * hw;
-    return {{KvStorageAccess::keys<T>(cache) + lane * capacity_ * hw,
-             KvStorageAccess::values<T>(cache) + lane * capacity_ * hw, hw, run.start},
-            {own, own + kv_width, 2 * kv_width, own_rows}};
+    return {{lane.keys, lane.values, hw, run.start}, {own, own + kv_width, 2 * kv_width, own_rows}};
   }
 
   // Causal attention of every new row; head outputs go to normed_ ([n, D]). Row
@@ -439,7 +436,7 @@ template <class T>
 Result<std::unique_ptr<Engine>> Create(const DecoderModel& model, const DecoderKvCache& cache,
                                        const EngineOptions& options) {
   Result<std::shared_ptr<const EngineWeights<T>>> weights =
-      ModelInternals::WeightsCache(model).template Get<T>(model, options.weights,
+      WeightsCacheOf(model).template Get<T>(model, options.weights,
                                                           options.int8_activations);
   if (!weights) return Fail(std::move(weights.error()));
   auto engine = std::make_unique<FastEngine<T>>(model, cache, std::move(*weights), options.pool,

@@ -22,7 +22,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "model/packed_weights.h"
+#include "weights/engine_weights.h"
 #include "kvrt/simd/compressed_matrix.h"
 #include "kvrt/simd/int8_activations.h"
 #include "kvrt/simd/matmul.h"

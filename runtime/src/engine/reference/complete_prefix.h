@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "kvrt/error.h"
-#include "kvrt/model.h"
+#include "model/decoder_model.h"
 
 namespace kvrt {
 

@@ -6,7 +6,7 @@
 
 #include "engine/engine.h"
 #include "engine/reference/reference_ops.h"
-#include "model/model_internals.h"
+#include "weights/engine_weights.h"
 
 namespace kvrt::detail {
 namespace {
@@ -37,11 +37,9 @@ class ReferenceEngine final : public Engine {
     for (size_t r = 0; r < step.runs.size(); ++r) {
       const EngineRun& run = step.runs[r];
       for (size_t l = 0; l < layers.size(); ++l) {
-        const size_t lane_base = run.slot * layers[l].heads();
-        rows_[l].committed_keys =
-            KvStorageAccess::keys<double>(layers[l]) + lane_base * layers[l].capacity() * rows_[l].head_width;
-        rows_[l].committed_values =
-            KvStorageAccess::values<double>(layers[l]) + lane_base * layers[l].capacity() * rows_[l].head_width;
+        const KvLane<double> lanes = layers[l].Lane<double>(run.slot, 0);  // the slot's first lane
+        rows_[l].committed_keys = lanes.keys;
+        rows_[l].committed_values = lanes.values;
         rows_[l].new_keys = StagedKeys(l, run.slot);
         rows_[l].new_values = StagedValues(l, run.slot);
         rows_[l].start = run.start;
@@ -65,11 +63,9 @@ class ReferenceEngine final : public Engine {
         LayerKvCache& layer = layers[l];
         const size_t hw = layer.head_width();
         for (size_t h = 0; h < layer.heads(); ++h) {
-          const size_t lane = run.slot * layer.heads() + h;
-          const size_t slot = (lane * layer.capacity() + run.start) * hw;
-          std::copy_n(StagedKeys(l, run.slot) + h * hw, hw, KvStorageAccess::keys<double>(layer) + slot);
-          std::copy_n(StagedValues(l, run.slot) + h * hw, hw,
-                      KvStorageAccess::values<double>(layer) + slot);
+          const KvLane<double> lane = layer.Lane<double>(run.slot, h);
+          std::copy_n(StagedKeys(l, run.slot) + h * hw, hw, lane.keys + run.start * hw);
+          std::copy_n(StagedValues(l, run.slot) + h * hw, hw, lane.values + run.start * hw);
         }
       }
     }
@@ -104,7 +100,7 @@ Result<std::unique_ptr<Engine>> CreateReferenceEngine(const DecoderModel& model,
   std::shared_ptr<const DecoderModel> dequantized;
   if (weights != WeightFormat::kAsStored) {
     Result<std::shared_ptr<const DecoderModel>> cached =
-        ModelInternals::WeightsCache(model).Dequantized(model, weights);
+        WeightsCacheOf(model).Dequantized(model, weights);
     if (!cached) return Fail(std::move(cached.error()));
     dequantized = std::move(*cached);
   }

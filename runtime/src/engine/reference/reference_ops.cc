@@ -4,9 +4,12 @@
 #include <cmath>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/checked_math.h"
-#include "model/rope.h"
+#include "core/rust_format.h"
+#include "engine/step_errors.h"
 #include "kvrt/simd/dot.h"
 #include "kvrt/simd/matmul.h"
 #include "kvrt/simd/matvec.h"
@@ -15,41 +18,84 @@
 #include "kvrt/simd/scaled_accumulate.h"
 #include "kvrt/simd/silu_mul.h"
 #include "kvrt/simd/softmax.h"
-#include "core/rust_format.h"
-#include "engine/step_errors.h"
+#include "model/rope.h"
 
 namespace kvrt::detail {
+
+struct BlockNorm {
+  BlockSlot gain;
+  ErrorCode stage;
+  const char* trace_name;
+};
+
+struct ResidualAdd {
+  const char* activation;  // the stage of NonFiniteActivation
+  ErrorCode stage;
+  const char* trace_name;
+};
+
 namespace {
 
 using simd::PackedMatrixView;
+
+constexpr BlockNorm kAttentionNorm{BlockSlot::kAttentionNorm, ErrorCode::kAttentionNorm,
+                                   "attention_norm.output"};
+constexpr BlockNorm kFeedForwardNorm{BlockSlot::kFeedForwardNorm, ErrorCode::kFeedForwardNorm,
+                                     "ffn_norm.output"};
+constexpr ResidualAdd kAttentionResidual{"attention residual", ErrorCode::kAttentionResidual,
+                                         "after_attention"};
+constexpr ResidualAdd kFeedForwardResidual{"feed-forward residual", ErrorCode::kFeedForwardResidual,
+                                           "output"};
 
 PackedMatrixView<double> DenseView(const double* values, const Parameter& weight) {
   return PackedMatrixView<double>::Dense(values, weight.shape()[0], weight.shape()[1]);
 }
 
-// Records a stage in the trace. `values` is only evaluated when tracing, so an
-// untraced step (every session step) allocates nothing here.
-template <class Values>
-void Record(ForwardTrace* trace, const std::string& prefix, const char* name,
-            std::initializer_list<size_t> shape, Values&& values) {
-  if (trace != nullptr) {
-    trace->stages.push_back({prefix + name, std::vector<size_t>(shape), values()});
-  }
+size_t RowCount(const RowStep& step) { return step.batch * step.rows; }
+
+// All rows with all_logits, else the last row of each sequence.
+size_t LogitRowCount(const RowStep& step) { return step.all_logits ? RowCount(step) : step.batch; }
+
+Error ZeroEnergyRow(size_t row) {
+  return Error(ErrorCode::kZeroEnergyRow, {{"row", uint64_t{row}}},
+               "RMSNorm row " + std::to_string(row) + " has zero energy");
 }
 
-// Gathers rows of width heads·hw into the [B, heads, T, hw] head layout.
-std::vector<double> HeadLayout(const double* rows, size_t batch, size_t time, size_t heads,
-                               size_t hw) {
-  std::vector<double> out(batch * heads * time * hw);
-  for (size_t b = 0; b < batch; ++b) {
-    for (size_t t = 0; t < time; ++t) {
-      for (size_t h = 0; h < heads; ++h) {
-        const double* source = rows + ((b * time + t) * heads + h) * hw;
-        std::copy(source, source + hw, out.data() + ((b * heads + h) * time + t) * hw);
+// The softmax's refusal of a non-finite attention score.
+Error NonFiniteScore(size_t index, double score) {
+  if (score == INFINITY) {
+    return Error(ErrorCode::kPositiveInfinityLogit, {}, "softmax input contains positive infinity");
+  }
+  return Error(ErrorCode::kNonFiniteLogit, {{"index", uint64_t{index}}, {"value", score}},
+               "softmax input " + std::to_string(index) + " is " + RustDisplay(score));
+}
+
+// The candidate rows pass the cache's append validation (spec/kv-cache.md §1.4):
+// sequence by sequence, row by row, keys before values, lane by lane.
+Result<void> CheckNewRows(const RowStep& step, const LayerKvRows<double>& kv,
+                          const ModelConfig& config, size_t layer) {
+  const size_t kv_heads = config.kv_heads, hw = config.head_width();
+  for (size_t b = 0; b < step.batch; ++b) {
+    for (size_t r = 0; r < step.rows; ++r) {
+      for (const bool is_key : {true, false}) {
+        for (size_t h = 0; h < kv_heads; ++h) {
+          const size_t lane = b * kv_heads + h;
+          const double* row = is_key ? kv.new_key(lane, r) : kv.new_value(lane, r);
+          if (auto bad = FirstNonFinite(row, hw)) {
+            return Fail(NonFiniteCandidateRow(is_key, lane * hw + *bad, row[*bad], layer));
+          }
+        }
       }
     }
   }
-  return out;
+  return {};
+}
+
+// SiLU alone, for the trace: (g·σ(g))·1.0 has the bits of g·σ(g).
+std::vector<double> SiluAlone(const double* gate, size_t count) {
+  std::vector<double> ones(count, 1.0), silu(count);
+  simd::SiluMulScalar(gate, ones.data(), silu.data(), count);
+  return silu;
 }
 
 }  // namespace
@@ -113,255 +159,269 @@ Result<ReferenceRowForward> ReferenceRowForward::Create(const DecoderModel& mode
   return forward;
 }
 
+PackedMatrixView<double> ReferenceRowForward::BlockMatrix(size_t layer, BlockSlot slot) const {
+  return DenseView(BlockWeights(layer, slot), model_.block(layer, slot));
+}
+
 Result<void> ReferenceRowForward::Run(const RowStep& step,
                                       std::span<const LayerKvRows<double>> layers,
                                       std::span<double> logits, ForwardTrace* trace) {
-  const DecoderModel& model = model_;
-  const ModelConfig& config = model.config();
-  const size_t d = config.model_width, f = config.feed_forward_width, v = config.vocabulary_size;
-  const size_t heads = config.heads, kv_heads = config.kv_heads, hw = config.head_width();
-  const size_t group = config.query_heads_per_kv_head(), kv_width = config.kv_width();
-  const size_t batch = step.batch, rows = step.rows, n = batch * rows;
-  const double epsilon = config.rms_epsilon;
-  // 1/sqrt(hw) computed once and rounded; scores are multiplied by it, never divided.
-  const double scale = 1.0 / std::sqrt(static_cast<double>(hw));
-  const bool tracing = trace != nullptr;
-  auto row_vector = [&](const Buffer<double>& buffer, size_t width) {
-    return std::vector<double>(buffer.data(), buffer.data() + n * width);
-  };
+  TraceSink sink(trace);
+  Embed(step, sink);
+  for (size_t layer = 0; layer < model_.config().layers; ++layer) {
+    sink.EnterBlock(layer);
+    if (Result<void> block = RunBlock(step, layer, layers[layer], sink); !block) return block;
+  }
+  sink.LeaveBlocks();
+  if (Result<void> normed = NormFinalRows(step, sink); !normed) return normed;
+  return ProjectVocabulary(step, logits, sink);
+}
 
-  // Embedding: row copies, no scaling.
-  auto block_weights = [&](size_t layer, BlockSlot slot) {
-    return Weights(BlockParameterIndex(layer, slot));
-  };
-  auto BlockView = [&](size_t layer, BlockSlot slot) {
-    return DenseView(block_weights(layer, slot), model.block(layer, slot));
-  };
+// Embedding: row copies, no scaling.
+void ReferenceRowForward::Embed(const RowStep& step, TraceSink& trace) {
+  const size_t d = model_.config().model_width;
   const double* table = Weights(0);
-  for (size_t i = 0; i < n; ++i) {
+  for (size_t i = 0; i < RowCount(step); ++i) {
     std::copy_n(table + size_t{step.tokens[i]} * d, d, hidden_.data() + i * d);
   }
-  Record(trace, "", "embedding", {batch, rows, d}, [&] { return row_vector(hidden_, d); });
+  trace.Rows("embedding", step.batch, step.rows, d, hidden_.data());
+}
 
-  for (size_t layer = 0; layer < config.layers; ++layer) {
-    const std::string prefix = tracing ? "blocks." + std::to_string(layer) + "." : std::string();
-    const LayerKvRows<double>& kv = layers[layer];
+// A pre-norm block: attention over the committed and new rows, then the SwiGLU
+// feed-forward, each added to the residual stream. Layer `layer`'s new K/V rows
+// are written to `kv` before attention reads them.
+Result<void> ReferenceRowForward::RunBlock(const RowStep& step, size_t layer,
+                                           const LayerKvRows<double>& kv, TraceSink& trace) {
+  if (Result<void> normed = NormRows(step, layer, kAttentionNorm, trace); !normed) return normed;
+  if (Result<void> projected = ProjectQkv(step, layer, trace); !projected) return projected;
+  RotateQueriesAndKeys(step, trace);
+  WriteNewRows(step, kv);
+  if (Result<void> attended = Attend(step, layer, kv, trace); !attended) return attended;
+  if (Result<void> output = ProjectAttentionOutput(step, layer, trace); !output) return output;
+  if (Result<void> rows = CheckNewRows(step, kv, model_.config(), layer); !rows) return rows;
+  if (Result<void> added = AddBranch(step, layer, kAttentionResidual, trace); !added) return added;
+  if (Result<void> normed = NormRows(step, layer, kFeedForwardNorm, trace); !normed) return normed;
+  if (Result<void> ffn = FeedForward(step, layer, trace); !ffn) return ffn;
+  return AddBranch(step, layer, kFeedForwardResidual, trace);
+}
 
-    const double* attention_gain = block_weights(layer, BlockSlot::kAttentionNorm);
-    for (size_t i = 0; i < n; ++i) {
-      const double inverse = simd::RmsNormScalar(hidden_.data() + i * d, attention_gain, epsilon,
-                                                 normed_.data() + i * d, d);
-      if (!std::isfinite(inverse)) {
-        return Fail(InLayer(Error(ErrorCode::kZeroEnergyRow, {{"row", uint64_t{i}}},
-                                  "RMSNorm row " + std::to_string(i) + " has zero energy"),
-                            ErrorCode::kAttentionNorm, layer));
-      }
-    }
-    Record(trace, prefix, "attention_norm.output", {batch, rows, d},
-           [&] { return row_vector(normed_, d); });
-
-    simd::MatMulScalar(normed_.data(), d, n, BlockView(layer, BlockSlot::kQuery), query_.data(), d);
-    simd::MatMulScalar(normed_.data(), d, n, BlockView(layer, BlockSlot::kKey), key_.data(),
-                       kv_width);
-    simd::MatMulScalar(normed_.data(), d, n, BlockView(layer, BlockSlot::kValue), value_.data(),
-                       kv_width);
-    for (const auto& [buffer, width] :
-         {std::pair{&query_, d}, {&key_, kv_width}, {&value_, kv_width}}) {
-      if (auto bad = FirstNonFinite(buffer->data(), n * width)) {
-        return Fail(InLayer(
-            NonFinite("qkv projection", *bad, (*buffer)[*bad]).Wrap(ErrorCode::kQkvProjection),
-            ErrorCode::kIncrementalAttention, layer));
-      }
-    }
-    if (tracing) {
-      Record(trace, prefix, "attention.projected_query_heads", {batch, heads, rows, hw},
-             [&] { return HeadLayout(query_.data(), batch, rows, heads, hw); });
-    }
-    // RoPE on queries and keys at their absolute positions; values stay unrotated.
-    for (size_t i = 0; i < n; ++i) {
-      const size_t position = step.start + i % rows;
-      const RopeTable& rope = model.rope();
-      const size_t pairs = hw / 2;
-      double* cos = rope_.data() + i * 2 * pairs;
-      double* sin = cos + pairs;
-      rope.Fill(position, cos, sin);
-      simd::RopeRotateScalar(query_.data() + i * d, cos, sin, pairs, heads);
-      simd::RopeRotateScalar(key_.data() + i * kv_width, cos, sin, pairs, kv_heads);
-    }
-    if (tracing) {
-      Record(trace, prefix, "attention.rotated_query_heads", {batch, heads, rows, hw},
-             [&] { return HeadLayout(query_.data(), batch, rows, heads, hw); });
-      Record(trace, prefix, "attention.rotated_key_heads", {batch, kv_heads, rows, hw},
-             [&] { return HeadLayout(key_.data(), batch, rows, kv_heads, hw); });
-    }
-    // The new rows become readable to this step's attention (and nobody else's).
-    for (size_t b = 0; b < batch; ++b) {
-      for (size_t r = 0; r < rows; ++r) {
-        const size_t i = b * rows + r;
-        for (size_t h = 0; h < kv_heads; ++h) {
-          std::copy_n(key_.data() + i * kv_width + h * hw, hw, kv.new_key(b * kv_heads + h, r));
-          std::copy_n(value_.data() + i * kv_width + h * hw, hw, kv.new_value(b * kv_heads + h, r));
-        }
-      }
-    }
-
-    std::vector<double> weights_trace;
-    const size_t time = step.start + rows;
-    if (tracing) weights_trace.assign(batch * heads * rows * time, 0.0);
-    for (size_t b = 0; b < batch; ++b) {
-      for (size_t r = 0; r < rows; ++r) {
-        const size_t i = b * rows + r;
-        const size_t visible = step.start + r + 1;  // causal: keys 0..position
-        for (size_t h = 0; h < heads; ++h) {
-          const double* q = query_.data() + i * d + h * hw;
-          const size_t lane = b * kv_heads + h / group;
-          double* scores = scores_.data();
-          for (size_t p = 0; p < visible; ++p) {
-            scores[p] = simd::DotScalar(q, kv.key(lane, p), hw) * scale;
-          }
-          if (auto bad = FirstNonFinite(scores, visible)) {
-            const double score = scores[*bad];
-            Error inner =
-                score == INFINITY
-                    ? Error(ErrorCode::kPositiveInfinityLogit, {},
-                            "softmax input contains positive infinity")
-                    : Error(ErrorCode::kNonFiniteLogit,
-                            {{"index", uint64_t{*bad}}, {"value", score}},
-                            "softmax input " + std::to_string(*bad) + " is " + RustDisplay(score));
-            return Fail(InLayer(std::move(inner).Wrap(ErrorCode::kProbability),
-                                ErrorCode::kIncrementalAttention, layer));
-          }
-          simd::SoftmaxScalar(scores, scores, visible);
-          double* out = mixed_.data() + i * d + h * hw;
-          std::fill_n(out, hw, 0.0);
-          for (size_t p = 0; p < visible; ++p) {
-            simd::ScaledAccumulateScalar(scores[p], kv.value(lane, p), out, hw);
-          }
-          if (tracing) {
-            std::copy_n(scores, visible,
-                        weights_trace.data() + ((b * heads + h) * rows + r) * time);
-          }
-        }
-      }
-    }
-    Record(trace, prefix, "attention.weights", {batch, heads, rows, time},
-           [&] { return std::move(weights_trace); });
-    Record(trace, prefix, "attention.merged", {batch, rows, d},
-           [&] { return row_vector(mixed_, d); });
-
-    simd::MatMulScalar(mixed_.data(), d, n, BlockView(layer, BlockSlot::kOutput), branch_.data(),
-                       d);
-    if (auto bad = FirstNonFinite(branch_.data(), n * d)) {
-      return Fail(InLayer(NonFinite("attention output projection", *bad, branch_[*bad])
-                              .Wrap(ErrorCode::kOutputProjection),
-                          ErrorCode::kIncrementalAttention, layer));
-    }
-    Record(trace, prefix, "attention.output", {batch, rows, d},
-           [&] { return row_vector(branch_, d); });
-    // The candidate rows pass the cache's append validation (spec/kv-cache.md §1.4).
-    for (size_t b = 0; b < batch; ++b) {
-      for (size_t r = 0; r < rows; ++r) {
-        for (const bool is_key : {true, false}) {
-          for (size_t h = 0; h < kv_heads; ++h) {
-            const size_t lane = b * kv_heads + h;
-            const double* row = is_key ? kv.new_key(lane, r) : kv.new_value(lane, r);
-            if (auto bad = FirstNonFinite(row, hw)) {
-              return Fail(NonFiniteCandidateRow(is_key, lane * hw + *bad, row[*bad], layer));
-            }
-          }
-        }
-      }
-    }
-
-    for (size_t i = 0; i < n * d; ++i) hidden_[i] = hidden_[i] + branch_[i];
-    if (auto bad = FirstNonFinite(hidden_.data(), n * d)) {
-      return Fail(InLayer(NonFinite("attention residual", *bad, hidden_[*bad]),
-                          ErrorCode::kAttentionResidual, layer));
-    }
-    Record(trace, prefix, "after_attention", {batch, rows, d},
-           [&] { return row_vector(hidden_, d); });
-
-    const double* ffn_gain = block_weights(layer, BlockSlot::kFeedForwardNorm);
-    for (size_t i = 0; i < n; ++i) {
-      const double inverse =
-          simd::RmsNormScalar(hidden_.data() + i * d, ffn_gain, epsilon, normed_.data() + i * d, d);
-      if (!std::isfinite(inverse)) {
-        return Fail(InLayer(Error(ErrorCode::kZeroEnergyRow, {{"row", uint64_t{i}}},
-                                  "RMSNorm row " + std::to_string(i) + " has zero energy"),
-                            ErrorCode::kFeedForwardNorm, layer));
-      }
-    }
-    Record(trace, prefix, "ffn_norm.output", {batch, rows, d},
-           [&] { return row_vector(normed_, d); });
-    simd::MatMulScalar(normed_.data(), d, n, BlockView(layer, BlockSlot::kGate), gate_.data(), f);
-    simd::MatMulScalar(normed_.data(), d, n, BlockView(layer, BlockSlot::kUp), up_.data(), f);
-    if (tracing) {
-      Record(trace, prefix, "ffn.gate_linear", {batch, rows, f},
-             [&] { return row_vector(gate_, f); });
-      // SiLU alone: (g·σ(g))·1.0 has the bits of g·σ(g).
-      std::vector<double> ones(n * f, 1.0), silu(n * f);
-      simd::SiluMulScalar(gate_.data(), ones.data(), silu.data(), n * f);
-      Record(trace, prefix, "ffn.gate_silu", {batch, rows, f}, [&] { return std::move(silu); });
-    }
-    simd::SiluMulScalar(gate_.data(), up_.data(), gate_.data(), n * f);
-    simd::MatMulScalar(gate_.data(), f, n, BlockView(layer, BlockSlot::kDown), branch_.data(), d);
-    if (auto bad = FirstNonFinite(branch_.data(), n * d)) {
-      return Fail(
-          InLayer(NonFinite("feed-forward", *bad, branch_[*bad]), ErrorCode::kFeedForward, layer));
-    }
-    Record(trace, prefix, "ffn.output", {batch, rows, d}, [&] { return row_vector(branch_, d); });
-    for (size_t i = 0; i < n * d; ++i) hidden_[i] = hidden_[i] + branch_[i];
-    if (auto bad = FirstNonFinite(hidden_.data(), n * d)) {
-      return Fail(InLayer(NonFinite("feed-forward residual", *bad, hidden_[*bad]),
-                          ErrorCode::kFeedForwardResidual, layer));
-    }
-    Record(trace, prefix, "output", {batch, rows, d}, [&] { return row_vector(hidden_, d); });
+// RMSNorm of every residual row into normed_.
+Result<void> ReferenceRowForward::NormRows(const RowStep& step, size_t layer, const BlockNorm& norm,
+                                           TraceSink& trace) {
+  const ModelConfig& config = model_.config();
+  const size_t d = config.model_width;
+  const double* gain = BlockWeights(layer, norm.gain);
+  for (size_t i = 0; i < RowCount(step); ++i) {
+    const double inverse = simd::RmsNormScalar(hidden_.data() + i * d, gain, config.rms_epsilon,
+                                               normed_.data() + i * d, d);
+    if (!std::isfinite(inverse)) return Fail(InLayer(ZeroEnergyRow(i), norm.stage, layer));
   }
+  trace.Rows(norm.trace_name, step.batch, step.rows, d, normed_.data());
+  return {};
+}
 
-  // Final norm and vocabulary projection for the rows whose logits are wanted.
-  const size_t final_norm_index = 1 + kParametersPerBlock * config.layers;
-  const double* final_gain = Weights(final_norm_index);
-  const size_t logit_rows = step.all_logits ? n : batch;
-  std::vector<double> inverse_trace;
+Result<void> ReferenceRowForward::ProjectQkv(const RowStep& step, size_t layer, TraceSink& trace) {
+  const ModelConfig& config = model_.config();
+  const size_t d = config.model_width, kv_width = config.kv_width(), n = RowCount(step);
+  simd::MatMulScalar(normed_.data(), d, n, BlockMatrix(layer, BlockSlot::kQuery), query_.data(), d);
+  simd::MatMulScalar(normed_.data(), d, n, BlockMatrix(layer, BlockSlot::kKey), key_.data(),
+                     kv_width);
+  simd::MatMulScalar(normed_.data(), d, n, BlockMatrix(layer, BlockSlot::kValue), value_.data(),
+                     kv_width);
+  for (const auto& [buffer, width] :
+       {std::pair{&query_, d}, {&key_, kv_width}, {&value_, kv_width}}) {
+    if (auto bad = FirstNonFinite(buffer->data(), n * width)) {
+      return Fail(InLayer(
+          NonFinite("qkv projection", *bad, (*buffer)[*bad]).Wrap(ErrorCode::kQkvProjection),
+          ErrorCode::kIncrementalAttention, layer));
+    }
+  }
+  trace.Heads("attention.projected_query_heads", step.batch, step.rows, config.heads,
+              config.head_width(), query_.data());
+  return {};
+}
+
+// RoPE on queries and keys at their absolute positions; values stay unrotated.
+void ReferenceRowForward::RotateQueriesAndKeys(const RowStep& step, TraceSink& trace) {
+  const ModelConfig& config = model_.config();
+  const size_t d = config.model_width, kv_width = config.kv_width(), hw = config.head_width();
+  const size_t pairs = hw / 2;
+  const RopeTable& rope = model_.rope();
+  for (size_t i = 0; i < RowCount(step); ++i) {
+    const size_t position = step.start + i % step.rows;
+    double* cos = rope_.data() + i * 2 * pairs;
+    double* sin = cos + pairs;
+    rope.Fill(position, cos, sin);
+    simd::RopeRotateScalar(query_.data() + i * d, cos, sin, pairs, config.heads);
+    simd::RopeRotateScalar(key_.data() + i * kv_width, cos, sin, pairs, config.kv_heads);
+  }
+  trace.Heads("attention.rotated_query_heads", step.batch, step.rows, config.heads, hw,
+              query_.data());
+  trace.Heads("attention.rotated_key_heads", step.batch, step.rows, config.kv_heads, hw,
+              key_.data());
+}
+
+// The new rows become readable to this step's attention (and nobody else's).
+void ReferenceRowForward::WriteNewRows(const RowStep& step, const LayerKvRows<double>& kv) const {
+  const ModelConfig& config = model_.config();
+  const size_t kv_heads = config.kv_heads, kv_width = config.kv_width(), hw = config.head_width();
+  for (size_t b = 0; b < step.batch; ++b) {
+    for (size_t r = 0; r < step.rows; ++r) {
+      const size_t i = b * step.rows + r;
+      for (size_t h = 0; h < kv_heads; ++h) {
+        std::copy_n(key_.data() + i * kv_width + h * hw, hw, kv.new_key(b * kv_heads + h, r));
+        std::copy_n(value_.data() + i * kv_width + h * hw, hw, kv.new_value(b * kv_heads + h, r));
+      }
+    }
+  }
+}
+
+// Causal attention of every query head of every new row into mixed_: row r sees
+// keys 0..start + r; query head h reads kv head h / group.
+Result<void> ReferenceRowForward::Attend(const RowStep& step, size_t layer,
+                                         const LayerKvRows<double>& kv, TraceSink& trace) {
+  const ModelConfig& config = model_.config();
+  const size_t d = config.model_width, heads = config.heads, kv_heads = config.kv_heads;
+  const size_t hw = config.head_width(), group = config.query_heads_per_kv_head();
+  const size_t batch = step.batch, rows = step.rows, time = step.start + rows;
+  // 1/sqrt(hw) computed once and rounded; scores are multiplied by it, never divided.
+  const double scale = 1.0 / std::sqrt(static_cast<double>(hw));
+  trace.Open("attention.weights", {batch, heads, rows, time}, batch * heads * rows * time);
+  for (size_t b = 0; b < batch; ++b) {
+    for (size_t r = 0; r < rows; ++r) {
+      const size_t i = b * rows + r;
+      const size_t visible = step.start + r + 1;
+      for (size_t h = 0; h < heads; ++h) {
+        const size_t offset = i * d + h * hw;
+        const size_t lane = b * kv_heads + h / group;
+        if (Result<void> attended = AttendHead(query_.data() + offset, kv, lane, visible, scale,
+                                               mixed_.data() + offset, layer);
+            !attended) {
+          return attended;
+        }
+        trace.Fill(((b * heads + h) * rows + r) * time, scores_.data(), visible);
+      }
+    }
+  }
+  trace.Close();
+  trace.Rows("attention.merged", batch, rows, d, mixed_.data());
+  return {};
+}
+
+// One query head over the first `visible` rows of `lane`: scaled dot-product
+// scores, their softmax (the weights stay in scores_) and the weighted sum of the
+// value rows into `out`.
+Result<void> ReferenceRowForward::AttendHead(const double* query, const LayerKvRows<double>& kv,
+                                             size_t lane, size_t visible, double scale, double* out,
+                                             size_t layer) {
+  const size_t hw = model_.config().head_width();
+  double* scores = scores_.data();
+  for (size_t p = 0; p < visible; ++p) {
+    scores[p] = simd::DotScalar(query, kv.key(lane, p), hw) * scale;
+  }
+  if (auto bad = FirstNonFinite(scores, visible)) {
+    return Fail(InLayer(NonFiniteScore(*bad, scores[*bad]).Wrap(ErrorCode::kProbability),
+                        ErrorCode::kIncrementalAttention, layer));
+  }
+  simd::SoftmaxScalar(scores, scores, visible);
+  std::fill_n(out, hw, 0.0);
+  for (size_t p = 0; p < visible; ++p) {
+    simd::ScaledAccumulateScalar(scores[p], kv.value(lane, p), out, hw);
+  }
+  return {};
+}
+
+Result<void> ReferenceRowForward::ProjectAttentionOutput(const RowStep& step, size_t layer,
+                                                         TraceSink& trace) {
+  const size_t d = model_.config().model_width, n = RowCount(step);
+  simd::MatMulScalar(mixed_.data(), d, n, BlockMatrix(layer, BlockSlot::kOutput), branch_.data(),
+                     d);
+  if (auto bad = FirstNonFinite(branch_.data(), n * d)) {
+    return Fail(InLayer(NonFinite("attention output projection", *bad, branch_[*bad])
+                            .Wrap(ErrorCode::kOutputProjection),
+                        ErrorCode::kIncrementalAttention, layer));
+  }
+  trace.Rows("attention.output", step.batch, step.rows, d, branch_.data());
+  return {};
+}
+
+// The residual update hidden += branch.
+Result<void> ReferenceRowForward::AddBranch(const RowStep& step, size_t layer,
+                                            const ResidualAdd& residual, TraceSink& trace) {
+  const size_t d = model_.config().model_width, n = RowCount(step);
+  for (size_t i = 0; i < n * d; ++i) hidden_[i] = hidden_[i] + branch_[i];
+  if (auto bad = FirstNonFinite(hidden_.data(), n * d)) {
+    return Fail(
+        InLayer(NonFinite(residual.activation, *bad, hidden_[*bad]), residual.stage, layer));
+  }
+  trace.Rows(residual.trace_name, step.batch, step.rows, d, hidden_.data());
+  return {};
+}
+
+// SwiGLU on the normed rows into branch_: down(silu(gate·x) ⊙ up·x).
+Result<void> ReferenceRowForward::FeedForward(const RowStep& step, size_t layer, TraceSink& trace) {
+  const ModelConfig& config = model_.config();
+  const size_t d = config.model_width, f = config.feed_forward_width, n = RowCount(step);
+  simd::MatMulScalar(normed_.data(), d, n, BlockMatrix(layer, BlockSlot::kGate), gate_.data(), f);
+  simd::MatMulScalar(normed_.data(), d, n, BlockMatrix(layer, BlockSlot::kUp), up_.data(), f);
+  trace.Rows("ffn.gate_linear", step.batch, step.rows, f, gate_.data());
+  trace.Record("ffn.gate_silu", {step.batch, step.rows, f},
+               [&] { return SiluAlone(gate_.data(), n * f); });
+  simd::SiluMulScalar(gate_.data(), up_.data(), gate_.data(), n * f);
+  simd::MatMulScalar(gate_.data(), f, n, BlockMatrix(layer, BlockSlot::kDown), branch_.data(), d);
+  if (auto bad = FirstNonFinite(branch_.data(), n * d)) {
+    return Fail(
+        InLayer(NonFinite("feed-forward", *bad, branch_[*bad]), ErrorCode::kFeedForward, layer));
+  }
+  trace.Rows("ffn.output", step.batch, step.rows, d, branch_.data());
+  return {};
+}
+
+// The final RMSNorm of the rows whose logits are wanted, packed into normed_.
+Result<void> ReferenceRowForward::NormFinalRows(const RowStep& step, TraceSink& trace) {
+  const ModelConfig& config = model_.config();
+  const size_t d = config.model_width, rows = step.rows, logit_rows = LogitRowCount(step);
+  const double* gain = Weights(FinalNormIndex());
+  trace.Open("final_norm.inverse_rms", {step.batch, rows, 1}, logit_rows);
   for (size_t j = 0; j < logit_rows; ++j) {
     const size_t i = step.all_logits ? j : j * rows + rows - 1;
-    const double inverse =
-        simd::RmsNormScalar(hidden_.data() + i * d, final_gain, epsilon, normed_.data() + j * d, d);
-    if (!std::isfinite(inverse)) {
-      return Fail(Error(ErrorCode::kZeroEnergyRow, {{"row", uint64_t{i}}},
-                        "RMSNorm row " + std::to_string(i) + " has zero energy")
-                      .Wrap(ErrorCode::kFinalNorm));
-    }
-    if (tracing) inverse_trace.push_back(inverse);
+    const double inverse = simd::RmsNormScalar(hidden_.data() + i * d, gain, config.rms_epsilon,
+                                               normed_.data() + j * d, d);
+    if (!std::isfinite(inverse)) return Fail(ZeroEnergyRow(i).Wrap(ErrorCode::kFinalNorm));
+    trace.Fill(j, &inverse, 1);
   }
-  if (tracing) {
-    Record(trace, "", "final_norm.inverse_rms", {batch, rows, 1},
-           [&] { return std::move(inverse_trace); });
-    Record(trace, "", "final_norm.output", {batch, rows, d},
-           [&] { return std::vector<double>(normed_.data(), normed_.data() + logit_rows * d); });
-  }
-  const Parameter& head = model.output_head();
-  const double* head_weights =
-      model.output_head_is_embedding() ? Weights(0) : Weights(final_norm_index + 1);
+  trace.Close();
+  trace.Record("final_norm.output", {step.batch, rows, d}, [&] {
+    return std::vector<double>(normed_.data(), normed_.data() + logit_rows * d);
+  });
+  return {};
+}
+
+// Logits of the normed rows: a tied head reads the embedding table row by row
+// (logits[v] = Σ_j z[j]·E[v][j]), an untied one is the output matrix.
+Result<void> ReferenceRowForward::ProjectVocabulary(const RowStep& step, std::span<double> logits,
+                                                    TraceSink& trace) {
+  const ModelConfig& config = model_.config();
+  const size_t d = config.model_width, v = config.vocabulary_size;
+  const size_t logit_rows = LogitRowCount(step);
+  const bool tied = model_.output_head_is_embedding();
+  const double* head_weights = tied ? Weights(0) : Weights(FinalNormIndex() + 1);
   for (size_t j = 0; j < logit_rows; ++j) {
     const double* z = normed_.data() + j * d;
     double* out = logits.data() + j * v;
-    if (model.output_head_is_embedding()) {
-      // Tied head: logits[v] = Σ_j z[j]·E[v][j], E read row by row.
+    if (tied) {
       for (size_t token = 0; token < v; ++token) {
         out[token] = simd::DotScalar(z, head_weights + token * d, d);
       }
     } else {
-      simd::MatVecScalar(DenseView(head_weights, head), z, out);
+      simd::MatVecScalar(DenseView(head_weights, model_.output_head()), z, out);
     }
   }
   if (auto bad = FirstNonFinite(logits.data(), logit_rows * v)) {
-    return Fail(
-        NonFinite("vocabulary projection", *bad, logits[*bad])
-            .Wrap(ErrorCode::kAutodiff, {{"stage", Identifier{"TiedVocabularyProjection"}}}));
+    return Fail(NonFiniteLogits(*bad, logits[*bad]));
   }
-  Record(trace, "", "logits", {batch, logit_rows / batch, v},
-         [&] { return std::vector<double>(logits.data(), logits.data() + logit_rows * v); });
+  trace.Record("logits", {step.batch, logit_rows / step.batch, v},
+               [&] { return std::vector<double>(logits.data(), logits.data() + logit_rows * v); });
   return {};
 }
 

@@ -11,11 +11,13 @@
 #include <span>
 #include <vector>
 
-#include "engine/reference/kv_rows.h"
-#include "kvrt/buffer.h"
-#include "kvrt/error.h"
-#include "kvrt/model.h"
 #include "engine/reference/complete_prefix.h"
+#include "engine/reference/kv_rows.h"
+#include "engine/reference/trace_sink.h"
+#include "core/buffer.h"
+#include "kvrt/error.h"
+#include "model/decoder_model.h"
+#include "kvrt/simd/packed_matrix.h"
 
 namespace kvrt::detail {
 
@@ -26,6 +28,11 @@ struct RowStep {
   size_t start = 0;         // position of the first new row
   bool all_logits = false;  // logits for every row; otherwise the last row per sequence
 };
+
+// How one of a block's two RMSNorms and one of its two residual adds are named in
+// errors and in the trace (defined in reference_ops.cc).
+struct BlockNorm;
+struct ResidualAdd;
 
 class ReferenceRowForward {
  public:
@@ -43,9 +50,35 @@ class ReferenceRowForward {
  private:
   explicit ReferenceRowForward(const DecoderModel& model) : model_(model) {}
 
+  // The steps of Run, in the order of spec/model.md. Each works on the step's
+  // batch·rows rows of the workspace, reports its stages to `trace` and fails with
+  // the error of spec/kv-cache.md §3.7 for its stage.
+  void Embed(const RowStep& step, TraceSink& trace);
+  Result<void> RunBlock(const RowStep& step, size_t layer, const LayerKvRows<double>& kv,
+                        TraceSink& trace);
+  Result<void> NormRows(const RowStep& step, size_t layer, const BlockNorm& norm, TraceSink& trace);
+  Result<void> ProjectQkv(const RowStep& step, size_t layer, TraceSink& trace);
+  void RotateQueriesAndKeys(const RowStep& step, TraceSink& trace);
+  void WriteNewRows(const RowStep& step, const LayerKvRows<double>& kv) const;
+  Result<void> Attend(const RowStep& step, size_t layer, const LayerKvRows<double>& kv,
+                      TraceSink& trace);
+  Result<void> AttendHead(const double* query, const LayerKvRows<double>& kv, size_t lane,
+                          size_t visible, double scale, double* out, size_t layer);
+  Result<void> ProjectAttentionOutput(const RowStep& step, size_t layer, TraceSink& trace);
+  Result<void> AddBranch(const RowStep& step, size_t layer, const ResidualAdd& residual,
+                         TraceSink& trace);
+  Result<void> FeedForward(const RowStep& step, size_t layer, TraceSink& trace);
+  Result<void> NormFinalRows(const RowStep& step, TraceSink& trace);
+  Result<void> ProjectVocabulary(const RowStep& step, std::span<double> logits, TraceSink& trace);
+
   // Row-major f64 values of parameter `index`: the parameter's own storage, or a
   // copy made at Create for parameters kept in f32 panels.
   const double* Weights(size_t index) const { return weights_[index]; }
+  const double* BlockWeights(size_t layer, BlockSlot slot) const {
+    return Weights(BlockParameterIndex(layer, slot));
+  }
+  simd::PackedMatrixView<double> BlockMatrix(size_t layer, BlockSlot slot) const;
+  size_t FinalNormIndex() const { return 1 + kParametersPerBlock * model_.config().layers; }
 
   // Its own handle on the model (sharing the parameter nodes): a session's engine
   // must not depend on the lifetime of the caller's handle.

@@ -9,7 +9,7 @@
 #include <utility>
 
 #include "core/regular_file.h"
-#include "formats/llmcp35/checkpoint_errors.h"
+#include "core/io_error.h"
 
 namespace kvrt::gguf {
 namespace {
@@ -33,7 +33,7 @@ Result<void> ReadWhole(int fd, const std::string& path, std::span<uint8_t> out) 
     const ssize_t got = ::pread(fd, out.data() + done, want, static_cast<off_t>(done));
     if (got < 0) {
       if (errno == EINTR) continue;
-      return Fail(llmcp35::Io("read", path, errno));
+      return Fail(IoError("read", path, errno));
     }
     if (got == 0) return Fail(Shrank(path, out.size(), done));
     done += static_cast<size_t>(got);

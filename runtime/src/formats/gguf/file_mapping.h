@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "kvrt/buffer.h"
+#include "core/buffer.h"
 #include "kvrt/error.h"
 
 namespace kvrt::gguf {

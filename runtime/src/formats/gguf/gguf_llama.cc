@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "formats/gguf/gguf_llama_names.h"
-#include "kvrt/buffer.h"
-#include "kvrt/parameter.h"
+#include "core/buffer.h"
+#include "model/parameter.h"
 #include "kvrt/simd/packed_matrix.h"
 #include "model/panel_layout.h"
 

@@ -23,7 +23,8 @@
 #include "formats/gguf/gguf_file.h"
 #include "kvrt/config.h"
 #include "kvrt/error.h"
-#include "kvrt/model.h"
+#include "kvrt/model_file.h"
+#include "model/decoder_model.h"
 
 namespace kvrt::gguf {
 
@@ -56,26 +57,7 @@ Result<DecoderModel> BuildLlamaModel(const GgufFile& file, ModelStorage storage)
 // GgufFile::Open, then BuildLlamaModel.
 Result<DecoderModel> LoadGgufModel(const std::string& path, ModelStorage storage = ModelStorage::kPanelsF32);
 
-// What `kvrt inspect` shows about a GGUF file.
-struct GgufTensorSummary {
-  std::string name;
-  std::string type;            // "Q8_0"
-  std::vector<uint64_t> shape;  // ne, contiguous dimension first
-};
-struct GgufSummary {
-  uint32_t version = 0;
-  std::string architecture;  // empty when general.architecture is absent
-  std::string name;          // general.name
-  uint64_t tensor_count = 0;
-  uint64_t metadata_count = 0;
-  uint64_t data_offset = 0;
-  uint32_t alignment = 0;
-  std::optional<uint64_t> context_length;  // <architecture>.context_length
-  std::string tokenizer_model;  // tokenizer.ggml.model
-  std::string tokenizer_pre;    // tokenizer.ggml.pre
-  std::map<std::string, uint64_t> tensors_per_type;
-  std::vector<GgufTensorSummary> tensors;  // in file order
-};
-Result<GgufSummary> SummarizeGguf(const GgufFile& file);
+// What `kvrt inspect` shows about a GGUF file (kvrt/model_file.h).
+Result<GgufFileSummary> SummarizeGguf(const GgufFile& file);
 
 }  // namespace kvrt::gguf

@@ -11,7 +11,7 @@
 #include <string_view>
 
 #include "kvrt/config.h"
-#include "kvrt/model.h"
+#include "model/decoder_model.h"
 
 namespace kvrt::gguf {
 

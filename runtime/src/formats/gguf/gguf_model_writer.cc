@@ -8,7 +8,7 @@
 #include "formats/gguf/gguf_llama_names.h"
 #include "formats/gguf/gguf_writer.h"
 #include "model/parameter_access.h"
-#include "kvrt/parameter.h"
+#include "model/parameter.h"
 
 namespace kvrt::gguf {
 namespace {
@@ -73,7 +73,7 @@ void AddTokenizer(GgufWriter& writer, const GgufTokenizerMetadata& tokenizer) {
 
 Result<void> CheckSavable(const ModelConfig& config, GgmlType type,
                           const std::optional<GgufTokenizerMetadata>& tokenizer) {
-  if (auto supported = RequireSupported(type, "(every matrix)"); !supported) return supported;
+  if (auto supported = RequireWritable(type, "(every matrix)"); !supported) return supported;
   for (size_t size : {config.vocabulary_size, config.max_positions, config.model_width, config.layers,
                       config.feed_forward_width, config.heads, config.kv_heads}) {
     if (size > std::numeric_limits<uint32_t>::max()) {

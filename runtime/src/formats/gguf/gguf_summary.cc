@@ -3,6 +3,7 @@
 #include <new>
 #include <string>
 
+#include "formats/gguf/gguf_file.h"
 #include "formats/gguf/gguf_llama.h"
 
 namespace kvrt::gguf {
@@ -15,8 +16,8 @@ std::string StringOr(const GgufFile& file, std::string_view key) {
 
 }  // namespace
 
-Result<GgufSummary> SummarizeGguf(const GgufFile& file) try {
-  GgufSummary summary;
+Result<GgufFileSummary> SummarizeGguf(const GgufFile& file) try {
+  GgufFileSummary summary;
   summary.version = file.version();
   summary.architecture = StringOr(file, "general.architecture");
   summary.name = StringOr(file, "general.name");
@@ -34,8 +35,10 @@ Result<GgufSummary> SummarizeGguf(const GgufFile& file) try {
   for (const TensorInfo& tensor : file.tensors()) {
     const std::string type(GgmlTypeName(tensor.type));
     ++summary.tensors_per_type[type];
-    summary.tensors.push_back({std::string(tensor.name), type,
-                               std::vector<uint64_t>(tensor.ne.begin(), tensor.ne.begin() + tensor.n_dims)});
+    FileTensor& summarized = summary.tensors.emplace_back();
+    summarized.name = std::string(tensor.name);
+    summarized.type = type;
+    summarized.shape.assign(tensor.ne.begin(), tensor.ne.begin() + tensor.n_dims);
   }
   return summary;
 } catch (const std::bad_alloc&) {
@@ -43,3 +46,13 @@ Result<GgufSummary> SummarizeGguf(const GgufFile& file) try {
 }
 
 }  // namespace kvrt::gguf
+
+namespace kvrt {
+
+Result<GgufFileSummary> SummarizeGgufFile(const std::string& path) {
+  Result<gguf::GgufFile> file = gguf::GgufFile::Open(path);
+  if (!file) return Fail(std::move(file.error()));
+  return gguf::SummarizeGguf(*file);
+}
+
+}  // namespace kvrt

@@ -1,4 +1,5 @@
 #include "formats/gguf/gguf_tokenizer.h"
+#include "tokenizer/tokenizer_impl.h"
 
 #include <new>
 #include <string>
@@ -108,7 +109,7 @@ Result<std::optional<Tokenizer>> ReadTokenizer(const GgufFile& file) {
   Result<std::optional<VocabularyData>> data = ReadVocabulary(file);
   if (!data) return Fail(std::move(data.error()));
   if (!*data) return std::optional<Tokenizer>();
-  Result<Tokenizer> tokenizer = Tokenizer::FromVocabulary(std::move(**data));
+  Result<Tokenizer> tokenizer = TokenizerFromVocabulary(std::move(**data));
   if (!tokenizer) return Fail(std::move(tokenizer.error()));
   return std::optional<Tokenizer>(std::move(*tokenizer));
 }

@@ -1,5 +1,5 @@
 // The tokenizer a GGUF file carries in its tokenizer.ggml.* metadata, read into
-// the VocabularyData that Tokenizer::FromVocabulary validates and builds.
+// the VocabularyData that TokenizerFromVocabulary validates and builds.
 #pragma once
 
 #include <optional>
@@ -7,7 +7,7 @@
 #include "formats/gguf/gguf_file.h"
 #include "kvrt/error.h"
 #include "kvrt/tokenizer.h"
-#include "text/vocabulary.h"
+#include "tokenizer/vocabulary.h"
 
 namespace kvrt::gguf {
 
@@ -17,7 +17,7 @@ namespace kvrt::gguf {
 // MissingKey for malformed keys.
 Result<std::optional<VocabularyData>> ReadVocabulary(const GgufFile& file);
 
-// ReadVocabulary, then Tokenizer::FromVocabulary.
+// ReadVocabulary, then TokenizerFromVocabulary.
 Result<std::optional<Tokenizer>> ReadTokenizer(const GgufFile& file);
 
 }  // namespace kvrt::gguf

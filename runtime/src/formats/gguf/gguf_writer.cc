@@ -100,7 +100,7 @@ Result<void> GgufWriter::AddTensor(std::string_view name, std::span<const uint64
   if (ne.empty() || ne.size() > kMaxDimensions) {
     return Fail(ErrorCode::kInvalidArgument, {{"tensor", tensor}}, "tensor " + tensor + " needs 1 to 4 dimensions");
   }
-  if (auto supported = RequireSupported(type, tensor); !supported) return supported;
+  if (auto writable = RequireWritable(type, tensor); !writable) return writable;
   const std::optional<size_t> elements = CheckedProduct(ne);
   const std::optional<size_t> row = RowBytes(type, ne[0]);
   if (!elements || *elements != values.size() || !row || ne[0] == 0) {

@@ -13,7 +13,7 @@
 
 #include "formats/gguf/tensor_types.h"
 #include "kvrt/error.h"
-#include "kvrt/model.h"
+#include "model/decoder_model.h"
 
 namespace kvrt::gguf {
 

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "core/checked_math.h"
+#include "formats/gguf/quant_blocks.h"
 #include "kvrt/simd/compressed_matrix.h"
 
 namespace kvrt::gguf {
@@ -16,22 +17,23 @@ using T = GgmlType;
 
 // Block geometry of every type GGUF files may name (ggml's type traits table).
 constexpr std::array<GgmlTypeInfo, 31> kTypes = {{
-    {T::kF32, "F32", 1, 4, true},         {T::kF16, "F16", 1, 2, true},
-    {T::kQ4_0, "Q4_0", 32, 18, true},     {T::kQ4_1, "Q4_1", 32, 20, false},
-    {T::kQ5_0, "Q5_0", 32, 22, false},    {T::kQ5_1, "Q5_1", 32, 24, false},
-    {T::kQ8_0, "Q8_0", 32, 34, true},     {T::kQ8_1, "Q8_1", 32, 36, false},
-    {T::kQ2_K, "Q2_K", 256, 84, false},   {T::kQ3_K, "Q3_K", 256, 110, false},
-    {T::kQ4_K, "Q4_K", 256, 144, false},  {T::kQ5_K, "Q5_K", 256, 176, false},
-    {T::kQ6_K, "Q6_K", 256, 210, false},  {T::kQ8_K, "Q8_K", 256, 292, false},
-    {T::kIQ2_XXS, "IQ2_XXS", 256, 66, false}, {T::kIQ2_XS, "IQ2_XS", 256, 74, false},
-    {T::kIQ3_XXS, "IQ3_XXS", 256, 98, false}, {T::kIQ1_S, "IQ1_S", 256, 50, false},
-    {T::kIQ4_NL, "IQ4_NL", 32, 18, false},  {T::kIQ3_S, "IQ3_S", 256, 110, false},
-    {T::kIQ2_S, "IQ2_S", 256, 82, false},   {T::kIQ4_XS, "IQ4_XS", 256, 136, false},
-    {T::kI8, "I8", 1, 1, false},          {T::kI16, "I16", 1, 2, false},
-    {T::kI32, "I32", 1, 4, false},        {T::kI64, "I64", 1, 8, false},
-    {T::kF64, "F64", 1, 8, false},        {T::kIQ1_M, "IQ1_M", 256, 56, false},
-    {T::kBF16, "BF16", 1, 2, true},       {T::kTQ1_0, "TQ1_0", 256, 54, false},
-    {T::kTQ2_0, "TQ2_0", 256, 66, false},
+    // type, name, elements and bytes per block, readable, writable
+    {T::kF32, "F32", 1, 4, true, true},             {T::kF16, "F16", 1, 2, true, true},
+    {T::kQ4_0, "Q4_0", 32, 18, true, true},         {T::kQ4_1, "Q4_1", 32, 20, true, false},
+    {T::kQ5_0, "Q5_0", 32, 22, true, false},        {T::kQ5_1, "Q5_1", 32, 24, true, false},
+    {T::kQ8_0, "Q8_0", 32, 34, true, true},         {T::kQ8_1, "Q8_1", 32, 36, false, false},
+    {T::kQ2_K, "Q2_K", 256, 84, true, false},       {T::kQ3_K, "Q3_K", 256, 110, true, false},
+    {T::kQ4_K, "Q4_K", 256, 144, true, false},      {T::kQ5_K, "Q5_K", 256, 176, true, false},
+    {T::kQ6_K, "Q6_K", 256, 210, true, false},      {T::kQ8_K, "Q8_K", 256, 292, false, false},
+    {T::kIQ2_XXS, "IQ2_XXS", 256, 66, false, false}, {T::kIQ2_XS, "IQ2_XS", 256, 74, false, false},
+    {T::kIQ3_XXS, "IQ3_XXS", 256, 98, false, false}, {T::kIQ1_S, "IQ1_S", 256, 50, false, false},
+    {T::kIQ4_NL, "IQ4_NL", 32, 18, true, false},    {T::kIQ3_S, "IQ3_S", 256, 110, false, false},
+    {T::kIQ2_S, "IQ2_S", 256, 82, false, false},    {T::kIQ4_XS, "IQ4_XS", 256, 136, true, false},
+    {T::kI8, "I8", 1, 1, false, false},             {T::kI16, "I16", 1, 2, false, false},
+    {T::kI32, "I32", 1, 4, false, false},           {T::kI64, "I64", 1, 8, false, false},
+    {T::kF64, "F64", 1, 8, false, false},           {T::kIQ1_M, "IQ1_M", 256, 56, false, false},
+    {T::kBF16, "BF16", 1, 2, true, true},           {T::kTQ1_0, "TQ1_0", 256, 54, false, false},
+    {T::kTQ2_0, "TQ2_0", 256, 66, false, false},
 }};
 
 constexpr size_t kQ8Bytes = 34, kQ4Bytes = 18, kBlock = 32;
@@ -40,28 +42,6 @@ uint16_t Load16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] <<
 void Store16(uint8_t* p, uint16_t v) {
   p[0] = static_cast<uint8_t>(v);
   p[1] = static_cast<uint8_t>(v >> 8);
-}
-
-void DequantizeQ8_0(std::span<const uint8_t> bytes, std::span<float> out) {
-  for (size_t block = 0; block < out.size() / kBlock; ++block) {
-    const uint8_t* in = bytes.data() + block * kQ8Bytes;
-    const float d = HalfToFloat(Load16(in));
-    for (size_t j = 0; j < kBlock; ++j) {
-      out[block * kBlock + j] = d * static_cast<float>(static_cast<int8_t>(in[2 + j]));
-    }
-  }
-}
-
-void DequantizeQ4_0(std::span<const uint8_t> bytes, std::span<float> out) {
-  for (size_t block = 0; block < out.size() / kBlock; ++block) {
-    const uint8_t* in = bytes.data() + block * kQ4Bytes;
-    const float d = HalfToFloat(Load16(in));
-    float* o = out.data() + block * kBlock;
-    for (size_t j = 0; j < kBlock / 2; ++j) {
-      o[j] = d * static_cast<float>((in[2 + j] & 0x0F) - 8);
-      o[j + kBlock / 2] = d * static_cast<float>((in[2 + j] >> 4) - 8);
-    }
-  }
 }
 
 // ggml's reference quantizers, block by block (simd/compressed_matrix.h writes
@@ -102,12 +82,34 @@ std::optional<size_t> RowBytes(GgmlType type, uint64_t elements) {
   return CheckedMul(static_cast<size_t>(elements / info.block_elements), info.block_bytes);
 }
 
+namespace {
+
+std::string TypeList(bool GgmlTypeInfo::*flag) {
+  std::string list;
+  for (const GgmlTypeInfo& info : kTypes) {
+    if (!(info.*flag)) continue;
+    if (!list.empty()) list += ", ";
+    list += info.name;
+  }
+  return list;
+}
+
+}  // namespace
+
 Result<void> RequireSupported(GgmlType type, std::string_view tensor) {
-  if (TypeInfo(type).supported) return {};
+  if (TypeInfo(type).readable) return {};
   const std::string name(GgmlTypeName(type));
   return Fail(ErrorCode::kUnsupportedTensorType, {{"tensor", std::string(tensor)}, {"type", name}},
               "tensor " + std::string(tensor) + " has type " + name +
-                  ", which kvrt does not support (supported: F32, F16, BF16, Q8_0, Q4_0)");
+                  ", which kvrt does not read (supported: " + TypeList(&GgmlTypeInfo::readable) + ")");
+}
+
+Result<void> RequireWritable(GgmlType type, std::string_view tensor) {
+  if (TypeInfo(type).writable) return {};
+  const std::string name(GgmlTypeName(type));
+  return Fail(ErrorCode::kUnsupportedTensorType, {{"tensor", std::string(tensor)}, {"type", name}},
+              "tensor " + std::string(tensor) + " has type " + name + ", which kvrt does not write (" +
+                  TypeList(&GgmlTypeInfo::writable) + ")");
 }
 
 void Dequantize(GgmlType type, std::span<const uint8_t> bytes, std::span<float> out) {
@@ -125,10 +127,18 @@ void Dequantize(GgmlType type, std::span<const uint8_t> bytes, std::span<float> 
     case T::kBF16:
       for (size_t i = 0; i < out.size(); ++i) out[i] = Bf16ToFloat(Load16(bytes.data() + 2 * i));
       return;
-    case T::kQ8_0:
-      return DequantizeQ8_0(bytes, out);
-    case T::kQ4_0:
-      return DequantizeQ4_0(bytes, out);
+    case T::kQ8_0: return DequantizeQ8_0(bytes, out);
+    case T::kQ4_0: return DequantizeQ4_0(bytes, out);
+    case T::kQ4_1: return DequantizeQ4_1(bytes, out);
+    case T::kQ5_0: return DequantizeQ5_0(bytes, out);
+    case T::kQ5_1: return DequantizeQ5_1(bytes, out);
+    case T::kQ2_K: return DequantizeQ2_K(bytes, out);
+    case T::kQ3_K: return DequantizeQ3_K(bytes, out);
+    case T::kQ4_K: return DequantizeQ4_K(bytes, out);
+    case T::kQ5_K: return DequantizeQ5_K(bytes, out);
+    case T::kQ6_K: return DequantizeQ6_K(bytes, out);
+    case T::kIQ4_NL: return DequantizeIq4_Nl(bytes, out);
+    case T::kIQ4_XS: return DequantizeIq4_Xs(bytes, out);
     default:
       return;  // callers check RequireSupported first
   }

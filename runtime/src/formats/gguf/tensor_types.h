@@ -1,11 +1,12 @@
 // ggml tensor types: which ones exist (by number, as GGUF files store them), how
-// many bytes a row of each takes, and exact conversion of the supported ones
-// (F32, F16, BF16, Q8_0, Q4_0) to float and back.
+// many bytes a row of each takes, exact decoding of the readable ones to float
+// (F32, F16, BF16, the legacy Q4_0/Q4_1/Q5_0/Q5_1/Q8_0 blocks, the K-quants
+// Q2_K..Q6_K, IQ4_NL and IQ4_XS: quant_blocks.h), and encoding of the writable
+// ones (F32, F16, BF16, Q8_0, Q4_0).
 //
-// Dequantization is exact: every value of a supported type is an f32 (an f16 or
-// bf16 widens exactly, and d·q of an f16 scale and a small integer needs at most
-// 11 + 8 significant bits), so dequantizing to float and then to double loses
-// nothing.
+// Dequantization is exact: every value of a readable type is the f32 that
+// ggml's reference dequantizer computes from the block, so widening it to
+// double loses nothing.
 #pragma once
 
 #include <cstddef>
@@ -60,7 +61,8 @@ struct GgmlTypeInfo {
   std::string_view name;  // "Q6_K"
   size_t block_elements;  // elements per block (1 for plain types)
   size_t block_bytes;     // bytes per block
-  bool supported;         // kvrt can dequantize it
+  bool readable;          // kvrt can dequantize it
+  bool writable;          // kvrt can quantize to it
 };
 
 // The traits of a known type number, or nullopt for an unknown one.
@@ -73,12 +75,14 @@ std::string_view GgmlTypeName(GgmlType type);
 // number of blocks or the size overflows.
 std::optional<size_t> RowBytes(GgmlType type, uint64_t elements);
 
-// UnsupportedTensorType{tensor, type} naming the type and kvrt's supported list,
-// or {} when `type` is supported.
+// UnsupportedTensorType{tensor, type} naming the type and the types kvrt reads,
+// or {} when `type` is readable.
 Result<void> RequireSupported(GgmlType type, std::string_view tensor);
+// The same for writing: UnsupportedTensorType unless kvrt can quantize to `type`.
+Result<void> RequireWritable(GgmlType type, std::string_view tensor);
 
 // Dequantizes `out.size()` values (a whole number of blocks) from `bytes`, which
-// holds exactly RowBytes(type, out.size()) bytes. `type` must be supported.
+// holds exactly RowBytes(type, out.size()) bytes. `type` must be readable.
 void Dequantize(GgmlType type, std::span<const uint8_t> bytes, std::span<float> out);
 
 // IEEE half and bfloat16 conversions; to-narrow rounds to nearest, ties to even
@@ -90,7 +94,7 @@ uint16_t FloatToBf16(float value);
 
 // Quantizes `values` (a whole number of 32-value blocks) into `out`, which has
 // RowBytes(type, values.size()) bytes, the way ggml's reference quantizers do.
-// `type` must be supported.
+// `type` must be writable.
 void Quantize(GgmlType type, std::span<const float> values, std::span<uint8_t> out);
 
 }  // namespace kvrt::gguf

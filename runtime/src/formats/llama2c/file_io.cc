@@ -9,8 +9,8 @@
 #include <utility>
 
 #include "core/regular_file.h"
-#include "formats/llmcp35/checkpoint_errors.h"
 #include "formats/llama2c/errors.h"
+#include "core/io_error.h"
 
 namespace kvrt::llama2c {
 namespace {
@@ -42,7 +42,7 @@ Result<void> InputFile::Read(std::span<uint8_t> out, std::string_view context) {
     const ssize_t got = ::read(fd_, out.data() + done, out.size() - done);
     if (got < 0) {
       if (errno == EINTR) continue;
-      return Fail(llmcp35::Io("read", path_, errno));
+      return Fail(IoError("read", path_, errno));
     }
     if (got == 0) {  // the file shrank under us, or the caller asked past its end
       return Fail(Truncated(context, position_ + out.size(), position_ + done));
@@ -71,7 +71,7 @@ Result<OutputFile> OutputFile::Create(const std::string& path) {
   const std::string temporary = path + ".tmp-" + std::to_string(::getpid()) + "-" +
                                 std::to_string(next_temporary.fetch_add(1));
   const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-  if (fd < 0) return Fail(llmcp35::Io("create temporary", temporary, errno));
+  if (fd < 0) return Fail(IoError("create temporary", temporary, errno));
   return OutputFile(path, temporary, fd);
 }
 
@@ -92,7 +92,7 @@ Result<void> OutputFile::Write(std::span<const uint8_t> bytes) {
     const ssize_t result = ::write(fd_, bytes.data() + written, bytes.size() - written);
     if (result < 0) {
       if (errno == EINTR) continue;
-      return Fail(llmcp35::Io("write temporary", temporary_, errno));
+      return Fail(IoError("write temporary", temporary_, errno));
     }
     written += static_cast<size_t>(result);
   }
@@ -100,10 +100,10 @@ Result<void> OutputFile::Write(std::span<const uint8_t> bytes) {
 }
 
 Result<void> OutputFile::Commit() {
-  if (::fsync(fd_) != 0) return Fail(llmcp35::Io("synchronize temporary", temporary_, errno));
+  if (::fsync(fd_) != 0) return Fail(IoError("synchronize temporary", temporary_, errno));
   ::close(std::exchange(fd_, -1));
   if (::rename(temporary_.c_str(), path_.c_str()) != 0) {
-    return Fail(llmcp35::Io("atomically replace", path_, errno));
+    return Fail(IoError("atomically replace", path_, errno));
   }
   committed_ = true;
   return {};

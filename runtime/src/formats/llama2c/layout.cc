@@ -4,7 +4,7 @@
 
 #include "core/checked_math.h"
 #include "formats/llama2c/llama2c.h"
-#include "kvrt/model.h"
+#include "model/decoder_model.h"
 
 namespace kvrt {
 

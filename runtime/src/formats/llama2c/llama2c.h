@@ -27,7 +27,8 @@
 
 #include "kvrt/config.h"
 #include "kvrt/error.h"
-#include "kvrt/model.h"
+#include "kvrt/model_file.h"
+#include "model/decoder_model.h"
 #include "kvrt/tokenizer.h"
 
 namespace kvrt {
@@ -72,10 +73,10 @@ Result<void> SaveLlama2cModel(const DecoderModel& model, const std::string& path
 // count them, then VocabularyMismatch{tokenizer: count, decoder: max_pieces}, so
 // the work is bounded by the vocabulary the caller accepts.
 Result<Tokenizer> ParseLlama2cTokenizer(std::span<const uint8_t> bytes, size_t max_pieces = SIZE_MAX);
-Result<Tokenizer> LoadLlama2cTokenizer(const std::string& path, size_t max_pieces = SIZE_MAX);
-// LoadLlama2cTokenizer, then VocabularyMismatch{tokenizer, decoder} unless the
-// file has `vocabulary_size` pieces: a tokenizer.bin does not name its model.
-Result<Tokenizer> LoadLlama2cTokenizerFor(const std::string& path, size_t vocabulary_size);
+Result<Tokenizer> ReadLlama2cTokenizer(const std::string& path, size_t max_pieces = SIZE_MAX);
+// LoadLlama2cTokenizer (kvrt/model_file.h) is ReadLlama2cTokenizer plus a check
+// that the file has exactly the model's vocabulary: a tokenizer.bin does not name
+// its model.
 // The tokenizer.bin bytes of a llama2.c tokenizer (InvalidArgument for other kinds).
 Result<std::vector<uint8_t>> EncodeLlama2cTokenizer(const Tokenizer& tokenizer);
 Result<void> SaveLlama2cTokenizer(const Tokenizer& tokenizer, const std::string& path);

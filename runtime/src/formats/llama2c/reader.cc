@@ -15,9 +15,9 @@
 #include "formats/llama2c/errors.h"
 #include "formats/llama2c/file_io.h"
 #include "formats/llama2c/layout.h"
-#include "kvrt/buffer.h"
+#include "core/buffer.h"
 #include "formats/llama2c/llama2c.h"
-#include "kvrt/parameter.h"
+#include "model/parameter.h"
 #include "kvrt/simd/packed_matrix.h"
 #include "model/panel_layout.h"
 

@@ -8,7 +8,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "text/llama2c_encoding.h"
+#include "tokenizer/llama2c_encoding.h"
 #include "formats/llama2c/llama2c.h"
 #include "kvrt/rng.h"
 

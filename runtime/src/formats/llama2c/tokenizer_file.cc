@@ -153,7 +153,7 @@ Result<Tokenizer> ParseLlama2cTokenizer(std::span<const uint8_t> bytes, size_t m
   return ParseRecords(source, *max_token_length, max_pieces);
 }
 
-Result<Tokenizer> LoadLlama2cTokenizer(const std::string& path, size_t max_pieces) try {
+Result<Tokenizer> ReadLlama2cTokenizer(const std::string& path, size_t max_pieces) try {
   Result<llama2c::InputFile> file = llama2c::InputFile::Open(path);
   if (!file) return Fail(std::move(file.error()));
   if (file->size() > kTokenizerFileLimit) {
@@ -179,10 +179,11 @@ Result<Tokenizer> LoadLlama2cTokenizer(const std::string& path, size_t max_piece
   return Fail(ErrorCode::kAllocationFailed, {}, "could not allocate the tokenizer of " + path);
 }
 
-Result<Tokenizer> LoadLlama2cTokenizerFor(const std::string& path, size_t vocabulary_size) {
-  Result<Tokenizer> tokenizer = LoadLlama2cTokenizer(path, vocabulary_size);
-  if (tokenizer && tokenizer->vocabulary_size() != vocabulary_size) {
-    return Fail(llmcp35::VocabularyMismatch(tokenizer->vocabulary_size(), vocabulary_size));
+Result<Tokenizer> LoadLlama2cTokenizer(const std::string& path, std::optional<size_t> vocabulary_size) {
+  if (!vocabulary_size) return ReadLlama2cTokenizer(path);
+  Result<Tokenizer> tokenizer = ReadLlama2cTokenizer(path, *vocabulary_size);
+  if (tokenizer && tokenizer->vocabulary_size() != *vocabulary_size) {
+    return Fail(llmcp35::VocabularyMismatch(tokenizer->vocabulary_size(), *vocabulary_size));
   }
   return tokenizer;
 }

@@ -10,7 +10,7 @@
 #include "formats/llama2c/file_io.h"
 #include "formats/llama2c/layout.h"
 #include "formats/llama2c/llama2c.h"
-#include "kvrt/parameter.h"
+#include "model/parameter.h"
 #include "model/panel_layout.h"
 
 namespace kvrt {

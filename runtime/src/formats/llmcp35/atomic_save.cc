@@ -16,6 +16,7 @@
 #include "formats/llmcp35/checkpoint_errors.h"
 #include "formats/llmcp35/writer.h"
 #include "formats/llmcp35/checkpoint.h"
+#include "core/io_error.h"
 
 namespace kvrt {
 namespace {
@@ -70,9 +71,9 @@ Result<Temporary> CreateTemporary(const Destination& destination) {
     temporary.fd = ::open(temporary.path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (temporary.fd >= 0) return temporary;
     if (errno == EEXIST) continue;
-    return Fail(llmcp35::Io("create temporary", temporary.path, errno));
+    return Fail(IoError("create temporary", temporary.path, errno));
   }
-  return Fail(llmcp35::Io("create unique temporary",
+  return Fail(IoError("create unique temporary",
                           Join(destination.directory, destination.file_name), EEXIST));
 }
 
@@ -103,21 +104,21 @@ Result<void> Publish(Temporary& temporary, const std::vector<uint8_t>& bytes,
                      const std::string& path, const Destination& destination) {
   if (const int error = WriteAll(temporary.fd, bytes); error != 0) {
     ::close(temporary.fd);
-    return Fail(llmcp35::Io("write temporary", temporary.path, error));
+    return Fail(IoError("write temporary", temporary.path, error));
   }
   if (::fsync(temporary.fd) != 0) {
     const int error = errno;
     ::close(temporary.fd);
-    return Fail(llmcp35::Io("synchronize temporary", temporary.path, error));
+    return Fail(IoError("synchronize temporary", temporary.path, error));
   }
   // The data is already durable; like the reference (which drops the file), a
   // failing close is not reported.
   ::close(temporary.fd);
   if (::rename(temporary.path.c_str(), path.c_str()) != 0) {
-    return Fail(llmcp35::Io("atomically replace", path, errno));
+    return Fail(IoError("atomically replace", path, errno));
   }
   if (const int error = SyncDirectory(destination.directory); error != 0) {
-    return Fail(llmcp35::Io("synchronize parent directory", destination.directory, error));
+    return Fail(IoError("synchronize parent directory", destination.directory, error));
   }
   return {};
 }

@@ -14,7 +14,7 @@
 
 #include "kvrt/config.h"
 #include "kvrt/error.h"
-#include "kvrt/model.h"
+#include "model/decoder_model.h"
 #include "kvrt/tokenizer.h"
 
 namespace kvrt {

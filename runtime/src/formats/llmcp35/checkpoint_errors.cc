@@ -142,12 +142,5 @@ Error NonCanonical(std::string message) {
   return Error(ErrorCode::kNonCanonical, {{"", std::move(message)}}, std::move(display));
 }
 
-Error Io(std::string_view operation, const std::string& path, int os_error) {
-  return Error(ErrorCode::kIo,
-               {{"operation", Str(operation)}, {"path", path}, {"os_error", int64_t{os_error}}},
-               "could not " + Str(operation) + " checkpoint path " + path + ": " +
-                   std::error_code(os_error, std::generic_category()).message() + " (os error " +
-                   std::to_string(os_error) + ")");
-}
 
 }  // namespace kvrt::llmcp35

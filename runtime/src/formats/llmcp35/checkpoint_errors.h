@@ -50,7 +50,5 @@ Error OptimizerShape(const std::string& name, std::span<const size_t> model,
                      std::span<const size_t> optimizer);
 Error Layout(std::string message);
 Error NonCanonical(std::string message);
-// Io{operation, path} with the OS error text, like Rust's io::Error Display.
-Error Io(std::string_view operation, const std::string& path, int os_error);
 
 }  // namespace kvrt::llmcp35

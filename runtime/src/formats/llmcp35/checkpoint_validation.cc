@@ -11,7 +11,7 @@
 #include "formats/llmcp35/adamw_validation.h"
 #include "formats/llmcp35/checkpoint_errors.h"
 #include "core/result_macros.h"
-#include "kvrt/model.h"
+#include "model/decoder_model.h"
 #include "core/rust_format.h"
 
 namespace kvrt::llmcp35 {

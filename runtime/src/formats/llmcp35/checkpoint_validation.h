@@ -7,7 +7,7 @@
 
 #include "formats/llmcp35/checkpoint.h"
 #include "kvrt/error.h"
-#include "kvrt/model.h"
+#include "model/decoder_model.h"
 
 namespace kvrt::llmcp35 {
 

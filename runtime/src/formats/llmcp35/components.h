@@ -11,7 +11,7 @@
 #include "formats/llmcp35/header.h"
 #include "formats/llmcp35/checkpoint.h"
 #include "kvrt/error.h"
-#include "kvrt/model.h"
+#include "model/decoder_model.h"
 #include "kvrt/tokenizer.h"
 
 namespace kvrt::llmcp35 {

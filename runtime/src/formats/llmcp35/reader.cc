@@ -25,6 +25,7 @@
 #include "core/result_macros.h"
 #include "formats/llmcp35/checkpoint.h"
 #include "core/rust_format.h"
+#include "core/io_error.h"
 
 namespace kvrt {
 namespace {
@@ -170,7 +171,7 @@ Result<std::vector<uint8_t>> ReadWholeFile(const std::string& path) {
     struct stat status {};
     if (file.error().code() == ErrorCode::kNotRegularFile && ::stat(path.c_str(), &status) == 0 &&
         S_ISDIR(status.st_mode)) {
-      return Fail(llmcp35::Io("read", path, EISDIR));
+      return Fail(IoError("read", path, EISDIR));
     }
     return Fail(std::move(file.error()));
   }
@@ -203,7 +204,7 @@ Result<std::vector<uint8_t>> ReadWholeFile(const std::string& path) {
     }
   }
   ::close(fd);
-  if (error != 0) return Fail(llmcp35::Io("read", path, error));
+  if (error != 0) return Fail(IoError("read", path, error));
   return bytes;
 }
 

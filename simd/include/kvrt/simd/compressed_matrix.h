@@ -38,7 +38,7 @@
 
 namespace kvrt::simd {
 
-enum class WeightType : uint8_t { kBf16, kF16, kQ8_0, kQ4_0 };  // compressed types only
+enum class CompressedFormat : uint8_t { kBf16, kF16, kQ8_0, kQ4_0 };  // compressed types only
 
 // How the blocks of a q8_0/q4_0 panel order their quants. kRows is the layout above,
 // the only one of bf16/f16 and the one every kernel of this header takes. kInt8Quads
@@ -52,21 +52,21 @@ inline constexpr size_t kQuantBlock = 32;
 inline constexpr size_t kCompressedPanelWidth = 32;
 
 // "bf16", "f16", "q8_0", "q4_0".
-const char* WeightTypeName(WeightType type);
+const char* CompressedFormatName(CompressedFormat type);
 
 // True when a [rows=K, cols=N] matrix can be stored in `type` (q8_0/q4_0 need K % 32 == 0).
-bool FitsWeightType(WeightType type, size_t rows);
+bool FitsCompressedFormat(CompressedFormat type, size_t rows);
 
 // Bytes of the packed compressed storage of a [K, N] matrix (column panels of 32 columns,
-// the last panel zero-padded); requires FitsWeightType. Returns SIZE_MAX on overflow.
-size_t CompressedMatrixBytes(WeightType type, size_t rows, size_t cols);
+// the last panel zero-padded); requires FitsCompressedFormat. Returns SIZE_MAX on overflow.
+size_t CompressedMatrixBytes(CompressedFormat type, size_t rows, size_t cols);
 
 // Bytes of one tensor row (K elements of one output column) as ggml stores it in a GGUF
-// file: 2·K for bf16/f16, 34·K/32 for q8_0, 18·K/32 for q4_0; requires FitsWeightType.
-size_t GgmlRowBytes(WeightType type, size_t rows_k);
+// file: 2·K for bf16/f16, 34·K/32 for q8_0, 18·K/32 for q4_0; requires FitsCompressedFormat.
+size_t GgmlRowBytes(CompressedFormat type, size_t rows_k);
 
 struct CompressedMatrixView {
-  WeightType type = WeightType::kBf16;
+  CompressedFormat type = CompressedFormat::kBf16;
   const uint8_t* data = nullptr;  // 64-byte aligned, CompressedMatrixBytes(type, rows, cols)
   size_t rows = 0;                // K (inputs)
   size_t cols = 0;                // N (outputs)
@@ -84,21 +84,21 @@ struct CompressedMatrixView {
 };
 
 // Quantize + pack a dense f32 matrix into `out` (CompressedMatrixBytes(type, rows, cols)
-// bytes; requires FitsWeightType). `source` is [K, N] row-major, or [N, K] row-major when
+// bytes; requires FitsCompressedFormat). `source` is [K, N] row-major, or [N, K] row-major when
 // source_is_transposed (like simd::PackMatrix). Quantization follows ggml's reference
 // quantizers bit for bit, along K (one block = 32 consecutive k of one column, as a ggml
 // tensor row of K elements is quantized): see QuantizeBlockQ8_0/Q4_0, F32ToBf16 and
 // F32ToF16 below. `out` must not overlap `source`.
-void PackCompressed(WeightType type, const float* source, size_t rows, size_t cols,
+void PackCompressed(CompressedFormat type, const float* source, size_t rows, size_t cols,
                     bool source_is_transposed, uint8_t* out);
 
 // Repack a tensor as stored in a GGUF file, LOSSLESSLY (same scales, same quants): ggml data
 // is N rows of K elements each (ne0 = K contiguous); bf16/f16: K uint16 per row; q8_0: K/32
 // blocks of {f16 d; int8 qs[32]} (34 bytes); q4_0: K/32 blocks of {f16 d; uint8 qs[16]} (18
 // bytes), element j of a block = (qs[j] & 0xF) − 8 for j < 16, (qs[j−16] >> 4) − 8 for
-// j ≥ 16. Requires FitsWeightType(type, rows_k). `out` must not overlap `ggml_rows`.
+// j ≥ 16. Requires FitsCompressedFormat(type, rows_k). `out` must not overlap `ggml_rows`.
 // PackCompressed(type, W) == RepackGgml(type, ggml quantization of Wᵀ's rows), byte for byte.
-void RepackGgml(WeightType type, const uint8_t* ggml_rows, size_t rows_k, size_t cols_n,
+void RepackGgml(CompressedFormat type, const uint8_t* ggml_rows, size_t rows_k, size_t cols_n,
                 uint8_t* out);
 
 // Column n (< cols) dequantized into out[0..K) (the embedding lookup of a transposed token
@@ -144,9 +144,10 @@ float Bf16ToF32(uint16_t bits);
 //                (q8_0: q; q4_0: q − 8; exact small integers), then
 //                acc = fma(d_b, P_b, acc) from acc = 0. One multiply per 32 weights
 //                instead of one per weight. The exact form (one chain of x·(q·d)) is
-//                bound by the decode arithmetic, not by memory, on AVX-512: it measured
-//                1.3× (q8_0) and 2.0× (q4_0) the CPU time of this form on a cached
-//                768×2048 MatVec (bench/kernels/compressed_bench.cc, 2026-12-01).
+//                bound by the decode arithmetic, not by memory, on AVX-512, and takes
+//                clearly more CPU time than this form from cache, q4_0 the most
+//                (bench/kernels/compressed_bench.cc; figures in
+//                docs/performance/design_measurements.md).
 //              Either way y[n] depends only on x, column n and K (not on the panel
 //              range, the thread split or M), and equals the rows of MatMul bit for bit
 //              on the same target.

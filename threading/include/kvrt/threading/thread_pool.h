@@ -1,13 +1,20 @@
-// kvrt's thread pool: threads() − 1 workers of its own plus the calling thread.
+// kvrt's thread pool: a oneTBB task arena that runs the engines' parallel loops.
 //
 // Callers cut their work into tasks computed from the problem size, never from the
 // thread count; every task runs exactly once and writes only its own outputs. The
 // serial driver (1 thread) runs the same tasks in order, so a computation built on
-// ParallelFor gives bit-identical results for every thread count.
+// ParallelFor gives bit-identical results for every thread count and every arena.
+//
+// A pool either owns an arena of its own (the constructor) or runs in an arena of
+// the host's (OnCurrentArena here; PoolOnArena in tbb_arena.h for a
+// tbb::task_arena the embedder holds), so that an embedder already running oneTBB
+// gets kvrt's loops on its own workers, with no second set of threads competing
+// for the cores. No TBB header is visible here: nothing that includes this header
+// depends on TBB (tbb_arena.h is the one header that names TBB types).
 //
 // A decode step of a small model is a few dozen short parallel loops, so what one
 // ParallelFor costs beyond its tasks matters (thread_pool.cc says how it is kept
-// to a few cache-line transfers). Nothing outside threading/ sees how.
+// small).
 #pragma once
 
 #include <atomic>
@@ -34,9 +41,14 @@ class TaskRef {
 
 class ThreadPool {
  public:
-  // `threads` = 0 means DefaultThreads().
+  // An arena of `threads` threads of its own (the calling thread is one of them);
+  // 0 means DefaultThreads().
   explicit ThreadPool(size_t threads = 0);
-  // Joins the workers; no ParallelFor may be running.
+  // A pool in the arena the calling thread runs in now: inside a task of the host's
+  // tbb::task_arena, that arena; elsewhere oneTBB's default arena of the process.
+  // It adds no threads; threads() is that arena's concurrency.
+  static std::unique_ptr<ThreadPool> OnCurrentArena();
+  // No ParallelFor may be running.
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
@@ -44,10 +56,10 @@ class ThreadPool {
   size_t threads() const { return threads_; }
 
   // Runs task(i, worker) for every i in [0, num_tasks). `worker` < threads() names the
-  // executing thread, for indexing per-thread scratch. Returns after all tasks ran.
-  // Callers on several threads take turns; a task that calls ParallelFor on the pool
-  // running it runs that inner loop itself, with its own worker index. Tasks must
-  // not throw.
+  // executing thread, and no two tasks running at once have the same one, so it can
+  // index per-thread scratch. Returns after all tasks ran. Callers on several threads
+  // may share a pool; a task that calls ParallelFor on the pool running it runs that
+  // inner loop itself, under its own worker index. Tasks must not throw.
   void ParallelFor(size_t num_tasks, TaskRef task);
 
   template <class Fn>
@@ -55,16 +67,19 @@ class ThreadPool {
     ParallelFor(num_tasks, TaskRef(fn));
   }
 
-  // How many ParallelFor calls handed tasks to the workers since construction (a
-  // loop of one task, a one-thread pool and a nested loop run inline and are not
+  // How many ParallelFor calls handed tasks to the arena since construction (a loop
+  // of one task, a one-thread pool and a nested loop run inline and are not
   // counted): the benchmarks report parallel regions per token with it.
   uint64_t parallel_regions() const { return parallel_regions_.load(std::memory_order_relaxed); }
 
+  // The arena behind a pool: defined in thread_pool.cc, which alone makes one.
+  struct Arena;
+  explicit ThreadPool(std::unique_ptr<Arena> arena);
+
  private:
-  struct Workers;
   size_t threads_;
   std::atomic<uint64_t> parallel_regions_{0};
-  std::unique_ptr<Workers> workers_;
+  std::unique_ptr<Arena> arena_;  // null: every loop runs on the calling thread
 };
 
 // Runs fn(i, 0) for every i on the calling thread when no pool is given, else

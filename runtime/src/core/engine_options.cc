@@ -1,0 +1,48 @@
+// Names and the one validity rule of EngineOptions (kvrt/engine_options.h).
+#include <string>
+
+#include "kvrt/engine_options.h"
+
+namespace kvrt {
+
+std::string_view PrecisionName(Precision precision) {
+  return precision == Precision::kF64 ? "f64" : "f32";
+}
+
+std::string_view BackendName(Backend backend) {
+  return backend == Backend::kReference ? "reference" : "fast";
+}
+
+Result<void> EngineOptions::Validate() const {
+  if (backend != Backend::kReference && backend != Backend::kFast) {
+    return Fail(ErrorCode::kUnsupportedBackend, {{"", std::string("unknown")}},
+                "backend " + std::to_string(static_cast<int>(backend)) + " is not available");
+  }
+  if (precision != Precision::kF64 && precision != Precision::kF32) {
+    return Fail(ErrorCode::kUnsupportedBackend, {{"", std::string("unknown")}},
+                "precision " + std::to_string(static_cast<int>(precision)) + " is not available");
+  }
+  if (!IsKnownWeightFormat(weights)) {
+    return Fail(ErrorCode::kUnsupportedBackend, {{"", std::string("unknown")}},
+                "weight format " + std::to_string(static_cast<int>(weights)) + " is not available");
+  }
+  // The reference engine is the bit-exact f64 path of the specification.
+  if (backend == Backend::kReference && precision != Precision::kF64) {
+    return Fail(ErrorCode::kUnsupportedBackend, {{"", std::string(PrecisionName(precision))}},
+                "the reference backend computes in f64 only");
+  }
+  if (int8_activations && (backend != Backend::kFast || precision != Precision::kF32)) {
+    return Fail(ErrorCode::kUnsupportedBackend, {{"", std::string("int8_activations")}},
+                "int8 activations run on the fast f32 engine only");
+  }
+  if (threads > kMaxThreads) {
+    return Fail(ErrorCode::kInvalidArgument, {},
+                "at most " + std::to_string(kMaxThreads) + " threads, got " + std::to_string(threads));
+  }
+  if (max_rows_per_step == 0) {
+    return Fail(ErrorCode::kInvalidArgument, {}, "max_rows_per_step must be at least 1");
+  }
+  return {};
+}
+
+}  // namespace kvrt

@@ -1,0 +1,60 @@
+// Names and sizes of the weight formats (kvrt/weight_format.h).
+#include "kvrt/weight_format.h"
+
+#include <limits>
+#include <string>
+
+namespace kvrt {
+namespace {
+
+constexpr struct {
+  WeightFormat format;
+  std::string_view name;
+} kNames[] = {
+    {WeightFormat::kAsStored, "as-stored"}, {WeightFormat::kF32, "f32"},
+    {WeightFormat::kBf16, "bf16"},          {WeightFormat::kF16, "f16"},
+    {WeightFormat::kQ8_0, "q8_0"},          {WeightFormat::kQ4_0, "q4_0"},
+};
+
+}  // namespace
+
+std::string_view WeightFormatName(WeightFormat format) {
+  for (const auto& entry : kNames) {
+    if (entry.format == format) return entry.name;
+  }
+  return "unknown";
+}
+
+std::optional<WeightFormat> ParseWeightFormat(std::string_view name) {
+  for (const auto& entry : kNames) {
+    if (entry.name == name) return entry.format;
+  }
+  return std::nullopt;
+}
+
+bool IsKnownWeightFormat(WeightFormat format) { return WeightFormatName(format) != "unknown"; }
+
+double WeightFormatBytesPerWeight(WeightFormat format) {
+  switch (format) {
+    case WeightFormat::kF32: return 4.0;
+    case WeightFormat::kBf16:
+    case WeightFormat::kF16: return 2.0;
+    case WeightFormat::kQ8_0: return 34.0 / 32.0;
+    case WeightFormat::kQ4_0: return 18.0 / 32.0;
+    default: return std::numeric_limits<double>::quiet_NaN();
+  }
+}
+
+std::string DescribeFallbacks(const std::vector<MatrixWeightFormat>& plan) {
+  std::string text;
+  for (const MatrixWeightFormat& matrix : plan) {
+    if (!matrix.fallback) continue;
+    if (!text.empty()) text += ", ";
+    text += matrix.name + " " + std::string(WeightFormatName(matrix.wanted)) + " -> " +
+            std::string(WeightFormatName(matrix.effective)) + " (K = " +
+            std::to_string(matrix.rows) + " is not a multiple of 32)";
+  }
+  return text;
+}
+
+}  // namespace kvrt

@@ -1,0 +1,30 @@
+// The bridge between the public WeightFormat and the kernels' simd::CompressedFormat,
+// and which block parameters are weight matrices.
+#pragma once
+
+#include <array>
+#include <optional>
+
+#include "model/decoder_model.h"
+#include "kvrt/simd/compressed_matrix.h"
+#include "kvrt/weight_format.h"
+
+namespace kvrt::detail {
+
+// The seven matrices of a block, in parameter order.
+inline constexpr std::array<BlockSlot, 7> kBlockMatrixSlots = {
+    BlockSlot::kQuery, BlockSlot::kKey,  BlockSlot::kValue, BlockSlot::kOutput,
+    BlockSlot::kGate,  BlockSlot::kUp,   BlockSlot::kDown};
+
+// The kernels' type of a compressed format; nullopt for kF32 and kAsStored.
+inline std::optional<simd::CompressedFormat> CompressedFormatOf(WeightFormat format) {
+  switch (format) {
+    case WeightFormat::kBf16: return simd::CompressedFormat::kBf16;
+    case WeightFormat::kF16: return simd::CompressedFormat::kF16;
+    case WeightFormat::kQ8_0: return simd::CompressedFormat::kQ8_0;
+    case WeightFormat::kQ4_0: return simd::CompressedFormat::kQ4_0;
+    default: return std::nullopt;
+  }
+}
+
+}  // namespace kvrt::detail

@@ -1,0 +1,241 @@
+#include "weights/engine_weights.h"
+#include "weights/prepare_weights.h"
+#include "model/rope.h"
+
+#include <string>
+#include <type_traits>
+
+#include "kvrt/simd/int8_activations.h"
+#include "kvrt/simd/pack_matrix.h"
+#include "weights/weight_arena.h"
+#include "weights/compressed_format.h"
+#include "weights/weight_plan.h"
+
+namespace kvrt::detail {
+namespace {
+
+Error OutOfMemory(const std::string& what, size_t elements) {
+  return Error(ErrorCode::kAllocationFailed, {{"elements", uint64_t{elements}}},
+               "could not allocate the packed " + what);
+}
+
+// A parameter as a [K, N] matrix for x·W: the matrix itself, or the transpose of a
+// [V, D] table (transposed = true gives the [D, V] head), in the format `plan`
+// gives it for the requested `format`.
+// A q8_0/q4_0 matrix moved into the int8-activation kernels' quad layout (the row
+// layout's buffer is released once the copy is made).
+Result<void> RelayoutForInt8(const std::string& name, CompressedWeight& weight) {
+  if (weight.view.type != simd::CompressedFormat::kQ8_0 && weight.view.type != simd::CompressedFormat::kQ4_0) {
+    return {};
+  }
+  std::optional<Buffer<uint8_t>> quads =
+      Buffer<uint8_t>::Allocate(weight.owned.size(), Pages::kHuge);
+  if (!quads) return Fail(OutOfMemory(name + " (int8-activation layout)", weight.owned.size()));
+  weight.view = simd::PackInt8Quads(weight.view, quads->data());
+  weight.owned = std::move(*quads);
+  return {};
+}
+
+template <class T>
+Result<PackedWeight<T>> PackWeight(const ParameterPtr& parameter, bool transposed,
+                                   const MatrixWeightFormat& plan, WeightFormat format,
+                                   bool int8_activations) {
+  const std::vector<size_t>& shape = parameter->shape();
+  const size_t k = transposed ? shape[1] : shape[0], n = transposed ? shape[0] : shape[1];
+  PackedWeight<T> packed;
+  if constexpr (std::is_same_v<T, float>) {
+    if (CompressedFormatOf(plan.effective)) {
+      Result<CompressedWeight> compressed = PackCompressedWeight(*parameter, transposed, plan);
+      if (!compressed) return Fail(std::move(compressed.error()));
+      packed.compressed = std::move(*compressed);
+      if (int8_activations) {
+        if (Result<void> moved = RelayoutForInt8(parameter->name(), packed.compressed); !moved) {
+          return Fail(std::move(moved.error()));
+        }
+      }
+      return packed;
+    }
+  } else if (format != WeightFormat::kAsStored) {
+    // f64 on the values the format gives the f32 engine (the oracle's weights).
+    std::optional<Buffer<double>> dense = Buffer<double>::Allocate(parameter->element_count());
+    std::optional<Buffer<T>> owned =
+        Buffer<T>::Allocate(simd::PackedElementCount<T>(k, n), Pages::kHuge);
+    if (!dense || !owned) return Fail(OutOfMemory(parameter->name(), k * n));
+    if (Result<void> values = QuantizedValues(*parameter, transposed, plan, dense->span()); !values) {
+      return Fail(std::move(values.error()));
+    }
+    packed.view = simd::PackMatrix(dense->data(), k, n, transposed, owned->data());
+    packed.owned = std::move(*owned);
+    return packed;
+  }
+  const ParameterLayout aliasable =
+      transposed ? ParameterLayout::kTransposedPanelsF32 : ParameterLayout::kPanelsF32;
+  if constexpr (std::is_same_v<T, float>) {
+    if (parameter->layout() == aliasable) {
+      packed.view = simd::PackedMatrixView<float>::Panels(parameter->panels().data(), k, n);
+      packed.source = parameter;
+      return packed;
+    }
+  }
+  std::optional<Buffer<T>> owned =
+      Buffer<T>::Allocate(simd::PackedElementCount<T>(k, n), Pages::kHuge);
+  if (!owned) return Fail(OutOfMemory(parameter->name(), k * n));
+  if (parameter->is_dense()) {
+    packed.view = simd::PackMatrix(parameter->values().data(), k, n, transposed, owned->data());
+  } else {
+    // f32 panels into another precision or orientation: through row-major f64.
+    std::optional<Buffer<double>> dense = Buffer<double>::Allocate(parameter->element_count());
+    if (!dense) return Fail(OutOfMemory(parameter->name(), k * n));
+    parameter->ReadValues(dense->span());
+    packed.view = simd::PackMatrix(dense->data(), k, n, transposed, owned->data());
+  }
+  packed.owned = std::move(*owned);
+  return packed;
+}
+
+template <class T>
+Result<Buffer<T>> ConvertVector(const Parameter& parameter) {
+  std::optional<Buffer<double>> values = Buffer<double>::Allocate(parameter.element_count());
+  std::optional<Buffer<T>> out = Buffer<T>::Allocate(parameter.element_count());
+  if (!values || !out) return Fail(OutOfMemory(parameter.name(), parameter.element_count()));
+  parameter.ReadValues(values->span());
+  for (size_t i = 0; i < values->size(); ++i) (*out)[i] = static_cast<T>((*values)[i]);
+  return std::move(*out);
+}
+
+template <class T>
+Result<Buffer<T>> ConvertTable(const double* values, size_t count) {
+  std::optional<Buffer<T>> out = Buffer<T>::Allocate(count);
+  if (!out) return Fail(OutOfMemory("RoPE table", count));
+  for (size_t i = 0; i < count; ++i) (*out)[i] = static_cast<T>(values[i]);
+  return std::move(*out);
+}
+
+}  // namespace
+
+template <class T>
+Result<std::shared_ptr<const EngineWeights<T>>> PackEngineWeights(const DecoderModel& model,
+                                                                  WeightFormat format,
+                                                                  bool int8_activations) {
+  const ModelConfig& config = model.config();
+  auto weights = std::make_shared<EngineWeights<T>>();
+  weights->format = format;
+  weights->int8_activations = int8_activations && std::is_same_v<T, float>;
+  weights->plan = PlanWeightFormats(model, format);
+  // The plan lists the token table, 7 matrices per block, then an untied head.
+  auto plan_of = [&](size_t layer, BlockSlot slot) -> const MatrixWeightFormat& {
+    size_t within = 0;
+    while (kBlockMatrixSlots[within] != slot) ++within;
+    return weights->plan[1 + layer * kBlockMatrixSlots.size() + within];
+  };
+  const std::vector<ParameterPtr>& parameters = model.parameters();
+  for (size_t layer = 0; layer < config.layers; ++layer) {
+    BlockWeights<T> block;
+    auto matrix = [&](BlockSlot slot, PackedWeight<T>& out) -> Result<void> {
+      Result<PackedWeight<T>> packed = PackWeight<T>(parameters[BlockParameterIndex(layer, slot)],
+                                                     false, plan_of(layer, slot), format,
+                                                     weights->int8_activations);
+      if (!packed) return Fail(std::move(packed.error()));
+      out = std::move(*packed);
+      return {};
+    };
+    for (auto [slot, out] : {std::pair{BlockSlot::kQuery, &block.query}, {BlockSlot::kKey, &block.key},
+                             {BlockSlot::kValue, &block.value}, {BlockSlot::kOutput, &block.output},
+                             {BlockSlot::kGate, &block.gate}, {BlockSlot::kUp, &block.up},
+                             {BlockSlot::kDown, &block.down}}) {
+      if (Result<void> packed = matrix(slot, *out); !packed) return Fail(std::move(packed.error()));
+    }
+    Result<Buffer<T>> attention_norm = ConvertVector<T>(model.block(layer, BlockSlot::kAttentionNorm));
+    Result<Buffer<T>> ffn_norm = ConvertVector<T>(model.block(layer, BlockSlot::kFeedForwardNorm));
+    if (!attention_norm) return Fail(std::move(attention_norm.error()));
+    if (!ffn_norm) return Fail(std::move(ffn_norm.error()));
+    block.attention_norm = std::move(*attention_norm);
+    block.ffn_norm = std::move(*ffn_norm);
+    weights->blocks.push_back(std::move(block));
+  }
+  Result<Buffer<T>> final_norm = ConvertVector<T>(model.final_norm());
+  if (!final_norm) return Fail(std::move(final_norm.error()));
+  weights->final_norm = std::move(*final_norm);
+  Result<PackedWeight<T>> embedding =
+      PackWeight<T>(parameters.front(), true, weights->plan.front(), format,
+                    weights->int8_activations);
+  if (!embedding) return Fail(std::move(embedding.error()));
+  weights->embedding = std::move(*embedding);
+  if (!model.output_head_is_embedding()) {
+    Result<PackedWeight<T>> head =
+        PackWeight<T>(parameters.back(), false, weights->plan.back(), format,
+                      weights->int8_activations);
+    if (!head) return Fail(std::move(head.error()));
+    weights->head = std::move(*head);
+  }
+  const RopeTable& rope = model.rope();
+  const size_t entries = rope.tabulated() * rope.pairs();  // the rest is computed per step
+  Result<Buffer<T>> cos = ConvertTable<T>(rope.cos(0), entries);
+  Result<Buffer<T>> sin = ConvertTable<T>(rope.sin(0), entries);
+  if (!cos) return Fail(std::move(cos.error()));
+  if (!sin) return Fail(std::move(sin.error()));
+  weights->rope_cos = std::move(*cos);
+  weights->rope_sin = std::move(*sin);
+  for (const ParameterPtr& parameter : parameters) weights->revisions.push_back(parameter->revision());
+  GatherIntoArena(*weights);
+  return std::shared_ptr<const EngineWeights<T>>(std::move(weights));
+}
+
+template <class T>
+Result<std::shared_ptr<const EngineWeights<T>>> EngineWeightsCache::Get(const DecoderModel& model,
+                                                                        WeightFormat format,
+                                                                        bool int8_activations) {
+  if (!IsKnownWeightFormat(format)) {
+    return Fail(ErrorCode::kUnsupportedBackend, {{"", std::string("unknown")}},
+                "weight format " + std::to_string(static_cast<int>(format)) + " is not available");
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  const size_t slot = static_cast<size_t>(format);
+  std::shared_ptr<const EngineWeights<T>>& cached = [&]() -> auto& {
+    if constexpr (std::is_same_v<T, float>) {
+      return int8_activations ? f32_int8_[slot] : f32_[slot];
+    } else {
+      return f64_[slot];
+    }
+  }();
+  bool current = cached != nullptr;
+  for (size_t i = 0; current && i < model.parameters().size(); ++i) {
+    current = cached->revisions[i] == model.parameters()[i]->revision();
+  }
+  if (!current) {
+    cached.reset();  // release a stale packing before building the next one
+    Result<std::shared_ptr<const EngineWeights<T>>> packed = PackEngineWeights<T>(model, format, int8_activations);
+    if (!packed) return Fail(std::move(packed.error()));
+    cached = std::move(*packed);
+  }
+  return cached;
+}
+
+Result<std::shared_ptr<const DecoderModel>> EngineWeightsCache::Dequantized(const DecoderModel& model,
+                                                                           WeightFormat format) {
+  if (!IsKnownWeightFormat(format)) {
+    return Fail(ErrorCode::kUnsupportedBackend, {{"", std::string("unknown")}},
+                "weight format " + std::to_string(static_cast<int>(format)) + " is not available");
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  DequantizedEntry& entry = dequantized_[static_cast<size_t>(format)];
+  bool current = entry.model != nullptr;
+  for (size_t i = 0; current && i < model.parameters().size(); ++i) {
+    current = entry.revisions[i] == model.parameters()[i]->revision();
+  }
+  if (!current) {
+    entry = {};
+    Result<DecoderModel> dequantized = DequantizedModel(model, format);
+    if (!dequantized) return Fail(std::move(dequantized.error()));
+    entry.model = std::make_shared<const DecoderModel>(std::move(*dequantized));
+    for (const ParameterPtr& parameter : model.parameters()) entry.revisions.push_back(parameter->revision());
+  }
+  return entry.model;
+}
+
+template Result<std::shared_ptr<const EngineWeights<float>>> PackEngineWeights<float>(const DecoderModel&, WeightFormat, bool);
+template Result<std::shared_ptr<const EngineWeights<double>>> PackEngineWeights<double>(const DecoderModel&, WeightFormat, bool);
+template Result<std::shared_ptr<const EngineWeights<float>>> EngineWeightsCache::Get<float>(const DecoderModel&, WeightFormat, bool);
+template Result<std::shared_ptr<const EngineWeights<double>>> EngineWeightsCache::Get<double>(const DecoderModel&, WeightFormat, bool);
+
+}  // namespace kvrt::detail
