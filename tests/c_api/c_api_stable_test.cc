@@ -28,6 +28,8 @@ static_assert(KVRT_ERR_INVARIANT_VIOLATION == 150);
 static_assert(KVRT_ERR_TENSOR_SHAPE_MISMATCH == 186);
 static_assert(KVRT_ERR_SLOT_OUT_OF_RANGE == 187);
 static_assert(KVRT_ERR_SLOT_REQUEST == 193);
+static_assert(KVRT_ERR_INVALID_ROPE_SCALE == 194);
+static_assert(KVRT_ERR_UNSUPPORTED_CHAT_TEMPLATE == 197);
 static_assert(KVRT_ERR_NONE == -1);
 
 TEST(CApiStableTest, EveryVariantHasItsOwnCodeAndName) {

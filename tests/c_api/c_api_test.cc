@@ -132,5 +132,63 @@ TEST(CApiGgufTest, AGgufModelLoadsWithItsTokenizerAndGenerates) {
   kvrt_model_free(model);
 }
 
+// Chat support through the C API: the end-of-generation ids, special-token
+// parsing on request, and chat templates by name or from the model.
+TEST(CApiGgufTest, ChatTemplatesEndOfGenerationAndSpecialTokens) {
+  kvrt_model* model = nullptr;
+  ASSERT_EQ(kvrt_model_load(testing::FixturePath("gguf/tiny-f32.gguf").c_str(), &model), nullptr);
+  const uint32_t* end = nullptr;
+  size_t end_count = 0;
+  kvrt_model_end_of_generation(model, &end, &end_count);
+  EXPECT_EQ(std::vector<uint32_t>(end, end + end_count), (std::vector<uint32_t>{2}));
+
+  uint32_t* ids = nullptr;
+  size_t count = 0;
+  ASSERT_EQ(kvrt_model_encode_prompt_special(model, "<s>Once", 1, &ids, &count), nullptr);
+  EXPECT_EQ(std::vector<uint32_t>(ids, ids + count), (std::vector<uint32_t>{1, 1, 9038}));
+  kvrt_tokens_free(ids);
+  ASSERT_EQ(kvrt_model_encode_prompt_special(model, "<s>Once", 0, &ids, &count), nullptr);
+  EXPECT_GT(count, 3u) << "plain text by default";
+  kvrt_tokens_free(ids);
+
+  const kvrt_chat_message messages[] = {{"system", "Be brief."}, {"user", " Hi! "}};
+  char* text = nullptr;
+  size_t length = 0;
+  ASSERT_EQ(kvrt_chat_apply_template(nullptr, "llama3", messages, 2, 1, &text, &length), nullptr);
+  EXPECT_EQ(std::string(text, length),
+            "<|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|>"
+            "<|start_header_id|>user<|end_header_id|>\n\nHi!<|eot_id|>"
+            "<|start_header_id|>assistant<|end_header_id|>\n\n");
+  EXPECT_EQ(text[length], '\0');
+  kvrt_string_free(text);
+  // A Jinja text is recognised by its markers.
+  ASSERT_EQ(kvrt_chat_apply_template(model, "{{ '<|im_start|>' }}", messages, 1, 0, &text, &length), nullptr);
+  EXPECT_EQ(std::string(text, length), "<|im_start|>system\nBe brief.<|im_end|>\n");
+  kvrt_string_free(text);
+  // This model's file has no template of its own.
+  EXPECT_EQ(kvrt_model_chat_template(model), nullptr);
+  kvrt_error* error = kvrt_chat_apply_template(model, nullptr, messages, 2, 1, &text, &length);
+  EXPECT_EQ(kvrt_error_code(error), KVRT_ERR_MISSING_KEY);
+  kvrt_error_free(error);
+  error = kvrt_chat_apply_template(model, "no-such-format", messages, 2, 1, &text, &length);
+  EXPECT_EQ(kvrt_error_code(error), KVRT_ERR_UNSUPPORTED_CHAT_TEMPLATE);
+  EXPECT_STREQ(kvrt_error_name(error), "UnsupportedChatTemplate");
+  kvrt_error_free(error);
+
+  // Stopping at the end-of-generation ids: this model's greedy run never reaches
+  // its EOS (2), so the run is the plain one.
+  ASSERT_EQ(kvrt_model_encode_prompt(model, "Once upon a time", &ids, &count), nullptr);
+  kvrt_generation_options options = kvrt_generation_options_default();
+  options.max_new_tokens = 10;
+  options.stop_at_end_of_generation = 1;
+  kvrt_generation* generation = nullptr;
+  ASSERT_EQ(kvrt_generate(model, ids, count, &options, nullptr, nullptr, nullptr, &generation), nullptr);
+  EXPECT_EQ(kvrt_generation_count(generation), 10u);
+  EXPECT_STREQ(kvrt_generation_stop(generation), "token-limit");
+  kvrt_generation_free(generation);
+  kvrt_tokens_free(ids);
+  kvrt_model_free(model);
+}
+
 }  // namespace
 }  // namespace kvrt

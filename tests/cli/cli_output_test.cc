@@ -57,6 +57,8 @@ TEST(CliOutput, EveryCommandReportsOutputThatDidNotArrive) {
   const std::string requests = dir.File("requests.jsonl");
   std::ofstream(requests) << "{\"tokens\":[1,2],\"max_new_tokens\":2}\n{\"prompt\":\"Once\",\"max_new_tokens\":2}\n";
   const std::string bench = BenchRun(dir, "bench.json");
+  const std::string messages = dir.File("messages.json");
+  std::ofstream(messages) << R"([{"role": "user", "content": "Hi"}])";
 
   const std::vector<std::vector<std::string>> invocations = {
       {"--version"},
@@ -76,6 +78,7 @@ TEST(CliOutput, EveryCommandReportsOutputThatDidNotArrive) {
        "--gguf", dir.File("synth.gguf")},
       {"report"},
       {"bench-compare", bench, bench},
+      {"chat-template", "--model", gguf, "--messages", messages, "--template", "chatml"},
       {"logits", "--help"},
       {"batch", "--help"},
   };

@@ -11,7 +11,7 @@ endif()
 # The installed headers are exactly the embedder's API: an internal header
 # (kernels, engines, format readers, fault hooks) among them fails the test.
 set(public_headers
-  kvrt/config.h kvrt/course.h kvrt/engine_options.h kvrt/error.h kvrt/generation.h kvrt/kvrt.h
+  kvrt/chat.h kvrt/config.h kvrt/course.h kvrt/engine_options.h kvrt/error.h kvrt/generation.h kvrt/kvrt.h
   kvrt/load_model.h kvrt/model.h kvrt/model_file.h kvrt/rng.h kvrt/sampling.h kvrt/session.h
   kvrt/steps.h kvrt/synthetic.h kvrt/threading/tbb_arena.h kvrt/threading/thread_pool.h kvrt/tokenizer.h
   kvrt/version.h

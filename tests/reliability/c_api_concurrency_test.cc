@@ -89,7 +89,7 @@ TEST(CApiConcurrency, ASecondThreadInsideOneSessionGetsConcurrentUse) {
 }
 
 TEST(CApiConcurrency, TheCodeHasAStableNumberAndName) {
-  EXPECT_EQ(KVRT_ERR_CONCURRENT_USE, 197);
+  EXPECT_EQ(KVRT_ERR_CONCURRENT_USE, 198);
   EXPECT_STREQ(kvrt_error_code_name(KVRT_ERR_CONCURRENT_USE), "ConcurrentUse");
 }
 

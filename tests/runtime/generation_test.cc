@@ -165,5 +165,44 @@ TEST(GenerationScenarioTest, TheDecodeLoopAllocatesNothingPerToken) {
   EXPECT_EQ(allocations_for(8), allocations_for(40));
 }
 
+// A chat model's end-of-generation set: any of its ids ends the run as EOS
+// does, in both loops, and each is checked against the vocabulary first.
+TEST(GenerationScenarioTest, AnyEndOfGenerationIdStopsTheRun) {
+  SplitMix64 model_rng(36);
+  const DecoderModel model = *DecoderModel::FromSeed(ModelConfig::Create(5, 4, 2, 4, 1, 64, 1e4, 1e-6), model_rng);
+  GenerationConfig request;
+  request.mode = SamplingMode::TemperatureTopK(1.5, 5);
+  request.max_new_tokens = 24;
+  const std::vector<uint32_t> prompt = {1, 3};
+  SplitMix64 free_rng(9);
+  const GenerationResult free_run = *GenerateCached(model, prompt, request, free_rng, ReferenceEngine());
+  ASSERT_EQ(free_run.stop, GenerationStop::kTokenLimit);
+  // End at the first token that differs from the first one generated.
+  size_t end_at = 1;
+  while (end_at < free_run.generated.size() && free_run.generated[end_at] == free_run.generated[0]) ++end_at;
+  ASSERT_LT(end_at, free_run.generated.size());
+  // A second id that the run never reaches before `end_at`.
+  uint32_t other = 0;
+  while (other == free_run.generated[0] || other == free_run.generated[end_at]) ++other;
+  request.end_of_generation = {other, free_run.generated[end_at]};
+  for (const bool cached : {true, false}) {
+    SplitMix64 rng(9);
+    Result<GenerationResult> run = cached ? GenerateCached(model, prompt, request, rng, ReferenceEngine())
+                                          : GenerateUncached(model, prompt, request, rng, ReferenceEngine());
+    ASSERT_TRUE(run) << run.error().Debug();
+    EXPECT_EQ(run->stop, GenerationStop::kEos);
+    EXPECT_EQ(run->generated, std::vector<uint32_t>(free_run.generated.begin(),
+                                                    free_run.generated.begin() + end_at + 1));
+  }
+  EXPECT_TRUE(request.Ends(other));
+  EXPECT_FALSE(request.Ends(free_run.generated[0]));
+  request.end_of_generation.push_back(5);
+  SplitMix64 rng(9);
+  Result<GenerationResult> refused = GenerateCached(model, prompt, request, rng, ReferenceEngine());
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().Debug(), "EosTokenOutOfBounds { token_id: 5, vocabulary_size: 5 }");
+  EXPECT_EQ(rng.state(), 9u) << "refused before drawing";
+}
+
 }  // namespace
 }  // namespace kvrt

@@ -1,6 +1,7 @@
 // kvrt batch: serve many generation requests over the sequence slots of one
 // cache (ServeGenerationStream). Each line of the requests file is one request
-// (batch_request.h) meaning exactly what the same flags mean to `generate`. Each
+// (batch_request.h: the fields of `generate`, `special` included) meaning exactly
+// what the same flags mean to `generate`. Each
 // output line is the `generate --json` object of that request with its id first,
 // identical apart from the id to what `generate --json` prints for the request
 // alone, in request order.

@@ -82,9 +82,9 @@ Result<void> ReadFields(const Json& line, RequestFields& fields, std::string& id
       } else {
         return std::unexpected(FieldError("\"eos\" must be a token id or null"));
       }
-    } else if (key == "greedy" || key == "no_eos") {
+    } else if (key == "greedy" || key == "no_eos" || key == "special") {
       if (!value.is_boolean()) return std::unexpected(FieldError("\"" + key + "\" must be true or false"));
-      (key == "greedy" ? fields.greedy : fields.no_eos) = value.get<bool>();
+      (key == "greedy" ? fields.greedy : key == "no_eos" ? fields.no_eos : fields.special) = value.get<bool>();
     } else {
       return std::unexpected(FieldError("unknown field \"" + key + "\""));
     }

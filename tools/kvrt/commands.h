@@ -15,5 +15,6 @@ int RunReport(std::span<char* const> args);
 int RunBenchCompare(std::span<char* const> args);
 int RunSynth(std::span<char* const> args);
 int RunTokenize(std::span<char* const> args);
+int RunChatTemplate(std::span<char* const> args);
 
 }  // namespace kvrt::cli

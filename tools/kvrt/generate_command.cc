@@ -102,7 +102,7 @@ int RunGenerate(std::span<char* const> args) {
     clock.TokenSampled();
     if (json) return;
     const std::optional<uint32_t> before = std::exchange(previous, token);
-    if (config.eos_token && token == *config.eos_token) return;
+    if (config.Ends(token)) return;
     if (Result<std::string_view> bytes = tokenizer.TokenBytesAfter(before, token)) {
       stream.Write(*bytes);
       (void)FlushStdout();  // a failure is remembered and reported after the run

@@ -2,6 +2,7 @@
 #include "generate_request.h"
 
 #include <cstdio>
+#include <span>
 #include <utility>
 
 #include "build_facts.h"
@@ -81,6 +82,7 @@ RequestFields RequestFieldsFromFlags(const Flags& flags) {
   if (flags.Has("seed")) fields.seed = flags.Unsigned("seed", 0);
   if (flags.Has("eos")) fields.eos = flags.Unsigned("eos", 0);
   fields.no_eos = flags.Has("no-eos");
+  fields.special = flags.Has("special");
   if (flags.Has("max-new-tokens")) fields.max_new_tokens = flags.Unsigned("max-new-tokens", 64);
   return fields;
 }
@@ -122,7 +124,13 @@ Result<RequestInput> RequestInputFromFields(const RequestFields& fields, const L
   // token: without an explicit choice, stop there rather than run past the text.
   const bool own_eos = loaded.tokenizer && (loaded.format == ModelFormat::kGguf ||
                                             loaded.tokenizer->kind() == TokenizerKind::kByteBpe);
-  if (!config.eos_token && !fields.no_eos && own_eos) config.eos_token = loaded.tokenizer->eos_id();
+  if (!config.eos_token && !fields.no_eos && own_eos) {
+    config.eos_token = loaded.tokenizer->eos_id();
+    // A chat model ends its turn with its end-of-turn token (<|eot_id|>,
+    // <|im_end|>), which llama.cpp stops at beside EOS.
+    const std::span<const uint32_t> end = loaded.tokenizer->end_of_generation_ids();
+    if (loaded.format == ModelFormat::kGguf) config.end_of_generation.assign(end.begin(), end.end());
+  }
   RequestInput input;
   Result<uint64_t> state = RngStateFromFields(fields, loaded.sampling_rng_state.value_or(0));
   if (!state) return std::unexpected(state.error());
@@ -132,7 +140,8 @@ Result<RequestInput> RequestInputFromFields(const RequestFields& fields, const L
       return std::unexpected(
           InvalidArgument("this model file has no tokenizer: give --tokenizer to encode --prompt"));
     }
-    Result<std::vector<uint32_t>> encoded = tokenizer.EncodePrompt(*fields.prompt);
+    Result<std::vector<uint32_t>> encoded = tokenizer.EncodePrompt(
+        *fields.prompt, fields.special ? SpecialTokens::kParse : SpecialTokens::kAsText);
     if (!encoded) return std::unexpected(encoded.error());
     input.prompt = std::move(*encoded);
   } else {

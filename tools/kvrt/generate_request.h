@@ -21,13 +21,17 @@ inline constexpr FlagSpec kRequestFlags[] = {
     {"tokens", true, "prompt as comma-separated token ids"},
     {"prompt", true,
      "prompt text, encoded with the tokenizer (byte-BPE: no BOS; llama2.c: BOS first, as run.c)"},
+    {"special", false,
+     "parse the control tokens --prompt spells (\"<|eot_id|>\", \"<|im_start|>\") as those tokens, as "
+     "llama.cpp's parse_special does (GGUF vocabularies); default: plain text"},
     {"greedy", false, "pick the largest logit (the default)"},
     {"temperature", true, "sample with this temperature (needs --top-k); 0 means greedy, as in the C API"},
     {"top-k", true, "keep the k best tokens when sampling"},
     {"rng-state", true, "SplitMix64 state, 1-16 hex digits, optionally after 0x (default: the model file's sampling state)"},
     {"seed", true, "SplitMix64 seed (the state itself)"},
     {"eos", true,
-     "stop after generating this token id (default: a byte-BPE model's own EOS; llama2.c tokenizer: BOS 1, as run.c)"},
+     "stop after generating this token id (default: a GGUF model's end-of-generation ids, a byte-BPE model's own "
+     "EOS; llama2.c tokenizer: BOS 1, as run.c)"},
     {"no-eos", false, "never stop at an end token: generate until the budget or the context runs out"},
     {"max-new-tokens", true, "token budget (default 64)"},
 };
@@ -44,6 +48,7 @@ using RequestField = std::optional<Result<T>>;
 struct RequestFields {
   RequestField<std::vector<uint32_t>> tokens;
   std::optional<std::string> prompt;  // any bytes, NUL included
+  bool special = false;               // parse the control tokens the prompt spells
   bool greedy = false;
   RequestField<double> temperature;
   RequestField<uint64_t> top_k;
@@ -61,9 +66,9 @@ RequestFields RequestFieldsFromFlags(const Flags& flags);
 // (`--temperature and --top-k go together`) for batch lines too.
 Result<GenerationConfig> RequestConfigFromFields(const RequestFields& fields);
 
-// The rest, once the model is loaded: the default EOS (a byte-BPE or GGUF
-// model's own; llama2.c's BOS when `llama2c_tokenizer`), the RNG state and the
-// prompt ids.
+// The rest, once the model is loaded: the default end (a GGUF model's
+// end-of-generation ids, a byte-BPE model's EOS; llama2.c's BOS when
+// `llama2c_tokenizer`), the RNG state and the prompt ids.
 struct RequestInput {
   std::vector<uint32_t> prompt;
   uint64_t rng_state = 0;

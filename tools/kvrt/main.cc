@@ -23,6 +23,7 @@ constexpr const char* kUsage =
     "Commands:\n"
     "  inspect PATH   what a model file (LLMCP35, GGUF, llama2.c) holds\n"
     "  tokenize       the token ids of a text, with the model file's own tokenizer\n"
+    "  chat-template  the prompt text of a conversation, with the model's chat template\n"
     "  logits         last-position logits of a token sequence (cached or --uncached)\n"
     "  generate       sample a continuation (cached or --uncached loop)\n"
     "  batch          serve many generation requests (JSON lines) over sequence slots\n"
@@ -57,6 +58,7 @@ static int Run(int argc, char** argv) {
   if (command == "bench-compare") return kvrt::cli::RunBenchCompare(args);
   if (command == "synth") return kvrt::cli::RunSynth(args);
   if (command == "tokenize") return kvrt::cli::RunTokenize(args);
+  if (command == "chat-template") return kvrt::cli::RunChatTemplate(args);
   return kvrt::cli::ReportError(kvrt::cli::InvalidArgument("unknown command '" + command + "' (see kvrt --help)"));
 }
 

@@ -1,6 +1,6 @@
 // kvrt tokenize: the token ids a model file's tokenizer gives a text, as the
 // model would see them (BOS per the file's add-BOS flag, special-token text such
-// as "</s>" encoded as plain text).
+// as "</s>" encoded as plain text unless --special).
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -21,6 +21,9 @@ constexpr FlagSpec kFlags[] = {
     {"prompt", true, "the text to encode"},
     {"file", true, "read the text from this file instead (its bytes, unchanged)"},
     {"no-bos", false, "do not add BOS even where the tokenizer adds it"},
+    {"special", false,
+     "parse the control tokens the text spells (\"<|eot_id|>\", \"<s>\") as those tokens, as llama.cpp's "
+     "parse_special does (GGUF vocabularies); default: plain text"},
     {"json", false, "print {\"tokens\":[...]}"},
     {"help", false, "show this help"},
 };
@@ -49,7 +52,9 @@ int RunTokenize(std::span<char* const> args) {
   Result<Flags> flags = Flags::Parse(args, kFlags);
   if (!flags) return ReportError(flags.error());
   if (flags->Has("help")) {
-    PrintStdout("%s", Usage("kvrt tokenize --model PATH (--prompt TEXT | --file F) [--no-bos] [--json]", kFlags).c_str());
+    PrintStdout("%s", Usage("kvrt tokenize --model PATH (--prompt TEXT | --file F) [--no-bos] [--special] [--json]",
+                            kFlags)
+                          .c_str());
     return 0;
   }
   if (!flags->positional().empty()) {
@@ -60,7 +65,8 @@ int RunTokenize(std::span<char* const> args) {
   if (!text) return ReportError(text.error());
   Result<Tokenizer> tokenizer = TokenizerFromFlags(*flags);
   if (!tokenizer) return ReportError(tokenizer.error());
-  Result<std::vector<uint32_t>> content = tokenizer->EncodeContent(*text);
+  Result<std::vector<uint32_t>> content = tokenizer->EncodeContent(
+      *text, flags->Has("special") ? SpecialTokens::kParse : SpecialTokens::kAsText);
   if (!content) return ReportError(content.error());
   std::vector<uint32_t> ids;
   if (tokenizer->add_bos() && tokenizer->bos_id() && !flags->Has("no-bos")) ids.push_back(*tokenizer->bos_id());

@@ -245,6 +245,8 @@ namespace kvrt {
   X(InvalidRopeScale) \
   X(HeadWidthMismatch) \
   X(UnsupportedExperts) \
+  /* Chat templates (kvrt/chat.h). */ \
+  X(UnsupportedChatTemplate) \
   /* The C API: a second call entering one session while another is inside it. */ \
   X(ConcurrentUse) \
 

@@ -5,7 +5,7 @@
 // Both loops validate the request first (EmptyPrompt, PromptTooLong,
 // PromptTokenOutOfBounds, EosTokenOutOfBounds, Sampling(InvalidTemperature),
 // Sampling(InvalidTopK)) without drawing, sample one token per step and stop in the
-// order EOS → token limit → context limit. The cached loop prefills once and
+// order EOS (or another end-of-generation id) → token limit → context limit. The cached loop prefills once and
 // decodes only when later logits are needed (the last sampled token is never fed
 // to the model); the uncached loop replays the complete prefix every step.
 #pragma once
@@ -30,6 +30,13 @@ struct GenerationConfig {
   SamplingMode mode;
   std::optional<uint32_t> eos_token;  // tests generated tokens only
   size_t max_new_tokens = 0;          // 0 returns at once (after validation)
+  // More ids that end the run as eos_token does (stop "eos"): a chat model's
+  // end-of-generation set, Tokenizer::end_of_generation_ids(). Each is checked
+  // against the vocabulary like eos_token (EosTokenOutOfBounds).
+  std::vector<uint32_t> end_of_generation;
+
+  // Whether generating `token` ends the run: eos_token or one of end_of_generation.
+  bool Ends(uint32_t token) const;
 };
 
 enum class GenerationStop { kEos, kTokenLimit, kContextLimit };

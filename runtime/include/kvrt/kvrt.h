@@ -247,7 +247,8 @@ typedef enum kvrt_error_code_value {
   KVRT_ERR_INVALID_ROPE_SCALE = 194,
   KVRT_ERR_HEAD_WIDTH_MISMATCH = 195,
   KVRT_ERR_UNSUPPORTED_EXPERTS = 196,
-  KVRT_ERR_CONCURRENT_USE = 197,
+  KVRT_ERR_UNSUPPORTED_CHAT_TEMPLATE = 197,
+  KVRT_ERR_CONCURRENT_USE = 198,
   KVRT_ERR_NONE = -1 /* kvrt_error_code(NULL) */
 } kvrt_error_code_value;
 
@@ -355,6 +356,17 @@ void kvrt_model_get_info(const kvrt_model* model, kvrt_model_info* out);
 kvrt_error* kvrt_model_encode_prompt(const kvrt_model* model, const char* text, uint32_t** ids,
                                      size_t* count);
 void kvrt_tokens_free(uint32_t* ids);
+/* kvrt_model_encode_prompt, with parse_special nonzero: the control tokens the
+ * text spells ("<|eot_id|>", "<|im_start|>", "<s>") become those tokens, as
+ * llama.cpp's parse_special does. Only for text the caller built itself (a
+ * rendered chat template): in untrusted text they are plain text, which is what
+ * parse_special 0 and kvrt_model_encode_prompt give. */
+kvrt_error* kvrt_model_encode_prompt_special(const kvrt_model* model, const char* text,
+                                             int parse_special, uint32_t** ids, size_t* count);
+/* The ids that end a reply, in increasing order (GGUF: llama.cpp's end-of-
+ * generation set: EOS, "<|eot_id|>", "<|im_end|>", ...; others: EOS). *ids
+ * stays valid while the model lives; *count is 0 without a tokenizer. */
+void kvrt_model_end_of_generation(const kvrt_model* model, const uint32_t** ids, size_t* count);
 /* The bytes printed for `token` after `previous` (-1: none); llama2.c drops a
  * leading space right after BOS. *bytes stays valid while the model lives and is
  * not NUL-terminated. */
@@ -450,6 +462,27 @@ kvrt_error* kvrt_session_reset_slot(kvrt_session* session, size_t slot);
 kvrt_error* kvrt_session_truncate_slot(kvrt_session* session, size_t slot, size_t len);
 kvrt_error* kvrt_session_fork_slot(kvrt_session* session, size_t source, size_t destination);
 
+/* ---- Chat templates -------------------------------------------------------------- */
+
+typedef struct kvrt_chat_message {
+  const char* role; /* "system", "user", "assistant", ... */
+  const char* content;
+} kvrt_chat_message;
+
+/* The prompt text of a conversation (kvrt/chat.h), byte-identical to llama.cpp's
+ * llama_chat_apply_template. tmpl NULL: the model's own template
+ * (tokenizer.chat_template; MissingKey when it has none); otherwise a built-in
+ * format's name ("chatml", "llama3", ...) or a Jinja template text, recognised
+ * as llama.cpp recognises one (UnsupportedChatTemplate when it is none of its
+ * formats). model may be NULL when tmpl is given. add_generation_prompt nonzero:
+ * end with what opens the assistant's reply. Free *text (NUL-terminated; *length
+ * excludes the NUL) with kvrt_string_free. */
+kvrt_error* kvrt_chat_apply_template(const kvrt_model* model, const char* tmpl,
+                                     const kvrt_chat_message* messages, size_t count,
+                                     int add_generation_prompt, char** text, size_t* length);
+/* The model file's chat template text (valid while the model lives), or NULL. */
+const char* kvrt_model_chat_template(const kvrt_model* model);
+
 /* ---- Generation -------------------------------------------------------------- */
 
 typedef struct kvrt_generation_options {
@@ -459,6 +492,9 @@ typedef struct kvrt_generation_options {
   int has_eos;           /* stop after generating eos_token */
   uint32_t eos_token;
   size_t max_new_tokens; /* token budget */
+  int stop_at_end_of_generation; /* nonzero: also stop after any of the model's
+                                  * kvrt_model_end_of_generation ids (stop "eos");
+                                  * 0 (an initializer without it): only eos_token */
 } kvrt_generation_options;
 
 /* Greedy, 64 new tokens, no EOS, seed 0. */

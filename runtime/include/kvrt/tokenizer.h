@@ -8,6 +8,14 @@
 //
 // Every text path is strict: decoding to text fails with InvalidUtf8 instead of
 // replacing bytes, like the reference.
+//
+// Special tokens: a GGUF vocabulary's control tokens ("<|eot_id|>", "<s>",
+// "<|im_start|>") have a spelling, and a prompt may spell them. Encoding reads
+// such text as plain text by default, as it must for untrusted input (a user who
+// types "<|eot_id|>" does not end the turn); SpecialTokens::kParse turns the
+// spellings into the tokens, as llama.cpp's parse_special does, for text the
+// caller built itself (a rendered chat template). User-defined tokens (Qwen's
+// "<think>") are their own ids either way, as in llama.cpp.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +37,12 @@ enum class TokenizerKind : uint8_t {
   kLlama2c = 3,        // "llama2c" (tokenizer.bin; never stored in an LLMCP35 checkpoint)
   kSentencePiece = 4,  // "sentencepiece" (GGUF tokenizer.ggml.model "llama")
   kGpt2Bpe = 5,        // "gpt2-bpe" (GGUF tokenizer.ggml.model "gpt2")
+};
+
+// How an encoder reads text that spells a special token (see above).
+enum class SpecialTokens : uint8_t {
+  kAsText,  // plain text: "<|eot_id|>" is the characters '<', '|', 'e', ...
+  kParse,   // the control and unknown tokens it spells become those tokens
 };
 
 // A tokenizer is an immutable value: copies share its tables.
@@ -75,19 +89,32 @@ class Tokenizer {
   // should end with EOS (GGUF add_eos_token, else no; never for the others).
   bool add_bos() const;
   bool add_eos() const;
+  // The ids that end a generated reply, in increasing order. GGUF: llama.cpp's
+  // end-of-generation set, which it derives from the vocabulary: EOS, the end of
+  // turn ("<|eot_id|>", "<|im_end|>", ...), end of message and the
+  // fill-in-the-middle pad, repository and separator tokens, from the file's
+  // keys or found by their text. Others: EOS, when there is one.
+  std::span<const uint32_t> end_of_generation_ids() const;
+  // The chat template the file carries (GGUF tokenizer.chat_template: the model's
+  // Jinja text), if any; kvrt/chat.h renders conversations with it.
+  std::optional<std::string_view> chat_template() const;
 
   // Content encoding of `text` (no BOS/EOS). Byte-BPE: bytes to ids, then one
   // left-to-right pass per merge rank. llama2.c: run.c's encode (a dummy leading
   // space when the text is non-empty, code points looked up with byte fallback,
   // then greedy merging of the best-scoring adjacent pair). A literal tokenizer
-  // has no encoder and returns InvalidArgument.
-  Result<std::vector<uint32_t>> EncodeContent(std::string_view text) const;
+  // has no encoder and returns InvalidArgument. `special` matters for the GGUF
+  // kinds only: the others' control tokens have no spelling.
+  Result<std::vector<uint32_t>> EncodeContent(
+      std::string_view text, SpecialTokens special = SpecialTokens::kAsText) const;
   // [BOS] + content + [EOS] (byte-BPE and llama2.c).
   Result<std::vector<uint32_t>> EncodeDocument(std::string_view text) const;
   // The ids a generation prompt starts from: content for byte-BPE (the reference
   // pipeline), [BOS] + content for llama2.c (run.c), [BOS if add_bos()] + content
-  // for GGUF tokenizers.
-  Result<std::vector<uint32_t>> EncodePrompt(std::string_view text) const;
+  // for GGUF tokenizers (a text that starts by spelling BOS then has it twice,
+  // as in llama.cpp).
+  Result<std::vector<uint32_t>> EncodePrompt(
+      std::string_view text, SpecialTokens special = SpecialTokens::kAsText) const;
 
   // Bytes of one id: a piece, a byte or a merge expansion. Control ids have no
   // bytes (ControlTokenInContent); ids past the vocabulary give UnknownToken.

@@ -112,12 +112,18 @@ void kvrt_model_get_info(const kvrt_model* model, kvrt_model_info* out) {
 }
 
 kvrt_error* kvrt_model_encode_prompt(const kvrt_model* model, const char* text, uint32_t** ids, size_t* count) {
+  return kvrt_model_encode_prompt_special(model, text, 0, ids, count);
+}
+
+kvrt_error* kvrt_model_encode_prompt_special(const kvrt_model* model, const char* text,
+                                             int parse_special, uint32_t** ids, size_t* count) {
   return Guard([&]() -> kvrt_error* {
     if (model == nullptr || text == nullptr || ids == nullptr || count == nullptr) {
       return InvalidArgument("kvrt_model_encode_prompt needs a model, a text and two outputs");
     }
     if (!model->tokenizer) return InvalidArgument("this model has no tokenizer (see kvrt_model_load_tokenizer)");
-    kvrt::Result<std::vector<uint32_t>> encoded = model->tokenizer->EncodePrompt(text);
+    kvrt::Result<std::vector<uint32_t>> encoded = model->tokenizer->EncodePrompt(
+        text, parse_special ? kvrt::SpecialTokens::kParse : kvrt::SpecialTokens::kAsText);
     if (!encoded) return MakeError(encoded.error());
     // malloc, so a C caller could also release it with free().
     auto* copy = static_cast<uint32_t*>(std::malloc(std::max<size_t>(1, encoded->size()) * sizeof(uint32_t)));
@@ -130,6 +136,13 @@ kvrt_error* kvrt_model_encode_prompt(const kvrt_model* model, const char* text, 
 }
 
 void kvrt_tokens_free(uint32_t* ids) { std::free(ids); }
+
+void kvrt_model_end_of_generation(const kvrt_model* model, const uint32_t** ids, size_t* count) {
+  std::span<const uint32_t> end;
+  if (model != nullptr && model->tokenizer) end = model->tokenizer->end_of_generation_ids();
+  if (ids != nullptr) *ids = end.data();
+  if (count != nullptr) *count = end.size();
+}
 
 kvrt_error* kvrt_model_token_bytes(const kvrt_model* model, int64_t previous, uint32_t token, const char** bytes,
                                    size_t* length) {

@@ -36,6 +36,10 @@ kvrt_error* kvrt_generate(const kvrt_model* model, const uint32_t* prompt, size_
                                             : kvrt::SamplingMode::TemperatureTopK(chosen.temperature, chosen.top_k);
     config.max_new_tokens = chosen.max_new_tokens;
     if (chosen.has_eos) config.eos_token = chosen.eos_token;
+    if (chosen.stop_at_end_of_generation && model->tokenizer) {
+      const std::span<const uint32_t> end = model->tokenizer->end_of_generation_ids();
+      config.end_of_generation.assign(end.begin(), end.end());
+    }
     std::unique_ptr<kvrt::threading::ThreadPool> pool;
     kvrt::Result<kvrt::EngineOptions> engine_options = kvrt::c_api::EngineFromC(engine, pool);
     if (!engine_options) return MakeError(engine_options.error());

@@ -206,6 +206,7 @@ constexpr std::pair<ErrorCode, int> kCodes[] = {
     {ErrorCode::kInvalidRopeScale, KVRT_ERR_INVALID_ROPE_SCALE},
     {ErrorCode::kHeadWidthMismatch, KVRT_ERR_HEAD_WIDTH_MISMATCH},
     {ErrorCode::kUnsupportedExperts, KVRT_ERR_UNSUPPORTED_EXPERTS},
+    {ErrorCode::kUnsupportedChatTemplate, KVRT_ERR_UNSUPPORTED_CHAT_TEMPLATE},
     {ErrorCode::kConcurrentUse, KVRT_ERR_CONCURRENT_USE},
 };
 

@@ -114,11 +114,16 @@ Result<void> ValidateRequest(const ModelConfig& config, std::span<const uint32_t
                       " is out of bounds for vocabulary " + Count(vocabulary));
     }
   }
-  if (request.eos_token && *request.eos_token >= vocabulary) {
+  std::optional<uint32_t> end_out_of_bounds;
+  if (request.eos_token && *request.eos_token >= vocabulary) end_out_of_bounds = request.eos_token;
+  for (const uint32_t end : request.end_of_generation) {
+    if (!end_out_of_bounds && end >= vocabulary) end_out_of_bounds = end;
+  }
+  if (end_out_of_bounds) {
     return Fail(
         ErrorCode::kEosTokenOutOfBounds,
-        {{"token_id", uint64_t{*request.eos_token}}, {"vocabulary_size", uint64_t{vocabulary}}},
-        (cached ? "cached generation EOS token " : "EOS token ") + Count(*request.eos_token) +
+        {{"token_id", uint64_t{*end_out_of_bounds}}, {"vocabulary_size", uint64_t{vocabulary}}},
+        (cached ? "cached generation EOS token " : "EOS token ") + Count(*end_out_of_bounds) +
             " is out of bounds for vocabulary " + Count(vocabulary));
   }
   if (Result<void> mode = ValidateSamplingMode(request.mode, vocabulary); !mode) {
@@ -140,6 +145,12 @@ Error WorkOverflow(const char* counter) {
 }
 
 }  // namespace
+
+bool GenerationConfig::Ends(uint32_t token) const {
+  if (eos_token && token == *eos_token) return true;
+  return std::find(end_of_generation.begin(), end_of_generation.end(), token) !=
+         end_of_generation.end();
+}
 
 Result<void> ValidateCachedRequest(const ModelConfig& config, std::span<const uint32_t> prompt,
                                    const GenerationConfig& request) {
@@ -186,7 +197,7 @@ Result<bool> GenerationCursor::Advance(std::span<const double> logits, SplitMix6
                            selection->interval_end});
   prefix_.push_back(token);
   if (on_token) on_token(token);
-  if (request_.eos_token && token == *request_.eos_token) {
+  if (request_.Ends(token)) {
     result_.stop = GenerationStop::kEos;
     return false;
   }

@@ -1,11 +1,12 @@
 // Byte-level BPE (llama.cpp "BPE" with a GPT-2 pre-tokenizer); see byte_level_bpe.h.
 #include "tokenizer/byte_level_bpe.h"
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <utility>
 
-#include "kvrt/tokenizer.h"  // ValidateUtf8
+#include "tokenizer/lenient_utf8.h"
 #include "tokenizer/pair_merging.h"
 
 namespace kvrt::tokenizer {
@@ -44,63 +45,17 @@ void AppendByteSpelling(uint8_t byte, std::string& out) {
   }
 }
 
-bool IsContinuation(char c) { return (static_cast<uint8_t>(c) & 0xC0) == 0x80; }
-
-// The length of the character at `at` by llama.cpp's lenient reading (lead byte
-// plus the continuation bytes it announces, with no overlong or range checks), or
-// 0 when there is none.
-size_t LenientCharLength(std::string_view text, size_t at) {
-  const auto lead = static_cast<uint8_t>(text[at]);
-  size_t length = 0;
-  if (lead < 0x80) return 1;
-  if (lead < 0xC0) return 0;
-  if (lead < 0xE0) {
-    length = 2;
-  } else if (lead < 0xF0) {
-    length = 3;
-  } else if (lead < 0xF8) {
-    length = 4;
-  } else {
-    return 0;
-  }
-  if (at + length > text.size()) return 0;
-  for (size_t i = 1; i < length; ++i) {
-    if (!IsContinuation(text[at + i])) return 0;
-  }
-  return length;
-}
-
-// llama.cpp reads text as code points and turns each byte it cannot read into
-// U+FFFD; repair the same bytes so the pieces match. nullopt: already valid.
-std::optional<std::string> RepairUtf8(std::string_view text) {
-  if (!ValidateUtf8(text)) return std::nullopt;
-  std::string repaired;
-  repaired.reserve(text.size() + text.size() / 2);
-  for (size_t at = 0; at < text.size();) {
-    if (const size_t length = LenientCharLength(text, at)) {
-      repaired.append(text.substr(at, length));
-      at += length;
-    } else {
-      repaired += "\xEF\xBF\xBD";
-      at += 1;
-    }
-  }
-  return repaired;
-}
-
 }  // namespace
 
 Result<ByteLevelBpeEncoder> ByteLevelBpeEncoder::Build(const TokenTable& table,
                                                        const std::vector<std::string>& merges,
-                                                       std::string_view pre) {
-  Result<PreTokenizer> pre_tokenizer = PreTokenizer::ForName(pre);
-  if (!pre_tokenizer) return Fail(std::move(pre_tokenizer.error()));
+                                                       PreTokenizer pre) {
   if (merges.size() >= kNone) {
     return Fail(ErrorCode::kInvalidArgument, {{"merge_count", uint64_t{merges.size()}}},
                 "a GGUF vocabulary of " + std::to_string(merges.size()) +
                     " merges does not fit 32-bit ranks");
   }
-  ByteLevelBpeEncoder encoder(std::move(*pre_tokenizer));
+  ByteLevelBpeEncoder encoder(std::move(pre));
   for (int byte = 0; byte < 256; ++byte) {
     std::string spelling;
     AppendByteSpelling(static_cast<uint8_t>(byte), spelling);
@@ -145,8 +100,24 @@ Result<void> ByteLevelBpeEncoder::Encode(const TokenTable& table, std::string_vi
   if (repaired) text = *repaired;
   Result<std::vector<std::string_view>> pieces = pre_.Split(text);
   if (!pieces) return Fail(std::move(pieces.error()));
-  for (const std::string_view piece : *pieces) EncodePiece(table, piece, ids);
+  for (const std::string_view piece : *pieces) {
+    if (pre_.ignores_merges()) {
+      if (const std::optional<uint32_t> whole = WholePieceToken(table, piece)) {
+        ids.push_back(*whole);
+        continue;
+      }
+    }
+    EncodePiece(table, piece, ids);
+  }
   return {};
+}
+
+std::optional<uint32_t> ByteLevelBpeEncoder::WholePieceToken(const TokenTable& table,
+                                                             std::string_view piece) const {
+  std::string spelling;
+  spelling.reserve(2 * piece.size());
+  for (const char byte : piece) AppendByteSpelling(static_cast<uint8_t>(byte), spelling);
+  return table.Find(spelling);
 }
 
 void ByteLevelBpeEncoder::EncodePiece(const TokenTable& table, std::string_view piece,

@@ -2,6 +2,7 @@
 // tokenizer runs it (the algorithm, not its code):
 //
 //   1. the pre-tokenizer (tokenizer/pretokenizer.h) cuts the text into pieces;
+//      with its ignore_merges (Llama 3), a piece spelled like a token is that token;
 //   2. each piece's bytes are spelled with GPT-2's byte-to-unicode table (byte b
 //      becomes one printable code point, e.g. ' ' -> 'Ġ'), one symbol per byte;
 //   3. within a piece, adjacent symbols merge by the merge list: always the pair
@@ -10,13 +11,14 @@
 //      not in the vocabulary) becomes the tokens of its one-byte spellings that
 //      exist, as llama.cpp does.
 //
-// Text that is not valid UTF-8 is first repaired like llama.cpp repairs it: a
-// byte that cannot start a character, or a lead byte without its continuation
-// bytes, becomes U+FFFD. So encoding is lossless for valid UTF-8 only.
+// Text that is not valid UTF-8 is first repaired like llama.cpp repairs it
+// (tokenizer/lenient_utf8.h: a byte that starts no character becomes U+FFFD, an
+// overlong form its shortest one). So encoding is lossless for valid UTF-8 only.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -35,7 +37,7 @@ class ByteLevelBpeEncoder {
   // operand} otherwise). A pair listed twice keeps its first rank, like llama.cpp.
   static Result<ByteLevelBpeEncoder> Build(const TokenTable& table,
                                            const std::vector<std::string>& merges,
-                                           std::string_view pre);
+                                           PreTokenizer pre);
 
   // Appends the ids of `text` to `ids`: O(n log n) in the text length. Fails only
   // when PCRE2 does; otherwise throws only std::bad_alloc / std::length_error.
@@ -46,6 +48,8 @@ class ByteLevelBpeEncoder {
   explicit ByteLevelBpeEncoder(PreTokenizer pre) : pre_(std::move(pre)) {}
   void EncodePiece(const TokenTable& table, std::string_view piece,
                    std::vector<uint32_t>& ids) const;
+  // The token spelled like the whole of `piece`, if any.
+  std::optional<uint32_t> WholePieceToken(const TokenTable& table, std::string_view piece) const;
 
   static constexpr uint32_t kNone = UINT32_MAX;
   PreTokenizer pre_;

@@ -272,8 +272,23 @@ bool Tokenizer::add_bos() const {
 
 bool Tokenizer::add_eos() const { return impl_->vocabulary && impl_->vocabulary->add_eos(); }
 
-Result<std::vector<uint32_t>> Tokenizer::EncodeContent(std::string_view text) const {
-  if (impl_->vocabulary) return impl_->vocabulary->Encode(text);
+std::span<const uint32_t> Tokenizer::end_of_generation_ids() const {
+  static constexpr uint32_t kByteBpeEnd[] = {kEosId};
+  static constexpr uint32_t kLlama2cEnd[] = {llama2c::kEosId};
+  if (impl_->vocabulary) return impl_->vocabulary->end_of_generation();
+  if (impl_->kind == TokenizerKind::kByteBpe) return kByteBpeEnd;
+  if (impl_->kind == TokenizerKind::kLlama2c) return kLlama2cEnd;
+  return {};
+}
+
+std::optional<std::string_view> Tokenizer::chat_template() const {
+  if (!impl_->vocabulary || !impl_->vocabulary->chat_template()) return std::nullopt;
+  return std::string_view(*impl_->vocabulary->chat_template());
+}
+
+Result<std::vector<uint32_t>> Tokenizer::EncodeContent(std::string_view text,
+                                                       SpecialTokens special) const {
+  if (impl_->vocabulary) return impl_->vocabulary->Encode(text, special == SpecialTokens::kParse);
   if (impl_->kind == TokenizerKind::kLlama2c) {
     try {
       return llama2c::Encode(impl_->pieces, impl_->scores, impl_->sorted_ids, text);
@@ -343,8 +358,9 @@ Result<std::vector<uint32_t>> Tokenizer::EncodeDocument(std::string_view text) c
   return document;
 }
 
-Result<std::vector<uint32_t>> Tokenizer::EncodePrompt(std::string_view text) const {
-  Result<std::vector<uint32_t>> content = EncodeContent(text);
+Result<std::vector<uint32_t>> Tokenizer::EncodePrompt(std::string_view text,
+                                                      SpecialTokens special) const {
+  Result<std::vector<uint32_t>> content = EncodeContent(text, special);
   if (!content || !add_bos() || !bos_id()) return content;
   content->insert(content->begin(), *bos_id());
   return content;

@@ -4,7 +4,7 @@
 // A GGUF reader fills VocabularyData; Tokenizer::FromVocabulary validates it and
 // picks the algorithm by `model`: "llama" = SentencePiece (tokenizer/sentencepiece.h),
 // "gpt2" = byte-level BPE (tokenizer/byte_level_bpe.h). Behaviour follows llama.cpp's
-// tokenize with add_special = false and parse_special = false.
+// tokenize with add_special = false, and parse_special as the caller asks.
 #pragma once
 
 #include <cstdint>
@@ -29,7 +29,11 @@ struct VocabularyData {             // what a GGUF's tokenizer.ggml.* metadata h
       token_types;  // may be empty; 1 normal,2 unknown,3 control,4 user-defined,5 unused,6 byte
   std::vector<std::string> merges;             // gpt2: "left right" strings in rank order
   std::optional<uint32_t> bos, eos, unk, pad;  // u32 -1 in the file means absent
+  // End of turn and of message, and the fill-in-the-middle roles (prefix, suffix,
+  // middle, pad, repository, file separator); found by text when absent.
+  std::optional<uint32_t> eot, eom, fim_pre, fim_suf, fim_mid, fim_pad, fim_rep, fim_sep;
   std::optional<bool> add_bos, add_eos, add_space_prefix;
+  std::optional<std::string> chat_template;  // tokenizer.chat_template
 };
 
 namespace tokenizer {
@@ -67,6 +71,10 @@ class TokenTable {
   TokenType type(uint32_t id) const { return types_[id]; }
   float score(uint32_t id) const { return scores_.empty() ? 0.0f : scores_[id]; }
   std::optional<uint32_t> Find(std::string_view text) const;
+
+  // llama.cpp makes some tokens control tokens by their text, whatever the file
+  // says (tokenizer/end_of_generation.h); only while a tokenizer is being built.
+  void MarkControl(uint32_t id) { types_[id] = TokenType::kControl; }
 
  private:
   TokenTable() = default;

@@ -5,6 +5,9 @@
 #include <stdexcept>
 #include <utility>
 
+#include "tokenizer/end_of_generation.h"
+#include "tokenizer/pretokenizer.h"
+
 namespace kvrt::tokenizer {
 namespace {
 
@@ -31,9 +34,9 @@ Error UnknownToken(size_t position, uint32_t token_id) {
 }
 
 // llama.cpp sets token attributes the file does not carry by model name; for
-// phi-3 every special token (here: every user-defined token, the only kind cut
-// out of plain text) strips the whitespace to its right.
-bool StripsRightOfUserDefinedTokens(std::string_view model_name) {
+// phi-3 every special token but <unk>, <s> and <|endoftext|> strips the
+// whitespace to its right.
+bool StripsRightOfSpecialTokens(std::string_view model_name) {
   std::string lower(model_name);
   for (char& c : lower) c = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
   return lower.find("phi-3") != std::string::npos || lower.find("phi3") != std::string::npos;
@@ -55,11 +58,27 @@ Result<std::shared_ptr<const VocabularyTokenizer>> VocabularyTokenizer::Build(
     if (!table) return Fail(std::move(table.error()));
     for (const auto& [role, id] :
          {std::pair{"BOS", vocabulary.bos}, std::pair{"EOS", vocabulary.eos},
-          std::pair{"unknown", vocabulary.unk}, std::pair{"padding", vocabulary.pad}}) {
+          std::pair{"unknown", vocabulary.unk}, std::pair{"padding", vocabulary.pad},
+          std::pair{"end-of-turn", vocabulary.eot}, std::pair{"end-of-message", vocabulary.eom},
+          std::pair{"FIM prefix", vocabulary.fim_pre}, std::pair{"FIM suffix", vocabulary.fim_suf},
+          std::pair{"FIM middle", vocabulary.fim_mid}, std::pair{"FIM pad", vocabulary.fim_pad},
+          std::pair{"FIM repository", vocabulary.fim_rep},
+          std::pair{"FIM separator", vocabulary.fim_sep}}) {
       if (Result<void> in_range = CheckSpecialId(role, id, table->size()); !in_range) {
         return Fail(std::move(in_range.error()));
       }
     }
+    std::optional<PreTokenizer> pre;
+    if (!sentencepiece) {
+      Result<PreTokenizer> named = PreTokenizer::ForName(vocabulary.pre);
+      if (!named) return Fail(std::move(named.error()));
+      pre = std::move(*named);
+    }
+    // Before the encoders and the decoded bytes: it can turn tokens into control tokens.
+    std::vector<uint32_t> end_of_generation = DeriveEndOfGeneration(
+        *table, {vocabulary.eos, vocabulary.eot, vocabulary.eom, vocabulary.fim_pre,
+                 vocabulary.fim_suf, vocabulary.fim_mid, vocabulary.fim_pad, vocabulary.fim_rep,
+                 vocabulary.fim_sep});
     const bool add_space_prefix = vocabulary.add_space_prefix.value_or(sentencepiece);
     std::vector<std::string> token_bytes;
     std::variant<SentencePieceEncoder, ByteLevelBpeEncoder> encoder;
@@ -72,8 +91,7 @@ Result<std::shared_ptr<const VocabularyTokenizer>> VocabularyTokenizer::Build(
       encoder = std::move(*spm);
       token_bytes = std::move(*bytes);
     } else {
-      Result<ByteLevelBpeEncoder> bpe =
-          ByteLevelBpeEncoder::Build(*table, vocabulary.merges, vocabulary.pre);
+      Result<ByteLevelBpeEncoder> bpe = ByteLevelBpeEncoder::Build(*table, vocabulary.merges, *pre);
       if (!bpe) return Fail(std::move(bpe.error()));
       encoder.emplace<ByteLevelBpeEncoder>(std::move(*bpe));
       token_bytes = ByteLevelTokenBytes(*table);
@@ -81,18 +99,20 @@ Result<std::shared_ptr<const VocabularyTokenizer>> VocabularyTokenizer::Build(
     std::shared_ptr<VocabularyTokenizer> tokenizer(
         new VocabularyTokenizer(std::move(*table), std::move(encoder)));
     tokenizer->token_bytes_ = std::move(token_bytes);
-    tokenizer->user_defined_ = UserDefinedTokensOf(tokenizer->table_);
-    if (StripsRightOfUserDefinedTokens(vocabulary.name)) {
-      for (UserDefinedToken& token : tokenizer->user_defined_) {
+    tokenizer->special_ = SpecialTokensOf(tokenizer->table_);
+    if (StripsRightOfSpecialTokens(vocabulary.name)) {
+      for (SpecialToken& token : tokenizer->special_) {
         const std::string& text = tokenizer->table_.text(token.id);
         token.rstrip = text != "<unk>" && text != "<s>" && text != "<|endoftext|>";
       }
     }
+    tokenizer->end_of_generation_ = std::move(end_of_generation);
+    tokenizer->chat_template_ = std::move(vocabulary.chat_template);
     tokenizer->bos_ = vocabulary.bos;
     tokenizer->eos_ = vocabulary.eos;
     tokenizer->unk_ = vocabulary.unk;
     tokenizer->pad_ = vocabulary.pad;
-    tokenizer->add_bos_ = vocabulary.add_bos.value_or(sentencepiece);
+    tokenizer->add_bos_ = vocabulary.add_bos.value_or(sentencepiece || pre->adds_bos());
     tokenizer->add_eos_ = vocabulary.add_eos.value_or(false);
     tokenizer->add_space_prefix_ = add_space_prefix;
     return std::shared_ptr<const VocabularyTokenizer>(std::move(tokenizer));
@@ -103,7 +123,8 @@ Result<std::shared_ptr<const VocabularyTokenizer>> VocabularyTokenizer::Build(
   }
 }
 
-Result<std::vector<uint32_t>> VocabularyTokenizer::Encode(std::string_view text) const {
+Result<std::vector<uint32_t>> VocabularyTokenizer::Encode(std::string_view text,
+                                                          bool parse_special) const {
   try {
     std::vector<uint32_t> ids;
     auto encode_raw = [&](std::string_view raw) -> Result<void> {
@@ -113,11 +134,8 @@ Result<std::vector<uint32_t>> VocabularyTokenizer::Encode(std::string_view text)
       }
       return std::get<ByteLevelBpeEncoder>(encoder_).Encode(table_, raw, ids);
     };
-    if (user_defined_.empty()) {
-      if (Result<void> encoded = encode_raw(text); !encoded) return Fail(std::move(encoded.error()));
-      return ids;
-    }
-    for (const TextFragment& fragment : SplitAtUserDefinedTokens(table_, user_defined_, text)) {
+    for (const TextFragment& fragment :
+         SplitAtSpecialTokens(table_, special_, text, parse_special)) {
       if (fragment.is_token) {
         ids.push_back(fragment.id);
       } else if (Result<void> encoded = encode_raw(fragment.text); !encoded) {

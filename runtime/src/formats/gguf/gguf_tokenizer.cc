@@ -79,6 +79,14 @@ Result<std::optional<VocabularyData>> ReadVocabulary(const GgufFile& file) try {
       {"tokenizer.ggml.eos_token_id", &data.eos, 2, 11},
       {"tokenizer.ggml.unknown_token_id", &data.unk, 0, std::nullopt},
       {"tokenizer.ggml.padding_token_id", &data.pad, std::nullopt, std::nullopt},
+      {"tokenizer.ggml.eot_token_id", &data.eot, std::nullopt, std::nullopt},
+      {"tokenizer.ggml.eom_token_id", &data.eom, std::nullopt, std::nullopt},
+      {"tokenizer.ggml.fim_pre_token_id", &data.fim_pre, std::nullopt, std::nullopt},
+      {"tokenizer.ggml.fim_suf_token_id", &data.fim_suf, std::nullopt, std::nullopt},
+      {"tokenizer.ggml.fim_mid_token_id", &data.fim_mid, std::nullopt, std::nullopt},
+      {"tokenizer.ggml.fim_pad_token_id", &data.fim_pad, std::nullopt, std::nullopt},
+      {"tokenizer.ggml.fim_rep_token_id", &data.fim_rep, std::nullopt, std::nullopt},
+      {"tokenizer.ggml.fim_sep_token_id", &data.fim_sep, std::nullopt, std::nullopt},
   };
   for (const Special& special : specials) {
     std::optional<uint32_t> fallback =
@@ -88,6 +96,22 @@ Result<std::optional<VocabularyData>> ReadVocabulary(const GgufFile& file) try {
     if (!id) return Fail(std::move(id.error()));
     *special.out = *id;
   }
+  // The FIM keys' older names, which llama.cpp still reads (after the new ones).
+  const Special deprecated[] = {
+      {"tokenizer.ggml.prefix_token_id", &data.fim_pre, std::nullopt, std::nullopt},
+      {"tokenizer.ggml.suffix_token_id", &data.fim_suf, std::nullopt, std::nullopt},
+      {"tokenizer.ggml.middle_token_id", &data.fim_mid, std::nullopt, std::nullopt},
+  };
+  for (const Special& special : deprecated) {
+    if (file.Find(special.key) == nullptr) continue;
+    Result<std::optional<uint32_t>> id = SpecialId(file, special.key, std::nullopt);
+    if (!id) return Fail(std::move(id.error()));
+    *special.out = *id;
+  }
+  Result<std::optional<std::string_view>> chat_template =
+      file.GetOptional<std::string_view>("tokenizer.chat_template");
+  if (!chat_template) return Fail(std::move(chat_template.error()));
+  if (*chat_template) data.chat_template = std::string(**chat_template);
   struct Flag {
     const char* key;
     std::optional<bool>* out;

@@ -13,8 +13,9 @@ namespace kvrt::gguf {
 
 // nullopt when the file has no tokenizer.ggml.model key. Special ids stored as
 // u32 −1 (llama.cpp's "none") are absent; where a SentencePiece file names none,
-// llama.cpp's defaults apply (unk 0, bos 1, eos 2). KeyTypeMismatch and
-// MissingKey for malformed keys.
+// llama.cpp's defaults apply (unk 0, bos 1, eos 2). Also the end-of-turn,
+// end-of-message and FIM ids and tokenizer.chat_template when present.
+// KeyTypeMismatch and MissingKey for malformed keys.
 Result<std::optional<VocabularyData>> ReadVocabulary(const GgufFile& file);
 
 // ReadVocabulary, then TokenizerFromVocabulary.

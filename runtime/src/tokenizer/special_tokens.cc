@@ -1,4 +1,4 @@
-#include "tokenizer/user_defined_tokens.h"
+#include "tokenizer/special_tokens.h"
 
 #include <algorithm>
 
@@ -13,28 +13,33 @@ void AppendRaw(std::vector<TextFragment>& out, std::string_view text) {
   if (!text.empty()) out.push_back({text, 0, false});
 }
 
+bool IsSpecial(TokenType type) {
+  return type == TokenType::kControl || type == TokenType::kUserDefined ||
+         type == TokenType::kUnknown;
+}
+
 }  // namespace
 
-std::vector<UserDefinedToken> UserDefinedTokensOf(const TokenTable& table) {
-  std::vector<UserDefinedToken> tokens;
+std::vector<SpecialToken> SpecialTokensOf(const TokenTable& table) {
+  std::vector<SpecialToken> tokens;
   for (uint32_t id = 0; id < table.size(); ++id) {
-    if (table.type(id) == TokenType::kUserDefined && !table.text(id).empty()) {
-      tokens.push_back({id, false, false});
+    if (IsSpecial(table.type(id)) && !table.text(id).empty()) {
+      tokens.push_back({id, table.type(id) == TokenType::kUserDefined, false, false});
     }
   }
-  std::stable_sort(tokens.begin(), tokens.end(),
-                   [&](const UserDefinedToken& a, const UserDefinedToken& b) {
-                     return table.text(a.id).size() > table.text(b.id).size();
-                   });
+  std::stable_sort(tokens.begin(), tokens.end(), [&](const SpecialToken& a, const SpecialToken& b) {
+    return table.text(a.id).size() > table.text(b.id).size();
+  });
   return tokens;
 }
 
-std::vector<TextFragment> SplitAtUserDefinedTokens(const TokenTable& table,
-                                                   const std::vector<UserDefinedToken>& tokens,
-                                                   std::string_view text) {
+std::vector<TextFragment> SplitAtSpecialTokens(const TokenTable& table,
+                                               const std::vector<SpecialToken>& tokens,
+                                               std::string_view text, bool parse_special) {
   std::vector<TextFragment> fragments, next;
   AppendRaw(fragments, text);
-  for (const UserDefinedToken& token : tokens) {
+  for (const SpecialToken& token : tokens) {
+    if (!parse_special && !token.user_defined) continue;
     const std::string_view spelling = table.text(token.id);
     next.clear();
     for (const TextFragment& fragment : fragments) {
