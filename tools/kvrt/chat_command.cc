@@ -25,6 +25,7 @@
 #include "kvrt/model.h"
 #include "kvrt/sampling.h"
 #include "kvrt/session.h"
+#include "output.h"
 #include "text_stream.h"
 
 namespace kvrt::cli {
@@ -168,7 +169,7 @@ Result<void> Turn(Chat& chat, const std::string& user, size_t turn) {
     }
     if (Result<std::string_view> bytes = chat.tokenizer.TokenBytesAfter(previous, token)) {
       stream.Write(*bytes);
-      std::fflush(stdout);
+      (void)FlushStdout();  // a failure is remembered and reported when the command ends
     }
     previous = token;
     reply.push_back(token);
@@ -180,8 +181,8 @@ Result<void> Turn(Chat& chat, const std::string& user, size_t turn) {
     if (!logits) return undo(logits.error());
   }
   stream.Finish();
-  std::printf("\n");
-  std::fflush(stdout);
+  PrintStdout("\n");
+  (void)FlushStdout();
   Result<std::string> text = chat.tokenizer.DecodeContent(reply);
   chat.messages.push_back({"assistant", text ? *text : std::string()});
   const KvWork after = chat.session.cache().work();
@@ -202,7 +203,7 @@ int RunChat(std::span<char* const> args) {
   Result<Flags> flags = Flags::Parse(args, kFlags);
   if (!flags) return ReportError(flags.error());
   if (flags->Has("help")) {
-    std::printf("%s", Usage("kvrt chat --model PATH [--system TEXT] [options]", kFlags).c_str());
+    PrintStdout("%s", Usage("kvrt chat --model PATH [--system TEXT] [options]", kFlags).c_str());
     return 0;
   }
   Result<std::string> path = flags->Required("model");
@@ -241,11 +242,12 @@ int RunChat(std::span<char* const> args) {
                path->c_str(), std::string(format->name()).c_str(), session->cache().capacity());
   std::string line;
   for (size_t turn = 1;; ) {
-    std::printf("> ");
-    std::fflush(stdout);
+    PrintStdout("> ");
+    // Nobody can read the replies: stop, and main reports the failed write.
+    if (!FlushStdout()) break;
     const LineRead read = ReadLine(line);
     if (read != LineRead::kLine) {
-      std::printf("\n");
+      PrintStdout("\n");
       break;
     }
     if (line == "/exit") break;
@@ -256,7 +258,6 @@ int RunChat(std::span<char* const> args) {
     }
     ++turn;
   }
-  std::fflush(stdout);
   return 0;
 }
 

@@ -15,6 +15,7 @@
 #include "build_facts.h"
 #include "chat_turns.h"
 #include "json_writer.h"
+#include "output.h"
 #include "kvrt/generation.h"
 #include "kvrt/model.h"
 #include "kvrt/model_file.h"
@@ -63,7 +64,7 @@ int RunGenerate(std::span<char* const> args) {
   Result<Flags> flags = Flags::Parse(args, kFlags);
   if (!flags) return ReportError(flags.error());
   if (flags->Has("help")) {
-    std::printf("%s", Usage("kvrt generate --model PATH (--tokens IDS | --prompt TEXT) [options]", kFlags)
+    PrintStdout("%s", Usage("kvrt generate --model PATH (--tokens IDS | --prompt TEXT) [options]", kFlags)
                           .c_str());
     return 0;
   }
@@ -125,10 +126,13 @@ int RunGenerate(std::span<char* const> args) {
     if (config.Ends(token)) return;
     if (Result<std::string_view> bytes = tokenizer.TokenBytesAfter(before, token)) {
       stream.Write(*bytes);
-      std::fflush(stdout);
+      (void)FlushStdout();  // a failure is remembered and reported after the run
     }
   };
-  if (!json && flags->Has("prompt") && !chat) stream.Write(*flags->Value("prompt"));
+  if (!json && flags->Has("prompt") && !chat) {
+    stream.Write(*flags->Value("prompt"));
+    (void)FlushStdout();  // a failure is remembered and reported after the run
+  }
   SplitMix64 rng(*state);
   const bool cached = !flags->Has("uncached");
   clock.Start();
@@ -137,15 +141,16 @@ int RunGenerate(std::span<char* const> args) {
              : GenerateUncached(loaded->model, prompt, config, rng, *engine, on_token);
   if (!json) {
     stream.Finish();
-    std::printf("\n");
+    PrintStdout("\n");
   }
   if (!run) return ReportError(run.error());
   if (json) {
-    std::printf("%s\n", GenerationJson(*run, GeneratedText(tokenizer, *run), rng.state(), cached,
+    PrintStdout("%s\n", GenerationJson(*run, GeneratedText(tokenizer, *run), rng.state(), cached,
                                         EngineThreads(*engine))
                             .c_str());
   }
-  std::fflush(stdout);
+  // Output that did not arrive is the error, not the statistics of its run.
+  if (Result<void> flushed = FlushStdout(); !flushed) return ReportError(flushed.error());
   PrintGenerationStats(stderr, loaded->model, *engine, load_seconds, *run, clock, cached);
   return 0;
 }

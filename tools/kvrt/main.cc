@@ -10,6 +10,7 @@
 #include "build_facts.h"
 #include "commands.h"
 #include "common.h"
+#include "output.h"
 
 namespace {
 
@@ -41,11 +42,11 @@ static int Run(int argc, char** argv) {
     return kvrt::cli::ReportError(kvrt::cli::InvalidArgument("no command given"));
   }
   if (std::strcmp(argv[1], "--version") == 0) {
-    std::printf("%s\n", kvrt::cli::BuildFactsLine(kvrt::cli::CurrentBuildFacts()).c_str());
+    kvrt::cli::PrintStdout("%s\n", kvrt::cli::BuildFactsLine(kvrt::cli::CurrentBuildFacts()).c_str());
     return 0;
   }
   if (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "help") == 0) {
-    std::printf("%s", kUsage);
+    kvrt::cli::PrintStdout("%s", kUsage);
     return 0;
   }
   const std::string command = argv[1];
@@ -70,7 +71,7 @@ static int Run(int argc, char** argv) {
 // way out of an out-of-memory failure.
 int main(int argc, char** argv) {
   try {
-    return Run(argc, argv);
+    return kvrt::cli::FinishStdout(Run(argc, argv));
   } catch (const std::bad_alloc&) {
     std::fputs("error: AllocationFailed: out of memory\n", stderr);
   } catch (const std::exception& exception) {

@@ -24,13 +24,11 @@ void Utf8Stream::Write(std::string_view bytes) {
     std::fwrite(kReplacement.data(), 1, kReplacement.size(), out_);
     pending_.erase(0, error->valid_up_to + *error->error_len);
   }
-  std::fflush(out_);
 }
 
 void Utf8Stream::Finish() {
   if (!pending_.empty()) std::fwrite(kReplacement.data(), 1, kReplacement.size(), out_);
   pending_.clear();
-  std::fflush(out_);
 }
 
 }  // namespace kvrt::cli

@@ -2,7 +2,8 @@
 // UTF-8 character (byte-BPE merges cross character boundaries), so bytes are held
 // back until they form complete characters; bytes that can never be valid are
 // shown as U+FFFD. This is display only: the strict decoded text of a run comes
-// from Tokenizer::DecodeContentUtf8.
+// from Tokenizer::DecodeContentUtf8. The caller flushes (and checks) the stream
+// when the text should show.
 #pragma once
 
 #include <cstdio>

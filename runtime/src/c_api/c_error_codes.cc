@@ -207,6 +207,7 @@ constexpr std::pair<ErrorCode, int> kCodes[] = {
     {ErrorCode::kHeadWidthMismatch, KVRT_ERR_HEAD_WIDTH_MISMATCH},
     {ErrorCode::kUnsupportedExperts, KVRT_ERR_UNSUPPORTED_EXPERTS},
     {ErrorCode::kUnsupportedChatTemplate, KVRT_ERR_UNSUPPORTED_CHAT_TEMPLATE},
+    {ErrorCode::kConcurrentUse, KVRT_ERR_CONCURRENT_USE},
 };
 
 // Every C++ variant has a C code: adding a variant without one fails to compile here.
