@@ -69,16 +69,16 @@ TEST_F(GgufErrorTextTest, ANewlineInAFileStringCannotForgeASecondErrorLine) {
   const std::string path = Write("newline.gguf", "qwen2\nerror: Io: injected");
   EXPECT_EQ(CliError(path),
             "error: UnsupportedArchitecture: general.architecture = qwen2\\nerror: Io: injected: kvrt reads "
-            "llama-architecture GGUF models only\n");
+            "GGUF models of the architectures llama and qwen2 only\n");
   EXPECT_EQ(CApiMessage(path),
-            "general.architecture = qwen2\\nerror: Io: injected: kvrt reads llama-architecture GGUF models only");
+            "general.architecture = qwen2\\nerror: Io: injected: kvrt reads GGUF models of the architectures llama and qwen2 only");
 }
 
 TEST_F(GgufErrorTextTest, ANulAndOtherControlsAreEscapedNotCut) {
   const std::string path = Write("nul.gguf", std::string("qw\0en\x1b[2J\r\t\x7f\xc2\x85\xff", 15));
   EXPECT_EQ(CliError(path),
             "error: UnsupportedArchitecture: general.architecture = qw\\0en\\x1b[2J\\r\\t\\x7f\\u{85}\\xff: kvrt "
-            "reads llama-architecture GGUF models only\n");
+            "reads GGUF models of the architectures llama and qwen2 only\n");
 }
 
 TEST_F(GgufErrorTextTest, AHugeTensorNameGivesABoundedLineThatStillSaysWhatIsWrong) {
@@ -87,7 +87,7 @@ TEST_F(GgufErrorTextTest, AHugeTensorNameGivesABoundedLineThatStillSaysWhatIsWro
   EXPECT_LE(line.size(), 1100u);
   EXPECT_EQ(line.rfind("error: UnexpectedTensor: tensor blk.0.xxx", 0), 0u) << line.substr(0, 200);
   EXPECT_NE(line.find("xxx…xxx"), std::string::npos);
-  EXPECT_NE(line.find("is not part of a llama model kvrt can run"), std::string::npos);
+  EXPECT_NE(line.find("is not part of a model kvrt can run"), std::string::npos);
   EXPECT_EQ(line.find('\n'), line.size() - 1);
   EXPECT_LE(CApiMessage(path).size(), 1100u);
 }
