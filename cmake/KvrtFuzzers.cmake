@@ -36,7 +36,7 @@ if(NOT KVRT_FUZZ_HAS_STD_EXPECTED)
 endif()
 
 set(KVRT_FUZZ_FLAGS -fsanitize=fuzzer-no-link)
-foreach(library kvrt kvrt_simd kvrt_threading)
+foreach(library kvrt kvrt_simd kvrt_threading kvrt_cli_requests)
   target_compile_options(${library} PRIVATE ${KVRT_FUZZ_FLAGS})
 endforeach()
 

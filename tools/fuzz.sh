@@ -8,9 +8,10 @@
 # fuzzing. CI uses it: one sanitized build of the library serves the tests and the
 # fuzzers, where a second, g++ ASan build was the longest step of a CI run.
 #
-# Targets: checkpoint tokenizer session llama2c gguf slots (default: all, one after the other,
-# never in parallel). Each runs N seconds (default $KVRT_FUZZ_SECONDS or 60) at
-# nice $KVRT_FUZZ_NICE (default 19) on its growing corpus in
+# Targets: checkpoint tokenizer session llama2c gguf slots gguf_tokenizer
+# batch_requests (default: all, one after the other, never in parallel). Each runs
+# N seconds (default $KVRT_FUZZ_SECONDS or 60) at nice $KVRT_FUZZ_NICE (default 19)
+# on its growing corpus in
 # $BUILD/corpus/<target>, seeded from fixtures/ at build time. Any crash, leak,
 # undefined behaviour, violated property, timeout or out-of-memory fails the
 # script; the reproducer is left in $BUILD/artifacts/. Rerun one with
@@ -30,9 +31,9 @@ JOBS="$(nproc 2>/dev/null || echo 2)"
 CLANG_VERSION=16
 PACKAGES=(clang-$CLANG_VERSION libclang-rt-$CLANG_VERSION-dev cmake make pkg-config libhwy-dev
           libtbb-dev libgtest-dev nlohmann-json3-dev libpcre2-dev)
-ALL_TARGETS=(checkpoint tokenizer session llama2c gguf slots)
+ALL_TARGETS=(checkpoint tokenizer session llama2c gguf slots gguf_tokenizer batch_requests)
 
-usage() { sed -n '2,20p' "$0"; exit 2; }
+usage() { sed -n '2,21p' "$0"; exit 2; }
 
 
 build() {
@@ -64,7 +65,7 @@ run_tests() {
 max_len() {
   case "$1" in
     session|slots) echo 4096 ;;
-    tokenizer) echo 4096 ;;
+    tokenizer|gguf_tokenizer|batch_requests) echo 4096 ;;
     *) echo 0 ;;
   esac
 }
@@ -105,7 +106,7 @@ main() {
       --build-only) build_only=1; shift ;;
       --with-tests) with_tests=1; shift ;;
       -h|--help) usage ;;
-      checkpoint|tokenizer|session|llama2c|gguf|slots) targets+=("$1"); shift ;;
+      checkpoint|tokenizer|session|llama2c|gguf|slots|gguf_tokenizer|batch_requests) targets+=("$1"); shift ;;
       *) echo "unknown argument: $1"; usage ;;
     esac
   done

@@ -9,6 +9,9 @@
 //                      and a few texts, in the llama2c fuzzer's format
 //   <out>/gguf/        small llama GGUF files of every supported type, written by the
 //                      runtime's GGUF writer
+//   <out>/gguf_tokenizer/ field descriptions of SentencePiece and byte-level BPE
+//                      vocabularies, in the GGUF tokenizer fuzzer's format
+//   <out>/batch_requests/ kvrt batch request files (JSON lines) using every field
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -226,6 +229,42 @@ bool WriteGgufSeeds(const fs::path& out) {
   return true;
 }
 
+// GGUF tokenizer fuzzer inputs (gguf_tokenizer_fuzzer.cc): model selector, pre
+// flag (+ selector), token count (u16), per token a selector (≥ 1: a table piece,
+// then a bit for a second piece), then the scores/types/merges flags, special
+// ids and flags, and the text. Zero bytes past the end read as "absent".
+void WriteGgufTokenizerSeeds(const fs::path& out) {
+  auto seed = [](uint8_t model, uint8_t pieces, std::string_view text) {
+    Bytes bytes = {model, 0, pieces, 0};
+    for (uint8_t i = 0; i < pieces; ++i) bytes.insert(bytes.end(), {1, static_cast<uint8_t>(i), 0});
+    bytes.insert(bytes.end(), {1, 1});                           // scores, as many as tokens
+    for (uint8_t i = 0; i < pieces; ++i) bytes.insert(bytes.end(), {static_cast<uint8_t>(i), 0});
+    bytes.insert(bytes.end(), {1, 1});                           // token types, as many as tokens
+    for (uint8_t i = 0; i < pieces; ++i) bytes.push_back(1);
+    bytes.insert(bytes.end(), {0, 1, 1, 0, 1, 2, 0, 0, 0, 0, 0, 0});  // no merges; bos 1, eos 2
+    bytes.insert(bytes.end(), text.begin(), text.end());
+    return bytes;
+  };
+  Write(out / "llama", seed(1, 30, "Hello the a b\n\xC3\xA9 world"));
+  Write(out / "gpt2", seed(2, 30, " the ab Hello <|endoftext|>"));
+}
+
+// kvrt batch request files: every field, defaults and a few mistakes.
+void WriteBatchRequestSeeds(const fs::path& out) {
+  const std::vector<std::string> files = {
+      "{\"tokens\":[1,2,3],\"max_new_tokens\":4}\n{\"prompt\":\"Once upon\",\"greedy\":true,\"id\":\"a\"}\n",
+      "{\"prompt\":\"--help\",\"temperature\":0.8,\"top_k\":5,\"seed\":7,\"max_new_tokens\":6}\n"
+      "{\"tokens\":[5],\"rng_state\":\"0x1f\",\"temperature\":1.5,\"top_k\":40,\"eos\":3,\"arrival_step\":2}\n"
+      "\n{\"prompt\":\"Once\\u0000 upon\",\"eos\":null,\"id\":9,\"max_new_tokens\":30}\n",
+      "{\"tokens\":[1,2],\"no_eos\":true,\"temperature\":0,\"max_new_tokens\":2}\r\n{\"tokens\":[]}\n",
+      "{\"tokens\":[1],\"prompt\":\"x\"}\n",
+  };
+  for (size_t i = 0; i < files.size(); ++i) {
+    const std::string& text = files[i];
+    Write(out / ("requests_" + std::to_string(i) + ".jsonl"), Bytes(text.begin(), text.end()));
+  }
+}
+
 }  // namespace
 
 // Slot-schedule fuzzer inputs (slots_fuzzer.cc): slots−1, precision bit, step
@@ -253,13 +292,16 @@ int main(int argc, char** argv) {
     return 2;
   }
   const fs::path fixtures = argv[1], out = argv[2];
-  for (const char* target : {"checkpoint", "tokenizer", "session", "llama2c", "gguf", "slots"}) {
+  for (const char* target :
+       {"checkpoint", "tokenizer", "session", "llama2c", "gguf", "slots", "gguf_tokenizer", "batch_requests"}) {
     fs::create_directories(out / target);
   }
   CopyCheckpoints(fixtures, out / "checkpoint");
   WriteTokenizerSeeds(fixtures, out / "tokenizer");
   WriteSessionSeeds(out / "session");
   WriteSlotSeeds(out / "slots");
+  WriteGgufTokenizerSeeds(out / "gguf_tokenizer");
+  WriteBatchRequestSeeds(out / "batch_requests");
   if (!WriteLlama2cSeeds(out / "llama2c")) {
     std::cerr << "fuzz_make_seeds: could not write the llama2c seeds\n";
     return 1;

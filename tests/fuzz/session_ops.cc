@@ -109,7 +109,7 @@ void SessionWorld::Bind(FuzzInput& input) {
   target_ = cache;
 
   const std::optional<ErrorCode> predicted = PredictBind(cache, model, engine);
-  Result<DecoderKvSession> session = Bind(*caches_[cache], models_[model], engine);
+  Result<DecoderKvSession> session = kvrt::Bind(*caches_[cache], models_[model], engine);
   if (predicted) {
     KVRT_FUZZ_CHECK(!session, "bind accepted, expected " + std::string(ErrorName(*predicted)));
     ExpectError(session.error(), *predicted, "bind");

@@ -244,12 +244,19 @@ TEST(GgufHostile, LlamaModelsKvrtCannotRun) {
                                }),
                        "blk.0.attn_q.bias"),
             ErrorCode::kUnexpectedTensor);
+  // Llama 3.1's frequency factors: one f32 per rotated pair, nothing else.
+  const std::vector<float> short_factors(3, 1.0f);
+  const uint64_t short_ne[] = {3};
   EXPECT_EQ(ModelError(Rewrite(*file, all,
                                [&](GgufWriter& w) {
-                                 EXPECT_TRUE(w.AddTensor("rope_freqs.weight", bias_ne, GgmlType::kF32, bias));
+                                 EXPECT_TRUE(w.AddTensor("rope_freqs.weight", short_ne, GgmlType::kF32, short_factors));
                                }),
-                       "rope_freqs.weight"),
-            ErrorCode::kUnexpectedTensor);
+                       "one factor per rotated pair"),
+            ErrorCode::kTensorShapeMismatch);
+  EXPECT_EQ(ModelError(Rewrite(*file, without("general.architecture"),
+                               [](GgufWriter& w) { w.AddString("general.architecture", "qwen3"); }),
+                       "llama and qwen2"),
+            ErrorCode::kUnsupportedArchitecture);
   EXPECT_EQ(ModelError(Rewrite(*file, all,
                                [&](GgufWriter& w) {
                                  EXPECT_TRUE(w.AddTensor("blk.01.attn_q.weight", bias_ne, GgmlType::kF32, bias));

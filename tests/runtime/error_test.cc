@@ -21,6 +21,30 @@ TEST(ErrorCodeTest, EveryCodeHasAUniqueName) {
   }
 }
 
+// Messages are one bounded line (error.h): what a file put into them is escaped,
+// plain text (the reference's messages) is left alone.
+TEST(ErrorMessageTest, IsOneBoundedLineOfText) {
+  EXPECT_EQ(Error(ErrorCode::kIo, {}, "plain \"text\" with \\0 and ünïcödé").message(),
+            "plain \"text\" with \\0 and ünïcödé");
+  EXPECT_EQ(Error(ErrorCode::kIo, {}, std::string("a\nb\0c\x1b\x7f\xc2\x9b\xe2\x80", 11)).message(),
+            "a\\nb\\0c\\x1b\\x7f\\u{9b}\\xe2\\x80");
+  // Escaping is idempotent, so a message wrapped again is unchanged.
+  Error once(ErrorCode::kIo, {}, "x\ny");
+  EXPECT_EQ(Error(ErrorCode::kModel, {}, once.message()).message(), once.message());
+  EXPECT_EQ(std::move(once).Wrap(ErrorCode::kModel, {}, "wrapped: x\ny").message(), "wrapped: x\\ny");
+
+  const std::string exactly(1024, 'a');
+  EXPECT_EQ(Error(ErrorCode::kIo, {}, exactly).message(), exactly);
+  // Longer: the head and the tail around an ellipsis, cut between characters.
+  std::string wide;
+  for (int i = 0; i < 2000; ++i) wide += "é";
+  const std::string bounded = Error(ErrorCode::kIo, {}, "head " + wide + " tail").message();
+  EXPECT_LE(bounded.size(), 1024u);
+  EXPECT_EQ(bounded.rfind("head éé", 0), 0u);
+  EXPECT_EQ(bounded.substr(bounded.size() - 9), "éé tail");
+  EXPECT_NE(bounded.find("é…é"), std::string::npos);
+}
+
 TEST(ErrorDebugTest, RendersRustDebugForNestedVariants) {
   Error leaf(ErrorCode::kNonFiniteLeaf,
              {{"operation", Identifier{"Parameter"}}, {"index", uint64_t{0}}, {"value", NAN}}, "m");

@@ -106,7 +106,7 @@ int RunBatch(std::span<char* const> args) {
   Result<Flags> flags = Flags::Parse(args, kFlags);
   if (!flags) return ReportError(flags.error());
   if (flags->Has("help")) {
-    std::printf("%s", Usage("kvrt batch --model PATH --requests FILE.jsonl [--slots N] [options]", kFlags)
+    PrintStdout("%s", Usage("kvrt batch --model PATH --requests FILE.jsonl [--slots N] [options]", kFlags)
                           .c_str());
     return 0;
   }

@@ -30,6 +30,7 @@
 #include "commands.h"
 #include "common.h"
 #include "json_file.h"
+#include "output.h"
 
 namespace kvrt::cli {
 namespace {
@@ -80,7 +81,7 @@ int CompareRuns(const std::string& baseline_path, const std::string& current_pat
     if (!current->count(name)) missing.push_back(name);
   }
   int slower = 0, compared = 0;
-  std::printf("%-60s %12s %12s %8s %8s\n", "benchmark", "baseline", "current", "ratio", "allowed");
+  PrintStdout("%-60s %12s %12s %8s %8s\n", "benchmark", "baseline", "current", "ratio", "allowed");
   for (const auto& [name, now] : *current) {
     const auto before = baseline->find(name);
     if (before == baseline->end()) {
@@ -93,11 +94,11 @@ int CompareRuns(const std::string& baseline_path, const std::string& current_pat
     const bool regression = ratio > allowed;
     slower += regression;
     ++compared;
-    std::printf("%-60s %12.4g %12.4g %8.3f %8.3f%s\n", name.c_str(), before->second.seconds, now.seconds, ratio,
+    PrintStdout("%-60s %12.4g %12.4g %8.3f %8.3f%s\n", name.c_str(), before->second.seconds, now.seconds, ratio,
                 allowed, regression ? "  SLOWER" : "");
   }
-  for (const std::string& name : missing) std::printf("%-60s missing from CURRENT\n", name.c_str());
-  for (const std::string& name : added) std::printf("%-60s new in CURRENT\n", name.c_str());
+  for (const std::string& name : missing) PrintStdout("%-60s missing from CURRENT\n", name.c_str());
+  for (const std::string& name : added) PrintStdout("%-60s new in CURRENT\n", name.c_str());
   // An incomplete comparison is an input error, not a pass: a renamed or dropped
   // benchmark would otherwise leave the gate silently checking nothing.
   if (compared == 0) return ReportError(InvalidArgument("the two runs share no benchmark"));
@@ -274,8 +275,8 @@ int CheckGate(const std::string& gate_path, const std::vector<std::string>& curr
   const Json& entries = gate->at("ratios");
   if (!entries.is_array() || entries.empty()) return ReportError(InvalidArgument(gate_path + " lists no ratios"));
   int failed = 0;
-  std::printf("SIMD target: %s\n", target.empty() ? "not recorded" : target.c_str());
-  std::printf("%-48s %9s %9s %9s %9s\n", "ratio", "measured", "minimum", "baseline", "floor");
+  PrintStdout("SIMD target: %s\n", target.empty() ? "not recorded" : target.c_str());
+  PrintStdout("%-48s %9s %9s %9s %9s\n", "ratio", "measured", "minimum", "baseline", "floor");
   for (const Json& entry : entries) {
     Result<GateRatioSpec> spec = ParseGateRatio(entry);
     if (!spec) return ReportError(spec.error());
@@ -290,11 +291,11 @@ int CheckGate(const std::string& gate_path, const std::vector<std::string>& curr
     failed += bad;
     // The target's own floor is marked, so a reader knows which numbers applied.
     const std::string note = spec->targets.count(target) != 0 ? "  (" + target + " floor)" : "";
-    std::printf("%-48s %9.3f %9.3f %9.3f %9.3f%s%s\n", spec->name.c_str(), *ratio, limits->minimum,
+    PrintStdout("%-48s %9.3f %9.3f %9.3f %9.3f%s%s\n", spec->name.c_str(), *ratio, limits->minimum,
                 limits->baseline, floor, note.c_str(), bad ? "  FAIL" : "");
   }
-  std::printf("absolute medians (reported only):\n");
-  for (const auto& [name, row] : current) std::printf("  %-60s %12.4g s\n", name.c_str(), row.seconds);
+  PrintStdout("absolute medians (reported only):\n");
+  for (const auto& [name, row] : current) PrintStdout("  %-60s %12.4g s\n", name.c_str(), row.seconds);
   if (failed > 0) return ReportRegression(std::to_string(failed) + " in-run ratio(s) below their floor");
   return 0;
 }
@@ -305,7 +306,7 @@ int RunBenchCompare(std::span<char* const> args) {
   Result<Flags> flags = Flags::Parse(args, kFlags, /*max_positional=*/SIZE_MAX);
   if (!flags) return ReportError(flags.error());
   if (flags->Has("help")) {
-    std::printf("%s", Usage("kvrt bench-compare (BASELINE.json CURRENT.json | --gate GATE.json CURRENT.json...)",
+    PrintStdout("%s", Usage("kvrt bench-compare (BASELINE.json CURRENT.json | --gate GATE.json CURRENT.json...)",
                             kFlags)
                           .c_str());
     return 0;

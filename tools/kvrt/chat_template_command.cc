@@ -2,7 +2,6 @@
 // template (kvrt/chat.h), exactly as llama.cpp's llama_chat_apply_template
 // writes it. stdout gets the text and nothing else (no newline after it), so a
 // script can compare it byte for byte or pass it to `kvrt tokenize --special`.
-#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -13,6 +12,7 @@
 #include "json_file.h"
 #include "kvrt/chat.h"
 #include "kvrt/model_file.h"
+#include "output.h"
 
 namespace kvrt::cli {
 namespace {
@@ -86,7 +86,7 @@ int RunChatTemplate(std::span<char* const> args) {
   Result<Flags> flags = Flags::Parse(args, kFlags);
   if (!flags) return ReportError(flags.error());
   if (flags->Has("help")) {
-    std::printf("%s", Usage("kvrt chat-template --model M --messages FILE.json "
+    PrintStdout("%s", Usage("kvrt chat-template --model M --messages FILE.json "
                             "[--template NAME | --template-file F] [--no-generation-prompt]",
                             kFlags)
                           .c_str());
@@ -102,10 +102,7 @@ int RunChatTemplate(std::span<char* const> args) {
   if (!chat) return ReportError(chat.error());
   Result<std::string> prompt = chat->Apply(*messages, !flags->Has("no-generation-prompt"));
   if (!prompt) return ReportError(prompt.error());
-  if (std::fwrite(prompt->data(), 1, prompt->size(), stdout) != prompt->size() || std::fflush(stdout) != 0) {
-    return ReportError(Error(ErrorCode::kIo, {{"operation", std::string("write")}, {"path", std::string("stdout")}},
-                             "could not write the prompt to stdout"));
-  }
+  if (Result<void> written = WriteStdout(*prompt); !written) return ReportError(written.error());
   return 0;
 }
 

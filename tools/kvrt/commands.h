@@ -16,5 +16,6 @@ int RunBenchCompare(std::span<char* const> args);
 int RunSynth(std::span<char* const> args);
 int RunTokenize(std::span<char* const> args);
 int RunChatTemplate(std::span<char* const> args);
+int RunChat(std::span<char* const> args);
 
 }  // namespace kvrt::cli

@@ -13,6 +13,8 @@
 #include "generate_request.h"
 #include "generation_stats.h"
 #include "build_facts.h"
+#include "chat_turns.h"
+#include "output.h"
 #include "kvrt/generation.h"
 #include "kvrt/model.h"
 #include "kvrt/model_file.h"
@@ -24,6 +26,12 @@ constexpr FlagSpec kModelFlags[] = {
     {"model", true, "model file (LLMCP35 checkpoint, GGUF or llama2.c model.bin)", 'm'},
     {"tokenizer", true, "llama2.c tokenizer.bin (replaces the checkpoint's tokenizer)"},
 };
+constexpr FlagSpec kChatFlags[] = {
+    {"chat", false,
+     "one chat turn: --prompt is the user's message, rendered with the model's chat template (generation prompt "
+     "added, control tokens parsed); prints the reply only"},
+    {"system", true, "with --chat: a system message before the user's"},
+};
 constexpr FlagSpec kOutputFlags[] = {
     {"uncached", false, "replay the complete prefix every step"},
     {"json", false, "print one JSON object with tokens, steps, stop, RNG state and work"},
@@ -31,12 +39,13 @@ constexpr FlagSpec kOutputFlags[] = {
 };
 constexpr auto kFlags = [] {
   std::array<FlagSpec, std::size(kModelFlags) + std::size(kRequestFlags) + std::size(kContextFlags) +
-                           std::size(kOutputFlags) + std::size(kEngineFlags)>
+                           std::size(kChatFlags) + std::size(kOutputFlags) + std::size(kEngineFlags)>
       all{};
   size_t i = 0;
   for (const FlagSpec& flag : kModelFlags) all[i++] = flag;
   for (const FlagSpec& flag : kRequestFlags) all[i++] = flag;
   for (const FlagSpec& flag : kContextFlags) all[i++] = flag;
+  for (const FlagSpec& flag : kChatFlags) all[i++] = flag;
   for (const FlagSpec& flag : kOutputFlags) all[i++] = flag;
   for (const FlagSpec& flag : kEngineFlags) all[i++] = flag;
   return all;
@@ -48,15 +57,18 @@ int RunGenerate(std::span<char* const> args) {
   Result<Flags> flags = Flags::Parse(args, kFlags);
   if (!flags) return ReportError(flags.error());
   if (flags->Has("help")) {
-    std::printf("%s", Usage("kvrt generate --model PATH (--tokens IDS | --prompt TEXT | --file F) [options]", kFlags)
+    PrintStdout("%s", Usage("kvrt generate --model PATH (--tokens IDS | --prompt TEXT | --file F) [options]", kFlags)
                           .c_str());
     return 0;
   }
   Result<std::string> path = flags->Required("model");
   if (!path) return ReportError(path.error());
-  const RequestFields fields = RequestFieldsFromFlags(*flags);
+  RequestFields fields = RequestFieldsFromFlags(*flags);
   Result<GenerationConfig> request = RequestConfigFromFields(fields);
   if (!request) return ReportError(request.error());
+  const bool chat = flags->Has("chat");
+  if (chat && !fields.prompt) return ReportError(InvalidArgument("--chat takes the user's message as --prompt"));
+  if (!chat && flags->Has("system")) return ReportError(InvalidArgument("--system goes with --chat"));
   GenerationConfig config = *request;
   Result<uint64_t> context_size = flags->Unsigned("ctx-size", 0);
   if (!context_size) return ReportError(context_size.error());
@@ -76,6 +88,14 @@ int RunGenerate(std::span<char* const> args) {
   }
   const Tokenizer no_tokenizer;  // vocabulary 0: --prompt is refused
   const Tokenizer& tokenizer = loaded->tokenizer ? *loaded->tokenizer : no_tokenizer;
+  if (chat) {
+    // The turn as the model was trained to see it: its own template, whose
+    // control tokens (<|im_start|>, <|eot_id|>) are tokens, not text.
+    Result<std::string> rendered = RenderChatTurn(tokenizer, flags->Value("system"), *fields.prompt);
+    if (!rendered) return ReportError(rendered.error());
+    fields.prompt = std::move(*rendered);
+    fields.special = true;
+  }
   // The request is checked before the weights are converted, so that a bad prompt
   // fails at once rather than after a conversion of a second or more.
   Result<RequestInput> input =
@@ -95,24 +115,27 @@ int RunGenerate(std::span<char* const> args) {
   const TokenCallback on_token = [&](const StreamedToken& token) {
     clock.TokenSampled();
     if (!json && !token.text.empty()) {
-      std::fwrite(token.text.data(), 1, token.text.size(), stdout);
-      std::fflush(stdout);
+      (void)WriteStdout(token.text);
+      (void)FlushStdout();  // a failure is remembered and reported after the run
     }
     return StreamAction::kContinue;
   };
-  if (!json && input->prompt_text) std::fwrite(input->prompt_text->data(), 1, input->prompt_text->size(), stdout);
+  // A chat turn prints the reply only, not the rendered template.
+  if (!json && input->prompt_text && !chat) {
+    (void)WriteStdout(*input->prompt_text);
+    (void)FlushStdout();  // a failure is remembered and reported after the run
+  }
   SplitMix64 rng(input->rng_state);
   const bool cached = !flags->Has("uncached");
   clock.Start();
   Result<GenerationResult> run =
       cached ? GenerateCached(loaded->model, prompt, config, rng, *engine, on_token)
              : GenerateUncached(loaded->model, prompt, config, rng, *engine, on_token);
-  if (!json) std::printf("\n");
+  if (!json) PrintStdout("\n");
   if (!run) return ReportError(run.error());
-  if (json) {
-    std::printf("%s\n", GenerationJson(*run, rng.state(), cached, EngineThreads(*engine)).c_str());
-  }
-  std::fflush(stdout);
+  if (json) PrintStdout("%s\n", GenerationJson(*run, rng.state(), cached, EngineThreads(*engine)).c_str());
+  // Output that did not arrive is the error, not the statistics of its run.
+  if (Result<void> flushed = FlushStdout(); !flushed) return ReportError(flushed.error());
   const size_t positions = config.context_size != 0 ? config.context_size : loaded->model.config().max_positions;
   PrintGenerationStats(stderr, loaded->model, *engine, load_seconds, *run, clock, cached, positions);
   return 0;

@@ -10,6 +10,7 @@
 #include "json_writer.h"
 #include "kvrt/load_model.h"
 #include "kvrt/model_file.h"
+#include "output.h"
 
 namespace kvrt::cli {
 namespace {
@@ -36,35 +37,35 @@ std::string Hex16(uint64_t value) {
 
 void PrintText(const std::string& path, const CheckpointFileSummary& c) {
   const ModelConfig& m = c.config;
-  std::printf("file: %s\n", path.c_str());
-  std::printf("bytes: %llu (header %llu, payload %llu)\n", static_cast<unsigned long long>(c.file_bytes),
+  PrintStdout("file: %s\n", path.c_str());
+  PrintStdout("bytes: %llu (header %llu, payload %llu)\n", static_cast<unsigned long long>(c.file_bytes),
               static_cast<unsigned long long>(c.header_bytes),
               static_cast<unsigned long long>(c.payload_bytes));
-  std::printf("checksum: fnv1a64:%s\n", Hex16(c.checksum).c_str());
-  std::printf(
+  PrintStdout("checksum: fnv1a64:%s\n", Hex16(c.checksum).c_str());
+  PrintStdout(
       "config: vocabulary_size=%zu model_width=%zu heads=%zu feed_forward_width=%zu layers=%zu "
       "max_positions=%zu rope_base=%s rms_epsilon=%s\n",
       m.vocabulary_size, m.model_width, m.heads, m.feed_forward_width, m.layers, m.max_positions,
       Float17(m.rope_base).c_str(), Float17(m.rms_epsilon).c_str());
-  std::printf("parameters: %llu tensors, %llu scalars\n", static_cast<unsigned long long>(c.parameter_tensors),
+  PrintStdout("parameters: %llu tensors, %llu scalars\n", static_cast<unsigned long long>(c.parameter_tensors),
               static_cast<unsigned long long>(c.parameter_scalars));
-  std::printf("tokenizer: %s, vocabulary %zu", std::string(c.tokenizer.kind_name()).c_str(),
+  PrintStdout("tokenizer: %s, vocabulary %zu", std::string(c.tokenizer.kind_name()).c_str(),
               c.tokenizer.vocabulary_size());
   if (c.tokenizer.kind() == TokenizerKind::kByteBpe) {
-    std::printf(" (%zu merges, BOS 0, EOS 1)", c.tokenizer.merges().size());
+    PrintStdout(" (%zu merges, BOS 0, EOS 1)", c.tokenizer.merges().size());
   }
-  std::printf("\nselected_step: %llu\n", static_cast<unsigned long long>(c.selected_step));
-  std::printf("sampling_rng_state: 0x%s\n", Hex16(c.sampling_rng_state).c_str());
+  PrintStdout("\nselected_step: %llu\n", static_cast<unsigned long long>(c.selected_step));
+  PrintStdout("sampling_rng_state: 0x%s\n", Hex16(c.sampling_rng_state).c_str());
   const CheckpointFileSummary::Optimizer& o = c.optimizer;
-  std::printf(
+  PrintStdout(
       "optimizer: AdamW lr=%s beta1=%s beta2=%s epsilon=%s weight_decay=%s step=%llu groups=%s "
       "moments=%zu\n",
       Float17(o.learning_rate).c_str(), Float17(o.beta1).c_str(), Float17(o.beta2).c_str(),
       Float17(o.epsilon).c_str(), Float17(o.weight_decay).c_str(), static_cast<unsigned long long>(o.step),
       o.has_groups ? "yes" : "no", o.moments);
-  std::printf("tensors: %zu\n", c.tensors.size());
+  PrintStdout("tensors: %zu\n", c.tensors.size());
   for (const FileTensor& d : c.tensors) {
-    std::printf("  %-22s %-40s %-4s %-14s offset %llu, %llu bytes\n", d.role.c_str(), d.name.c_str(),
+    PrintStdout("  %-22s %-40s %-4s %-14s offset %llu, %llu bytes\n", d.role.c_str(), d.name.c_str(),
                 d.type.c_str(), ShapeText(d.shape).c_str(), static_cast<unsigned long long>(d.offset),
                 static_cast<unsigned long long>(d.bytes));
   }
@@ -110,24 +111,24 @@ void PrintJson(const std::string& path, const CheckpointFileSummary& c) {
   }
   json.EndArray();
   json.EndObject();
-  std::printf("%s\n", json.text().c_str());
+  PrintStdout("%s\n", json.text().c_str());
 }
 
 // A llama2.c model.bin holds no tokenizer, step or RNG state: its config and
 // parameters are what there is to show.
 void PrintLlama2c(const std::string& path, const Model& model) {
   const ModelConfig& m = model.config();
-  std::printf("file: %s\nformat: llama2c (f32 weights)\n", path.c_str());
-  std::printf(
+  PrintStdout("file: %s\nformat: llama2c (f32 weights)\n", path.c_str());
+  PrintStdout(
       "config: vocabulary_size=%zu model_width=%zu heads=%zu kv_heads=%zu feed_forward_width=%zu layers=%zu "
       "max_positions=%zu rope_base=%s rms_epsilon=%s output_head=%s\n",
       m.vocabulary_size, m.model_width, m.heads, m.kv_heads, m.feed_forward_width, m.layers, m.max_positions,
       Float17(m.rope_base).c_str(), Float17(m.rms_epsilon).c_str(), m.tied_output ? "tied" : "untied");
   const std::vector<ModelTensor> tensors = model.tensors();
-  std::printf("parameters: %zu tensors, %zu scalars\n", tensors.size(), model.parameter_count());
+  PrintStdout("parameters: %zu tensors, %zu scalars\n", tensors.size(), model.parameter_count());
   for (const ModelTensor& tensor : tensors) {
     std::vector<uint64_t> shape(tensor.shape.begin(), tensor.shape.end());
-    std::printf("  %-40s %-14s %s\n", tensor.name.c_str(), ShapeText(shape).c_str(), tensor.storage.c_str());
+    PrintStdout("  %-40s %-14s %s\n", tensor.name.c_str(), ShapeText(shape).c_str(), tensor.storage.c_str());
   }
 }
 
@@ -181,32 +182,32 @@ int PrintGguf(const std::string& path, bool json_output) {
     }
     json.EndArray();
     json.EndObject();
-    std::printf("%s\n", json.text().c_str());
+    PrintStdout("%s\n", json.text().c_str());
     return 0;
   }
-  std::printf("file: %s\nformat: gguf v%u (alignment %u, data at byte %llu, %llu metadata keys)\n", path.c_str(),
+  PrintStdout("file: %s\nformat: gguf v%u (alignment %u, data at byte %llu, %llu metadata keys)\n", path.c_str(),
               g.version, g.alignment, static_cast<unsigned long long>(g.data_offset),
               static_cast<unsigned long long>(g.metadata_count));
-  std::printf("architecture: %s%s%s\n", g.architecture.empty() ? "(none)" : g.architecture.c_str(),
+  PrintStdout("architecture: %s%s%s\n", g.architecture.empty() ? "(none)" : g.architecture.c_str(),
               g.name.empty() ? "" : "  name: ", g.name.c_str());
-  if (g.context_length) std::printf("context_length: %llu\n", static_cast<unsigned long long>(*g.context_length));
+  if (g.context_length) PrintStdout("context_length: %llu\n", static_cast<unsigned long long>(*g.context_length));
   if (!vocabulary_only) {
     const ModelConfig& m = loaded->model.config();
-    std::printf(
+    PrintStdout(
         "config: vocabulary_size=%zu model_width=%zu heads=%zu kv_heads=%zu feed_forward_width=%zu layers=%zu "
         "max_positions=%zu rope_base=%s rms_epsilon=%s output_head=%s\n",
         m.vocabulary_size, m.model_width, m.heads, m.kv_heads, m.feed_forward_width, m.layers, m.max_positions,
         Float17(m.rope_base).c_str(), Float17(m.rms_epsilon).c_str(), m.tied_output ? "tied" : "untied");
   }
-  std::printf("tokenizer: %s%s%s (%s, %zu tokens)\n", g.tokenizer_model.empty() ? "none" : g.tokenizer_model.c_str(),
+  PrintStdout("tokenizer: %s%s%s (%s, %zu tokens)\n", g.tokenizer_model.empty() ? "none" : g.tokenizer_model.c_str(),
               g.tokenizer_pre.empty() ? "" : ", pre ", g.tokenizer_pre.c_str(),
               vocabulary ? std::string(vocabulary->kind_name()).c_str() : "none",
               vocabulary ? vocabulary->vocabulary_size() : size_t{0});
   std::string types;
   for (const auto& [type, count] : g.tensors_per_type) types += " " + type + "=" + std::to_string(count);
-  std::printf("tensors: %llu (%s )\n", static_cast<unsigned long long>(g.tensor_count), types.c_str());
+  PrintStdout("tensors: %llu (%s )\n", static_cast<unsigned long long>(g.tensor_count), types.c_str());
   for (const FileTensor& t : g.tensors) {
-    std::printf("  %-40s %-6s %s\n", t.name.c_str(), t.type.c_str(), ShapeText(t.shape).c_str());
+    PrintStdout("  %-40s %-6s %s\n", t.name.c_str(), t.type.c_str(), ShapeText(t.shape).c_str());
   }
   return 0;
 }
@@ -217,7 +218,7 @@ int RunInspect(std::span<char* const> args) {
   Result<Flags> flags = Flags::Parse(args, kFlags, /*max_positional=*/1);
   if (!flags) return ReportError(flags.error());
   if (flags->Has("help")) {
-    std::printf("%s", Usage("kvrt inspect PATH [--json] [--weights FORMAT]   (LLMCP35 checkpoint, GGUF or llama2.c model.bin)", kFlags).c_str());
+    PrintStdout("%s", Usage("kvrt inspect PATH [--json] [--weights FORMAT]   (LLMCP35 checkpoint, GGUF or llama2.c model.bin)", kFlags).c_str());
     return 0;
   }
   if (flags->positional().size() != 1) {

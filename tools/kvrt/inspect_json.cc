@@ -5,6 +5,7 @@
 
 #include "build_facts.h"
 #include "json_writer.h"
+#include "output.h"
 
 namespace kvrt::cli {
 
@@ -43,7 +44,7 @@ void PrintLlama2cJson(const std::string& path, const LoadedModel& loaded) {
   }
   json.EndArray();
   json.EndObject();
-  std::printf("%s\n", json.text().c_str());
+  PrintStdout("%s\n", json.text().c_str());
 }
 
 }  // namespace kvrt::cli

@@ -8,6 +8,7 @@
 #include "common.h"
 #include "json_writer.h"
 #include "kvrt/load_model.h"
+#include "output.h"
 
 namespace kvrt::cli {
 
@@ -46,20 +47,20 @@ int PrintWeightPlan(const std::string& path, WeightFormat format, bool json_outp
     json.EndArray();
     json.EndObject();
     json.EndObject();
-    std::printf("%s\n", json.text().c_str());
+    PrintStdout("%s\n", json.text().c_str());
     return 0;
   }
-  std::printf("file: %s\nweights: %s (%zu matrices, %.0f bytes, %zu fallbacks)\n", path.c_str(),
+  PrintStdout("file: %s\nweights: %s (%zu matrices, %.0f bytes, %zu fallbacks)\n", path.c_str(),
               requested.c_str(), plan.size(), bytes, fallbacks);
   for (const MatrixWeightFormat& matrix : plan) {
-    std::printf("  %-40s [%zu, %zu] %-5s%s", matrix.name.c_str(), matrix.rows, matrix.cols,
+    PrintStdout("  %-40s [%zu, %zu] %-5s%s", matrix.name.c_str(), matrix.rows, matrix.cols,
                 std::string(WeightFormatName(matrix.effective)).c_str(), matrix.as_stored ? " (as stored)" : "");
     if (matrix.fallback) {
-      std::printf(" (fallback from %s: K = %zu is not a multiple of %zu)",
+      PrintStdout(" (fallback from %s: K = %zu is not a multiple of %zu)",
                   std::string(WeightFormatName(matrix.wanted)).c_str(), matrix.rows,
                   WeightFormatRowMultiple(matrix.wanted));
     }
-    std::printf("\n");
+    PrintStdout("\n");
   }
   return 0;
 }

@@ -10,6 +10,7 @@
 #include "json_writer.h"
 #include "kvrt/model.h"
 #include "kvrt/session.h"
+#include "output.h"
 
 namespace kvrt::cli {
 namespace {
@@ -41,7 +42,7 @@ int RunLogits(std::span<char* const> args) {
   Result<Flags> flags = Flags::Parse(args, kFlags);
   if (!flags) return ReportError(flags.error());
   if (flags->Has("help")) {
-    std::printf("%s", Usage("kvrt logits --model PATH --tokens IDS [--uncached] [--backend B] [--json]",
+    PrintStdout("%s", Usage("kvrt logits --model PATH --tokens IDS [--uncached] [--backend B] [--json]",
                             kFlags)
                           .c_str());
     return 0;
@@ -76,10 +77,10 @@ int RunLogits(std::span<char* const> args) {
     json.Key("tokens").UnsignedArray(std::span<const uint32_t>(*tokens));
     json.Key("logits").NumberArray(*logits);
     json.EndObject();
-    std::printf("%s\n", json.text().c_str());
+    PrintStdout("%s\n", json.text().c_str());
   } else {
     for (size_t id = 0; id < logits->size(); ++id) {
-      std::printf("%zu\t%s\n", id, Float17((*logits)[id]).c_str());
+      PrintStdout("%zu\t%s\n", id, Float17((*logits)[id]).c_str());
     }
   }
   return 0;

@@ -10,6 +10,7 @@
 #include "build_facts.h"
 #include "commands.h"
 #include "common.h"
+#include "output.h"
 
 namespace {
 
@@ -23,6 +24,7 @@ constexpr const char* kUsage =
     "  inspect PATH   what a model file (LLMCP35, GGUF, llama2.c) holds\n"
     "  tokenize       the token ids of a text, with the model file's own tokenizer\n"
     "  chat-template  the prompt text of a conversation, with the model's chat template\n"
+    "  chat           talk with a chat model: the reply streams, the conversation stays in the KV cache\n"
     "  logits         last-position logits of a token sequence (cached or --uncached)\n"
     "  generate       sample a continuation (cached or --uncached loop)\n"
     "  batch          serve many generation requests (JSON lines) over sequence slots\n"
@@ -40,11 +42,11 @@ static int Run(int argc, char** argv) {
     return kvrt::cli::ReportError(kvrt::cli::InvalidArgument("no command given"));
   }
   if (std::strcmp(argv[1], "--version") == 0) {
-    std::printf("%s\n", kvrt::cli::BuildFactsLine(kvrt::cli::CurrentBuildFacts()).c_str());
+    kvrt::cli::PrintStdout("%s\n", kvrt::cli::BuildFactsLine(kvrt::cli::CurrentBuildFacts()).c_str());
     return 0;
   }
   if (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "help") == 0) {
-    std::printf("%s", kUsage);
+    kvrt::cli::PrintStdout("%s", kUsage);
     return 0;
   }
   const std::string command = argv[1];
@@ -58,6 +60,7 @@ static int Run(int argc, char** argv) {
   if (command == "synth") return kvrt::cli::RunSynth(args);
   if (command == "tokenize") return kvrt::cli::RunTokenize(args);
   if (command == "chat-template") return kvrt::cli::RunChatTemplate(args);
+  if (command == "chat") return kvrt::cli::RunChat(args);
   return kvrt::cli::ReportError(kvrt::cli::InvalidArgument("unknown command '" + command + "' (see kvrt --help)"));
 }
 
@@ -68,7 +71,7 @@ static int Run(int argc, char** argv) {
 // way out of an out-of-memory failure.
 int main(int argc, char** argv) {
   try {
-    return Run(argc, argv);
+    return kvrt::cli::FinishStdout(Run(argc, argv));
   } catch (const std::bad_alloc&) {
     std::fputs("error: AllocationFailed: out of memory\n", stderr);
   } catch (const std::exception& exception) {

@@ -1,6 +1,7 @@
 #include "output.h"
 
 #include <cerrno>
+#include <cstdarg>
 #include <cstdio>
 #include <string>
 #include <system_error>
@@ -36,6 +37,15 @@ Result<void> WriteStdout(std::string_view text) {
     return Failed(errno);
   }
   return {};
+}
+
+void PrintStdout(const char* format, ...) {
+  std::va_list arguments;
+  va_start(arguments, format);
+  errno = 0;
+  const int printed = std::vprintf(format, arguments);
+  va_end(arguments);
+  if (printed < 0 || std::ferror(stdout)) (void)Failed(errno);
 }
 
 Result<void> FlushStdout() {

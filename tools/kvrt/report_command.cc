@@ -8,6 +8,7 @@
 #include "common.h"
 #include "embedded_checkpoint.h"
 #include "kvrt/course.h"
+#include "output.h"
 
 namespace kvrt::cli {
 namespace {
@@ -23,7 +24,7 @@ int RunReport(std::span<char* const> args) {
   Result<Flags> flags = Flags::Parse(args, kFlags);
   if (!flags) return ReportError(flags.error());
   if (flags->Has("help")) {
-    std::printf("%s", Usage("kvrt report [--checkpoint PATH]", kFlags).c_str());
+    PrintStdout("%s", Usage("kvrt report [--checkpoint PATH]", kFlags).c_str());
     return 0;
   }
   std::vector<uint8_t> bytes;
@@ -39,7 +40,7 @@ int RunReport(std::span<char* const> args) {
   }
   Result<std::string> report = Ch38Report(checkpoint);
   if (!report) return ReportError(report.error());
-  std::fwrite(report->data(), 1, report->size(), stdout);
+  if (Result<void> written = WriteStdout(*report); !written) return ReportError(written.error());
   return 0;
 }
 

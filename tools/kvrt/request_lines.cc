@@ -41,7 +41,9 @@ Result<std::optional<std::string_view>> RequestLines::Next() {
   while (true) {
     const char* unread = buffer_.data() + begin_;
     const size_t available = buffer_.size() - begin_;
-    const void* newline = std::memchr(unread + scanned, '\n', available - scanned);
+    // memchr's pointer must not be null even for zero bytes, and an empty
+    // buffer's data() may be.
+    const void* newline = available > scanned ? std::memchr(unread + scanned, '\n', available - scanned) : nullptr;
     const size_t length = newline ? static_cast<size_t>(static_cast<const char*>(newline) - unread) : available;
     if (length > kMaxRequestLineBytes) {
       return std::unexpected(InvalidArgument("requests line " + std::to_string(line_number_ + 1) +

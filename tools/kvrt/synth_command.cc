@@ -12,6 +12,7 @@
 #include "common.h"
 #include "kvrt/synthetic.h"
 #include "kvrt/weight_format.h"
+#include "output.h"
 
 namespace kvrt::cli {
 namespace {
@@ -105,7 +106,7 @@ int RunSynth(std::span<char* const> args) {
   Result<Flags> flags = Flags::Parse(args, kFlags);
   if (!flags) return ReportError(flags.error());
   if (flags->Has("help")) {
-    std::printf("%s", Usage("kvrt synth (--shape NAME | --dim D --layers L --heads H --ffn F --vocab V "
+    PrintStdout("%s", Usage("kvrt synth (--shape NAME | --dim D --layers L --heads H --ffn F --vocab V "
                             "--seq-len P) [--kv-heads K] [--untied] [--seed S] [--llama2c PATH] "
                             "[--llmcp35 PATH] [--gguf PATH [--type T]] [--tokenizer PATH]",
                             kFlags)
@@ -127,23 +128,23 @@ int RunSynth(std::span<char* const> args) {
     if (Result<void> written = WriteSyntheticGguf(*config, *seed, *gguf_type, *gguf_path); !written) {
       return ReportError(written.error());
     }
-    std::printf("wrote %s (gguf, %s)\n", gguf_path->c_str(), GgmlName(*gguf_type).c_str());
+    PrintStdout("wrote %s (gguf, %s)\n", gguf_path->c_str(), GgmlName(*gguf_type).c_str());
   }
   if (llama2c) {
     Result<uint64_t> bytes = WriteSyntheticLlama2c(*config, *seed, *llama2c);
     if (!bytes) return ReportError(bytes.error());
-    std::printf("wrote %s (llama2c, %llu bytes)\n", llama2c->c_str(), static_cast<unsigned long long>(*bytes));
+    PrintStdout("wrote %s (llama2c, %llu bytes)\n", llama2c->c_str(), static_cast<unsigned long long>(*bytes));
   }
   if (llmcp35) {
     if (Result<void> written = WriteSyntheticCheckpoint(*config, *seed, *llmcp35); !written) {
       return ReportError(written.error());
     }
-    std::printf("wrote %s (llmcp35)\n", llmcp35->c_str());
+    PrintStdout("wrote %s (llmcp35)\n", llmcp35->c_str());
   }
   if (tokenizer) {
     Result<size_t> pieces = WriteSyntheticLlama2cTokenizer(config->vocabulary_size, *seed, *tokenizer);
     if (!pieces) return ReportError(pieces.error());
-    std::printf("wrote %s (llama2c tokenizer, %zu pieces)\n", tokenizer->c_str(), *pieces);
+    PrintStdout("wrote %s (llama2c tokenizer, %zu pieces)\n", tokenizer->c_str(), *pieces);
   }
   return 0;
 }

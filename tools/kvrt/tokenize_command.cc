@@ -10,6 +10,7 @@
 #include "input_file.h"
 #include "kvrt/model_file.h"
 #include "kvrt/tokenizer.h"
+#include "output.h"
 
 namespace kvrt::cli {
 namespace {
@@ -51,7 +52,7 @@ int RunTokenize(std::span<char* const> args) {
   Result<Flags> flags = Flags::Parse(args, kFlags);
   if (!flags) return ReportError(flags.error());
   if (flags->Has("help")) {
-    std::printf("%s", Usage("kvrt tokenize --model PATH (--prompt TEXT | --file F) [--no-bos] [--special] [--json]",
+    PrintStdout("%s", Usage("kvrt tokenize --model PATH (--prompt TEXT | --file F) [--no-bos] [--special] [--json]",
                             kFlags)
                           .c_str());
     return 0;
@@ -78,7 +79,7 @@ int RunTokenize(std::span<char* const> args) {
     out += std::to_string(ids[i]);
   }
   if (flags->Has("json")) out += "]}";
-  std::printf("%s\n", out.c_str());
+  PrintStdout("%s\n", out.c_str());
   return 0;
 }
 

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "kvrt/error.h"
 
@@ -26,6 +27,13 @@ struct ModelConfig {
   // rotation angle p·inv_f is multiplied by it, as if positions were p·scale.
   // Finite and positive; 1 leaves the angles' bits unchanged.
   double rope_freq_scale = 1.0;
+  // Biases on the query, key and value projections (qwen2): q = x·Wq + bq, ...
+  // They are three more parameters per block, listed after all the others.
+  bool attention_bias = false;
+  // Per-pair RoPE frequency divisors (Llama 3.1's rope_freqs): pair i of every
+  // head turns at inv_f[i] / factor[i]. Empty: none. Otherwise head_width/2
+  // finite, positive values; a factor of 1 leaves its angles' bits unchanged.
+  std::vector<double> rope_frequency_factors;
 
   // The reference constructor: arguments in DecoderModelConfig::new order,
   // kv_heads = heads, tied output head.
@@ -38,10 +46,10 @@ struct ModelConfig {
   size_t query_heads_per_kv_head() const { return kv_heads == 0 ? 0 : heads / kv_heads; }
 
   // spec/model.md §1.2, in that order (first failure wins); then the GQA and RoPE
-  // scaling extensions.
+  // extensions.
   Result<void> Validate() const;
 
-  // Integers equal and both floats bit-equal (spec/kv-cache.md §3.3 step 1).
+  // Integers and flags equal and every float bit-equal (spec/kv-cache.md §3.3 step 1).
   bool SameAs(const ModelConfig& other) const;
 };
 

@@ -6,7 +6,11 @@
 //     crate's Rust enum variants (e.g. {AdamW, InvalidLearningRate} for the Rust
 //     value `AdamW(InvalidLearningRate { value: 0.0 })`);
 //   * the payload fields of every level of that chain;
-//   * the reference's Display message (where the reference defines one).
+//   * the reference's Display message (where the reference defines one), as one
+//     line of at most 1024 bytes: control characters and bytes that are not UTF-8
+//     in it (strings a file supplied) are escaped (\n, \0, \x1b, \u{85}), and a
+//     longer message keeps its head and tail around "…". Payload fields keep the
+//     raw values.
 // Debug() renders the chain the way Rust's derived Debug does, so tests can compare
 // variant and payload against the reference's recorded `{:?}` strings exactly.
 #pragma once
@@ -243,6 +247,8 @@ namespace kvrt {
   X(UnsupportedExperts) \
   /* Chat templates (kvrt/chat.h). */ \
   X(UnsupportedChatTemplate) \
+  /* The C API: a second call entering one session while another is inside it. */ \
+  X(ConcurrentUse) \
   /* The sampler set and generation controls (kvrt/sampling.h, kvrt/generation.h). */ \
   X(InvalidSamplerSetting) \
   X(LogitBiasOutOfBounds) \

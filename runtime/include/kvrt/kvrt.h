@@ -11,6 +11,14 @@
  *   - No C++ exception crosses this interface.
  *   - Handles are not synchronized: use one handle from one thread at a time.
  *     A model may be shared by any number of caches, sessions and generations.
+ *     A session notices a second call entering it while another call is inside
+ *     (one atomic flag per session): that call returns KVRT_ERR_CONCURRENT_USE
+ *     and leaves the session alone (kvrt_session_reset, which returns nothing,
+ *     does nothing then). This detects misuse; it is not a lock: callers that
+ *     share a session between threads must serialize their calls themselves.
+ *   - Freeing a handle twice, or using it after kvrt_*_free (including freeing a
+ *     session while another thread is inside a call on it), is undefined
+ *     behaviour, as for free(): the library cannot detect it.
  *   - A session keeps its cache and model alive: they may be freed in any order.
  */
 #ifndef KVRT_KVRT_H_
@@ -241,15 +249,18 @@ typedef enum kvrt_error_code_value {
   KVRT_ERR_HEAD_WIDTH_MISMATCH = 195,
   KVRT_ERR_UNSUPPORTED_EXPERTS = 196,
   KVRT_ERR_UNSUPPORTED_CHAT_TEMPLATE = 197,
-  KVRT_ERR_INVALID_SAMPLER_SETTING = 198,
-  KVRT_ERR_LOGIT_BIAS_OUT_OF_BOUNDS = 199,
-  KVRT_ERR_INVALID_STOP_STRING = 200,
+  KVRT_ERR_CONCURRENT_USE = 198,
+  KVRT_ERR_INVALID_SAMPLER_SETTING = 199,
+  KVRT_ERR_LOGIT_BIAS_OUT_OF_BOUNDS = 200,
+  KVRT_ERR_INVALID_STOP_STRING = 201,
   KVRT_ERR_NONE = -1 /* kvrt_error_code(NULL) */
 } kvrt_error_code_value;
 
 /* A KVRT_ERR_* value (KVRT_ERR_NONE for NULL). */
 int kvrt_error_code(const kvrt_error* error);
 const char* kvrt_error_name(const kvrt_error* error);
+/* One line of at most 1024 bytes, whatever a file put into it: control
+ * characters and bytes that are not UTF-8 are escaped (\n, \0, \x1b). */
 const char* kvrt_error_message(const kvrt_error* error);
 void kvrt_error_free(kvrt_error* error);
 /* The variant name of a KVRT_ERR_* code ("Unknown" for any other number). */

@@ -39,6 +39,12 @@ kvrt_error* InvalidArgument(const std::string& message) {
   return MakeError(Error(ErrorCode::kInvalidArgument, {}, message));
 }
 
+kvrt_error* ConcurrentUse(const char* function) {
+  return MakeError(Error(ErrorCode::kConcurrentUse, {{"function", std::string(function)}},
+                         std::string(function) +
+                             ": another call is inside this session; a session serves one thread at a time"));
+}
+
 bool IsStaticError(const kvrt_error* error) { return error == &out_of_memory_error; }
 
 }  // namespace kvrt::c_api

@@ -2,6 +2,7 @@
 // C++ failure (an Error, an exception) into a kvrt_error.
 #pragma once
 
+#include <atomic>
 #include <exception>
 #include <memory>
 #include <new>
@@ -43,6 +44,9 @@ struct kvrt_cache {
 };
 
 struct kvrt_session {
+  // Set while a call is inside the session (SessionEntry): a second thread
+  // entering at the same time gets ConcurrentUse instead of sharing the state.
+  std::atomic<bool> busy{false};
   // Destroyed in reverse order: the session, then its pool, its model handle
   // and its cache. The engines keep the address of the model handle given to
   // Bind, so the session binds this copy, which lives exactly as long.
@@ -58,6 +62,31 @@ namespace kvrt::c_api {
 
 kvrt_error* MakeError(const Error& error);
 kvrt_error* InvalidArgument(const std::string& message);
+
+// One C call's claim on a session. The handles are not synchronized, and two
+// threads inside one session corrupted it (SIGSEGV); the claim is one atomic
+// exchange per call, so misuse is detected for the price of an uncontended
+// atomic: the claim fails while another call holds the session, and that call
+// returns ConcurrentUse without touching it. Acquire/release order one call's
+// writes before the next call's reads, whichever thread makes it.
+class SessionEntry {
+ public:
+  explicit SessionEntry(kvrt_session& session)
+      : session_(session), entered_(!session.busy.exchange(true, std::memory_order_acquire)) {}
+  SessionEntry(const SessionEntry&) = delete;
+  SessionEntry& operator=(const SessionEntry&) = delete;
+  ~SessionEntry() {
+    if (entered_) session_.busy.store(false, std::memory_order_release);
+  }
+  bool entered() const { return entered_; }
+
+ private:
+  kvrt_session& session_;
+  bool entered_;
+};
+
+// ConcurrentUse naming the C function that found the session in use.
+kvrt_error* ConcurrentUse(const char* function);
 
 // Runs `body` (returning kvrt_error*), mapping exceptions to errors: an
 // allocation failure to AllocationFailed, anything else to InvariantViolation.

@@ -172,59 +172,85 @@ kvrt_error* kvrt_session_bind(kvrt_cache* cache, const kvrt_model* model, const 
   });
 }
 
+namespace {
+
+using kvrt::c_api::ConcurrentUse;
+using kvrt::c_api::SessionEntry;
+
+kvrt_error* Prefill(kvrt_session& session, const uint32_t* tokens, size_t count, const double** logits) {
+  if (tokens == nullptr && count > 0) return InvalidArgument("kvrt_session_prefill needs a session and tokens");
+  kvrt::Result<kvrt::StepOutput> step = session.session->Prefill(std::span<const uint32_t>(tokens, count));
+  if (!step) return MakeError(step.error());
+  if (logits != nullptr) *logits = step->logits.data();
+  return nullptr;
+}
+
+kvrt_error* Decode(kvrt_session& session, uint32_t token, const double** logits) {
+  kvrt::Result<kvrt::StepOutput> step = session.session->Decode(token);
+  if (!step) return MakeError(step.error());
+  if (logits != nullptr) *logits = step->logits.data();
+  return nullptr;
+}
+
+// Rounds the step's logits into the session's float buffer (inside the same
+// claim on the session as the step).
+kvrt_error* StepF32(kvrt_session& session, kvrt_error* error, const double* logits, const float** out) {
+  if (error != nullptr || out == nullptr) return error;
+  const size_t count = session.model->config().vocabulary_size;
+  session.logits_f32.assign(logits, logits + count);
+  *out = session.logits_f32.data();
+  return nullptr;
+}
+
+}  // namespace
+
 kvrt_error* kvrt_session_prefill(kvrt_session* session, const uint32_t* tokens, size_t count,
                                  const double** logits) {
   return Guard([&]() -> kvrt_error* {
-    if (session == nullptr || (tokens == nullptr && count > 0)) {
-      return InvalidArgument("kvrt_session_prefill needs a session and tokens");
-    }
-    kvrt::Result<kvrt::StepOutput> step = session->session->Prefill(std::span<const uint32_t>(tokens, count));
-    if (!step) return MakeError(step.error());
-    if (logits != nullptr) *logits = step->logits.data();
-    return nullptr;
+    if (session == nullptr) return InvalidArgument("kvrt_session_prefill needs a session and tokens");
+    const SessionEntry entry(*session);
+    if (!entry.entered()) return ConcurrentUse("kvrt_session_prefill");
+    return Prefill(*session, tokens, count, logits);
   });
 }
 
 kvrt_error* kvrt_session_decode(kvrt_session* session, uint32_t token, const double** logits) {
   return Guard([&]() -> kvrt_error* {
     if (session == nullptr) return InvalidArgument("kvrt_session_decode needs a session");
-    kvrt::Result<kvrt::StepOutput> step = session->session->Decode(token);
-    if (!step) return MakeError(step.error());
-    if (logits != nullptr) *logits = step->logits.data();
-    return nullptr;
+    const SessionEntry entry(*session);
+    if (!entry.entered()) return ConcurrentUse("kvrt_session_decode");
+    return Decode(*session, token, logits);
   });
 }
-
-namespace {
-
-// Rounds the step's logits into the session's float buffer.
-kvrt_error* StepF32(kvrt_session* session, kvrt_error* error, const double* logits, const float** out) {
-  if (error != nullptr || out == nullptr) return error;
-  return Guard([&]() -> kvrt_error* {
-    const size_t count = session->model->config().vocabulary_size;
-    session->logits_f32.assign(logits, logits + count);
-    *out = session->logits_f32.data();
-    return nullptr;
-  });
-}
-
-}  // namespace
 
 kvrt_error* kvrt_session_prefill_f32(kvrt_session* session, const uint32_t* tokens, size_t count,
                                      const float** logits) {
-  const double* wide = nullptr;
-  kvrt_error* error = kvrt_session_prefill(session, tokens, count, &wide);
-  return StepF32(session, error, wide, logits);
+  return Guard([&]() -> kvrt_error* {
+    if (session == nullptr) return InvalidArgument("kvrt_session_prefill needs a session and tokens");
+    const SessionEntry entry(*session);
+    if (!entry.entered()) return ConcurrentUse("kvrt_session_prefill_f32");
+    const double* wide = nullptr;
+    kvrt_error* error = Prefill(*session, tokens, count, &wide);
+    return StepF32(*session, error, wide, logits);
+  });
 }
 
 kvrt_error* kvrt_session_decode_f32(kvrt_session* session, uint32_t token, const float** logits) {
-  const double* wide = nullptr;
-  kvrt_error* error = kvrt_session_decode(session, token, &wide);
-  return StepF32(session, error, wide, logits);
+  return Guard([&]() -> kvrt_error* {
+    if (session == nullptr) return InvalidArgument("kvrt_session_decode needs a session");
+    const SessionEntry entry(*session);
+    if (!entry.entered()) return ConcurrentUse("kvrt_session_decode_f32");
+    const double* wide = nullptr;
+    kvrt_error* error = Decode(*session, token, &wide);
+    return StepF32(*session, error, wide, logits);
+  });
 }
 
 void kvrt_session_reset(kvrt_session* session) {
-  if (session != nullptr) session->session->Reset();
+  if (session == nullptr) return;
+  // No error to return: a reset that finds another call inside does nothing.
+  const kvrt::c_api::SessionEntry entry(*session);
+  if (entry.entered()) session->session->Reset();
 }
 
 void kvrt_session_free(kvrt_session* session) { delete session; }

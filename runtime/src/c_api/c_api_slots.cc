@@ -4,9 +4,11 @@
 
 #include "c_api/c_api_internal.h"
 
+using kvrt::c_api::ConcurrentUse;
 using kvrt::c_api::Guard;
 using kvrt::c_api::InvalidArgument;
 using kvrt::c_api::MakeError;
+using kvrt::c_api::SessionEntry;
 
 extern "C" {
 
@@ -41,6 +43,8 @@ kvrt_error* kvrt_session_step(kvrt_session* session, const kvrt_slot_run* runs, 
     if (session == nullptr || (runs == nullptr && count > 0)) {
       return InvalidArgument("kvrt_session_step needs a session and runs");
     }
+    const SessionEntry entry(*session);
+    if (!entry.entered()) return ConcurrentUse("kvrt_session_step");
     session->runs.clear();
     for (size_t r = 0; r < count; ++r) {
       const kvrt_slot_run& run = runs[r];
@@ -72,6 +76,8 @@ size_t kvrt_session_max_run_rows(const kvrt_session* session) {
 kvrt_error* kvrt_session_reset_slot(kvrt_session* session, size_t slot) {
   return Guard([&]() -> kvrt_error* {
     if (session == nullptr) return InvalidArgument("kvrt_session_reset_slot needs a session");
+    const SessionEntry entry(*session);
+    if (!entry.entered()) return ConcurrentUse("kvrt_session_reset_slot");
     if (kvrt::Result<void> done = session->session->ResetSlot(slot); !done) return MakeError(done.error());
     return nullptr;
   });
@@ -80,6 +86,8 @@ kvrt_error* kvrt_session_reset_slot(kvrt_session* session, size_t slot) {
 kvrt_error* kvrt_session_truncate_slot(kvrt_session* session, size_t slot, size_t len) {
   return Guard([&]() -> kvrt_error* {
     if (session == nullptr) return InvalidArgument("kvrt_session_truncate_slot needs a session");
+    const SessionEntry entry(*session);
+    if (!entry.entered()) return ConcurrentUse("kvrt_session_truncate_slot");
     if (kvrt::Result<void> done = session->session->TruncateSlot(slot, len); !done) {
       return MakeError(done.error());
     }
@@ -90,6 +98,8 @@ kvrt_error* kvrt_session_truncate_slot(kvrt_session* session, size_t slot, size_
 kvrt_error* kvrt_session_fork_slot(kvrt_session* session, size_t source, size_t destination) {
   return Guard([&]() -> kvrt_error* {
     if (session == nullptr) return InvalidArgument("kvrt_session_fork_slot needs a session");
+    const SessionEntry entry(*session);
+    if (!entry.entered()) return ConcurrentUse("kvrt_session_fork_slot");
     if (kvrt::Result<void> done = session->session->ForkSlot(source, destination); !done) {
       return MakeError(done.error());
     }

@@ -207,6 +207,7 @@ constexpr std::pair<ErrorCode, int> kCodes[] = {
     {ErrorCode::kHeadWidthMismatch, KVRT_ERR_HEAD_WIDTH_MISMATCH},
     {ErrorCode::kUnsupportedExperts, KVRT_ERR_UNSUPPORTED_EXPERTS},
     {ErrorCode::kUnsupportedChatTemplate, KVRT_ERR_UNSUPPORTED_CHAT_TEMPLATE},
+    {ErrorCode::kConcurrentUse, KVRT_ERR_CONCURRENT_USE},
     {ErrorCode::kInvalidSamplerSetting, KVRT_ERR_INVALID_SAMPLER_SETTING},
     {ErrorCode::kLogitBiasOutOfBounds, KVRT_ERR_LOGIT_BIAS_OUT_OF_BOUNDS},
     {ErrorCode::kInvalidStopString, KVRT_ERR_INVALID_STOP_STRING},

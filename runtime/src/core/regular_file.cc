@@ -53,4 +53,19 @@ Result<RegularFile> OpenRegularFile(const std::string& path, std::string_view ex
   return Fail(ErrorCode::kAllocationFailed, {}, "could not allocate the error for a file open");
 }
 
+Result<void> RequireReplaceableDestination(const std::string& path) try {
+  struct stat status {};
+  if (::lstat(path.c_str(), &status) != 0) {
+    if (errno == ENOENT) return {};
+    return Fail(IoError("stat", path, errno));
+  }
+  const unsigned mode = status.st_mode;
+  if (S_ISREG(mode) || S_ISLNK(mode) || S_ISDIR(mode)) return {};
+  const std::string kind = FileKindName(mode);
+  return Fail(ErrorCode::kNotRegularFile, {{"path", path}, {"kind", kind}},
+              path + " is " + kind + "; kvrt writes only a new file or over a regular file");
+} catch (const std::bad_alloc&) {
+  return Fail(ErrorCode::kAllocationFailed, {}, "could not allocate the error for a file destination");
+}
+
 }  // namespace kvrt

@@ -46,4 +46,16 @@ const char* FileKindName(unsigned mode);
 Result<RegularFile> OpenRegularFile(const std::string& path, std::string_view expected,
                                     std::string_view open_operation = "open");
 
+// Every writer of the runtime publishes a file by renaming a complete temporary
+// over `path`, which replaces whatever directory entry is there: given a FIFO or
+// a device (run as root, `kvrt synth --tokenizer /dev/full`) it used to replace
+// that node with a regular file. Called before the temporary is made:
+// NotRegularFile{path, kind} "<path> is a FIFO; kvrt writes only a new file or
+// over a regular file" for a FIFO, socket or device; Io{operation: "stat"} when
+// `path` cannot be examined. A missing path and a regular file pass, and so do a
+// symbolic link (the rename replaces the link, never its target) and a directory
+// (the rename fails with a typed Io error). Another process may still put a node
+// there between this check and the rename; that race is not closed.
+Result<void> RequireReplaceableDestination(const std::string& path);
+
 }  // namespace kvrt

@@ -6,11 +6,11 @@
 // ServeGenerations is the same driver over a span.
 //
 // Memory is bounded by the options, never by the number of requests: one request
-// waiting for a slot, the requests in the slots (each with its slot's sampler
-// buffers, allocated once per slot), and results that finished before an earlier
-// request and wait to be delivered in order. At most max_held_results of those
-// wait; while that many do, no further request is admitted (the earliest one is
-// always in a slot, so the wait ends).
+// waiting for a slot, the requests in the slots (each borrowing its slot's
+// sampler buffers, allocated once per slot), and results that finished before an
+// earlier request and wait to be delivered in order. While max_held_results of
+// those wait, no further request is admitted (the earliest undelivered request
+// is always in a slot, so the wait ends); one step can add at most `slots` more.
 #pragma once
 
 #include "kvrt/error.h"

@@ -1,5 +1,6 @@
 #include "kvrt/config.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <string>
@@ -74,6 +75,17 @@ Result<void> ModelConfig::Validate() const {
     return Fail(ErrorCode::kInvalidRopeScale, {{"value", rope_freq_scale}},
                 "decoder RoPE frequency scale must be finite and positive, got " + RustDebug(rope_freq_scale));
   }
+  if (!rope_frequency_factors.empty() && rope_frequency_factors.size() != head_width() / 2) {
+    return Fail(ErrorCode::kInvalidRopeScale, {{"value", static_cast<double>(rope_frequency_factors.size())}},
+                "decoder RoPE frequency factors must be one per rotated pair (" +
+                    std::to_string(head_width() / 2) + "), got " + std::to_string(rope_frequency_factors.size()));
+  }
+  for (const double factor : rope_frequency_factors) {
+    if (!std::isfinite(factor) || factor <= 0.0) {
+      return Fail(ErrorCode::kInvalidRopeScale, {{"value", factor}},
+                  "decoder RoPE frequency factors must be finite and positive, got " + RustDebug(factor));
+    }
+  }
   return {};
 }
 
@@ -84,7 +96,11 @@ bool ModelConfig::SameAs(const ModelConfig& other) const {
          std::bit_cast<uint64_t>(rope_base) == std::bit_cast<uint64_t>(other.rope_base) &&
          std::bit_cast<uint64_t>(rms_epsilon) == std::bit_cast<uint64_t>(other.rms_epsilon) &&
          kv_heads == other.kv_heads && tied_output == other.tied_output &&
-         std::bit_cast<uint64_t>(rope_freq_scale) == std::bit_cast<uint64_t>(other.rope_freq_scale);
+         std::bit_cast<uint64_t>(rope_freq_scale) == std::bit_cast<uint64_t>(other.rope_freq_scale) &&
+         attention_bias == other.attention_bias &&
+         std::ranges::equal(rope_frequency_factors, other.rope_frequency_factors, [](double a, double b) {
+           return std::bit_cast<uint64_t>(a) == std::bit_cast<uint64_t>(b);
+         });
 }
 
 }  // namespace kvrt

@@ -6,7 +6,8 @@
 // spec/model.md §9: token_embedding.weight, then per block attention_norm.gain,
 // attention.{query,key,value,output}.weight, ffn_norm.gain,
 // ffn.{gate,up,down}.weight, then final_norm.gain (and output.weight when the
-// output head is untied). Linear weights are [in, out], applied as x·W.
+// output head is untied), then with ModelConfig::attention_bias the query, key and
+// value biases of every block. Linear weights are [in, out], applied as x·W.
 #pragma once
 
 #include <cstddef>
@@ -44,6 +45,21 @@ inline constexpr size_t kParametersPerBlock = 9;
 // Index of a block parameter in DecoderModel::parameters().
 inline size_t BlockParameterIndex(size_t layer, BlockSlot slot) {
   return 1 + kParametersPerBlock * layer + static_cast<size_t>(slot);
+}
+
+// Index of final_norm.gain, after the blocks.
+inline size_t FinalNormIndex(const ModelConfig& config) { return 1 + kParametersPerBlock * config.layers; }
+// Index of an untied output head: right after the final norm (and before any
+// attention biases), so it is not always the last parameter.
+inline size_t OutputHeadIndex(const ModelConfig& config) { return FinalNormIndex(config) + 1; }
+
+// With ModelConfig::attention_bias, the query, key and value biases of every block
+// follow all the other parameters, three per block: blocks.N.attention.query.bias,
+// .key.bias, .value.bias ([D], [kv_width], [kv_width]).
+inline constexpr size_t kBiasesPerBlock = 3;
+inline size_t AttentionBiasIndex(const ModelConfig& config, size_t layer, BlockSlot projection) {
+  const size_t first = OutputHeadIndex(config) + (config.tied_output ? 0 : 1);
+  return first + kBiasesPerBlock * layer + (static_cast<size_t>(projection) - static_cast<size_t>(BlockSlot::kQuery));
 }
 
 // The parameter names and shapes a configuration requires, in model order.
@@ -104,12 +120,12 @@ class DecoderModel {
     return *parameters_[BlockParameterIndex(layer, slot)];
   }
   const Parameter& final_norm() const {
-    return *parameters_[1 + kParametersPerBlock * config_.layers];
+    return *parameters_[FinalNormIndex(config_)];
   }
   // The vocabulary projection, [D, V] as x·W; for a tied head this is the embedding
   // [V, D] read transposed (see output_head_is_embedding()).
   const Parameter& output_head() const {
-    return config_.tied_output ? embedding() : *parameters_.back();
+    return config_.tied_output ? embedding() : *parameters_[OutputHeadIndex(config_)];
   }
   bool output_head_is_embedding() const { return config_.tied_output; }
   // The RoPE tables (internal type; engines and tests include model/rope.h).

@@ -25,9 +25,11 @@ std::string ShapeText(const std::vector<size_t>& shape) {
   return text + "]";
 }
 
-// 2 + 9·L parameters (+1 for an untied head), or nullopt on overflow.
+// 2 + 9·L parameters (+1 for an untied head, +3·L with attention biases), or
+// nullopt on overflow.
 std::optional<size_t> ExpectedParameterCount(const ModelConfig& config) {
-  std::optional<size_t> count = CheckedMul(kParametersPerBlock, config.layers);
+  const size_t per_block = kParametersPerBlock + (config.attention_bias ? kBiasesPerBlock : 0);
+  std::optional<size_t> count = CheckedMul(per_block, config.layers);
   if (count) count = CheckedAdd(*count, config.tied_output ? 2 : 3);
   return count;
 }
@@ -41,7 +43,12 @@ std::optional<size_t> CheckedScalarCount(const ModelConfig& config) {
   std::optional<size_t> kv = CheckedMul(d, config.kv_width());
   std::optional<size_t> ffn = CheckedMul(d, f);
   if (!square || !kv || !ffn) return std::nullopt;
-  std::optional<size_t> block = CheckedMul(2, d);
+  // Biases: d + 2·kv_width more per block.
+  std::optional<size_t> block = CheckedMul(config.attention_bias ? 3 : 2, d);
+  if (block && config.attention_bias) {
+    const std::optional<size_t> biases = CheckedMul(2, config.kv_width());
+    block = biases ? CheckedAdd(*block, *biases) : std::nullopt;
+  }
   for (const auto& [count, size] : {std::pair<size_t, size_t>{2, *square}, {2, *kv}, {3, *ffn}}) {
     const std::optional<size_t> part = CheckedMul(count, size);
     if (!block || !part) return std::nullopt;
@@ -142,6 +149,18 @@ Result<void> ValidateParameterLayout(const ModelConfig& config, std::span<const 
   if (!config.tied_output && !is_matrix(final_norm + 1)) {
     return Fail(structural(final_norm + 1, "the output head must be a nonempty matrix"));
   }
+  for (size_t layer = 0; config.attention_bias && layer < config.layers; ++layer) {
+    const size_t width = shapes[BlockParameterIndex(layer, BlockSlot::kAttentionNorm)][0];
+    const size_t kv_width = shapes[BlockParameterIndex(layer, BlockSlot::kKey)][1];
+    for (const auto [slot, length] : {std::pair{BlockSlot::kQuery, width}, {BlockSlot::kKey, kv_width},
+                                      {BlockSlot::kValue, kv_width}}) {
+      const size_t index = AttentionBiasIndex(config, layer, slot);
+      if (!is_vector(index, length)) {
+        return Fail(structural(index, "a projection's bias must be a vector of its output width")
+                        .Wrap(ErrorCode::kBlock, {{"layer", uint64_t{layer}}}));
+      }
+    }
+  }
 
   // Sizes against the configuration.
   auto mismatch = [](ErrorCode code, std::vector<ErrorField> fields, size_t expected, size_t actual,
@@ -200,7 +219,8 @@ Result<void> ValidateConfigSizes(const ModelConfig& config) {
 
 Result<std::shared_ptr<const RopeTable>> BuildRope(const ModelConfig& config) {
   Result<RopeTable> rope =
-      RopeTable::Create(config.head_width(), config.max_positions, config.rope_base, config.rope_freq_scale);
+      RopeTable::Create(config.head_width(), config.max_positions, config.rope_base, config.rope_freq_scale,
+                        config.rope_frequency_factors);
   if (!rope) return Fail(std::move(rope.error()));
   return std::make_shared<const RopeTable>(std::move(*rope));
 }
@@ -217,7 +237,7 @@ Result<void> ValidateModelLayout(const ModelConfig& config, std::span<const std:
     return Fail(std::move(layout.error()).Wrap(ErrorCode::kModel));
   }
   if (auto rope = RopeTable::Validate(config.head_width(), config.max_positions, config.rope_base,
-                                      config.rope_freq_scale);
+                                      config.rope_freq_scale, config.rope_frequency_factors);
       !rope) {
     return Fail(std::move(rope.error()).Wrap(ErrorCode::kModel));
   }
@@ -300,6 +320,10 @@ std::vector<std::string> ParameterNames(const ModelConfig& config) {
   }
   names.push_back("final_norm.gain");
   if (!config.tied_output) names.push_back("output.weight");
+  for (size_t layer = 0; config.attention_bias && layer < config.layers; ++layer) {
+    const std::string prefix = "blocks." + std::to_string(layer) + ".attention.";
+    for (const char* projection : {"query", "key", "value"}) names.push_back(prefix + projection + ".bias");
+  }
   return names;
 }
 
@@ -314,6 +338,9 @@ std::vector<std::vector<size_t>> ParameterShapes(const ModelConfig& config) {
   }
   shapes.push_back({d});
   if (!config.tied_output) shapes.push_back({d, v});
+  for (size_t layer = 0; config.attention_bias && layer < config.layers; ++layer) {
+    shapes.insert(shapes.end(), {{d}, {kv}, {kv}});
+  }
   return shapes;
 }
 
@@ -345,7 +372,9 @@ Result<DecoderModel> DecoderModel::FromSeed(const ModelConfig& config, SplitMix6
     if (shape.size() == 2 && storage == ModelStorage::kPanelsF32) {
       node = SeededPanels(names[i], shape, i == 0, draws);
     } else {
-      values.assign(*CheckedProduct(shape), 1.0);  // gains start at exactly 1.0, no draws
+      // Gains start at exactly 1.0 and attention biases at 0.0, no draws.
+      const bool bias = config.attention_bias && i >= AttentionBiasIndex(config, 0, BlockSlot::kQuery);
+      values.assign(*CheckedProduct(shape), bias ? 0.0 : 1.0);
       if (shape.size() == 2) {
         const double limit = XavierLimit(shape);
         for (double& value : values) value = limit * ((2.0 * draws.NextUnit()) - 1.0);

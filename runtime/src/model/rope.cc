@@ -8,11 +8,13 @@ namespace kvrt {
 
 namespace {
 
-// inv_f[i] = pow(base, (−2·i)/hw): multiply first (exact), then one rounded
-// division; libm pow, not exp(e·log b).
-double InverseFrequency(size_t i, size_t head_width, double base) {
+// inv_f[i] = pow(base, (−2·i)/hw) / factor[i]: multiply first (exact), then one
+// rounded division; libm pow, not exp(e·log b). Without factors (or a factor of
+// 1) the bare power, the reference's value.
+double InverseFrequency(size_t i, size_t head_width, double base, std::span<const double> factors) {
   const double exponent = (-2.0 * static_cast<double>(i)) / static_cast<double>(head_width);
-  return std::pow(base, exponent);
+  const double power = std::pow(base, exponent);
+  return factors.empty() ? power : power / factors[i];
 }
 
 // cos(p·inv_f·s) and sin(p·inv_f·s): separate libm calls, as the reference; ±0 as
@@ -27,8 +29,14 @@ void Angle(size_t position, double inverse, double freq_scale, double* cos, doub
 
 }  // namespace
 
-Result<void> RopeTable::Validate(size_t head_width, size_t positions, double base, double freq_scale) {
+Result<void> RopeTable::Validate(size_t head_width, size_t positions, double base, double freq_scale,
+                                 std::span<const double> factors) {
   const size_t pairs = head_width / 2;
+  if (!factors.empty() && factors.size() != pairs) {
+    return Fail(ErrorCode::kInvalidRopeScale, {{"value", static_cast<double>(factors.size())}},
+                "RoPE frequency factors must be one per rotated pair (" + std::to_string(pairs) + "), got " +
+                    std::to_string(factors.size()));
+  }
   if (pairs != 0 && positions > kMaxEntries / pairs) {
     return Fail(ErrorCode::kSizeOverflow, {{"context", std::string("rope table")}},
                 "RoPE table of " + std::to_string(positions) + " positions x " +
@@ -36,7 +44,7 @@ Result<void> RopeTable::Validate(size_t head_width, size_t positions, double bas
                     std::to_string(kMaxEntries) + " entries");
   }
   for (size_t i = 0; i < pairs; ++i) {
-    const double inverse = InverseFrequency(i, head_width, base);
+    const double inverse = InverseFrequency(i, head_width, base, factors);
     // Angles grow with the position, so the last one is the largest.
     const double last_angle =
         positions == 0 ? 0.0 : static_cast<double>(positions - 1) * inverse * freq_scale;
@@ -49,8 +57,8 @@ Result<void> RopeTable::Validate(size_t head_width, size_t positions, double bas
 }
 
 Result<RopeTable> RopeTable::Create(size_t head_width, size_t positions, double base,
-                                    double freq_scale) {
-  if (Result<void> valid = Validate(head_width, positions, base, freq_scale); !valid) {
+                                    double freq_scale, std::span<const double> factors) {
+  if (Result<void> valid = Validate(head_width, positions, base, freq_scale, factors); !valid) {
     return Fail(std::move(valid.error()));
   }
   const size_t pairs = head_width / 2;
@@ -68,7 +76,7 @@ Result<RopeTable> RopeTable::Create(size_t head_width, size_t positions, double 
     return Fail(ErrorCode::kAllocationFailed, {{"elements", uint64_t{2 * tabulated * pairs}}},
                 "could not allocate the RoPE tables");
   }
-  for (size_t i = 0; i < pairs; ++i) (*inverse)[i] = InverseFrequency(i, head_width, base);
+  for (size_t i = 0; i < pairs; ++i) (*inverse)[i] = InverseFrequency(i, head_width, base, factors);
   for (size_t p = 0; p < tabulated; ++p) {
     for (size_t i = 0; i < pairs; ++i) {
       Angle(p, (*inverse)[i], freq_scale, &(*cos)[p * pairs + i], &(*sin)[p * pairs + i]);

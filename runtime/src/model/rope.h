@@ -1,6 +1,8 @@
 // Precomputed RoPE tables (spec/model.md §6).
 //
-// inv_f[i] = pow(base, (−2·i)/hw) for i < hw/2; cos[p][i] = cos(p·inv_f[i]·s) and
+// inv_f[i] = pow(base, (−2·i)/hw) / factor[i] for i < hw/2 (the frequency factors of
+// ModelConfig::rope_frequency_factors; without them, or for a factor of 1, the bare
+// power); cos[p][i] = cos(p·inv_f[i]·s) and
 // sin[p][i] = sin(p·inv_f[i]·s) for every absolute position p < P (±0 stored as +0),
 // with s the linear scaling's frequency scale (ModelConfig::rope_freq_scale; the
 // last product, as in ggml's rope, and exact for s = 1).
@@ -30,8 +32,10 @@ class RopeTable {
   // Checks, without building anything, that the tables are computable: at most
   // kMaxEntries entries and every inverse frequency and angle finite (the sine and
   // cosine of a finite angle always are).
-  static Result<void> Validate(size_t head_width, size_t positions, double base, double freq_scale);
-  static Result<RopeTable> Create(size_t head_width, size_t positions, double base, double freq_scale);
+  static Result<void> Validate(size_t head_width, size_t positions, double base, double freq_scale,
+                               std::span<const double> factors = {});
+  static Result<RopeTable> Create(size_t head_width, size_t positions, double base, double freq_scale,
+                                  std::span<const double> factors = {});
 
   size_t head_width() const { return pairs_ * 2; }
   size_t pairs() const { return pairs_; }

@@ -103,6 +103,24 @@ Result<Buffer<T>> ConvertVector(const Parameter& parameter) {
   return std::move(*out);
 }
 
+// A block's query, key and value biases as one [D + 2·kv_width] vector.
+template <class T>
+Result<Buffer<T>> ConcatenateBiases(const DecoderModel& model, size_t layer) {
+  const ModelConfig& config = model.config();
+  const size_t width = config.model_width + 2 * config.kv_width();
+  std::optional<Buffer<T>> out = Buffer<T>::Allocate(width);
+  std::optional<Buffer<double>> values = Buffer<double>::Allocate(config.model_width);
+  if (!out || !values) return Fail(OutOfMemory("attention biases", width));
+  size_t offset = 0;
+  for (BlockSlot slot : {BlockSlot::kQuery, BlockSlot::kKey, BlockSlot::kValue}) {
+    const Parameter& bias = model.parameter(AttentionBiasIndex(config, layer, slot));
+    const std::span<double> part = values->span().first(bias.element_count());
+    bias.ReadValues(part);
+    for (const double value : part) (*out)[offset++] = static_cast<T>(value);
+  }
+  return std::move(*out);
+}
+
 template <class T>
 Result<Buffer<T>> ConvertTable(const double* values, size_t count) {
   std::optional<Buffer<T>> out = Buffer<T>::Allocate(count);
@@ -151,6 +169,11 @@ Result<std::shared_ptr<const EngineWeights<T>>> PackEngineWeights(const DecoderM
     if (!ffn_norm) return Fail(std::move(ffn_norm.error()));
     block.attention_norm = std::move(*attention_norm);
     block.ffn_norm = std::move(*ffn_norm);
+    if (config.attention_bias) {
+      Result<Buffer<T>> biases = ConcatenateBiases<T>(model, layer);
+      if (!biases) return Fail(std::move(biases.error()));
+      block.qkv_bias = std::move(*biases);
+    }
     weights->blocks.push_back(std::move(block));
   }
   Result<Buffer<T>> final_norm = ConvertVector<T>(model.final_norm());
@@ -163,7 +186,7 @@ Result<std::shared_ptr<const EngineWeights<T>>> PackEngineWeights(const DecoderM
   weights->embedding = std::move(*embedding);
   if (!model.output_head_is_embedding()) {
     Result<PackedWeight<T>> head =
-        PackWeight<T>(parameters.back(), false, weights->plan.back(), format,
+        PackWeight<T>(parameters[OutputHeadIndex(config)], false, weights->plan.back(), format,
                       weights->int8_activations);
     if (!head) return Fail(std::move(head.error()));
     weights->head = std::move(*head);

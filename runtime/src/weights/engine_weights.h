@@ -49,6 +49,9 @@ template <class T>
 struct BlockWeights {
   Buffer<T> attention_norm;  // [D]
   Buffer<T> ffn_norm;        // [D]
+  // ModelConfig::attention_bias: the query, key and value biases back to back,
+  // [D + 2·kv_width], the layout of a fused QKV row; empty without biases.
+  Buffer<T> qkv_bias;
   PackedWeight<T> query, key, value, output, gate, up, down;
 };
 

@@ -55,7 +55,7 @@ std::vector<MatrixWeightFormat> PlanWeightFormats(const DecoderModel& model,
     }
   }
   if (!model.output_head_is_embedding()) {
-    const size_t index = model.parameters().size() - 1;
+    const size_t index = OutputHeadIndex(config);
     plan.push_back(Plan(model.parameter(index), index, false, requested));
   }
   return plan;

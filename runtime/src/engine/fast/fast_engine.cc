@@ -137,6 +137,9 @@ class FastEngine final : public Engine {
       });
       const size_t qkv_width = qkv_[layer].width();
       qkv_[layer].Run(pool_, normed_.data(), d, n, qkv_rows_.data(), qkv_width, &int8_rows_);
+      if (!block.qkv_bias.empty()) {
+        ForRows(n, [&](size_t i) { AddBias(qkv_rows_.data() + i * qkv_width, block.qkv_bias); });
+      }
       Rotate(step);
       StageKeyValueRows(step, layer);
       Attend(step, layer, layers[layer]);  // into normed_
@@ -219,6 +222,11 @@ class FastEngine final : public Engine {
 
   void Norm(const T* x, const T* gain, T* y) const {
     simd::RmsNorm(x, gain, static_cast<T>(config_.rms_epsilon), y, config_.model_width);
+  }
+
+  // qwen2's q/k/v biases on one fused QKV row, before RoPE.
+  static void AddBias(T* row, const Buffer<T>& bias) {
+    for (size_t j = 0; j < bias.size(); ++j) row[j] += bias[j];
   }
 
   void AddInto(T* y, const T* x) const {

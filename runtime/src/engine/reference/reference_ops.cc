@@ -4,6 +4,7 @@
 #include <cmath>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -228,6 +229,18 @@ Result<void> ReferenceRowForward::ProjectQkv(const RowStep& step, size_t layer, 
                      kv_width);
   simd::MatMulScalar(normed_.data(), d, n, BlockMatrix(layer, BlockSlot::kValue), value_.data(),
                      kv_width);
+  if (config.attention_bias) {
+    // qwen2: q = x·Wq + bq (and k, v), one f64 addition per element, before RoPE.
+    for (const auto& [buffer, slot, width] :
+         {std::tuple{&query_, BlockSlot::kQuery, d}, {&key_, BlockSlot::kKey, kv_width},
+          {&value_, BlockSlot::kValue, kv_width}}) {
+      const double* bias = Weights(AttentionBiasIndex(config, layer, slot));
+      for (size_t i = 0; i < n; ++i) {
+        double* row = buffer->data() + i * width;
+        for (size_t j = 0; j < width; ++j) row[j] = row[j] + bias[j];
+      }
+    }
+  }
   for (const auto& [buffer, width] :
        {std::pair{&query_, d}, {&key_, kv_width}, {&value_, kv_width}}) {
     if (auto bad = FirstNonFinite(buffer->data(), n * width)) {

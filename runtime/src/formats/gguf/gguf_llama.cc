@@ -3,7 +3,9 @@
 // LoadLlama2cModel does for llama2.c files.
 #include "formats/gguf/gguf_llama.h"
 
+#include <algorithm>
 #include <cmath>
+#include <memory>
 #include <new>
 #include <optional>
 #include <utility>
@@ -29,14 +31,30 @@ Error NonFinite(const std::string& name, size_t index, float value) {
 // element (k = column, n = row); the [V, D] token table is the stored matrix
 // itself, kept densely as rows and in panels as its [D, V] transpose, which is
 // again (k = column, n = row).
+// qwen2's NEOX RoPE in kvrt's interleaved pairs: within each head of `head_width`
+// outputs, stored output i goes to 2i and i + hw/2 to 2i + 1. Inactive
+// (head_width 0): every output stays where it is.
+struct HeadInterleave {
+  size_t head_width = 0;
+  size_t operator()(size_t stored) const {
+    if (head_width == 0) return stored;
+    const size_t head = stored / head_width, within = stored % head_width, half = head_width / 2;
+    return head * head_width + (within < half ? 2 * within : 2 * (within - half) + 1);
+  }
+};
+
 struct Destination {
   bool gain = false;
   bool token_table = false;
   std::vector<double>* dense = nullptr;  // kDenseF64 (and every gain)
   float* panels = nullptr;               // kPanelsF32 matrices
+  HeadInterleave outputs;                // where each output (matrix row, bias element) goes
 };
 
-void Store(const Destination& to, size_t row, size_t column, size_t ne0, size_t ne1, float value) {
+void Store(const Destination& to, size_t stored_row, size_t stored_column, size_t ne0, size_t ne1, float value) {
+  // A matrix's outputs are its stored rows; a bias's are its elements.
+  const size_t row = to.gain ? stored_row : to.outputs(stored_row);
+  const size_t column = to.gain ? to.outputs(stored_column) : stored_column;
   if (to.panels != nullptr) {
     to.panels[detail::PanelOffset<float>(column, row, ne0)] = value;
   } else if (to.gain || to.token_table) {
@@ -59,7 +77,8 @@ Result<void> ReadTensor(const TensorInfo& tensor, const std::string& name, const
       const float value = row_values[column];
       if (!std::isfinite(value)) {
         const bool row_major = to.gain || to.token_table;
-        return Fail(NonFinite(name, row_major ? row * ne0 + column : column * ne1 + row, value));
+        const size_t out_row = to.gain ? row : to.outputs(row), out_column = to.gain ? to.outputs(column) : column;
+        return Fail(NonFinite(name, row_major ? out_row * ne0 + out_column : out_column * ne1 + out_row, value));
       }
       Store(to, row, column, ne0, ne1, value);
     }
@@ -69,7 +88,7 @@ Result<void> ReadTensor(const TensorInfo& tensor, const std::string& name, const
 
 // A matrix tensor in one of the compressed weight formats, kept by reference so
 // the fast engine can use it as stored (WeightFormat::kAsStored).
-StoredWeights StoredForm(const GgufFile& file, const TensorInfo& tensor, bool gain) {
+StoredWeights StoredForm(const GgufFile& file, const TensorInfo& tensor, bool gain, HeadInterleave outputs) {
   if (gain) return {};
   WeightFormat format = WeightFormat::kF32;
   switch (tensor.type) {
@@ -81,18 +100,26 @@ StoredWeights StoredForm(const GgufFile& file, const TensorInfo& tensor, bool ga
     case GgmlType::kQ6_K: format = WeightFormat::kQ6_K; break;
     default: return {};
   }
-  return StoredWeights{format, tensor.data, file.mapping()};
+  if (outputs.head_width == 0) return StoredWeights{format, tensor.data, file.mapping()};
+  // Interleaved rows are a copy: every row is whole blocks, so rows move as bytes.
+  const size_t rows = tensor.ne[1], row_bytes = tensor.data.size() / rows;
+  auto copy = std::make_shared<std::vector<uint8_t>>(tensor.data.size());
+  for (size_t row = 0; row < rows; ++row) {
+    std::copy_n(tensor.data.data() + row * row_bytes, row_bytes, copy->data() + outputs(row) * row_bytes);
+  }
+  const std::span<const uint8_t> bytes(*copy);
+  return StoredWeights{format, bytes, std::move(copy)};
 }
 
 Result<ParameterPtr> BuildParameter(const GgufFile& file, const TensorInfo& tensor, std::string name,
-                                    std::vector<size_t> shape, bool token_table, ModelStorage storage,
-                                    std::vector<float>& row_values) {
+                                    std::vector<size_t> shape, bool token_table, HeadInterleave outputs,
+                                    ModelStorage storage, std::vector<float>& row_values) {
   const bool gain = shape.size() == 1;
   if (gain || storage == ModelStorage::kDenseF64) {
     std::vector<double> values(tensor.elements);
-    Destination to{gain, token_table, &values, nullptr};
+    Destination to{gain, token_table, &values, nullptr, outputs};
     if (auto read = ReadTensor(tensor, name, to, row_values); !read) return Fail(std::move(read.error()));
-    return Parameter::Create(std::move(name), std::move(shape), values, StoredForm(file, tensor, gain));
+    return Parameter::Create(std::move(name), std::move(shape), values, StoredForm(file, tensor, gain, outputs));
   }
   const size_t k = tensor.ne[0], n = tensor.ne[1];  // the [K, N] matrix in panels
   std::optional<Buffer<float>> panels =
@@ -101,11 +128,21 @@ Result<ParameterPtr> BuildParameter(const GgufFile& file, const TensorInfo& tens
     return Fail(ErrorCode::kAllocationFailed, {{"elements", uint64_t{k * n}}},
                 "could not allocate the panels of GGUF tensor " + name);
   }
-  Destination to{false, token_table, nullptr, panels->data()};
+  Destination to{false, token_table, nullptr, panels->data(), outputs};
   if (auto read = ReadTensor(tensor, name, to, row_values); !read) return Fail(std::move(read.error()));
   return Parameter::CreatePanels(std::move(name), std::move(shape),
                                  token_table ? ParameterLayout::kTransposedPanelsF32 : ParameterLayout::kPanelsF32,
-                                 std::move(*panels), StoredForm(file, tensor, false));
+                                 std::move(*panels), StoredForm(file, tensor, false, outputs));
+}
+
+// Whether parameter `index` holds query or key outputs (a projection or its bias).
+bool IsRotatedProjection(const ModelConfig& config, size_t index) {
+  if (const std::optional<BiasPosition> bias = BiasAt(config, index)) {
+    return bias->projection != BlockSlot::kValue;
+  }
+  if (index == 0 || index >= FinalNormIndex(config)) return false;
+  const auto slot = static_cast<BlockSlot>((index - 1) % kParametersPerBlock);
+  return slot == BlockSlot::kQuery || slot == BlockSlot::kKey;
 }
 
 }  // namespace
@@ -113,6 +150,7 @@ Result<ParameterPtr> BuildParameter(const GgufFile& file, const TensorInfo& tens
 Result<DecoderModel> BuildLlamaModel(const GgufFile& file, ModelStorage storage) try {
   Result<ModelConfig> config = LlamaConfig(file);
   if (!config) return Fail(std::move(config.error()));
+  const bool neox = *ArchitectureOf(file) == GgufArchitecture::kQwen2;  // LlamaConfig checked it
   if (auto tensors = ValidateLlamaTensors(file, *config); !tensors) return Fail(std::move(tensors.error()));
   // Every tensor exists with its expected shape, so these lists are sized by
   // the file's own tensor table.
@@ -123,7 +161,9 @@ Result<DecoderModel> BuildLlamaModel(const GgufFile& file, ModelStorage storage)
   std::vector<float> row_values;
   for (size_t i = 0; i < names.size(); ++i) {
     const TensorInfo& tensor = *file.FindTensor(GgufTensorName(*config, i));
-    Result<ParameterPtr> node = BuildParameter(file, tensor, names[i], shapes[i], i == 0, storage, row_values);
+    const HeadInterleave outputs{neox && IsRotatedProjection(*config, i) ? config->head_width() : 0};
+    Result<ParameterPtr> node =
+        BuildParameter(file, tensor, names[i], shapes[i], i == 0, outputs, storage, row_values);
     if (!node) return Fail(std::move(node.error()));
     nodes.push_back(std::move(*node));
   }

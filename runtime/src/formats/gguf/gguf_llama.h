@@ -1,5 +1,6 @@
-// Llama-architecture models in GGUF files (general.architecture = "llama"):
-// hyperparameters from the llama.* keys, weights from the token_embd / blk.N.* /
+// Llama-architecture models in GGUF files (general.architecture = "llama", or
+// "qwen2": the same blocks with q/k/v biases): hyperparameters from the llama.*
+// (qwen2.*) keys, weights from the token_embd / blk.N.* /
 // output_norm / output tensors, dequantized at load into a kvrt DecoderModel.
 //
 // Tensor names and shapes (ne0 is the contiguous input dimension, so a matrix is
@@ -28,7 +29,13 @@
 
 namespace kvrt::gguf {
 
-// The ModelConfig of a llama GGUF file, checked against its metadata (not yet
+// The decoder architectures kvrt reads from GGUF (general.architecture). qwen2 is
+// llama with q/k/v biases and NEOX RoPE (see BuildLlamaModel).
+enum class GgufArchitecture { kLlama, kQwen2 };
+// UnsupportedArchitecture{architecture} (naming the supported ones) for any other.
+Result<GgufArchitecture> ArchitectureOf(const GgufFile& file);
+
+// The ModelConfig of a llama or qwen2 GGUF file (keys under "llama." or "qwen2."), checked against its metadata (not yet
 // against the tensors). Every llama.* key llama.cpp honours for the architecture
 // either means the same here or refuses the file: UnsupportedArchitecture
 // {architecture}, UnsupportedRopeScaling{key, type} (YaRN, LongRoPE, an invalid
@@ -36,7 +43,9 @@ namespace kvrt::gguf {
 // count}, HeadWidthMismatch{key, value, head_width} (attention.key_length or
 // value_length), PartialRotaryDimension{rotated, head_width}, MissingKey /
 // KeyTypeMismatch / KeyValueOutOfRange, and the config's own errors for a zero or
-// non-dividing head count. Linear RoPE scaling (a missing or "linear"
+// non-dividing head count. qwen2 sets attention_bias; a llama file's
+// rope_freqs.weight (F32, head_width/2 values, else UnsupportedTensorType or
+// TensorShapeMismatch) gives rope_frequency_factors. Linear RoPE scaling (a missing or "linear"
 // rope.scaling.type with rope.scaling.factor or rope.scale_linear) sets
 // rope_freq_scale = 1/factor. vocabulary_size comes from llama.vocab_size, else
 // the token_embd rows; tied_output from the presence of output.weight.
@@ -49,7 +58,11 @@ Result<ModelConfig> LlamaConfig(const GgufFile& file);
 Result<void> ValidateLlamaTensors(const GgufFile& file, const ModelConfig& config);
 
 // The model: LlamaConfig, ValidateLlamaTensors, then every tensor dequantized
-// into its parameter. kDenseF64 keeps exact f64 values (the reference engine);
+// into its parameter. qwen2 rotates pairs (i, i + hw/2) of each head (NEOX),
+// kvrt pairs (2i, 2i + 1): the query and key rows and biases of each head are
+// interleaved at load (new row 2i = stored row i, new row 2i + 1 = stored row
+// i + hw/2), which turns one rotation into the other and leaves every q·k product
+// unchanged. kDenseF64 keeps exact f64 values (the reference engine);
 // kPanelsF32 writes f32 straight into the fast engine's panels (gains stay f64),
 // one tensor at a time, so the weights exist once plus at most one dequantized
 // row. NonFiniteParameter{name, index, value} for a NaN or infinite weight.

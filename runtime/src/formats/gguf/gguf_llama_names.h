@@ -1,6 +1,6 @@
-// The GGUF tensor names of a llama model and where each goes in kvrt's parameter
-// list (model.h order), computed per (layer, slot) so a hostile block count never
-// sizes a list.
+// The GGUF tensor names of a llama (or qwen2) model and where each goes in kvrt's
+// parameter list (model/decoder_model.h order), computed per (layer, slot) so a
+// hostile block count never sizes a list.
 #pragma once
 
 #include <array>
@@ -28,9 +28,30 @@ inline std::string BlockTensorName(size_t layer, BlockSlot slot) {
          ".weight";
 }
 
+inline constexpr std::string_view kRopeFrequencies = "rope_freqs.weight";
+
+// With attention biases: the parameter at `index` is the bias of this projection
+// (kQuery, kKey or kValue) of this layer.
+struct BiasPosition {
+  size_t layer = 0;
+  BlockSlot projection = BlockSlot::kQuery;
+};
+inline std::optional<BiasPosition> BiasAt(const ModelConfig& config, size_t index) {
+  if (!config.attention_bias) return std::nullopt;
+  const size_t first = AttentionBiasIndex(config, 0, BlockSlot::kQuery);
+  if (index < first) return std::nullopt;
+  const size_t offset = index - first;
+  return BiasPosition{offset / kBiasesPerBlock,
+                      static_cast<BlockSlot>(static_cast<size_t>(BlockSlot::kQuery) + offset % kBiasesPerBlock)};
+}
+
 // The GGUF name of kvrt parameter `index` of a model with `config`.
 inline std::string GgufTensorName(const ModelConfig& config, size_t index) {
   if (index == 0) return std::string(kTokenEmbedding);
+  if (const std::optional<BiasPosition> bias = BiasAt(config, index)) {
+    return "blk." + std::to_string(bias->layer) + "." +
+           std::string(kBlockSuffixes[static_cast<size_t>(bias->projection)]) + ".bias";
+  }
   const size_t final_norm = 1 + kParametersPerBlock * config.layers;
   if (index == final_norm) return std::string(kOutputNorm);
   if (index == final_norm + 1) return std::string(kOutput);
@@ -42,8 +63,9 @@ inline std::string GgufTensorName(const ModelConfig& config, size_t index) {
 // of wrapping for absurd block counts.
 inline size_t ParameterCount(const ModelConfig& config) {
   const size_t extra = config.tied_output ? 2 : 3;
-  if (config.layers > (SIZE_MAX - extra) / kParametersPerBlock) return SIZE_MAX;
-  return kParametersPerBlock * config.layers + extra;
+  const size_t per_block = kParametersPerBlock + (config.attention_bias ? kBiasesPerBlock : 0);
+  if (config.layers > (SIZE_MAX - extra) / per_block) return SIZE_MAX;
+  return per_block * config.layers + extra;
 }
 
 // The GGUF ne of kvrt parameter `index`, padded with 1s: kvrt's [in, out] is
@@ -56,6 +78,9 @@ inline ExpectedShape ExpectedGgufShape(const ModelConfig& config, size_t index) 
   const uint64_t v = config.vocabulary_size, d = config.model_width, f = config.feed_forward_width;
   const uint64_t kv = config.kv_width();
   const size_t final_norm = 1 + kParametersPerBlock * config.layers;
+  if (const std::optional<BiasPosition> bias = BiasAt(config, index)) {
+    return {{bias->projection == BlockSlot::kQuery ? d : kv, 1, 1, 1}, 1};
+  }
   if (index == 0 || index == final_norm + 1) return {{d, v, 1, 1}, 2};
   if (index == final_norm) return {{d, 1, 1, 1}, 1};
   switch (static_cast<BlockSlot>((index - 1) % kParametersPerBlock)) {
@@ -72,12 +97,18 @@ inline ExpectedShape ExpectedGgufShape(const ModelConfig& config, size_t index) 
   return {};
 }
 
-// Whether `name` is one of the tensors a llama model of `config` has.
+// Whether `name` is one of the tensors a llama or qwen2 model of `config` has:
+// the parameters' tensors, and rope_freqs.weight when the configuration has
+// frequency factors.
 inline bool IsLlamaTensorName(std::string_view name, const ModelConfig& config) {
   if (name == kTokenEmbedding || name == kOutputNorm || name == kOutput) return true;
-  constexpr std::string_view kPrefix = "blk.", kWeight = ".weight";
-  if (!name.starts_with(kPrefix) || !name.ends_with(kWeight)) return false;
-  std::string_view rest = name.substr(kPrefix.size(), name.size() - kPrefix.size() - kWeight.size());
+  if (name == kRopeFrequencies) return !config.rope_frequency_factors.empty();
+  constexpr std::string_view kPrefix = "blk.", kWeight = ".weight", kBias = ".bias";
+  if (!name.starts_with(kPrefix)) return false;
+  const bool bias = name.ends_with(kBias);
+  if (!bias && !name.ends_with(kWeight)) return false;
+  const size_t tail = bias ? kBias.size() : kWeight.size();
+  std::string_view rest = name.substr(kPrefix.size(), name.size() - kPrefix.size() - tail);
   const size_t dot = rest.find('.');
   if (dot == std::string_view::npos || dot == 0 || dot > 9) return false;
   size_t layer = 0;
@@ -88,6 +119,9 @@ inline bool IsLlamaTensorName(std::string_view name, const ModelConfig& config) 
   if (rest[0] == '0' && dot > 1) return false;  // canonical decimal only
   if (layer >= config.layers) return false;
   const std::string_view suffix = rest.substr(dot + 1);
+  if (bias) {
+    return config.attention_bias && (suffix == "attn_q" || suffix == "attn_k" || suffix == "attn_v");
+  }
   for (std::string_view known : kBlockSuffixes) {
     if (suffix == known) return true;
   }

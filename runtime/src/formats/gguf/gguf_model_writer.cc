@@ -80,6 +80,18 @@ Result<void> CheckSavable(const ModelConfig& config, GgmlType type,
       return Fail(ErrorCode::kInvalidArgument, {}, "a model size does not fit GGUF's u32 hyperparameters");
     }
   }
+  // qwen2's biases belong to the qwen2 architecture, whose NEOX rotation the
+  // loaded model no longer has (its q/k rows were interleaved at load).
+  if (config.attention_bias) {
+    return Fail(ErrorCode::kInvalidArgument, {},
+                "a model with attention biases (qwen2) cannot be written as a llama-architecture GGUF file");
+  }
+  for (const double factor : config.rope_frequency_factors) {
+    if (static_cast<double>(static_cast<float>(factor)) != factor) {
+      return Fail(ErrorCode::kInvalidArgument, {},
+                  "RoPE frequency factor " + std::to_string(factor) + " is not an f32, so rope_freqs.weight cannot store it");
+    }
+  }
   // llama.cpp reads the scale back as 1.0f / factor, with the factor an f32.
   const float factor = static_cast<float>(1.0 / config.rope_freq_scale);
   if (config.rope_freq_scale != 1.0 && static_cast<double>(1.0f / factor) != config.rope_freq_scale) {
@@ -106,6 +118,11 @@ Result<void> SaveGgufModel(const DecoderModel& model, GgmlType type, const std::
   GgufWriter writer;
   AddHyperparameters(writer, config, type);
   if (tokenizer) AddTokenizer(writer, *tokenizer);
+  if (!config.rope_frequency_factors.empty()) {  // Llama 3.1's per-pair divisors
+    const std::vector<float> factors(config.rope_frequency_factors.begin(), config.rope_frequency_factors.end());
+    const uint64_t ne[] = {factors.size()};
+    if (auto added = writer.AddTensor(std::string(kRopeFrequencies), ne, GgmlType::kF32, factors); !added) return added;
+  }
   for (size_t i = 0; i < model.parameters().size(); ++i) {
     const Parameter& parameter = model.parameter(i);
     const std::vector<size_t>& shape = parameter.shape();

@@ -67,6 +67,7 @@ Result<std::vector<uint8_t>> ReadSmallFile(const std::string& path, uint64_t lim
 }
 
 Result<OutputFile> OutputFile::Create(const std::string& path) {
+  if (auto replaceable = RequireReplaceableDestination(path); !replaceable) return Fail(std::move(replaceable.error()));
   const std::string temporary = path + ".tmp-" + std::to_string(::getpid()) + "-" +
                                 std::to_string(next_temporary.fetch_add(1));
   const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);

@@ -44,7 +44,8 @@ Result<std::vector<uint8_t>> ReadSmallFile(const std::string& path, uint64_t lim
 
 class OutputFile {
  public:
-  // Creates a fresh temporary next to `path` (Io{operation: "create temporary"}).
+  // Creates a fresh temporary next to `path` (Io{operation: "create temporary"}),
+  // unless `path` is a FIFO, socket or device (RequireReplaceableDestination).
   static Result<OutputFile> Create(const std::string& path);
   OutputFile(OutputFile&& other) noexcept;
   OutputFile& operator=(OutputFile&&) = delete;

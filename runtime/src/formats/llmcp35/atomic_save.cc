@@ -12,6 +12,7 @@
 #include <string>
 #include <utility>
 
+#include "core/regular_file.h"
 #include "formats/llmcp35/checkpoint_errors.h"
 #include "formats/llmcp35/writer.h"
 #include "formats/llmcp35/checkpoint.h"
@@ -130,6 +131,8 @@ Result<void> SaveCheckpointAtomic(const Checkpoint& checkpoint, const std::strin
   // Every validation runs before the disk is touched.
   Result<llmcp35::EncodedCheckpoint> encoded = llmcp35::EncodeCanonical(checkpoint);
   if (!encoded) return Fail(std::move(encoded.error()));
+  // Beyond the reference: a FIFO, socket or device is not replaced by the file.
+  if (auto replaceable = RequireReplaceableDestination(path); !replaceable) return Fail(std::move(replaceable.error()));
   Result<Temporary> temporary = CreateTemporary(*destination);
   if (!temporary) return Fail(std::move(temporary.error()));
   Result<void> published = Publish(*temporary, encoded->bytes, path, *destination);

@@ -106,7 +106,9 @@ Result<Checkpoint> LoadCheckpoint(const std::string& path);
 Result<std::vector<uint8_t>> EncodeCheckpoint(const Checkpoint& checkpoint);
 
 // Writes EncodeCheckpoint(checkpoint) with the reference's save_atomic procedure
-// (temporary file in the same directory, fsync, rename, fsync of the directory).
+// (temporary file in the same directory, fsync, rename, fsync of the directory),
+// except that a destination which is a FIFO, socket or device is refused with
+// NotRegularFile before the temporary is made (core/regular_file.h).
 Result<void> SaveCheckpointAtomic(const Checkpoint& checkpoint, const std::string& path);
 
 }  // namespace kvrt
