@@ -54,10 +54,11 @@ void ExpectOneErrorLine(const CliRun& run, const std::string& name) {
 TEST(ChatTemplateCliTest, PrintsLlamaCppsPromptExactly) {
   const Json entries = Json::parse(testing::ReadText(Modern("chat.json")));
   const std::string any_model = Modern("kq-f32.gguf");
-  size_t identical = 0, refused = 0;
+  size_t index = 0, identical = 0, refused = 0;
   for (const Json& entry : entries) {
     const std::string kind = entry["template_kind"].get<std::string>();
     if (kind == "gguf" && entry["conversation"] != "multi_turn") continue;
+    if (!testing::CaseRunsInThisBuild(index++)) continue;
     const TempFile messages("messages.json", entry["messages"].dump());
     std::vector<std::string> args = {"chat-template", "--messages", messages.path()};
     std::optional<TempFile> text;
@@ -82,8 +83,11 @@ TEST(ChatTemplateCliTest, PrintsLlamaCppsPromptExactly) {
     EXPECT_EQ(run.out, entry["result"].get<std::string>());
     identical += run.out == entry["result"].get<std::string>();
   }
-  EXPECT_EQ(identical, 264u + 8u + 4u);
-  EXPECT_EQ(refused, 16u);
+  EXPECT_EQ(index, 264u + 8u + 4u + 16u);
+  if (testing::kSanitizerCaseStride == 1) {
+    EXPECT_EQ(identical, 264u + 8u + 4u);
+    EXPECT_EQ(refused, 16u);
+  }
 }
 
 TEST(ChatTemplateCliTest, BadInputIsOneErrorLine) {

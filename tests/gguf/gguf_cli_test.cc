@@ -69,13 +69,14 @@ TEST(GgufCliTest, TokenizeMatchesTheOriginalTokenizersOnVocabularyOnlyFiles) {
       std::istringstream ids(line);
       for (uint32_t id; ids >> id;) want.push_back(id);
       const std::string text = inputs.substr(start, end - start);
-      const std::vector<uint32_t> got = TokenizeFile(path, text, false);
-      EXPECT_EQ(got, want) << vocabulary << " test " << cases;
-      matches += got == want;
-      ++cases;
+      if (testing::CaseRunsInThisBuild(cases++)) {
+        const std::vector<uint32_t> got = TokenizeFile(path, text, false);
+        EXPECT_EQ(got, want) << vocabulary << " test " << cases - 1;
+        matches += got == want;
+      }
     }
     EXPECT_EQ(cases, 46u);
-    EXPECT_EQ(matches, cases) << vocabulary;
+    EXPECT_EQ(matches, (cases + testing::kSanitizerCaseStride - 1) / testing::kSanitizerCaseStride) << vocabulary;
   }
 }
 

@@ -45,15 +45,7 @@
 #include "kvrt/tokenizer.h"
 #include "tokenizer/llama2c_encoding.h"
 
-// Sanitizers reserve terabytes of shadow memory: no address-space limit or RSS
-// bound applies to them.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define KVRT_SANITIZER_BUILD 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define KVRT_SANITIZER_BUILD 1
-#endif
-#endif
+#include "test_support.h"  // KVRT_SANITIZER_BUILD
 
 namespace kvrt {
 namespace {
