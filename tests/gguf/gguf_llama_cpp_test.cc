@@ -35,28 +35,7 @@ const Models& LoadModels(const FixtureType& t) {
 constexpr EngineOptions kFastF32{Backend::kFast, Precision::kF32, 0, nullptr};
 constexpr EngineOptions kReferenceF64{Backend::kReference, Precision::kF64, 0, nullptr};
 
-
 class LlamaCppFixture : public ::testing::TestWithParam<FixtureType> {};
-
-// Max |kvrt − llama.cpp| over the ids llama.cpp recorded for one sequence: the
-// top-8 and the 500 sampled columns at every position, and the whole last row
-// when recorded.
-double CompareWithLlamaCpp(const Rows& ours, const nlohmann::json& sequence, const nlohmann::json& cols) {
-  double worst = 0.0;
-  auto check = [&](size_t position, uint32_t id, double theirs) {
-    worst = std::max(worst, std::fabs(ours[position][id] - theirs));
-  };
-  for (size_t p = 0; p < ours.size(); ++p) {
-    const auto& ids = sequence["topk_ids"][p];
-    for (size_t j = 0; j < ids.size(); ++j) check(p, ids[j].get<uint32_t>(), sequence["topk_logits"][p][j].get<double>());
-    for (size_t i = 0; i < cols.size(); ++i) check(p, cols[i].get<uint32_t>(), sequence["logits_cols"][p][i].get<double>());
-  }
-  if (sequence.contains("logits_last")) {
-    const auto& last = sequence["logits_last"];
-    for (size_t id = 0; id < last.size(); ++id) check(ours.size() - 1, static_cast<uint32_t>(id), last[id].get<double>());
-  }
-  return worst;
-}
 
 TEST_P(LlamaCppFixture, LogitsMatchLlamaCppAndAPlainForwardPass) {
   const FixtureType t = GetParam();

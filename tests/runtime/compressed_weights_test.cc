@@ -170,6 +170,20 @@ std::string CaseName(const ::testing::TestParamInfo<std::string>& case_info) {
 INSTANTIATE_TEST_SUITE_P(PublicGoldenCases, CompressedGoldenTest,
                          ::testing::ValuesIn(testing::GoldenCasePaths()), CaseName);
 
+// Every weight format: the fast f32 engine on two threads within 1e-4 of the f64
+// oracle on the same weights.
+void ExpectFastWithinTheOracleInEveryFormat(const DecoderModel& model, const std::vector<uint32_t>& prompt,
+                                            const std::vector<uint32_t>& continuation, const std::string& label) {
+  threading::ThreadPool pool(2);
+  for (WeightFormat format : kAll) {
+    const auto oracle =
+        SessionLogits(model, prompt, continuation, Engine(Backend::kReference, Precision::kF64, format));
+    const auto fast =
+        SessionLogits(model, prompt, continuation, Engine(Backend::kFast, Precision::kF32, format, &pool));
+    EXPECT_LE(MaxAbsDiff(fast, oracle), 1e-4) << label << " " << WeightFormatName(format);
+  }
+}
+
 class CompressedGgufTest : public ::testing::TestWithParam<std::string> {};
 
 // The GGUF fixtures, as stored (their bf16/f16/q8_0/q4_0 tensors repacked
@@ -180,14 +194,7 @@ TEST_P(CompressedGgufTest, FastMatchesTheOracleAsStoredAndConverted) {
   const DecoderModel& model = loaded->model;
   const std::vector<uint32_t> prompt = {1, 450, 4996, 17354, 1701, 432, 17204};
   const std::vector<uint32_t> continuation = {975, 278, 17366};
-  threading::ThreadPool pool(2);
-  for (WeightFormat format : kAll) {
-    const auto oracle =
-        SessionLogits(model, prompt, continuation, Engine(Backend::kReference, Precision::kF64, format));
-    const auto fast =
-        SessionLogits(model, prompt, continuation, Engine(Backend::kFast, Precision::kF32, format, &pool));
-    EXPECT_LE(MaxAbsDiff(fast, oracle), 1e-4) << GetParam() << " " << WeightFormatName(format);
-  }
+  ExpectFastWithinTheOracleInEveryFormat(model, prompt, continuation, GetParam());
   // As stored, a compressed file keeps its own type for every matrix.
   const std::vector<MatrixWeightFormat> plan = PlanWeightFormats(model, WeightFormat::kAsStored);
   const std::optional<WeightFormat> stored = ParseWeightFormat(GetParam());
@@ -217,14 +224,7 @@ TEST_P(CompressedKQuantGgufTest, FastMatchesTheOracleAsStoredAndConverted) {
   ASSERT_TRUE(loaded) << loaded.error().message();
   const DecoderModel& model = loaded->model;
   const std::vector<uint32_t> prompt = Tokens(19, 3, 512), continuation = Tokens(3, 5, 512);
-  threading::ThreadPool pool(2);
-  for (WeightFormat format : kAll) {
-    const auto oracle =
-        SessionLogits(model, prompt, continuation, Engine(Backend::kReference, Precision::kF64, format));
-    const auto fast =
-        SessionLogits(model, prompt, continuation, Engine(Backend::kFast, Precision::kF32, format, &pool));
-    EXPECT_LE(MaxAbsDiff(fast, oracle), 1e-4) << GetParam() << " " << WeightFormatName(format);
-  }
+  ExpectFastWithinTheOracleInEveryFormat(model, prompt, continuation, GetParam());
   size_t k_quant = 0;
   for (const MatrixWeightFormat& matrix : PlanWeightFormats(model, WeightFormat::kAsStored)) {
     EXPECT_FALSE(matrix.fallback) << matrix.name;
