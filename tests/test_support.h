@@ -14,32 +14,13 @@
 #include <string>
 #include <vector>
 
-// Sanitizers reserve terabytes of shadow memory and ASan's quarantine keeps freed
-// blocks resident: no address-space limit or peak-RSS bound means anything there.
-// (clang < 17 does not define __SANITIZE_ADDRESS__; __has_feature is its spelling.)
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define KVRT_SANITIZER_BUILD 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define KVRT_SANITIZER_BUILD 1
-#endif
-#endif
+#include "sanitizer_build.h"
 
 namespace kvrt::testing {
 
-// Loops that run a whole fixture set through the CLI or a generation (every golden
-// prefix, every recorded chat template) check each case's values in the release
-// build. A sanitizer build looks for memory errors and races, which the same code
-// path shows on a sample: it takes every kSanitizerCaseStride-th case, so that CI's
-// sanitizer stages stay within its time (see .ci/run).
-#if defined(KVRT_SANITIZER_BUILD)
-inline constexpr size_t kSanitizerCaseStride = 8;
-#else
-inline constexpr size_t kSanitizerCaseStride = 1;
-#endif
-
-// Whether case `index` of such a loop runs in this build.
-inline bool CaseRunsInThisBuild(size_t index) { return index % kSanitizerCaseStride == 0; }
+// Sampling under sanitizers: see sanitizer_build.h.
+using sanitizer_build::CaseRunsInThisBuild;
+using sanitizer_build::kSanitizerCaseStride;
 
 inline std::string FixturePath(const std::string& relative) {
   return std::string(KVRT_FIXTURES_DIR) + "/" + relative;
