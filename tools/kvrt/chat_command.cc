@@ -41,9 +41,10 @@ constexpr FlagSpec kCommandFlags[] = {
     {"help", false, "show this help"},
 };
 constexpr auto kFlags = [] {
-  std::array<FlagSpec, std::size(kCommandFlags) + std::size(kEngineFlags)> all{};
+  std::array<FlagSpec, std::size(kCommandFlags) + std::size(kContextFlags) + std::size(kEngineFlags)> all{};
   size_t i = 0;
   for (const FlagSpec& flag : kCommandFlags) all[i++] = flag;
+  for (const FlagSpec& flag : kContextFlags) all[i++] = flag;
   for (const FlagSpec& flag : kEngineFlags) all[i++] = flag;
   return all;
 }();
@@ -214,12 +215,15 @@ int RunChat(std::span<char* const> args) {
   if (!max_new_tokens) return ReportError(max_new_tokens.error());
   Result<uint64_t> seed = flags->Unsigned("seed", 0);
   if (!seed) return ReportError(seed.error());
+  Result<uint64_t> context_size = flags->Unsigned("ctx-size", 0);
+  if (!context_size) return ReportError(context_size.error());
   Result<EngineChoice> engine = EngineFromFlags(*flags);
   if (!engine) return ReportError(engine.error());
 
   Result<LoadedModel> loaded = LoadModel(*path);
   if (!loaded) return ReportError(loaded.error());
   if (!loaded->tokenizer) return ReportError(InvalidArgument(*path + " has no tokenizer to chat with"));
+  if (Result<void> fits = CheckContextSize(loaded->model, *context_size); !fits) return ReportError(fits.error());
   const Tokenizer& tokenizer = *loaded->tokenizer;
   Result<ChatTemplate> format = ChatTemplate::ForTokenizer(tokenizer);
   if (!format) return ReportError(format.error());
@@ -230,6 +234,7 @@ int RunChat(std::span<char* const> args) {
   if (!sampler) return ReportError(sampler.error());
   SessionOptions options;
   options.engine = engine->options;
+  options.capacity = *context_size;
   Result<Session> session = Session::Open(loaded->model, options);
   if (!session) return ReportError(session.error());
   CachedConversation conversation(*session);
