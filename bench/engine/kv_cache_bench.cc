@@ -112,9 +112,9 @@ void KvDecode(benchmark::State& state, const ModelShape* shape, KvType type, siz
     if (!ok) state.SkipWithError("decode failed");
   }
   roofline.Segment(static_cast<double>(steps) * step_bytes, seconds);
-  const double tokens = static_cast<double>(state.iterations());
-  state.SetItemsProcessed(static_cast<int64_t>(tokens));
-  state.counters["tokens_per_second"] = benchmark::Counter(tokens, benchmark::Counter::kIsRate);
+  const double steps_run = static_cast<double>(state.iterations());
+  state.SetItemsProcessed(static_cast<int64_t>(steps_run));
+  state.counters["tokens_per_second"] = benchmark::Counter(steps_run, benchmark::Counter::kIsRate);
   state.counters["roofline_fraction"] = roofline.MedianFraction();
   state.counters["read_bw_GBps"] = roofline.best_probe() / 1e9;
   state.counters["weights_and_kv_MB"] = step_bytes / 1e6;
