@@ -4,7 +4,8 @@
 usage: tools/check_layers.py [--graph]
 
 Each folder of runtime/src sits on a floor (FLOORS); simd/ and threading/ are
-the libraries beneath the runtime. An installed header (runtime/include/kvrt)
+the libraries beneath the runtime; machine/ (the FMA and bandwidth probes the
+benchmarks and `kvrt bench` share) sits on the thread pool, beside core/. An installed header (runtime/include/kvrt)
 belongs to the folder that implements it (OWNERS). A file may include its own
 folder and folders on lower floors, nothing else: no arrow runs back up and
 none runs sideways between folders of one floor. Prints every offending
@@ -21,7 +22,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 # Bottom to top; docs/architecture.md describes every folder.
 FLOORS = {
     "simd": 1, "threading": 1,
-    "core": 2,
+    "core": 2, "machine": 2,
     "tokenizer": 3, "model": 3,
     "weights": 4, "kv": 4, "chat": 4,
     "engine": 5,
@@ -52,7 +53,7 @@ INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 def folder_of_include(path):
     parts = path.split("/")
     if parts[0] == "kvrt":
-        if parts[1] in ("simd", "threading"):
+        if parts[1] in ("simd", "threading", "machine"):
             return parts[1]
         return OWNERS.get(parts[1], "<unowned kvrt/" + parts[1] + ">")
     if parts[0] in FLOORS and (ROOT / "runtime/src" / path).exists():
@@ -66,7 +67,7 @@ def sources():
             yield path, path.relative_to(ROOT / "runtime/src").parts[0]
     for path in sorted((ROOT / "runtime/include/kvrt").glob("*.h")):
         yield path, OWNERS.get(path.name, "<unowned kvrt/" + path.name + ">")
-    for library in ("simd", "threading"):
+    for library in ("simd", "threading", "machine"):
         for path in sorted((ROOT / library).rglob("*")):
             if path.suffix in (".h", ".cc"):
                 yield path, library

@@ -1,5 +1,17 @@
 #!/usr/bin/env python3
-"""Charts from one bench_engine JSON run, drawn by gnuplot (Debian: gnuplot-nox).
+"""Charts of benchmark runs.
+
+A `kvrt bench -o json` run (python3 only, no other program):
+
+    kvrt bench -m model.gguf -t 1,2 --sequences 1,4,16 -o json | tools/plot_bench.py - bench.svg
+    tools/plot_bench.py bench.json bench.svg
+
+writes one SVG of two panels: tokens/s against threads (a line per test,
+sequences, depth, weights and int8 choice) and tokens/s against sequences in
+flight (a line per test, threads, depth, weights and int8 choice), each point
+the mean of the row's runs with a bar of ± one standard deviation.
+
+One bench_engine JSON run, drawn by gnuplot (Debian: gnuplot-nox):
 
     build/release/bench/bench_engine --benchmark_format=json > engine.json
     tools/plot_bench.py engine.json docs/
@@ -11,7 +23,9 @@ writes
                         against concurrent sequences (BatchedDecode rows)
 Medians of the repetitions are plotted when the run has them.
 """
+import html
 import json
+import math
 import os
 import re
 import shutil
@@ -121,9 +135,130 @@ unset logscale
 """
 
 
+# --- kvrt bench runs: SVG written here, python3 only ---------------------------
+
+COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
+           "#7f7f7f", "#bcbd22"]
+
+
+def kvrt_bench_rows(run):
+    """The mean aggregate of every row of a kvrt bench JSON run, with its threads."""
+    rows = []
+    for entry in run["benchmarks"]:
+        if entry.get("aggregate_name") != "mean":
+            continue
+        threads = int(re.search(r"/threads:(\d+)/", entry["run_name"]).group(1))
+        rows.append(dict(entry, bench_threads=threads))
+    return rows
+
+
+def series(rows, x_key, label_keys):
+    """label -> sorted [(x, mean tokens/s, stddev)] over the rows that differ only in x_key."""
+    lines = {}
+    for row in rows:
+        label = ", ".join(row[key] if key == "test" else f"{key} {int(row[key]) if isinstance(row[key], bool) else row[key]}"
+                          for key in label_keys)
+        lines.setdefault(label, []).append(
+            (row[x_key], row["tokens_per_second"], row["tokens_per_second_stddev"]))
+    return {label: sorted(points) for label, points in lines.items()}
+
+
+def nice_ceiling(value):
+    """The smallest 1, 2 or 5 × 10^k at or above value."""
+    if value <= 0:
+        return 1.0
+    power = 10 ** math.floor(math.log10(value))
+    for step in (1, 2, 5, 10):
+        if step * power >= value:
+            return step * power
+    return 10 * power
+
+
+def panel(lines, x_title, left, top, width, height, colours):
+    """SVG of one panel: x positions evenly spaced over the distinct x values (threads
+    and sequences grow in powers), y linear from 0."""
+    xs = sorted({x for points in lines.values() for x, _, _ in points})
+    y_max = nice_ceiling(1.05 * max((rate + stddev for points in lines.values() for _, rate, stddev in points),
+                                    default=1.0))
+    def px(x):
+        return left + (width * (xs.index(x) + 0.5) / len(xs))
+    def py(y):
+        return top + height - height * y / y_max
+    out = [f'<rect x="{left}" y="{top}" width="{width}" height="{height}" fill="none" stroke="#444"/>']
+    for i in range(6):
+        y = y_max * i / 5
+        out.append(f'<line x1="{left}" y1="{py(y):.1f}" x2="{left + width}" y2="{py(y):.1f}" stroke="#ddd"/>')
+        out.append(f'<text x="{left - 6}" y="{py(y) + 4:.1f}" text-anchor="end">{y:g}</text>')
+    for x in xs:
+        out.append(f'<text x="{px(x):.1f}" y="{top + height + 18}" text-anchor="middle">{x}</text>')
+    out.append(f'<text x="{left + width / 2}" y="{top + height + 38}" text-anchor="middle">{x_title}</text>')
+    out.append(f'<text transform="translate({left - 48},{top + height / 2}) rotate(-90)" '
+               f'text-anchor="middle">tokens/s (mean ± stddev)</text>')
+    for label, points in lines.items():
+        colour = colours[label]
+        path = " ".join(f"{px(x):.1f},{py(rate):.1f}" for x, rate, _ in points)
+        out.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2"/>')
+        for x, rate, stddev in points:
+            out.append(f'<line x1="{px(x):.1f}" y1="{py(rate - stddev):.1f}" x2="{px(x):.1f}" '
+                       f'y2="{py(rate + stddev):.1f}" stroke="{colour}"/>')
+            out.append(f'<circle cx="{px(x):.1f}" cy="{py(rate):.1f}" r="3.5" fill="{colour}"/>')
+    return out
+
+
+def kvrt_bench_svg(run):
+    rows = kvrt_bench_rows(run)
+    if not rows:
+        raise ValueError("the run has no rows")
+    by_threads = series(rows, "bench_threads", ["test", "sequences", "depth", "weights", "int8_activations"])
+    by_sequences = series(rows, "sequences", ["test", "bench_threads", "depth", "weights", "int8_activations"])
+    labels = sorted(set(by_threads) | set(by_sequences))
+    colours = {label: COLOURS[i % len(COLOURS)] for i, label in enumerate(labels)}
+    legend_rows = len(by_threads) + len(by_sequences)
+    width, panel_width, panel_height, top = 1100, 440, 300, 60
+    height = top + panel_height + 60 + 18 * legend_rows + 30
+    context = run.get("context", {})
+    facts = context.get("kvrt", {})
+    title = (f"kvrt bench: {os.path.basename(str(context.get('model', '')))} — commit {facts.get('commit', '?')}, "
+             f"{facts.get('simd_target', '?')}, {context.get('cpu_model', '?')}, {context.get('num_cpus', '?')} cores")
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+           f'font-family="sans-serif" font-size="12">',
+           f'<rect width="{width}" height="{height}" fill="white"/>',
+           f'<text x="{width / 2}" y="24" text-anchor="middle" font-size="15">{html.escape(title)}</text>']
+    panels = [(by_threads, "threads", 80), (by_sequences, "sequences in flight", 80 + panel_width + 110)]
+    for lines, x_title, left in panels:
+        out.extend(panel(lines, x_title, left, top, panel_width, panel_height, colours))
+    y = top + panel_height + 70
+    for heading, lines in (("against threads:", by_threads), ("against sequences:", by_sequences)):
+        out.append(f'<text x="80" y="{y}" font-weight="bold">{heading}</text>')
+        y += 18
+        for label in lines:
+            label_text = label.replace("bench_threads", "threads").replace("int8_activations", "int8")
+            out.append(f'<rect x="90" y="{y - 10}" width="14" height="10" fill="{colours[label]}"/>')
+            out.append(f'<text x="110" y="{y}">{html.escape(label_text)}</text>')
+            y += 18
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
 def main():
     if len(sys.argv) != 3:
         sys.exit(__doc__)
+    source = sys.argv[1]
+    if source == "-" or source.endswith(".json"):
+        try:
+            with (sys.stdin if source == "-" else open(source)) as f:
+                run = json.load(f)
+        except (OSError, ValueError) as problem:
+            sys.exit(f"error: {source} is not a readable JSON run: {problem}")
+        if isinstance(run, dict) and run.get("context", {}).get("executable") == "kvrt bench":
+            try:
+                svg = kvrt_bench_svg(run)
+            except (KeyError, TypeError, ValueError, AttributeError) as problem:
+                sys.exit(f"error: {source} is not a readable kvrt bench run: {problem}")
+            with open(sys.argv[2], "w") as f:
+                f.write(svg)
+            print("wrote", sys.argv[2])
+            return
     # Check for gnuplot first: without it the run would end in a FileNotFoundError
     # traceback after the data files were already written.
     if shutil.which("gnuplot") is None:

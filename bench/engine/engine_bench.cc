@@ -35,7 +35,7 @@
 #include "engine_benchmarks.h"
 #include "kv/decoder_kv_cache.h"
 #include "session/decoder_kv_session.h"
-#include "machine_limits.h"
+#include "kvrt/machine/machine_limits.h"
 #include "paired_roofline.h"
 #include "synthetic_models.h"
 
@@ -45,8 +45,8 @@ namespace {
 // Pages in (once) the buffer the read-bandwidth probe streams.
 const void* BandwidthBuffer() {
   static void* buffer = [] {
-    void* memory = std::aligned_alloc(64, BandwidthProbeBytes());
-    std::memset(memory, 1, BandwidthProbeBytes());
+    void* memory = std::aligned_alloc(64, machine::BandwidthProbeBytes());
+    std::memset(memory, 1, machine::BandwidthProbeBytes());
     return memory;
   }();
   return buffer;
@@ -139,11 +139,11 @@ void EndToEndDecode(benchmark::State& state, const ModelShape* shape, threading:
   BenchSession bound(model, pool);
   const std::vector<uint32_t> prompt = PromptTokens(kPrompt + kDecodesPerPrompt, shape->vocab);
   const double weight_bytes = WeightBytesPerToken(model);
-  const double dram_bandwidth = MeasureReadBytesPerSecond(*pool, BandwidthBuffer(), BandwidthProbeBytes());
+  const double dram_bandwidth = machine::MeasureReadBytesPerSecond(*pool, BandwidthBuffer(), machine::BandwidthProbeBytes());
   // The roofline reads as many bytes as a step reads weights: from the LLC as far
   // as they fit there, which a DRAM-sized probe would not credit. It is probed
   // around every run of decode steps (paired_roofline.h).
-  PairedRoofline roofline([&] { return MeasureSizedReadBytesPerSecond(*pool, static_cast<size_t>(weight_bytes)); });
+  PairedRoofline roofline([&] { return machine::MeasureSizedReadBytesPerSecond(*pool, static_cast<size_t>(weight_bytes)); });
   if (roofline.last_probe() <= 0) state.SkipWithError("no buffer for the bandwidth probe");
   uint64_t regions = 0;  // parallel loops of the timed decode steps
   const double step_seconds =
@@ -164,7 +164,7 @@ void EndToEndDecode(benchmark::State& state, const ModelShape* shape, threading:
   // (most regions of a 15M step have 3–12, attention one a head, the head 125) times
   // the regions of a step, over the step's time: the most that fusing regions could
   // save.
-  const double region_seconds = MeasureRegionSeconds(*pool, 8);
+  const double region_seconds = machine::MeasureRegionSeconds(*pool, 8);
   state.counters["empty_region_us"] = region_seconds * 1e6;
   if (step_seconds > 0) {
     state.counters["region_share_of_step"] = static_cast<double>(regions) * region_seconds / step_seconds;
@@ -176,7 +176,7 @@ void EndToEndPrefill(benchmark::State& state, const ModelShape* shape, threading
   const DecoderModel& model = SyntheticModel(*shape);
   BenchSession bound(model, pool);
   const std::vector<uint32_t> prompt = PromptTokens(kTokens, shape->vocab);
-  const double peak = MeasureFmaFlopsPerSecond(*pool);
+  const double peak = machine::MeasureFmaFlopsPerSecond(*pool);
   for (auto _ : state) bound.Prefill(prompt);
   const double roofline = peak / (2.0 * ParameterCount(model));
   SetTokenRates(state, static_cast<double>(kTokens * state.iterations()), roofline);

@@ -25,7 +25,7 @@
 #include "engine_benchmarks.h"
 #include "kv/decoder_kv_cache.h"
 #include "kv/kv_element.h"
-#include "machine_limits.h"
+#include "kvrt/machine/machine_limits.h"
 #include "paired_roofline.h"
 #include "session/decoder_kv_session.h"
 #include "synthetic_models.h"
@@ -94,7 +94,7 @@ void KvDecode(benchmark::State& state, const ModelShape* shape, KvType type, siz
   const double weight_bytes = FormatWeightBytes(model, kWeights);
   const double kv_bytes = KvBytesPerStep(model, type, depth);
   const double step_bytes = weight_bytes + kv_bytes;
-  PairedRoofline roofline([&] { return MeasureSizedReadBytesPerSecond(*pool, static_cast<size_t>(step_bytes)); });
+  PairedRoofline roofline([&] { return machine::MeasureSizedReadBytesPerSecond(*pool, static_cast<size_t>(step_bytes)); });
   double seconds = 0;
   size_t steps = 0;
   for (auto _ : state) {

@@ -21,7 +21,7 @@
 #include "engine_benchmarks.h"
 #include "kv/decoder_kv_cache.h"
 #include "session/decoder_kv_session.h"
-#include "machine_limits.h"
+#include "kvrt/machine/machine_limits.h"
 #include "synthetic_models.h"
 
 namespace kvrt::bench {
@@ -50,12 +50,12 @@ void PrefillScaling(benchmark::State& state, const ModelShape* shape, size_t tok
   for (auto _ : state) {
     auto run_one = [&] {
       prefill.one_thread += SecondsOf([&] { one.Prefill(prompt); });
-      probe.one_thread += SecondsOf([&] { ParallelFmaProbe(*one_thread, rounds, &sink); });
+      probe.one_thread += SecondsOf([&] { machine::ParallelFmaProbe(*one_thread, rounds, &sink); });
     };
     auto run_two = [&] {
       prefill.two_threads += SecondsOf([&] { two.Prefill(prompt); });
       // Twice the work on two threads: its time per unit of work is halved.
-      probe.two_threads += SecondsOf([&] { ParallelFmaProbe(*two_threads, 2 * rounds, &sink); }) / 2.0;
+      probe.two_threads += SecondsOf([&] { machine::ParallelFmaProbe(*two_threads, 2 * rounds, &sink); }) / 2.0;
     };
     alternate(run_one, run_two);
   }

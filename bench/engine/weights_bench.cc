@@ -38,7 +38,7 @@
 #include "kvrt/simd/compressed_matrix.h"
 #include "kvrt/simd/packed_matrix.h"
 #include "kvrt/weight_format.h"
-#include "machine_limits.h"
+#include "kvrt/machine/machine_limits.h"
 #include "paired_roofline.h"
 #include "weights/compressed_format.h"
 #include "synthetic_models.h"
@@ -94,7 +94,7 @@ void WeightsDecode(benchmark::State& state, const ModelShape* shape, WeightForma
   BenchSession bound(model, pool, options);
   const std::vector<uint32_t> prompt = PromptTokens(kPrompt + kDecodesPerPrompt, shape->vocab);
   const double weight_bytes = FormatWeightBytes(model, format);
-  PairedRoofline roofline([&] { return MeasureSizedReadBytesPerSecond(*pool, static_cast<size_t>(weight_bytes)); });
+  PairedRoofline roofline([&] { return machine::MeasureSizedReadBytesPerSecond(*pool, static_cast<size_t>(weight_bytes)); });
   if (roofline.last_probe() <= 0) {
     state.SkipWithError("no buffer for the bandwidth probe");
     return;
@@ -121,7 +121,7 @@ void WeightsDecode(benchmark::State& state, const ModelShape* shape, WeightForma
   //              (int8 activations take four per lane of VPDPBUSD: not reported).
   state.counters["kv_bound"] = weight_bytes / (weight_bytes + kv_bytes);
   if (!int8_activations) {
-    const double weights_per_second = MeasureFmaFlopsPerSecond(*pool) / 2.0;
+    const double weights_per_second = machine::MeasureFmaFlopsPerSecond(*pool) / 2.0;
     const double bytes_per_weight = weight_bytes / FormatWeightCount(model, format);
     state.counters["fma_bound"] = weights_per_second * bytes_per_weight / bandwidth;
   }
@@ -146,7 +146,7 @@ void WeightsPrefill(benchmark::State& state, const ModelShape* shape, WeightForm
   BenchSession bound(model, pool, options);
   const std::vector<uint32_t> prompt = PromptTokens(kTokens, shape->vocab);
   const double flops = PrefillFlops(*shape, kTokens);
-  PairedRoofline roofline([&] { return MeasureFmaFlopsPerSecond(*pool); });
+  PairedRoofline roofline([&] { return machine::MeasureFmaFlopsPerSecond(*pool); });
   for (auto _ : state) {
     const double seconds = SecondsOf([&] { bound.Prefill(prompt); });
     state.PauseTiming();

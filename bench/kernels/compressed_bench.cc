@@ -31,7 +31,7 @@
 #include "kvrt/simd/int8_activations.h"
 #include "kvrt/simd/matmul.h"
 #include "kvrt/simd/matvec.h"
-#include "machine_limits.h"
+#include "kvrt/machine/machine_limits.h"
 #include "packed_weights.h"
 
 namespace kvrt::bench {
@@ -129,7 +129,7 @@ void RegisterRoofline(CompressedFormat type, size_t rows, size_t cols, threading
       benchmark::ClobberMemory();
     };
     uint32_t checksum = 0;
-    auto read = [&] { checksum += ParallelChunkedRead(pool, w.storage.get(), w.bytes, PanelTasks(panels)); };
+    auto read = [&] { checksum += machine::ParallelChunkedRead(pool, w.storage.get(), w.bytes, PanelTasks(panels)); };
     matvec();  // both sides start from the same, warm cache
     read();
     double matvec_seconds = 0, read_seconds = 0;
@@ -276,7 +276,7 @@ void RegisterModelWalk(std::optional<CompressedFormat> compressed, const WalkSha
     auto read = [&] {
       for (const auto& w : walk) {
         const size_t tasks = PanelTasks(w->panels());
-        checksum += ParallelChunkedRead(pool, w->data(), w->bytes(), tasks);
+        checksum += machine::ParallelChunkedRead(pool, w->data(), w->bytes(), tasks);
       }
     };
     matvec();
@@ -293,7 +293,7 @@ void RegisterModelWalk(std::optional<CompressedFormat> compressed, const WalkSha
     state.counters["read_bw_bytes/s"] = total * iterations / read_seconds;
     state.counters["matvec_bytes/s"] = total * iterations / matvec_seconds;
     state.counters["weight_bytes"] = total;
-    const double sized = MeasureSizedReadBytesPerSecond(pool, static_cast<size_t>(total));
+    const double sized = machine::MeasureSizedReadBytesPerSecond(pool, static_cast<size_t>(total));
     state.counters["sized_probe_bytes/s"] = sized;
     state.counters["fraction_of_sized_probe"] = total * iterations / matvec_seconds / sized;
   }));
@@ -336,7 +336,7 @@ void RegisterMatMul(CompressedFormat type, size_t m, size_t rows, size_t cols,
     const auto a = RandomRow<float>(m * rows, -1, 1);
     auto c = RandomRow<float>(m * cols, 0, 1);
     QuantizedRows quantized(m, rows);
-    const double peak = MeasureFmaFlopsPerSecond(pool);
+    const double peak = machine::MeasureFmaFlopsPerSecond(pool);
     const LoopClock clock;
     for (auto _ : state) {
       if (activations == Activations::kInt8) {

@@ -19,7 +19,7 @@ void RegisterAttentionBenchmarks();
 
 // PackMatrix, and MatVec with weights cached and not in cache (1 and 2 threads); the
 // not-in-cache rows report read_bw_fraction against the read bandwidth measured
-// right before their timed loop (machine_limits.h).
+// right before their timed loop (kvrt/machine/machine_limits.h).
 void RegisterMatVecBenchmarks(threading::ThreadPool& one_thread,
                               threading::ThreadPool& two_threads);
 

@@ -9,7 +9,7 @@
 #include "hwy/aligned_allocator.h"
 #include "kernel_bench_support.h"
 #include "kernel_benchmarks.h"
-#include "machine_limits.h"
+#include "kvrt/machine/machine_limits.h"
 
 namespace kvrt::bench {
 namespace {
@@ -21,14 +21,14 @@ void RegisterFmaPeak(threading::ThreadPool& pool) {
   Timed(benchmark::RegisterBenchmark(name.c_str(), [&pool](State& state) {
     float sink = 0;
     size_t flops = 0;
-    for (auto _ : state) flops += ParallelFmaProbe(pool, 1'600'000, &sink);
+    for (auto _ : state) flops += machine::ParallelFmaProbe(pool, 1'600'000, &sink);
     benchmark::DoNotOptimize(sink);
     state.counters["FLOP/s"] =
         benchmark::Counter(static_cast<double>(flops), benchmark::Counter::kIsRate);
   }));
 }
 
-// A buffer of BandwidthProbeBytes() shared by the bandwidth rows, filled on first use.
+// A buffer of machine::BandwidthProbeBytes() shared by the bandwidth rows, filled on first use.
 class ProbeBuffer {
  public:
   const void* data() {
@@ -38,7 +38,7 @@ class ProbeBuffer {
     }
     return words_.get();
   }
-  size_t bytes() const { return BandwidthProbeBytes(); }
+  size_t bytes() const { return machine::BandwidthProbeBytes(); }
 
  private:
   hwy::AlignedFreeUniquePtr<uint32_t[]> words_;
@@ -48,7 +48,7 @@ void RegisterReadBandwidth(threading::ThreadPool& pool, std::shared_ptr<ProbeBuf
   const std::string name = "MachineLimits/ReadBandwidth/threads:" + std::to_string(pool.threads());
   Timed(benchmark::RegisterBenchmark(name.c_str(), [&pool, buffer](State& state) {
     const void* data = buffer->data();
-    for (auto _ : state) benchmark::DoNotOptimize(ParallelStreamRead(pool, data, buffer->bytes()));
+    for (auto _ : state) benchmark::DoNotOptimize(machine::ParallelStreamRead(pool, data, buffer->bytes()));
     state.SetBytesProcessed(static_cast<int64_t>(buffer->bytes()) * state.iterations());
   }));
 }

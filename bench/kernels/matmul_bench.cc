@@ -6,7 +6,7 @@
 
 #include "kernel_bench_support.h"
 #include "kernel_benchmarks.h"
-#include "machine_limits.h"
+#include "kvrt/machine/machine_limits.h"
 #include "kvrt/simd/matmul.h"
 #include "packed_weights.h"
 
@@ -28,7 +28,7 @@ void RegisterFastMatMul(size_t m, size_t rows, size_t cols, threading::ThreadPoo
     const auto a = RandomRow<T>(m * rows, -1, 1);
     auto c = RandomRow<T>(m * cols, 0, 1);
     // The f32 FMA peak of these threads now; an f64 FMA does half the FLOPs.
-    const double peak = MeasureFmaFlopsPerSecond(pool) * (sizeof(T) == 4 ? 1.0 : 0.5);
+    const double peak = machine::MeasureFmaFlopsPerSecond(pool) * (sizeof(T) == 4 ? 1.0 : 0.5);
     const LoopClock clock;
     for (auto _ : state) {
       ForEachPanelRange(pool, w.view.panels(), [&](size_t begin, size_t end) {

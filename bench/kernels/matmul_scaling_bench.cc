@@ -21,7 +21,7 @@
 #include "kernel_bench_support.h"
 #include "kernel_benchmarks.h"
 #include "kvrt/simd/matmul.h"
-#include "machine_limits.h"
+#include "kvrt/machine/machine_limits.h"
 #include "packed_weights.h"
 
 namespace kvrt::bench {
@@ -55,12 +55,12 @@ void RegisterMatMulScaling(size_t m, size_t rows, size_t cols, threading::Thread
     const size_t probe_rounds = m * rows * cols / 512;
     float sink = 0;
     auto probe = [&](threading::ThreadPool& pool) {
-      ThreadedFmaProbe(pool.threads(), probe_rounds * pool.threads(), &sink);
+      machine::ThreadedFmaProbe(pool.threads(), probe_rounds * pool.threads(), &sink);
     };
     // The same arithmetic as pool tasks (ParallelFmaProbe: 16 equal tasks), the
     // pool's scaling at this moment.
     auto pool_probe = [&](threading::ThreadPool& pool) {
-      ParallelFmaProbe(pool, probe_rounds * pool.threads(), &sink);
+      machine::ParallelFmaProbe(pool, probe_rounds * pool.threads(), &sink);
     };
     ScalingSides kernel, arithmetic, pool_arithmetic;
     Alternation alternate;

@@ -7,7 +7,7 @@
 
 #include "kernel_bench_support.h"
 #include "kernel_benchmarks.h"
-#include "machine_limits.h"
+#include "kvrt/machine/machine_limits.h"
 #include "kvrt/simd/matvec.h"
 #include "kvrt/simd/pack_matrix.h"
 #include "packed_weights.h"
@@ -78,7 +78,7 @@ void RegisterColdMatVec(size_t rows, size_t cols, threading::ThreadPool& pool,
     auto y = RandomRow<T>(cols, 0, 1);
     const size_t panels = copies[0].panels();
     // The read bandwidth of these threads now, over the same memory.
-    const double bandwidth = MeasureReadBytesPerSecond(pool, arena->data(), arena->bytes());
+    const double bandwidth = machine::MeasureReadBytesPerSecond(pool, arena->data(), arena->bytes());
     size_t next = 0;
     const LoopClock clock;
     for (auto _ : state) {
@@ -113,7 +113,7 @@ void RegisterAllForType(threading::ThreadPool& one_thread, threading::ThreadPool
 void RegisterMatVecBenchmarks(threading::ThreadPool& one_thread,
                               threading::ThreadPool& two_threads) {
   // More than twice the last-level cache, as the issue asks (2.5× leaves margin).
-  auto arena = std::make_shared<ColdWeightArena>(LastLevelCacheBytes() * 5 / 2);
+  auto arena = std::make_shared<ColdWeightArena>(machine::LastLevelCacheBytes() * 5 / 2);
   RegisterPackMatrix(768, 2048);
   RegisterAllForType<float>(one_thread, two_threads, arena);
   RegisterAllForType<double>(one_thread, two_threads, arena);

@@ -106,6 +106,55 @@ TEST_F(BenchCompareTest, ANoisyRunWidensTheAllowedSlowdownUpToACap) {
   EXPECT_EQ(RunKvrt({"bench-compare", wild_base, wild, "--max-noise", "1.5"}).status, 2);
 }
 
+// One benchmark with the given repetitions (ns), their median and a cv aggregate.
+Json SampledRun(const std::string& name, const std::vector<double>& samples_ns, double cv) {
+  Json rows = Json::array();
+  for (size_t i = 0; i < samples_ns.size(); ++i) {
+    rows.push_back({{"name", name}, {"run_name", name}, {"run_type", "iteration"}, {"repetition_index", i},
+                    {"real_time", samples_ns[i]}, {"time_unit", "ns"}});
+  }
+  std::vector<double> sorted = samples_ns;
+  std::sort(sorted.begin(), sorted.end());
+  rows.push_back({{"name", name + "_median"}, {"run_name", name}, {"run_type", "aggregate"},
+                  {"aggregate_name", "median"}, {"real_time", sorted[sorted.size() / 2]}, {"time_unit", "ns"}});
+  rows.push_back({{"name", name + "_cv"}, {"run_name", name}, {"run_type", "aggregate"}, {"aggregate_name", "cv"},
+                  {"real_time", cv}, {"time_unit", "ns"}});
+  return {{"context", {{"num_cpus", 2}}}, {"benchmarks", rows}};
+}
+
+TEST_F(BenchCompareTest, WithEnoughRepetitionsASlowdownMustAlsoBeSignificant) {
+  const std::vector<double> base = {1000, 1002, 1004, 1006, 1008, 1010, 1012, 1014, 1016};
+  const std::string baseline = Write("base.json", SampledRun("Decode", base, 0.05));
+  // 12 % slower with tight samples: every current repetition is slower than every
+  // baseline one (U = 81 of 81, p < 0.001). The cv aggregate of 5 % alone would
+  // have allowed 1 + 3 · √2 · 5 % = 21 %; the U test catches it.
+  std::vector<double> tight;
+  for (double time : base) tight.push_back(time * 1.12);
+  const std::string slower = Write("slower.json", SampledRun("Decode", tight, 0.05));
+  const CliRun regression = RunKvrt({"bench-compare", baseline, slower});
+  EXPECT_EQ(regression.status, 1) << regression.out;
+  EXPECT_NE(regression.out.find("SLOWER"), std::string::npos) << regression.out;
+  EXPECT_NE(regression.out.find("U test p"), std::string::npos) << regression.out;
+  // The same slowdown at a stricter significance level is still significant; below
+  // the threshold it is not a regression however significant.
+  EXPECT_EQ(RunKvrt({"bench-compare", baseline, slower, "--alpha", "0.001"}).status, 1);
+  EXPECT_EQ(RunKvrt({"bench-compare", baseline, slower, "--threshold", "0.15"}).status, 0);
+
+  // A noisy neighbour: the current run's median is 15 % higher, but its repetitions
+  // overlap the baseline's (a burst landed on some of them): not significant, a pass.
+  const std::vector<double> wide_base = {600, 700, 800, 900, 1000, 1100, 1200, 1300, 1400};
+  const std::vector<double> noisy = {650, 750, 850, 950, 1150, 1250, 1350, 1450, 1550};
+  const std::string wide = Write("wide.json", SampledRun("Decode", wide_base, 0.01));
+  const std::string neighbour = Write("neighbour.json", SampledRun("Decode", noisy, 0.01));
+  const CliRun pass = RunKvrt({"bench-compare", wide, neighbour});
+  EXPECT_EQ(pass.status, 0) << pass.out;
+  EXPECT_EQ(pass.out.find("SLOWER"), std::string::npos) << pass.out;
+
+  // --alpha belongs to the two-run comparison and must be a probability.
+  EXPECT_EQ(RunKvrt({"bench-compare", baseline, slower, "--alpha", "0"}).status, 2);
+  EXPECT_EQ(RunKvrt({"bench-compare", baseline, slower, "--alpha", "1.5"}).status, 2);
+}
+
 TEST_F(BenchCompareTest, TheTwoRunsMustHoldTheSameBenchmarks) {
   const std::string both = Write("both.json", RunJson({{"Decode", 1000}, {"Prefill", 5000}}));
   const std::string decode_only = Write("decode.json", RunJson({{"Decode", 1000}}));

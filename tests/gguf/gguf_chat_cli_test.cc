@@ -121,6 +121,34 @@ TEST(GgufChatCli, EachTurnForwardsOnlyTheTokensTheCacheLacks) {
   }
 }
 
+// kvrt chat samples with generate's sampler set: one turn of a chat is the reply
+// `generate --chat` gives with the same flags and seed (the penalties see the
+// same rendered prompt), and the flags are checked the same way.
+TEST(GgufChatCli, ChatSamplesWithGeneratesSamplerFlags) {
+  const std::string model = Fixture("qwen2-f32.gguf");
+  const std::vector<std::string> sampling = {"--temperature", "1.5",           "--top-p", "0.95", "--min-p",
+                                             "0.01",          "--repeat-penalty", "1.3",  "--seed", "7",
+                                             "--max-new-tokens", "12"};
+  std::vector<std::string> chat_args = {"--model", model, "--system", "Be brief."};
+  chat_args.insert(chat_args.end(), sampling.begin(), sampling.end());
+  const CliRun chat = RunChat(chat_args, "Hello there\n");
+  ASSERT_EQ(chat.status, 0) << chat.err;
+  std::vector<std::string> generate_args = {"generate", "--model", model,         "--chat",
+                                            "--system", "Be brief.", "--prompt", "Hello there"};
+  generate_args.insert(generate_args.end(), sampling.begin(), sampling.end());
+  const CliRun generate = RunKvrt(generate_args);
+  ASSERT_EQ(generate.status, 0) << generate.err;
+  ASSERT_FALSE(generate.out.empty());
+  EXPECT_EQ(chat.out.substr(0, 2), "> ");
+  EXPECT_EQ(chat.out.substr(2, generate.out.size()), generate.out);
+  // Another seed draws another reply (the sampling is not greedy in disguise).
+  chat_args[chat_args.size() - 3] = "8";
+  EXPECT_NE(RunChat(chat_args, "Hello there\n").out, chat.out);
+  const CliRun refused = RunChat({"--model", model, "--greedy", "--temperature", "0.5"}, "Hello\n");
+  EXPECT_EQ(refused.status, 2);
+  EXPECT_EQ(refused.err, "error: InvalidArgument: --greedy excludes --temperature and --top-k\n");
+}
+
 TEST(GgufChatCli, ChatNeedsAChatTemplate) {
   const CliRun run = RunChat({"--model", Fixture("kq-f32.gguf")}, "Hello\n");
   EXPECT_EQ(run.status, 2);

@@ -35,7 +35,6 @@ const Models& LoadModels(const FixtureType& t) {
 constexpr EngineOptions kFastF32{Backend::kFast, Precision::kF32, 0, nullptr};
 constexpr EngineOptions kReferenceF64{Backend::kReference, Precision::kF64, 0, nullptr};
 
-std::vector<uint32_t> Ids(const nlohmann::json& list) { return list.get<std::vector<uint32_t>>(); }
 
 class LlamaCppFixture : public ::testing::TestWithParam<FixtureType> {};
 
@@ -94,30 +93,8 @@ TEST_P(LlamaCppFixture, GreedyContinuationsAgreeWithLlamaCpp) {
   const nlohmann::json& json = LlamaCppLogits(t);
   const bool free_running = std::string(t.type) == "f32";
   for (const nlohmann::json& sequence : json["sequences"]) {
-    const std::vector<uint32_t> greedy = Ids(sequence["greedy"]);
-    const std::vector<double> margins = sequence["greedy_margin"].get<std::vector<double>>();
     for (const auto& [model, engine] : {std::pair{&models.panels, kFastF32}, std::pair{&models.dense, kReferenceF64}}) {
-      std::vector<uint32_t> tokens = Ids(sequence["tokens"]);
-      CacheOptions options;
-      options.precision = engine.precision;
-      DecoderKvCache cache = *DecoderKvCache::Create(*model, options);
-      DecoderKvSession session = *Bind(cache, *model, engine);
-      Result<StepOutput> step = session.Prefill(tokens);
-      ASSERT_TRUE(step) << step.error().Debug();
-      size_t compared = 0;
-      for (size_t i = 0; i < greedy.size(); ++i) {
-        const uint32_t ours = Argmax(std::vector<double>(step->logits.begin(), step->logits.end()));
-        if (free_running || margins[i] > 2 * t.bound) {
-          EXPECT_EQ(ours, greedy[i]) << t.type << " " << sequence["name"] << " step " << i << " engine "
-                                     << BackendName(engine.backend);
-          ++compared;
-        }
-        step = session.Decode(free_running ? ours : greedy[i]);
-        ASSERT_TRUE(step) << step.error().Debug();
-      }
-      std::printf("[ gguf ] %-5s %s %s: %zu of 24 greedy tokens compared\n", t.type,
-                  sequence["name"].get<std::string>().c_str(), std::string(BackendName(engine.backend)).c_str(),
-                  compared);
+      ExpectGreedyFollowsLlamaCpp(*model, engine, sequence, t.type, t.bound, free_running);
     }
   }
 }

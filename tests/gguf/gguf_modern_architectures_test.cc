@@ -54,7 +54,6 @@ EngineOptions Fast(threading::ThreadPool* pool = nullptr) {
 }
 constexpr EngineOptions kReferenceF64{Backend::kReference, Precision::kF64, 0, nullptr};
 
-std::vector<uint32_t> Ids(const nlohmann::json& list) { return list.get<std::vector<uint32_t>>(); }
 
 // Max |kvrt − llama.cpp| over every id llama.cpp recorded for one sequence.
 double CompareWithLlamaCpp(const Rows& ours, const nlohmann::json& sequence, const nlohmann::json& cols) {
@@ -116,29 +115,8 @@ TEST_P(ModernArchitecture, GreedyContinuationsEqualLlamaCpps) {
   const Models& models = LoadModels(t);
   const bool free_running = IsF32(t);
   for (const nlohmann::json& sequence : LlamaCppLogits(t)["sequences"]) {
-    const std::vector<uint32_t> greedy = Ids(sequence["greedy"]);
-    const std::vector<double> margins = sequence["greedy_margin"].get<std::vector<double>>();
     for (const auto& [model, engine] : {std::pair{&models.panels, Fast()}, std::pair{&models.dense, kReferenceF64}}) {
-      CacheOptions options;
-      options.precision = engine.precision;
-      DecoderKvCache cache = *DecoderKvCache::Create(*model, options);
-      DecoderKvSession session = *Bind(cache, *model, engine);
-      Result<StepOutput> step = session.Prefill(Ids(sequence["tokens"]));
-      ASSERT_TRUE(step) << step.error().Debug();
-      size_t compared = 0;
-      for (size_t i = 0; i < greedy.size(); ++i) {
-        const uint32_t ours = Argmax(std::vector<double>(step->logits.begin(), step->logits.end()));
-        if (free_running || margins[i] > 2 * t.bound) {
-          EXPECT_EQ(ours, greedy[i]) << t.type << " " << sequence["name"] << " step " << i << " engine "
-                                     << BackendName(engine.backend);
-          ++compared;
-        }
-        step = session.Decode(free_running ? ours : greedy[i]);
-        ASSERT_TRUE(step) << step.error().Debug();
-      }
-      std::printf("[ gguf ] %-14s %s %s: %zu of 24 greedy tokens compared\n", t.type,
-                  sequence["name"].get<std::string>().c_str(), std::string(BackendName(engine.backend)).c_str(),
-                  compared);
+      ExpectGreedyFollowsLlamaCpp(*model, engine, sequence, t.type, t.bound, free_running);
     }
   }
 }

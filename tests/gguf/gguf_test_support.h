@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdint>
 #include <fstream>
 #include <map>
@@ -100,6 +101,39 @@ inline uint32_t Argmax(const std::vector<double>& row) {
     if (row[i] > row[best]) best = i;
   }
   return static_cast<uint32_t>(best);
+}
+
+inline std::vector<uint32_t> Ids(const nlohmann::json& list) { return list.get<std::vector<uint32_t>>(); }
+
+// Greedy decoding of one fixture sequence against llama.cpp's recorded greedy
+// tokens. Free running (f32), every token must be llama.cpp's; otherwise the
+// session is fed llama.cpp's tokens and must pick the same one wherever llama.cpp's
+// winning margin exceeds twice the logit bound. Prints how many were compared.
+inline void ExpectGreedyFollowsLlamaCpp(const DecoderModel& model, const EngineOptions& engine,
+                                        const nlohmann::json& sequence, const char* type, double bound,
+                                        bool free_running) {
+  const std::vector<uint32_t> greedy = Ids(sequence["greedy"]);
+  const std::vector<double> margins = sequence["greedy_margin"].get<std::vector<double>>();
+  CacheOptions options;
+  options.precision = engine.precision;
+  DecoderKvCache cache = *DecoderKvCache::Create(model, options);
+  DecoderKvSession session = *Bind(cache, model, engine);
+  Result<StepOutput> step = session.Prefill(Ids(sequence["tokens"]));
+  ASSERT_TRUE(step) << step.error().Debug();
+  size_t compared = 0;
+  for (size_t i = 0; i < greedy.size(); ++i) {
+    const uint32_t ours = Argmax(std::vector<double>(step->logits.begin(), step->logits.end()));
+    if (free_running || margins[i] > 2 * bound) {
+      EXPECT_EQ(ours, greedy[i]) << type << " " << sequence["name"] << " step " << i << " engine "
+                                 << BackendName(engine.backend);
+      ++compared;
+    }
+    step = session.Decode(free_running ? ours : greedy[i]);
+    ASSERT_TRUE(step) << step.error().Debug();
+  }
+  std::printf("[ gguf ] %-14s %s %s: %zu of %zu greedy tokens compared\n", type,
+              sequence["name"].get<std::string>().c_str(), std::string(BackendName(engine.backend)).c_str(),
+              compared, greedy.size());
 }
 
 // A deliberately plain f64 llama forward pass over the dequantized tensors of a

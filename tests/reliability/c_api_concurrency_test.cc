@@ -1,6 +1,6 @@
-// One C session entered from two threads at once (issue 38: SIGSEGV, 3 runs out
-// of 3). Handles are not synchronized, but a session detects a second concurrent
-// entry with an atomic flag and refuses it with ConcurrentUse instead of letting
+// One C session, or one sampler, entered from two threads at once (issue 38:
+// SIGSEGV, 3 runs out of 3). Handles are not synchronized, but a session and a
+// sampler detect a second concurrent entry with an atomic flag and refuses it with ConcurrentUse instead of letting
 // two calls corrupt its state. The threads run in a forked child, so that a
 // crash fails the test instead of killing the test binary.
 #include <gtest/gtest.h>
@@ -82,6 +82,51 @@ TEST(CApiConcurrency, ASecondThreadInsideOneSessionGetsConcurrentUse) {
   std::fflush(nullptr);
   const pid_t pid = ::fork();
   if (pid == 0) ::_exit(HammerOneSession());
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_FALSE(WIFSIGNALED(status)) << "killed by signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+// Two threads sample, accept and reset one sampler (a hand-written decode loop
+// shared by mistake). Exit 0 when every call returned and at least one was
+// refused as concurrent; the rounds stop early once one was.
+int HammerOneSampler() {
+  constexpr size_t kVocabulary = 32000;
+  kvrt_sampler_params params = kvrt_sampler_params_default();
+  params.temperature = 0.8;
+  params.top_p = 0.9;
+  params.repeat_penalty = 1.1;
+  params.seed = 7;
+  kvrt_sampler* sampler = nullptr;
+  if (kvrt_sampler_create(&params, kVocabulary, &sampler) != nullptr) return 10;
+  std::vector<double> logits(kVocabulary);
+  for (size_t i = 0; i < kVocabulary; ++i) logits[i] = static_cast<double>((i * 7919) % 1000) / 100.0;
+  Counts counts;
+  std::barrier start(2);
+  auto work = [&] {
+    start.arrive_and_wait();
+    for (int round = 0; round < 20000 && (round < 50 || counts.concurrent.load() == 0); ++round) {
+      uint32_t token = 0;
+      Count(kvrt_sampler_sample(sampler, logits.data(), logits.size(), &token), counts);
+      Count(kvrt_sampler_accept(sampler, token), counts);
+      if (round % 16 == 0) kvrt_sampler_reset(sampler);
+    }
+  };
+  std::thread a(work), b(work);
+  a.join();
+  b.join();
+  kvrt_sampler_free(sampler);
+  std::printf("[ c api ] sampler: %d calls succeeded, %d refused as concurrent, %d other typed errors\n",
+              counts.succeeded.load(), counts.concurrent.load(), counts.other.load());
+  std::fflush(stdout);
+  return counts.concurrent.load() > 0 && counts.succeeded.load() > 0 && counts.other.load() == 0 ? 0 : 20;
+}
+
+TEST(CApiConcurrency, ASecondThreadInsideOneSamplerGetsConcurrentUse) {
+  std::fflush(nullptr);
+  const pid_t pid = ::fork();
+  if (pid == 0) ::_exit(HammerOneSampler());
   int status = 0;
   ::waitpid(pid, &status, 0);
   ASSERT_FALSE(WIFSIGNALED(status)) << "killed by signal " << WTERMSIG(status);

@@ -136,7 +136,9 @@ TEST(GenerationControlsTest, LogprobsAreTheTemperatureOneSoftmaxOfTheShapedLogit
     bool chosen_listed = false;
     for (size_t j = 0; j < all.size(); ++j) {
       total += std::exp(all[j].logprob);
-      if (j > 0) EXPECT_GE(all[j - 1].logprob, all[j].logprob);
+      if (j > 0) {
+        EXPECT_GE(all[j - 1].logprob, all[j].logprob);
+      }
       if (all[j].token_id == run->steps[i].token_id) {
         chosen_listed = true;
         EXPECT_EQ(std::bit_cast<uint64_t>(all[j].logprob), std::bit_cast<uint64_t>(*run->steps[i].logprob));

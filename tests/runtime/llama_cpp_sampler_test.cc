@@ -255,7 +255,9 @@ TEST(LlamaCppSamplerTest, CandidateSetsEqualLlamaCppsOnTheFixtureLogits) {
   // boundary and kvrt's f64 does not: never a difference of rules.
   size_t compared = 0, differing = 0, float32_misses = 0, sizes = 0;
   std::map<std::string, size_t> misses_by_setting;
+  size_t row_index = 0;
   for (const Row& row : rows) {
+    if (!testing::CaseRunsInThisBuild(row_index++)) continue;
     const bool full = !row.history.empty();
     std::vector<std::vector<uint32_t>> histories = full ? Histories(row) : std::vector<std::vector<uint32_t>>{{}};
     for (const std::vector<uint32_t>& history : histories) {

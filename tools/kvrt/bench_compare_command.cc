@@ -1,13 +1,19 @@
 // kvrt bench-compare: the performance regression gate over Google Benchmark JSON.
 //
-//   kvrt bench-compare BASELINE.json CURRENT.json [--threshold F] [--max-noise N]
-//                      [--allow-missing] [--allow-new]
-//     Per benchmark: the ratio of CURRENT's median time to BASELINE's. A slowdown
-//     fails when it exceeds max(F, min(3 × the combined coefficient of variation of
-//     the two runs' repetitions, N)): noise-aware, but a run too noisy to judge
-//     cannot excuse an arbitrary slowdown. Both runs must hold the same benchmarks:
-//     one missing from CURRENT or new in it is an input error unless allowed, and
-//     two runs with nothing in common never pass.
+//   kvrt bench-compare BASELINE.json CURRENT.json [--threshold F] [--alpha A]
+//                      [--max-noise N] [--allow-missing] [--allow-new]
+//     Per benchmark: the ratio of CURRENT's median time to BASELINE's, and a
+//     two-sided Mann–Whitney U test on the two runs' repetitions (mann_whitney.h).
+//     When the repetitions are enough for the test to reach A (default 0.05; 4
+//     against 4 are, 3 against 3 are not), a slowdown fails when the ratio exceeds
+//     1 + F AND the test finds the two runs different (p < A): a noisy neighbour
+//     that slowed one repetition does not fail a run that did not regress, and a
+//     10 % regression with tight samples does. With fewer repetitions the ratio
+//     is judged by the noise rule instead: it fails beyond 1 + max(F, min(3 × the
+//     combined coefficient of variation of the two runs' repetitions, N)). Both
+//     runs must hold the same benchmarks: one missing from CURRENT or new in it is
+//     an input error unless allowed, and two runs with nothing in common never pass.
+//     Both Google Benchmark JSON and `kvrt bench -o json` are read.
 //   kvrt bench-compare --gate GATE.json CURRENT.json...
 //     Ratios measured within CURRENT alone (one run, possibly several binaries:
 //     fast vs scalar twin, replay vs cached, one thread vs two), each checked
@@ -30,6 +36,7 @@
 #include "commands.h"
 #include "common.h"
 #include "json_file.h"
+#include "mann_whitney.h"
 #include "output.h"
 
 namespace kvrt::cli {
@@ -40,6 +47,7 @@ using Json = nlohmann::json;
 constexpr FlagSpec kFlags[] = {
     {"gate", true, "ratio gate file (JSON); compare ratios within CURRENT instead of two runs"},
     {"threshold", true, "smallest slowdown that fails, as a fraction (default 0.10)"},
+    {"alpha", true, "two runs: significance level of the Mann-Whitney U test on the repetitions (default 0.05)"},
     {"max-noise", true, "cap on the noise allowance 3 x cv, as a fraction (default 0.25)"},
     {"allow-missing", false, "a benchmark of BASELINE absent from CURRENT is reported, not an error"},
     {"allow-new", false, "a benchmark of CURRENT absent from BASELINE is reported, not an error"},
@@ -67,6 +75,7 @@ std::string JoinNames(const std::vector<std::string>& names) {
 
 struct CompareOptions {
   NoiseRule noise;
+  double alpha = 0.05;
   bool allow_missing = false;
   bool allow_new = false;
 };
@@ -81,7 +90,7 @@ int CompareRuns(const std::string& baseline_path, const std::string& current_pat
     if (!current->count(name)) missing.push_back(name);
   }
   int slower = 0, compared = 0;
-  PrintStdout("%-60s %12s %12s %8s %8s\n", "benchmark", "baseline", "current", "ratio", "allowed");
+  PrintStdout("%-60s %12s %12s %8s %8s %10s\n", "benchmark", "baseline", "current", "ratio", "allowed", "U test p");
   for (const auto& [name, now] : *current) {
     const auto before = baseline->find(name);
     if (before == baseline->end()) {
@@ -89,13 +98,27 @@ int CompareRuns(const std::string& baseline_path, const std::string& current_pat
       continue;
     }
     const double ratio = now.seconds / before->second.seconds;
-    const double allowed =
-        1.0 + options.noise.Tolerance(options.noise.threshold, CombinedCv(before->second.cv, now.cv));
-    const bool regression = ratio > allowed;
+    // The U test decides when the repetitions can reach the significance level;
+    // otherwise the noise rule's wider allowance stands in for it.
+    const bool testable = SmallestTwoSidedP(before->second.samples.size(), now.samples.size()) < options.alpha;
+    bool regression = false;
+    double allowed = 0;
+    std::string p_text = "-";
+    if (testable) {
+      const std::optional<MannWhitney> test = MannWhitneyTest(before->second.samples, now.samples);
+      allowed = 1.0 + options.noise.threshold;
+      regression = ratio > allowed && test->p_value < options.alpha;
+      char text[32];
+      std::snprintf(text, sizeof text, "%.4f", test->p_value);
+      p_text = text;
+    } else {
+      allowed = 1.0 + options.noise.Tolerance(options.noise.threshold, CombinedCv(before->second.cv, now.cv));
+      regression = ratio > allowed;
+    }
     slower += regression;
     ++compared;
-    PrintStdout("%-60s %12.4g %12.4g %8.3f %8.3f%s\n", name.c_str(), before->second.seconds, now.seconds, ratio,
-                allowed, regression ? "  SLOWER" : "");
+    PrintStdout("%-60s %12.4g %12.4g %8.3f %8.3f %10s%s\n", name.c_str(), before->second.seconds, now.seconds, ratio,
+                allowed, p_text.c_str(), regression ? "  SLOWER" : "");
   }
   for (const std::string& name : missing) PrintStdout("%-60s missing from CURRENT\n", name.c_str());
   for (const std::string& name : added) PrintStdout("%-60s new in CURRENT\n", name.c_str());
@@ -318,16 +341,20 @@ int RunBenchCompare(std::span<char* const> args) {
   if (!max_noise) return ReportError(max_noise.error());
   if (!(*max_noise >= 0 && *max_noise < 1)) return ReportError(InvalidArgument("--max-noise must be in [0, 1)"));
   const NoiseRule noise{*threshold, *max_noise};
+  Result<double> alpha = flags->Double("alpha", 0.05);
+  if (!alpha) return ReportError(alpha.error());
+  if (!(*alpha > 0 && *alpha < 1)) return ReportError(InvalidArgument("--alpha must be in (0, 1)"));
   const std::vector<std::string>& files = flags->positional();
   if (flags->Has("gate")) {
-    if (flags->Has("allow-missing") || flags->Has("allow-new")) {
-      return ReportError(InvalidArgument("--allow-missing and --allow-new compare two runs, not a --gate"));
+    if (flags->Has("allow-missing") || flags->Has("allow-new") || flags->Has("alpha")) {
+      return ReportError(InvalidArgument("--allow-missing, --allow-new and --alpha compare two runs, not a --gate"));
     }
     if (files.empty()) return ReportError(InvalidArgument("--gate needs the CURRENT.json file(s) of one run"));
     return CheckGate(*flags->Value("gate"), files, noise);
   }
   if (files.size() != 2) return ReportError(InvalidArgument("give BASELINE.json and CURRENT.json"));
-  return CompareRuns(files[0], files[1], CompareOptions{noise, flags->Has("allow-missing"), flags->Has("allow-new")});
+  return CompareRuns(files[0], files[1],
+                     CompareOptions{noise, *alpha, flags->Has("allow-missing"), flags->Has("allow-new")});
 }
 
 }  // namespace kvrt::cli

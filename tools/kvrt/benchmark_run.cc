@@ -55,6 +55,7 @@ Result<BenchmarkRun> ReadBenchmarkRun(const std::string& path) {
       row.cv = real_time->get<double>();
       continue;
     }
+    if (aggregate.empty()) row.samples.push_back(ToSeconds(real_time->get<double>(), TextField(entry, "time_unit")));
     // The median of the repetitions when there are some, else the single run.
     if (aggregate != "median" && (has_median.count(name) || !aggregate.empty())) continue;
     if (aggregate == "median") has_median.insert(name);

@@ -1,10 +1,12 @@
-// One Google Benchmark run (its --benchmark_format=json output) as bench-compare
-// needs it: per benchmark, the median time, the coefficient of variation of the
-// repetitions and the counters of the median row.
+// One Google Benchmark run (its --benchmark_format=json output, or `kvrt bench -o
+// json`) as bench-compare needs it: per benchmark, the median time, the coefficient
+// of variation of the repetitions, every repetition's time and the counters of the
+// median row.
 #pragma once
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "kvrt/error.h"
 
@@ -13,6 +15,7 @@ namespace kvrt::cli {
 struct BenchmarkRow {
   double seconds = 0;  // median real time (the single run without repetitions)
   double cv = 0;       // coefficient of variation of the repetitions, 0 without
+  std::vector<double> samples;  // seconds of every repetition ("iteration" rows), in file order
   std::map<std::string, double> counters;
 };
 

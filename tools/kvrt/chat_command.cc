@@ -14,12 +14,14 @@
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "chat_turns.h"
 #include "commands.h"
 #include "common.h"
+#include "generate_request.h"
 #include "kvrt/chat.h"
 #include "kvrt/load_model.h"
 #include "kvrt/model.h"
@@ -34,20 +36,32 @@ namespace {
 constexpr FlagSpec kCommandFlags[] = {
     {"model", true, "GGUF model file with a chat template (tokenizer.chat_template)"},
     {"system", true, "a system message that opens the conversation"},
-    {"max-new-tokens", true, "most tokens of one reply (default 512)"},
-    {"temperature", true, "sample with this temperature (needs --top-k); default greedy"},
-    {"top-k", true, "keep the k best tokens when sampling"},
-    {"seed", true, "SplitMix64 seed for sampling (default 0)"},
+    {"max-new-tokens", true, "most tokens of one reply (default 512)", 'n'},
+    {"seed", true, "SplitMix64 seed for sampling (default 0); the draws go on from turn to turn", 's'},
     {"help", false, "show this help"},
 };
+// generate's sampler flags, with its spellings, help and meaning.
+constexpr std::string_view kSamplerFlagNames[] = {
+    "greedy",         "temperature",   "top-k",         "top-p",
+    "min-p",          "typical-p",     "repeat-penalty", "repeat-last-n",
+    "presence-penalty", "frequency-penalty", "logit-bias"};
 constexpr auto kFlags = [] {
-  std::array<FlagSpec, std::size(kCommandFlags) + std::size(kContextFlags) + std::size(kEngineFlags)> all{};
+  std::array<FlagSpec, std::size(kCommandFlags) + std::size(kContextFlags) + std::size(kSamplerFlagNames) +
+                           std::size(kEngineFlags)>
+      all{};
   size_t i = 0;
   for (const FlagSpec& flag : kCommandFlags) all[i++] = flag;
   for (const FlagSpec& flag : kContextFlags) all[i++] = flag;
+  for (const std::string_view name : kSamplerFlagNames) {
+    for (const FlagSpec& flag : kRequestFlags) {
+      if (name == flag.name) all[i++] = flag;
+    }
+  }
   for (const FlagSpec& flag : kEngineFlags) all[i++] = flag;
   return all;
 }();
+static_assert(std::size(kFlags) == std::size(kCommandFlags) + std::size(kContextFlags) + std::size(kSamplerFlagNames) +
+                                       std::size(kEngineFlags));
 
 // Set by SIGINT; read between tokens (and by the line reader).
 volatile std::sig_atomic_t g_interrupted = 0;
@@ -84,17 +98,6 @@ LineRead ReadLine(std::string& line) {
   }
 }
 
-Result<SamplingMode> ModeFromFlags(const Flags& flags) {
-  const bool temperature = flags.Has("temperature"), top_k = flags.Has("top-k");
-  if (!temperature && !top_k) return SamplingMode::Greedy();
-  if (temperature != top_k) return std::unexpected(InvalidArgument("--temperature and --top-k go together"));
-  Result<double> t = flags.Double("temperature", 1.0);
-  if (!t) return std::unexpected(t.error());
-  Result<uint64_t> k = flags.Unsigned("top-k", 1);
-  if (!k) return std::unexpected(k.error());
-  return SamplingMode::TemperatureTopK(*t, *k);
-}
-
 enum class ReplyEnd { kEndOfGeneration, kBudget, kContextFull, kInterrupted };
 
 const char* ReplyEndName(ReplyEnd end) {
@@ -112,9 +115,9 @@ struct Chat {
   const ChatTemplate& format;
   CachedConversation& conversation;
   Session& session;
-  Sampler& sampler;
-  SamplingMode mode;
-  SplitMix64 rng;
+  size_t vocabulary_size;  // the model's: one logit per id
+  SamplerChoice sampler;
+  uint64_t rng_state;  // where the next reply's draws start
   uint64_t max_new_tokens;
   std::vector<ChatMessage> messages;
 };
@@ -148,6 +151,14 @@ Result<void> Turn(Chat& chat, const std::string& user, size_t turn) {
   g_interrupted = 0;  // a Ctrl-C from here on stops this reply, even before its first token
   const KvWork before = chat.session.cache().work();
   TurnPrompt cost;
+  // The penalties look at the whole conversation, as llama.cpp's chat accepts the
+  // prompt into its sampler; the RNG goes on where the last reply left it.
+  Result<TokenSampler> sampler = TokenSampler::Create(chat.sampler.mode, chat.sampler.options,
+                                                      chat.vocabulary_size, chat.rng_state);
+  if (!sampler) return undo(sampler.error());
+  for (const uint32_t token : *tokens) {
+    if (Result<void> accepted = sampler->Accept(token); !accepted) return undo(accepted.error());
+  }
   Result<std::span<const double>> logits = chat.conversation.Extend(*tokens, cost);
   if (!logits) return undo(logits.error());
   const KvWork after_prompt = chat.session.cache().work();
@@ -161,9 +172,10 @@ Result<void> Turn(Chat& chat, const std::string& user, size_t turn) {
       end = ReplyEnd::kInterrupted;
       break;
     }
-    Result<TokenSelection> next = chat.sampler.Sample(*logits, chat.mode, chat.rng);
+    Result<TokenSelection> next = sampler->Sample(*logits);
     if (!next) return undo(next.error());
     const uint32_t token = next->token_id;
+    if (Result<void> accepted = sampler->Accept(token); !accepted) return undo(accepted.error());
     if (IsEndOfGeneration(chat.tokenizer, token)) {
       end = ReplyEnd::kEndOfGeneration;
       break;
@@ -186,6 +198,7 @@ Result<void> Turn(Chat& chat, const std::string& user, size_t turn) {
   (void)FlushStdout();
   Result<std::string> text = chat.tokenizer.DecodeContent(reply);
   chat.messages.push_back({"assistant", text ? *text : std::string()});
+  chat.rng_state = sampler->rng_state();
   const KvWork after = chat.session.cache().work();
   std::fprintf(stderr,
                "[turn %zu: conversation %zu tokens, %zu already in the cache, %zu forwarded "
@@ -209,8 +222,8 @@ int RunChat(std::span<char* const> args) {
   }
   Result<std::string> path = flags->Required("model");
   if (!path) return ReportError(path.error());
-  Result<SamplingMode> mode = ModeFromFlags(*flags);
-  if (!mode) return ReportError(mode.error());
+  Result<SamplerChoice> sampler = SamplerChoiceFromFields(RequestFieldsFromFlags(*flags));
+  if (!sampler) return ReportError(sampler.error());
   Result<uint64_t> max_new_tokens = flags->Unsigned("max-new-tokens", 512);
   if (!max_new_tokens) return ReportError(max_new_tokens.error());
   Result<uint64_t> seed = flags->Unsigned("seed", 0);
@@ -227,18 +240,27 @@ int RunChat(std::span<char* const> args) {
   const Tokenizer& tokenizer = *loaded->tokenizer;
   Result<ChatTemplate> format = ChatTemplate::ForTokenizer(tokenizer);
   if (!format) return ReportError(format.error());
-  if (Result<void> valid = ValidateSamplingMode(*mode, loaded->model.config().vocabulary_size); !valid) {
+  // The checks TokenSampler::Create makes at every turn, made once before the first.
+  if (Result<TokenSampler> valid = TokenSampler::Create(sampler->mode, sampler->options,
+                                                        loaded->model.config().vocabulary_size, *seed);
+      !valid) {
     return ReportError(valid.error());
   }
-  Result<Sampler> sampler = Sampler::Create(loaded->model.config().vocabulary_size);
-  if (!sampler) return ReportError(sampler.error());
   SessionOptions options;
   options.engine = engine->options;
   options.capacity = *context_size;
   Result<Session> session = Session::Open(loaded->model, options);
   if (!session) return ReportError(session.error());
   CachedConversation conversation(*session);
-  Chat chat{tokenizer, *format, conversation, *session, *sampler, *mode, SplitMix64(*seed), *max_new_tokens, {}};
+  Chat chat{tokenizer,
+            *format,
+            conversation,
+            *session,
+            loaded->model.config().vocabulary_size,
+            std::move(*sampler),
+            *seed,
+            *max_new_tokens,
+            {}};
   if (std::optional<std::string> system = flags->Value("system")) chat.messages.push_back({"system", *system});
 
   InstallInterruptHandler();

@@ -12,6 +12,7 @@ int RunLogits(std::span<char* const> args);
 int RunGenerate(std::span<char* const> args);
 int RunBatch(std::span<char* const> args);
 int RunReport(std::span<char* const> args);
+int RunBench(std::span<char* const> args);
 int RunBenchCompare(std::span<char* const> args);
 int RunSynth(std::span<char* const> args);
 int RunTokenize(std::span<char* const> args);

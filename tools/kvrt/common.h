@@ -47,8 +47,8 @@ inline constexpr FlagSpec kEngineFlags[] = {
      "K/V cache element type: f16 (half the bytes a long-context decode step reads; the reference backend "
      "rounds its f64 rows to f16, the fast path's oracle) or the engine's precision, f32 (default) or f64"},
     {"cache-type-k", true, "llama.cpp's spelling of --kv-type for the keys; K and V must have one type", 0,
-     nullptr, false, "ctk"},
-    {"cache-type-v", true, "llama.cpp's spelling of --kv-type for the values", 0, nullptr, false, "ctv"},
+     nullptr, false, "-ctk"},
+    {"cache-type-v", true, "llama.cpp's spelling of --kv-type for the values", 0, nullptr, false, "-ctv"},
     {"int8-activations", false,
      "fast f32 backend: q8_0/q4_0 matrices multiply activations rounded to 8-bit q8_0 blocks, as llama.cpp "
      "does (AVX-512 VNNI or AVX2 byte pairs where the CPU has them): faster, LESS EXACT; default: f32 "

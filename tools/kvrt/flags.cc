@@ -19,13 +19,12 @@ const FlagSpec* LongFlag(std::span<const FlagSpec> specs, std::string_view name)
   return nullptr;
 }
 
-// `-x` or a one-dash name (`-ctk`) naming a flag of `specs` (a word like "-1" or
-// "-" is a value).
+// `-x` or a dash name `-xy` naming a flag of `specs` (a word like "-1" or "-" is a value).
 const FlagSpec* ShortFlag(std::span<const FlagSpec> specs, std::string_view arg) {
   if (arg.size() < 2 || arg[0] != '-' || arg[1] == '-') return nullptr;
   for (const FlagSpec& spec : specs) {
     if (arg.size() == 2 && spec.short_name != 0 && arg[1] == spec.short_name) return &spec;
-    if (spec.dash_name != nullptr && arg.substr(1) == spec.dash_name) return &spec;
+    if (spec.dash_name != nullptr && arg == spec.dash_name) return &spec;
   }
   return nullptr;
 }
@@ -165,7 +164,7 @@ std::string Usage(const std::string& synopsis, std::span<const FlagSpec> specs) 
   for (const FlagSpec& spec : specs) {
     std::string left = "  ";
     if (spec.short_name != 0) left += std::string("-") + spec.short_name + ", ";
-    if (spec.dash_name != nullptr) left += std::string("-") + spec.dash_name + ", ";
+    if (spec.dash_name != nullptr) left += std::string(spec.dash_name) + ", ";
     left += std::string("--") + spec.name;
     if (spec.alias != nullptr) left += std::string(", --") + spec.alias;
     if (spec.takes_value) left += " VALUE";

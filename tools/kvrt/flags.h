@@ -23,7 +23,7 @@ struct FlagSpec {
   char short_name = 0;           // `-n` for the same flag (llama.cpp's spellings); 0: none
   const char* alias = nullptr;   // another long name (`--temp`); nullptr: none
   bool repeatable = false;       // may be given more than once (Values() has them all)
-  const char* dash_name = nullptr;  // a one-dash spelling of several letters (`-ctk`); nullptr: none
+  const char* dash_name = nullptr;  // a one-dash spelling of several letters, dash included (llama-bench's `-pg`, `-ctk`); nullptr: none
 };
 
 // The flags of `first` followed by those of `second`, as one constexpr array.
@@ -37,8 +37,8 @@ constexpr std::array<FlagSpec, N + M> JoinFlags(const FlagSpec (&first)[N], cons
 
 class Flags {
  public:
-  // Parses `args` (after the subcommand name). A flag is `--name`, its alias or
-  // its short `-x`; values are named by the flag's own name. Unknown flags,
+  // Parses `args` (after the subcommand name). A flag is `--name`, its alias,
+  // its short `-x` or its dash name `-xy`; values are named by the flag's own name. Unknown flags,
   // missing values (including a value that is itself a `--flag` or a known `-x`),
   // a flag given twice (unless repeatable, under any of its spellings) and more
   // than `max_positional` positional arguments are InvalidArgument errors: a

@@ -153,6 +153,14 @@ RequestFields RequestFieldsFromFlags(const Flags& flags) {
   return fields;
 }
 
+Result<SamplerChoice> SamplerChoiceFromFields(const RequestFields& fields) {
+  Result<SamplingMode> mode = ModeFromFields(fields);
+  if (!mode) return std::unexpected(mode.error());
+  Result<SamplerOptions> options = SamplerFromFields(fields);
+  if (!options) return std::unexpected(options.error());
+  return SamplerChoice{*mode, std::move(*options)};
+}
+
 Result<GenerationConfig> RequestConfigFromFields(const RequestFields& fields) {
   const bool has_prompt = fields.prompt || fields.prompt_from_stdin;
   const int prompt_sources = fields.tokens.has_value() + has_prompt + fields.prompt_file.has_value();
@@ -160,13 +168,11 @@ Result<GenerationConfig> RequestConfigFromFields(const RequestFields& fields) {
     return std::unexpected(InvalidArgument(fields.prompt_file ? "give exactly one of --tokens, --prompt and --file"
                                                               : "give exactly one of --tokens and --prompt"));
   }
-  Result<SamplingMode> mode = ModeFromFields(fields);
-  if (!mode) return std::unexpected(mode.error());
-  Result<SamplerOptions> sampler = SamplerFromFields(fields);
+  Result<SamplerChoice> sampler = SamplerChoiceFromFields(fields);
   if (!sampler) return std::unexpected(sampler.error());
   GenerationConfig config;
-  config.mode = *mode;
-  config.sampler = std::move(*sampler);
+  config.mode = sampler->mode;
+  config.sampler = std::move(sampler->options);
   Result<uint64_t> max_new_tokens = GivenOr(fields.max_new_tokens, uint64_t{64});
   if (!max_new_tokens) return std::unexpected(max_new_tokens.error());
   config.max_new_tokens = *max_new_tokens;

@@ -88,6 +88,14 @@ struct RequestFields {
 
 RequestFields RequestFieldsFromFlags(const Flags& flags);
 
+// The sampler set a request asks for: the mode (greedy, temperature, top-k) and
+// the samplers around it, checked as RequestConfigFromFields checks them.
+struct SamplerChoice {
+  SamplingMode mode;
+  SamplerOptions options;
+};
+Result<SamplerChoice> SamplerChoiceFromFields(const RequestFields& fields);
+
 // The checks that need no model: one prompt source, the sampler set, the
 // budget, eos xor no_eos and the explicit end ids. The messages name the flags
 // (`--greedy excludes --temperature and --top-k`) for batch lines too.

@@ -29,6 +29,7 @@ constexpr const char* kUsage =
     "  generate       sample a continuation (cached or --uncached loop)\n"
     "  batch          serve many generation requests (JSON lines) over sequence slots\n"
     "  report         the ch38 cached-generation report\n"
+    "  bench          tokens/s of a model on this machine (llama-bench's tests) against its in-run roofline\n"
     "  bench-compare  performance gate over Google Benchmark JSON (two runs, or in-run ratios)\n"
     "  synth          write a random-weight model (llama2.c, LLMCP35 and/or GGUF) and a tokenizer.bin\n";
 
@@ -56,6 +57,7 @@ static int Run(int argc, char** argv) {
   if (command == "generate") return kvrt::cli::RunGenerate(args);
   if (command == "batch") return kvrt::cli::RunBatch(args);
   if (command == "report") return kvrt::cli::RunReport(args);
+  if (command == "bench") return kvrt::cli::RunBench(args);
   if (command == "bench-compare") return kvrt::cli::RunBenchCompare(args);
   if (command == "synth") return kvrt::cli::RunSynth(args);
   if (command == "tokenize") return kvrt::cli::RunTokenize(args);

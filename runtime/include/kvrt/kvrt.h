@@ -11,10 +11,10 @@
  *   - No C++ exception crosses this interface.
  *   - Handles are not synchronized: use one handle from one thread at a time.
  *     A model may be shared by any number of caches, sessions and generations.
- *     A session notices a second call entering it while another call is inside
- *     (one atomic flag per session): that call returns KVRT_ERR_CONCURRENT_USE
- *     and leaves the session alone (kvrt_session_reset, which returns nothing,
- *     does nothing then). This detects misuse; it is not a lock: callers that
+ *     A session or a sampler notices a second call entering it while another
+ *     call is inside (one atomic flag per handle): that call returns
+ *     KVRT_ERR_CONCURRENT_USE and leaves the handle alone (kvrt_session_reset and
+ *     kvrt_sampler_reset, which return nothing, do nothing then). This detects misuse; it is not a lock: callers that
  *     share a session between threads must serialize their calls themselves.
  *   - Freeing a handle twice, or using it after kvrt_*_free (including freeing a
  *     session while another thread is inside a call on it), is undefined

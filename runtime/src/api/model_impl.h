@@ -16,7 +16,7 @@
 namespace kvrt {
 
 struct Model::Impl {
-  explicit Impl(DecoderModel model) : model(std::move(model)) {}
+  explicit Impl(DecoderModel built) : model(std::move(built)) {}
   DecoderModel model;
 };
 
@@ -26,7 +26,7 @@ inline Model WrapModel(DecoderModel model) {
 }
 
 struct KvCache::Impl {
-  explicit Impl(DecoderKvCache cache) : cache(std::move(cache)) {}
+  explicit Impl(DecoderKvCache bound) : cache(std::move(bound)) {}
   DecoderKvCache cache;  // never moves while a session holds it: the handle owns this box
 };
 

@@ -63,29 +63,35 @@ namespace kvrt::c_api {
 kvrt_error* MakeError(const Error& error);
 kvrt_error* InvalidArgument(const std::string& message);
 
-// One C call's claim on a session. The handles are not synchronized, and two
-// threads inside one session corrupted it (SIGSEGV); the claim is one atomic
-// exchange per call, so misuse is detected for the price of an uncontended
-// atomic: the claim fails while another call holds the session, and that call
-// returns ConcurrentUse without touching it. Acquire/release order one call's
-// writes before the next call's reads, whichever thread makes it.
-class SessionEntry {
+// One C call's claim on a handle that holds mutable state (a session, a
+// sampler). The handles are not synchronized, and two threads inside one session
+// corrupted it (SIGSEGV); the claim is one atomic exchange per call, so misuse is
+// detected for the price of an uncontended atomic: the claim fails while another
+// call holds the handle, and that call returns ConcurrentUse without touching it.
+// Acquire/release order one call's writes before the next call's reads,
+// whichever thread makes it.
+class HandleEntry {
  public:
-  explicit SessionEntry(kvrt_session& session)
-      : session_(session), entered_(!session.busy.exchange(true, std::memory_order_acquire)) {}
-  SessionEntry(const SessionEntry&) = delete;
-  SessionEntry& operator=(const SessionEntry&) = delete;
-  ~SessionEntry() {
-    if (entered_) session_.busy.store(false, std::memory_order_release);
+  explicit HandleEntry(std::atomic<bool>& busy)
+      : busy_(busy), entered_(!busy.exchange(true, std::memory_order_acquire)) {}
+  HandleEntry(const HandleEntry&) = delete;
+  HandleEntry& operator=(const HandleEntry&) = delete;
+  ~HandleEntry() {
+    if (entered_) busy_.store(false, std::memory_order_release);
   }
   bool entered() const { return entered_; }
 
  private:
-  kvrt_session& session_;
+  std::atomic<bool>& busy_;
   bool entered_;
 };
 
-// ConcurrentUse naming the C function that found the session in use.
+class SessionEntry : public HandleEntry {
+ public:
+  explicit SessionEntry(kvrt_session& session) : HandleEntry(session.busy) {}
+};
+
+// ConcurrentUse naming the C function that found the handle in use.
 kvrt_error* ConcurrentUse(const char* function);
 
 // Runs `body` (returning kvrt_error*), mapping exceptions to errors: an

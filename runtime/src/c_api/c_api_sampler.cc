@@ -1,16 +1,21 @@
 // The C API's sampler object (kvrt/kvrt.h): TokenSampler behind a handle.
+#include <atomic>
 #include <string>
 #include <vector>
 
 #include "c_api/c_api_internal.h"
 
+using kvrt::c_api::ConcurrentUse;
 using kvrt::c_api::Guard;
+using kvrt::c_api::HandleEntry;
 using kvrt::c_api::InvalidArgument;
 using kvrt::c_api::MakeError;
 
 struct kvrt_sampler {
   kvrt::TokenSampler sampler;
   std::vector<double> widened;  // kvrt_sampler_sample_f32's logits as double
+  // Set while a call is inside (HandleEntry): a second thread gets ConcurrentUse.
+  std::atomic<bool> busy{false};
 };
 
 namespace kvrt::c_api {
@@ -84,6 +89,8 @@ kvrt_error* kvrt_sampler_sample(kvrt_sampler* sampler, const double* logits, siz
     if (sampler == nullptr || (logits == nullptr && count > 0) || token == nullptr) {
       return InvalidArgument("kvrt_sampler_sample needs a sampler, logits and an output");
     }
+    const HandleEntry entry(sampler->busy);
+    if (!entry.entered()) return ConcurrentUse("kvrt_sampler_sample");
     kvrt::Result<kvrt::TokenSelection> selection =
         sampler->sampler.Sample(std::span<const double>(logits, count));
     if (!selection) return MakeError(selection.error());
@@ -98,6 +105,8 @@ kvrt_error* kvrt_sampler_sample_f32(kvrt_sampler* sampler, const float* logits, 
     if (sampler == nullptr || (logits == nullptr && count > 0) || token == nullptr) {
       return InvalidArgument("kvrt_sampler_sample_f32 needs a sampler, logits and an output");
     }
+    const HandleEntry entry(sampler->busy);
+    if (!entry.entered()) return ConcurrentUse("kvrt_sampler_sample_f32");
     if (count != sampler->widened.size()) {
       return MakeError(kvrt::Error(kvrt::ErrorCode::kLogitCountMismatch,
                                    {{"expected", uint64_t{sampler->widened.size()}}, {"actual", uint64_t{count}}},
@@ -115,6 +124,8 @@ kvrt_error* kvrt_sampler_sample_f32(kvrt_sampler* sampler, const float* logits, 
 kvrt_error* kvrt_sampler_accept(kvrt_sampler* sampler, uint32_t token) {
   return Guard([&]() -> kvrt_error* {
     if (sampler == nullptr) return InvalidArgument("kvrt_sampler_accept needs a sampler");
+    const HandleEntry entry(sampler->busy);
+    if (!entry.entered()) return ConcurrentUse("kvrt_sampler_accept");
     if (kvrt::Result<void> accepted = sampler->sampler.Accept(token); !accepted) {
       return MakeError(accepted.error());
     }
@@ -123,7 +134,9 @@ kvrt_error* kvrt_sampler_accept(kvrt_sampler* sampler, uint32_t token) {
 }
 
 void kvrt_sampler_reset(kvrt_sampler* sampler) {
-  if (sampler != nullptr) sampler->sampler.Reset();
+  if (sampler == nullptr) return;
+  const HandleEntry entry(sampler->busy);
+  if (entry.entered()) sampler->sampler.Reset();  // returns nothing: does nothing while in use
 }
 
 void kvrt_sampler_free(kvrt_sampler* sampler) { delete sampler; }

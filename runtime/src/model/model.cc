@@ -152,7 +152,7 @@ Result<void> ValidateParameterLayout(const ModelConfig& config, std::span<const 
   for (size_t layer = 0; config.attention_bias && layer < config.layers; ++layer) {
     const size_t width = shapes[BlockParameterIndex(layer, BlockSlot::kAttentionNorm)][0];
     const size_t kv_width = shapes[BlockParameterIndex(layer, BlockSlot::kKey)][1];
-    for (const auto [slot, length] : {std::pair{BlockSlot::kQuery, width}, {BlockSlot::kKey, kv_width},
+    for (const auto& [slot, length] : {std::pair{BlockSlot::kQuery, width}, {BlockSlot::kKey, kv_width},
                                       {BlockSlot::kValue, kv_width}}) {
       const size_t index = AttentionBiasIndex(config, layer, slot);
       if (!is_vector(index, length)) {

@@ -1,13 +1,13 @@
 // Probes of the FMA peak and the read bandwidth. The vector loops are Highway code
 // dispatched like the kernels, so they run on the same (best) target.
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "machine_limits.cc"
+#define HWY_TARGET_INCLUDE "src/machine_limits.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 
 #include "hwy/highway.h"
 
 HWY_BEFORE_NAMESPACE();
-namespace kvrt::bench::HWY_NAMESPACE {
+namespace kvrt::machine::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
 // 16 chains: two FMA ports × 4-cycle latency need 8 in flight; 16 leaves margin and
@@ -53,24 +53,63 @@ uint32_t StreamSumU32(const uint32_t* data, size_t n) {
   return sum;
 }
 
-}  // namespace kvrt::bench::HWY_NAMESPACE
+}  // namespace kvrt::machine::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <optional>
 #include <thread>
 #include <vector>
 
-#include "alternating_timing.h"
-#include "core/buffer.h"
-#include "machine_limits.h"
+#include "kvrt/machine/machine_limits.h"
 
-namespace kvrt::bench {
+namespace kvrt::machine {
+namespace {
+
+template <class Fn>
+double SecondsOf(Fn&& fn) {
+  const auto start = std::chrono::steady_clock::now();
+  fn();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Anonymous pages for the sized read probe, laid out as the engine's weight arena
+// lays out its own (runtime/src/core/memory.cc): a 2 MiB-aligned start and
+// MADV_HUGEPAGE, so that a decode's fraction of the probe compares one memory
+// system with itself (TLB misses included). Not core's Buffer: this library sits
+// beside the runtime, below the CLI that links only the installed API.
+class ProbePages {
+ public:
+  explicit ProbePages(size_t bytes) {
+    constexpr size_t kHugePage = size_t{1} << 21;
+    mapped_bytes_ = bytes + kHugePage;
+    void* mapped = ::mmap(nullptr, mapped_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mapped == MAP_FAILED) return;
+    mapped_ = mapped;
+    const auto address = reinterpret_cast<uintptr_t>(mapped);
+    data_ = reinterpret_cast<void*>((address + kHugePage - 1) / kHugePage * kHugePage);
+    ::madvise(data_, bytes, MADV_HUGEPAGE);  // a hint: refused, the probe reads 4 KiB pages
+  }
+  ~ProbePages() {
+    if (mapped_ != nullptr) ::munmap(mapped_, mapped_bytes_);
+  }
+  ProbePages(const ProbePages&) = delete;
+  ProbePages& operator=(const ProbePages&) = delete;
+  uint32_t* data() const { return static_cast<uint32_t*>(data_); }
+
+ private:
+  void* mapped_ = nullptr;
+  void* data_ = nullptr;
+  size_t mapped_bytes_ = 0;
+};
+
+}  // namespace
 
 HWY_EXPORT(FmaProbeF32);
 HWY_EXPORT(StreamSumU32);
@@ -183,21 +222,20 @@ double MeasureReadBytesPerSecond(threading::ThreadPool& pool, const void* data, 
 double MeasureSizedReadBytesPerSecond(threading::ThreadPool& pool, size_t bytes) {
   const size_t words = bytes / sizeof(uint32_t);
   if (words == 0) return 0;
-  // Backed like the weights it stands for (huge pages where granted), so that a
-  // decode's fraction of it compares the same memory system.
-  std::optional<Buffer<uint32_t>> buffer = Buffer<uint32_t>::Allocate(words, Pages::kHuge);
-  if (!buffer) return 0;
-  std::memset(buffer->data(), 1, words * sizeof(uint32_t));  // pages it in
+  if (words > SIZE_MAX / sizeof(uint32_t) - (size_t{1} << 22)) return 0;
+  const ProbePages buffer(words * sizeof(uint32_t));
+  if (buffer.data() == nullptr) return 0;
+  std::memset(buffer.data(), 1, words * sizeof(uint32_t));  // pages it in
   const size_t read = words * sizeof(uint32_t);
   // About 32 tasks, each a whole number of 4 KiB pages (at least one): balanced on
   // a few threads, long enough that the pool's per-task cost does not show.
   constexpr size_t kPage = 4096;
   const size_t task_bytes = std::clamp<size_t>((read / 32 + kPage - 1) / kPage * kPage, kPage, size_t{16} << 20);
-  uint32_t checksum = StreamRead(pool, buffer->data(), read, task_bytes);  // warm-up: caches, TLB
+  uint32_t checksum = StreamRead(pool, buffer.data(), read, task_bytes);  // warm-up: caches, TLB
   double best = 0;
   for (int pass = 0; pass < 5; ++pass) {
     uint32_t sum = 0;
-    const double seconds = SecondsOf([&] { sum = StreamRead(pool, buffer->data(), read, task_bytes); });
+    const double seconds = SecondsOf([&] { sum = StreamRead(pool, buffer.data(), read, task_bytes); });
     checksum ^= sum;
     best = std::max(best, static_cast<double>(read) / seconds);
   }
@@ -221,5 +259,5 @@ double MeasureRegionSeconds(threading::ThreadPool& pool, size_t tasks) {
   return best / kRegions;
 }
 
-}  // namespace kvrt::bench
+}  // namespace kvrt::machine
 #endif  // HWY_ONCE

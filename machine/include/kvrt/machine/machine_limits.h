@@ -1,5 +1,6 @@
-// The two hardware limits the kernel benchmarks are judged against, measured by this
-// binary on this machine:
+// The two hardware limits kvrt's benchmarks are judged against (the Google Benchmark
+// binaries under bench/ and `kvrt bench`), measured by the running process on this
+// machine; one implementation for both, so their roofline fractions agree:
 //  - f32 FMA peak: a register-only probe (16 independent FMA chains, no memory
 //    traffic) on the best Highway target, in FLOP/s (one FMA = 2 FLOPs);
 //  - memory read bandwidth: streaming a buffer far larger than the last-level cache,
@@ -15,7 +16,7 @@
 
 #include "kvrt/threading/thread_pool.h"
 
-namespace kvrt::bench {
+namespace kvrt::machine {
 
 // One run of the register-only probe: `iterations` rounds of 16 independent vector
 // FMAs. Returns the FLOPs executed; `sink` keeps the result alive.
@@ -68,4 +69,4 @@ double MeasureSizedReadBytesPerSecond(threading::ThreadPool& pool, size_t bytes)
 // decode step pays on top of its work. The best of three runs of 2000 regions.
 double MeasureRegionSeconds(threading::ThreadPool& pool, size_t tasks);
 
-}  // namespace kvrt::bench
+}  // namespace kvrt::machine

@@ -1,0 +1,193 @@
+// kvrt bench: its flags (llama-bench's spellings) and their one-line errors, and a
+// tiny run on the q8_0 GGUF fixture in every output format, each parsed and
+// checked for its documented fields. No timing is asserted: the numbers only have
+// to be there, positive and consistent with each other.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli_runner.h"
+
+namespace kvrt {
+namespace {
+
+using Json = nlohmann::json;
+using testing::CliRun;
+using testing::RunKvrt;
+
+std::string TinyModel() { return testing::FixturePath("gguf/tiny-q8_0.gguf"); }
+
+// A short sweep: 2 tests × 2 depths × 2 sequence counts, one thread, 2 runs a row.
+std::vector<std::string> TinyBench(const std::string& output) {
+  return {"bench", "-m", TinyModel(), "-p", "8", "-n", "0", "-pg", "4,2", "-d", "0,8", "--sequences", "1,2",
+          "-t", "1", "-r", "2", "-o", output};
+}
+
+void ExpectOneLineError(const CliRun& run, const std::string& fragment) {
+  EXPECT_EQ(run.status, 2) << run.out;
+  EXPECT_TRUE(run.out.empty()) << run.out;
+  EXPECT_EQ(run.err.rfind("error: InvalidArgument: ", 0), 0u) << run.err;
+  EXPECT_EQ(run.err.find('\n'), run.err.size() - 1) << run.err;
+  EXPECT_NE(run.err.find(fragment), std::string::npos) << run.err;
+}
+
+TEST(BenchCliTest, BadFlagsAreOneLineErrorsBeforeTheModelLoads) {
+  const std::string model = TinyModel();
+  ExpectOneLineError(RunKvrt({"bench"}), "--model");
+  ExpectOneLineError(RunKvrt({"bench", "-m", model, "-p", "12x"}), "--n-prompt");
+  ExpectOneLineError(RunKvrt({"bench", "-m", model, "-p", "8,"}), "--n-prompt");
+  ExpectOneLineError(RunKvrt({"bench", "-m", model, "-t", "0"}), "--threads");
+  ExpectOneLineError(RunKvrt({"bench", "-m", model, "-t", "1,1"}), "twice");
+  ExpectOneLineError(RunKvrt({"bench", "-m", model, "--sequences", "0"}), "--sequences");
+  ExpectOneLineError(RunKvrt({"bench", "-m", model, "--weights", "q3_k"}), "--weights");
+  ExpectOneLineError(RunKvrt({"bench", "-m", model, "--int8-activations", "2"}), "--int8-activations");
+  ExpectOneLineError(RunKvrt({"bench", "-m", model, "-r", "0"}), "--repetitions");
+  ExpectOneLineError(RunKvrt({"bench", "-m", model, "-o", "xml"}), "--output");
+  ExpectOneLineError(RunKvrt({"bench", "-m", model, "-pg", "512"}), "-pg");
+  ExpectOneLineError(RunKvrt({"bench", "-m", model, "-p", "0", "-n", "0"}), "no test");
+  ExpectOneLineError(RunKvrt({"bench", "-m", model, "--kv-type", "q8_0"}), "not available yet");
+  ExpectOneLineError(RunKvrt({"bench", "-m", model, "--frobnicate"}), "unknown flag");
+  // The model's context bounds the depth, checked before any row runs.
+  ExpectOneLineError(RunKvrt({"bench", "-m", model, "-p", "8", "-n", "0", "-d", "1000000"}), "positions");
+}
+
+TEST(BenchCliTest, AMissingModelIsATypedError) {
+  const CliRun run = RunKvrt({"bench", "-m", "/nonexistent/model.gguf", "-p", "8", "-n", "0"});
+  EXPECT_EQ(run.status, 2);
+  EXPECT_EQ(run.err.rfind("error: ", 0), 0u) << run.err;
+  EXPECT_EQ(run.err.find('\n'), run.err.size() - 1) << run.err;
+}
+
+TEST(BenchCliTest, HelpNamesTheFlagsAndSaysKvTypeIsNotAvailable) {
+  const CliRun run = RunKvrt({"bench", "--help"});
+  EXPECT_EQ(run.status, 0);
+  for (const char* flag : {"-p, --n-prompt", "-n, --n-gen", "-pg, --n-pg", "-d, --n-depth", "--sequences",
+                           "-t, --threads", "--weights", "--int8-activations", "-r, --repetitions",
+                           "-o, --output", "-q, --quiet", "--kv-type"}) {
+    EXPECT_NE(run.out.find(flag), std::string::npos) << flag << "\n" << run.out;
+  }
+  EXPECT_NE(run.out.find("NOT AVAILABLE YET"), std::string::npos);
+}
+
+// The eight rows of TinyBench, in the order the sweep runs them.
+const std::vector<std::string> kTinyRows = {
+    "pp8/depth:0/seqs:1/threads:1/weights:as-stored/int8:0",
+    "pp4+tg2/depth:0/seqs:1/threads:1/weights:as-stored/int8:0",
+    "pp8/depth:8/seqs:1/threads:1/weights:as-stored/int8:0",
+    "pp4+tg2/depth:8/seqs:1/threads:1/weights:as-stored/int8:0",
+    "pp8/depth:0/seqs:2/threads:1/weights:as-stored/int8:0",
+    "pp4+tg2/depth:0/seqs:2/threads:1/weights:as-stored/int8:0",
+    "pp8/depth:8/seqs:2/threads:1/weights:as-stored/int8:0",
+    "pp4+tg2/depth:8/seqs:2/threads:1/weights:as-stored/int8:0",
+};
+
+TEST(BenchCliTest, JsonHasGoogleBenchmarksShapeAndBenchCompareReadsIt) {
+  const CliRun run = RunKvrt(TinyBench("json"));
+  ASSERT_EQ(run.status, 0) << run.err;
+  // Progress: a line per row with its ETA.
+  EXPECT_NE(run.err.find("[8/8]"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("ETA"), std::string::npos) << run.err;
+  const Json out = Json::parse(run.out);
+  const Json& context = out.at("context");
+  for (const char* key : {"num_cpus", "cpu_model", "simd_target", "allocator", "model", "repetitions"}) {
+    EXPECT_TRUE(context.contains(key)) << key;
+  }
+  for (const char* key : {"version", "commit", "simd_target", "allocator"}) {
+    EXPECT_TRUE(context.at("kvrt").contains(key)) << key;
+  }
+  std::vector<std::string> medians;
+  size_t iterations = 0;
+  for (const Json& row : out.at("benchmarks")) {
+    for (const char* key : {"name", "run_name", "run_type", "repetitions", "real_time", "cpu_time", "time_unit",
+                            "iterations", "family_index", "per_family_instance_index", "threads"}) {
+      EXPECT_TRUE(row.contains(key)) << key << " in " << row.dump();
+    }
+    EXPECT_EQ(row.at("repetitions"), 2);
+    EXPECT_EQ(row.at("time_unit"), "us");
+    if (row.at("run_type") == "iteration") {
+      ++iterations;
+      EXPECT_GT(row.at("real_time").get<double>(), 0);
+      EXPECT_TRUE(row.contains("repetition_index"));
+      continue;
+    }
+    ASSERT_EQ(row.at("run_type"), "aggregate");
+    EXPECT_TRUE(std::set<std::string>({"mean", "median", "stddev", "cv"}).count(row.at("aggregate_name").get<std::string>()));
+    EXPECT_EQ(row.at("name"), row.at("run_name").get<std::string>() + "_" + row.at("aggregate_name").get<std::string>());
+    for (const char* key : {"test", "depth", "sequences", "weights", "int8_activations", "tokens_per_second",
+                            "tokens_per_second_stddev", "samples_tokens_per_second", "read_bytes_per_second",
+                            "fma_flops_per_second", "roofline_tokens_per_second", "roofline_fraction"}) {
+      EXPECT_TRUE(row.contains(key)) << key;
+    }
+    if (row.at("aggregate_name") != "median") continue;
+    medians.push_back(row.at("run_name").get<std::string>());
+    EXPECT_EQ(row.at("samples_tokens_per_second").size(), 2u);
+    EXPECT_GT(row.at("tokens_per_second").get<double>(), 0);
+    EXPECT_GT(row.at("read_bytes_per_second").get<double>(), 0);
+    EXPECT_GT(row.at("fma_flops_per_second").get<double>(), 0);
+    EXPECT_GT(row.at("roofline_fraction").get<double>(), 0);
+  }
+  EXPECT_EQ(medians, kTinyRows);
+  EXPECT_EQ(iterations, 2 * kTinyRows.size());
+
+  // The same run read back by bench-compare, against itself: every row compared, none slower.
+  testing::ScratchDir scratch;
+  const std::string path = scratch.File("bench.json");
+  std::ofstream(path) << run.out;
+  const CliRun compared = RunKvrt({"bench-compare", path, path});
+  EXPECT_EQ(compared.status, 0) << compared.out << compared.err;
+  for (const std::string& name : kTinyRows) EXPECT_NE(compared.out.find(name), std::string::npos) << name;
+}
+
+TEST(BenchCliTest, MarkdownCsvAndJsonLinesCarryEveryRowAndTheBuildFacts) {
+  const CliRun md = RunKvrt(TinyBench("md"));
+  ASSERT_EQ(md.status, 0) << md.err;
+  EXPECT_NE(md.out.find("commit"), std::string::npos) << md.out;
+  EXPECT_NE(md.out.find("CPU "), std::string::npos) << md.out;
+  EXPECT_NE(md.out.find("| weights | int8 | threads | seqs | test | depth | t/s |"), std::string::npos) << md.out;
+  size_t table_rows = 0;
+  std::istringstream lines(md.out);
+  for (std::string line; std::getline(lines, line);) table_rows += line.rfind("| as-stored |", 0) == 0;
+  EXPECT_EQ(table_rows, kTinyRows.size()) << md.out;
+  EXPECT_NE(md.out.find(" ± "), std::string::npos);
+
+  std::vector<std::string> args = TinyBench("csv");
+  args.push_back("-q");
+  const CliRun csv = RunKvrt(args);
+  ASSERT_EQ(csv.status, 0) << csv.err;
+  EXPECT_TRUE(csv.err.empty()) << "-q prints no progress: " << csv.err;
+  std::istringstream csv_lines(csv.out);
+  std::string header;
+  std::getline(csv_lines, header);
+  EXPECT_EQ(header.rfind("model,weights,int8_activations,threads,sequences,test,depth,tokens_per_second,", 0), 0u);
+  for (const char* column : {"samples_tokens_per_second", "roofline_fraction", "commit", "simd_target", "allocator",
+                             "cpu_model", "cores"}) {
+    EXPECT_NE(header.find(column), std::string::npos) << column;
+  }
+  size_t csv_rows = 0;
+  for (std::string line; std::getline(csv_lines, line);) ++csv_rows;
+  EXPECT_EQ(csv_rows, kTinyRows.size());
+
+  const CliRun jsonl = RunKvrt(TinyBench("jsonl"));
+  ASSERT_EQ(jsonl.status, 0) << jsonl.err;
+  std::istringstream json_lines(jsonl.out);
+  std::vector<std::string> names;
+  for (std::string line; std::getline(json_lines, line);) {
+    const Json row = Json::parse(line);
+    names.push_back(row.at("name").get<std::string>());
+    for (const char* key : {"model", "threads", "test", "depth", "sequences", "tokens_per_second",
+                            "tokens_per_second_stddev", "samples_tokens_per_second", "read_bytes_per_second",
+                            "fma_flops_per_second", "roofline_fraction", "kvrt", "cpu_model", "cores"}) {
+      EXPECT_TRUE(row.contains(key)) << key;
+    }
+    EXPECT_TRUE(row.at("kvrt").contains("commit"));
+  }
+  EXPECT_EQ(names, kTinyRows);
+}
+
+}  // namespace
+}  // namespace kvrt
