@@ -16,6 +16,7 @@ BenchSession::BenchSession(const DecoderModel& model, threading::ThreadPool* poo
   engine.weights = options.weights;
   engine.batch_invariant = options.batch_invariant;
   engine.int8_activations = options.int8_activations;
+  engine.kv_type = options.cache.kv_type;
   Result<DecoderKvSession> bound = Bind(*cache, model, engine);
   if (!bound) throw std::runtime_error(bound.error().message());
   session = std::make_unique<DecoderKvSession>(std::move(*bound));

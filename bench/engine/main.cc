@@ -20,5 +20,6 @@ int main(int argc, char** argv) {
         kvrt::bench::RegisterWeightBenchmarks(one_thread, two_threads);
         kvrt::bench::RegisterBatchingBenchmarks(one_thread, two_threads);
         kvrt::bench::RegisterPrefillScalingBenchmarks(one_thread, two_threads);
+        kvrt::bench::RegisterKvCacheBenchmarks(one_thread, two_threads);
       });
 }

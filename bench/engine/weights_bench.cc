@@ -45,13 +45,7 @@
 #include "weights/weight_plan.h"
 
 namespace kvrt::bench {
-namespace {
 
-constexpr WeightFormat kFormats[] = {WeightFormat::kF32, WeightFormat::kBf16, WeightFormat::kF16,
-                                     WeightFormat::kQ8_0, WeightFormat::kQ4_0};
-
-// Bytes a decode step reads in `format`: every matrix in the layout the engine
-// packed it in (compressed panels, or f32 panels), and the f32 gains.
 double FormatWeightBytes(const DecoderModel& model, WeightFormat format) {
   double bytes = 0;
   for (const MatrixWeightFormat& matrix : PlanWeightFormats(model, format)) {
@@ -64,6 +58,11 @@ double FormatWeightBytes(const DecoderModel& model, WeightFormat format) {
   }
   return bytes;
 }
+
+namespace {
+
+constexpr WeightFormat kFormats[] = {WeightFormat::kF32, WeightFormat::kBf16, WeightFormat::kF16,
+                                     WeightFormat::kQ8_0, WeightFormat::kQ4_0};
 
 // The weights FormatWeightBytes counts: every planned matrix and the gains.
 double FormatWeightCount(const DecoderModel& model, WeightFormat format) {

@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "hwy/highway.h"
+#include "kv_load-inl.h"
 #include "masked_load-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -69,9 +70,10 @@ HWY_INLINE __m512 SumOf16Lanes(const __m512* a) {
 
 // Σ q[i]·key[i] for kKeys keys at once into acc: one accumulator chain per key over
 // the head (the keys' chains are independent, which hides the FMA latency of short
-// heads). A key's chain does not depend on kKeys.
-template <size_t kKeys, class D, typename T = hn::TFromD<D>>
-HWY_INLINE void AccumulateKeyGroup(D d, const T* q, const T* key, size_t key_stride,
+// heads). A key's chain does not depend on kKeys. Keys are T or f16 (K = Half),
+// widened as they are loaded.
+template <size_t kKeys, class D, class K, typename T = hn::TFromD<D>>
+HWY_INLINE void AccumulateKeyGroup(D d, const T* q, const K* key, size_t key_stride,
                                    size_t head_width, hn::Vec<D>* acc) {
   const size_t lanes = hn::Lanes(d);
   for (size_t j = 0; j < kKeys; ++j) acc[j] = hn::Zero(d);
@@ -79,29 +81,29 @@ HWY_INLINE void AccumulateKeyGroup(D d, const T* q, const T* key, size_t key_str
   for (; i + lanes <= head_width; i += lanes) {
     const auto query = hn::LoadU(d, q + i);
     for (size_t j = 0; j < kKeys; ++j) {
-      acc[j] = hn::MulAdd(query, hn::LoadU(d, key + j * key_stride + i), acc[j]);
+      acc[j] = hn::MulAdd(query, LoadKv(d, key + j * key_stride + i), acc[j]);
     }
   }
   if (i < head_width) {
     const auto tail = hn::FirstN(d, head_width - i);
     const auto query = MaskedLoadInBounds(tail, d, q + i);
     for (size_t j = 0; j < kKeys; ++j) {
-      acc[j] = hn::MulAdd(query, MaskedLoadInBounds(tail, d, key + j * key_stride + i), acc[j]);
+      acc[j] = hn::MulAdd(query, LoadKvTail(tail, d, key + j * key_stride + i), acc[j]);
     }
   }
 }
 
 // Scores of kKeys keys: their chains, then one lane reduction per key.
-template <size_t kKeys, class D, typename T = hn::TFromD<D>>
-HWY_INLINE void ScoreKeyGroup(D d, const T* q, const T* key, size_t key_stride,
+template <size_t kKeys, class D, class K, typename T = hn::TFromD<D>>
+HWY_INLINE void ScoreKeyGroup(D d, const T* q, const K* key, size_t key_stride,
                               size_t head_width, T scale, T* out) {
   hn::Vec<D> acc[kKeys];
   AccumulateKeyGroup<kKeys>(d, q, key, key_stride, head_width, acc);
   for (size_t j = 0; j < kKeys; ++j) out[j] = SumOfScoreLanes(d, acc[j]) * scale;
 }
 
-template <class D, typename T = hn::TFromD<D>>
-HWY_INLINE void ScoreKeys(D d, const T* q, const T* keys, size_t key_stride, size_t count,
+template <class D, class K, typename T = hn::TFromD<D>>
+HWY_INLINE void ScoreKeys(D d, const T* q, const K* keys, size_t key_stride, size_t count,
                           size_t head_width, T scale, T* out) {
   size_t p = 0;
 #if HWY_TARGET == HWY_AVX3

@@ -1,5 +1,7 @@
 // Half-precision conversions (compressed_matrix.h), in plain integer arithmetic so that
 // they give the same bits on every target and need no F16C at compile time.
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -68,5 +70,20 @@ uint16_t F32ToBf16(float value) {
 }
 
 float Bf16ToF32(uint16_t bits) { return FloatOf(static_cast<uint32_t>(bits) << 16); }
+
+// f16 keeps 11 significant bits down to 2^−14 and a fixed step of 2^−24 below:
+// the value over its step, rounded to an integer (nearbyint: ties to even in the
+// default rounding mode), times the step. Both scalings are by powers of two, so
+// the one rounding is nearbyint's.
+double RoundToF16(double value) {
+  if (!std::isfinite(value)) return value;
+  const double magnitude = std::fabs(value);
+  int exponent = 0;
+  std::frexp(magnitude, &exponent);  // magnitude in [2^(exponent−1), 2^exponent)
+  const double step = std::ldexp(1.0, std::max(exponent - 11, -24));
+  const double rounded = std::nearbyint(magnitude / step) * step;
+  constexpr double kLargest = 65504.0;
+  return std::copysign(rounded > kLargest ? HUGE_VAL : rounded, value);
+}
 
 }  // namespace kvrt::simd

@@ -14,6 +14,7 @@
 #include "attention_scores-inl.h"
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
+#include "kv_load-inl.h"
 #include "masked_load-inl.h"
 #include "kvrt/simd/prefix_attention.h"
 #include "softmax-inl.h"
@@ -23,9 +24,10 @@ namespace kvrt::simd::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
 // fn(keys, values, stride, count, p) for the rows [begin, end) of each segment that
-// has some, p the prefix index of the first of them.
-template <class T, class Fn>
-HWY_INLINE void ForSegmentRows(const PrefixSegment<T>& first, const PrefixSegment<T>& second,
+// has some, p the prefix index of the first of them. K is the stored element type
+// (the computation's own, or Half); every load of a K/V row goes through LoadKv.
+template <class K, class Fn>
+HWY_INLINE void ForSegmentRows(const PrefixSegment<K>& first, const PrefixSegment<K>& second,
                                size_t begin, size_t end, Fn&& fn) {
   if (begin < std::min(end, first.count)) {
     const size_t stop = std::min(end, first.count);
@@ -56,12 +58,12 @@ HWY_INLINE void ForEachParity(size_t begin, size_t end, Add&& add) {
 
 // Scores of prefix rows [begin, begin + n) into s[0, n). Each key's score is
 // its own FMA chain (ScoreKeys), so where the segments split changes nothing.
-template <class D, typename T = hn::TFromD<D>>
-HWY_INLINE void ScorePrefixTile(D d, const T* q, const PrefixSegment<T>& first,
-                                const PrefixSegment<T>& second, size_t begin, size_t n,
+template <class D, class K, typename T = hn::TFromD<D>>
+HWY_INLINE void ScorePrefixTile(D d, const T* q, const PrefixSegment<K>& first,
+                                const PrefixSegment<K>& second, size_t begin, size_t n,
                                 size_t head_width, T scale, T* s) {
   ForSegmentRows(first, second, begin, begin + n,
-                 [&](const T* keys, const T*, size_t stride, size_t count, size_t p) {
+                 [&](const K* keys, const K*, size_t stride, size_t count, size_t p) {
                    ScoreKeys(d, q, keys, stride, count, head_width, scale, s + (p - begin));
                  });
 }
@@ -92,14 +94,16 @@ HWY_INLINE void ExpTile(D d, T* s, size_t n, T max_value, hn::Vec<D>& sum) {
 // begin + n) with weights e[0, n): the even-p and odd-p accumulators are loaded
 // from memory, advanced in ascending p and stored back, so a tile boundary is
 // invisible to the arithmetic. With kMaskedLast the last vector is masked.
-template <size_t kVecs, bool kMaskedLast, class D, typename T = hn::TFromD<D>>
-HWY_INLINE void MixTileColumns(D d, const T* e, const PrefixSegment<T>& first,
-                               const PrefixSegment<T>& second, size_t begin, size_t n, size_t col,
+template <size_t kVecs, bool kMaskedLast, class D, class K, typename T = hn::TFromD<D>>
+HWY_INLINE void MixTileColumns(D d, const T* e, const PrefixSegment<K>& first,
+                               const PrefixSegment<K>& second, size_t begin, size_t n, size_t col,
                                hn::Mask<D> tail, T* even, T* odd) {
   const size_t lanes = hn::Lanes(d);
-  const auto load = [&](const T* row, size_t v) {
-    if (kMaskedLast && v + 1 == kVecs) return MaskedLoadInBounds(tail, d, row + v * lanes);
-    return hn::LoadU(d, row + v * lanes);
+  // The accumulators (T) and the value rows (K) load alike: whole vectors, the
+  // last one masked.
+  const auto load = [&](const auto* row, size_t v) {
+    if (kMaskedLast && v + 1 == kVecs) return LoadKvTail(tail, d, row + v * lanes);
+    return LoadKv(d, row + v * lanes);
   };
   hn::Vec<D> ev[kVecs];
   hn::Vec<D> od[kVecs];
@@ -108,11 +112,11 @@ HWY_INLINE void MixTileColumns(D d, const T* e, const PrefixSegment<T>& first,
     od[v] = load(odd + col, v);
   }
   ForSegmentRows(first, second, begin, begin + n,
-                 [&](const T*, const T* values, size_t stride, size_t count, size_t p0) {
+                 [&](const K*, const K* values, size_t stride, size_t count, size_t p0) {
                    ForEachParity(p0, p0 + count, [&](size_t p, auto is_odd) {
                      hn::Vec<D>* acc = decltype(is_odd)::value ? od : ev;
                      const auto w = hn::Set(d, e[p - begin]);
-                     const T* row = values + (p - p0) * stride + col;
+                     const K* row = values + (p - p0) * stride + col;
                      for (size_t v = 0; v < kVecs; ++v) acc[v] = hn::MulAdd(w, load(row, v), acc[v]);
                    });
                  });
@@ -131,9 +135,9 @@ HWY_INLINE void MixTileColumns(D d, const T* e, const PrefixSegment<T>& first,
 // one masked when head_width is not a multiple of the lanes) as one block, so
 // every column of a head of up to four vectors is in flight at once (two FMA
 // chains each). A column's arithmetic is the same in any block shape.
-template <class D, typename T = hn::TFromD<D>>
-HWY_INLINE void MixTile(D d, const T* e, const PrefixSegment<T>& first,
-                        const PrefixSegment<T>& second, size_t begin, size_t n, size_t head_width,
+template <class D, class K, typename T = hn::TFromD<D>>
+HWY_INLINE void MixTile(D d, const T* e, const PrefixSegment<K>& first,
+                        const PrefixSegment<K>& second, size_t begin, size_t n, size_t head_width,
                         T* even, T* odd) {
   const size_t lanes = hn::Lanes(d);
   const auto all = hn::FirstN(d, lanes);
@@ -179,9 +183,9 @@ HWY_INLINE void FinishRow(D d, const T* even, const T* odd, hn::Vec<D> sum, size
   }
 }
 
-template <class D, typename T = hn::TFromD<D>>
-HWY_INLINE void AttendPrefixRow(D d, const T* q, const PrefixSegment<T>& first,
-                                const PrefixSegment<T>& second, size_t head_width, T scale,
+template <class D, class K, typename T = hn::TFromD<D>>
+HWY_INLINE void AttendPrefixRow(D d, const T* q, const PrefixSegment<K>& first,
+                                const PrefixSegment<K>& second, size_t head_width, T scale,
                                 T* scratch, T* out) {
   constexpr size_t kTile = kPrefixAttentionTile;
   const size_t n = first.count + second.count;

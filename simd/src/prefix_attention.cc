@@ -18,6 +18,10 @@ void AttendPrefixF64(const double* q, PrefixSegment<double> first, PrefixSegment
                      size_t head_width, double scale, double* scratch, double* out) {
   AttendPrefixRow(hn::ScalableTag<double>(), q, first, second, head_width, scale, scratch, out);
 }
+void AttendPrefixF16(const float* q, PrefixSegment<Half> first, PrefixSegment<Half> second,
+                     size_t head_width, float scale, float* scratch, float* out) {
+  AttendPrefixRow(hn::ScalableTag<float>(), q, first, second, head_width, scale, scratch, out);
+}
 void AttendPrefixRowsF32(const float* q, size_t q_stride, size_t rows, PrefixSegment<float> first,
                          PrefixSegment<float> second, size_t head_width, float scale, float* scratch,
                          float* out, size_t out_stride) {
@@ -31,6 +35,13 @@ void AttendPrefixRowsF64(const double* q, size_t q_stride, size_t rows, PrefixSe
                        scratch, out, out_stride);
 }
 
+void AttendPrefixRowsF16(const float* q, size_t q_stride, size_t rows, PrefixSegment<Half> first,
+                         PrefixSegment<Half> second, size_t head_width, float scale, float* scratch,
+                         float* out, size_t out_stride) {
+  AttendPrefixRowRange(hn::ScalableTag<float>(), q, q_stride, rows, first, second, head_width, scale,
+                       scratch, out, out_stride);
+}
+
 }  // namespace kvrt::simd::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
@@ -41,6 +52,8 @@ HWY_EXPORT(AttendPrefixF32);
 HWY_EXPORT(AttendPrefixF64);
 HWY_EXPORT(AttendPrefixRowsF32);
 HWY_EXPORT(AttendPrefixRowsF64);
+HWY_EXPORT(AttendPrefixF16);
+HWY_EXPORT(AttendPrefixRowsF16);
 
 void AttendPrefix(const float* q, PrefixSegment<float> first, PrefixSegment<float> second,
                   size_t head_width, float scale, float* scratch, float* out) {
@@ -61,6 +74,17 @@ void AttendPrefixRows(const double* q, size_t q_stride, size_t rows, PrefixSegme
                       PrefixSegment<double> second, size_t head_width, double scale,
                       double* scratch, double* out, size_t out_stride) {
   HWY_DYNAMIC_DISPATCH(AttendPrefixRowsF64)(q, q_stride, rows, first, second, head_width, scale,
+                                            scratch, out, out_stride);
+}
+
+void AttendPrefix(const float* q, PrefixSegment<Half> first, PrefixSegment<Half> second,
+                  size_t head_width, float scale, float* scratch, float* out) {
+  HWY_DYNAMIC_DISPATCH(AttendPrefixF16)(q, first, second, head_width, scale, scratch, out);
+}
+void AttendPrefixRows(const float* q, size_t q_stride, size_t rows, PrefixSegment<Half> first,
+                      PrefixSegment<Half> second, size_t head_width, float scale, float* scratch,
+                      float* out, size_t out_stride) {
+  HWY_DYNAMIC_DISPATCH(AttendPrefixRowsF16)(q, q_stride, rows, first, second, head_width, scale,
                                             scratch, out, out_stride);
 }
 

@@ -16,6 +16,7 @@
 
 #include "attention_scores-inl.h"
 #include "hwy/highway.h"
+#include "kv_load-inl.h"
 #include "masked_load-inl.h"
 #include "kvrt/simd/prefix_attention.h"
 #include "prefix_attention-inl.h"
@@ -48,14 +49,15 @@ constexpr size_t RowScoreKeys() {
 
 // Scores of kKeys keys for each query: s[r][p + j]. Every accumulator is the chain
 // AccumulateKeyGroup builds for one query and key, reduced by SumOfScoreLanes' tree.
-template <size_t kKeys, class D, typename T = hn::TFromD<D>>
-HWY_INLINE void ScoreRowsKeyGroup(D d, const T* const* q, const T* key, size_t key_stride,
+template <size_t kKeys, class D, class K, typename T = hn::TFromD<D>>
+HWY_INLINE void ScoreRowsKeyGroup(D d, const T* const* q, const K* key, size_t key_stride,
                                   size_t head_width, T scale, T* const* s, size_t p) {
   const size_t lanes = hn::Lanes(d);
   hn::Vec<D> acc[kRowGroup][kKeys];
   for (size_t r = 0; r < kRowGroup; ++r) {
     for (size_t j = 0; j < kKeys; ++j) acc[r][j] = hn::Zero(d);
   }
+  // `load` takes a query (T) or a key (K) row.
   const auto step = [&](size_t i, auto load) {
     hn::Vec<D> keys[kKeys];
     for (size_t j = 0; j < kKeys; ++j) keys[j] = load(key + j * key_stride + i);
@@ -65,10 +67,10 @@ HWY_INLINE void ScoreRowsKeyGroup(D d, const T* const* q, const T* key, size_t k
     }
   };
   size_t i = 0;
-  for (; i + lanes <= head_width; i += lanes) step(i, [&](const T* at) { return hn::LoadU(d, at); });
+  for (; i + lanes <= head_width; i += lanes) step(i, [&](const auto* at) { return LoadKv(d, at); });
   if (i < head_width) {
     const auto tail = hn::FirstN(d, head_width - i);
-    step(i, [&](const T* at) { return MaskedLoadInBounds(tail, d, at); });
+    step(i, [&](const auto* at) { return LoadKvTail(tail, d, at); });
   }
 #if HWY_TARGET == HWY_AVX3
   if constexpr (std::is_same_v<T, float> && kRowGroup * kKeys == 16) {
@@ -92,14 +94,15 @@ HWY_INLINE void ScoreRowsKeyGroup(D d, const T* const* q, const T* key, size_t k
 // Columns [col, col + kVecs·lanes) of every query's value mix over prefix rows
 // [begin, begin + n), weights e[r][p − begin]: the even-p and odd-p chains of
 // MixTileColumns, one value load serving every query.
-template <size_t kVecs, bool kMaskedLast, class D, typename T = hn::TFromD<D>>
-HWY_INLINE void MixRowsColumns(D d, const T* const* e, const PrefixSegment<T>& first,
-                               const PrefixSegment<T>& second, size_t begin, size_t n,
+template <size_t kVecs, bool kMaskedLast, class D, class K, typename T = hn::TFromD<D>>
+HWY_INLINE void MixRowsColumns(D d, const T* const* e, const PrefixSegment<K>& first,
+                               const PrefixSegment<K>& second, size_t begin, size_t n,
                                size_t col, hn::Mask<D> tail, T* const* even, T* const* odd) {
   const size_t lanes = hn::Lanes(d);
-  const auto load = [&](const T* row, size_t v) {
-    if (kMaskedLast && v + 1 == kVecs) return MaskedLoadInBounds(tail, d, row + v * lanes);
-    return hn::LoadU(d, row + v * lanes);
+  // An accumulator (T) or a value row (K).
+  const auto load = [&](const auto* row, size_t v) {
+    if (kMaskedLast && v + 1 == kVecs) return LoadKvTail(tail, d, row + v * lanes);
+    return LoadKv(d, row + v * lanes);
   };
   hn::Vec<D> ev[kRowGroup][kVecs];
   hn::Vec<D> od[kRowGroup][kVecs];
@@ -110,10 +113,10 @@ HWY_INLINE void MixRowsColumns(D d, const T* const* e, const PrefixSegment<T>& f
     }
   }
   ForSegmentRows(first, second, begin, begin + n,
-                 [&](const T*, const T* values, size_t stride, size_t count, size_t p0) {
+                 [&](const K*, const K* values, size_t stride, size_t count, size_t p0) {
                    ForEachParity(p0, p0 + count, [&](size_t p, auto is_odd) {
                      hn::Vec<D>(*acc)[kVecs] = decltype(is_odd)::value ? od : ev;
-                     const T* row = values + (p - p0) * stride + col;
+                     const K* row = values + (p - p0) * stride + col;
                      hn::Vec<D> value[kVecs];
                      for (size_t v = 0; v < kVecs; ++v) value[v] = load(row, v);
                      for (size_t r = 0; r < kRowGroup; ++r) {
@@ -137,9 +140,9 @@ HWY_INLINE void MixRowsColumns(D d, const T* const* e, const PrefixSegment<T>& f
 
 // Every query's mix over the rows [begin, begin + n) they all see, in column blocks
 // of kVecs vectors (2 on AVX-512: 16 accumulators), the last one masked.
-template <class D, typename T = hn::TFromD<D>>
-HWY_INLINE void MixRows(D d, const T* const* e, const PrefixSegment<T>& first,
-                        const PrefixSegment<T>& second, size_t begin, size_t n, size_t head_width,
+template <class D, class K, typename T = hn::TFromD<D>>
+HWY_INLINE void MixRows(D d, const T* const* e, const PrefixSegment<K>& first,
+                        const PrefixSegment<K>& second, size_t begin, size_t n, size_t head_width,
                         T* const* even, T* const* odd) {
   constexpr size_t kVecs = HWY_MAX_BYTES >= 64 ? 2 : 1;
   const size_t lanes = hn::Lanes(d);
@@ -166,14 +169,14 @@ inline size_t TileRows(size_t count, size_t begin) {
 // Scores of the tile at `begin` for the four queries, s[r][p − begin]: the rows they
 // all see (p < shared) in groups of kKeys keys (a segment's last few one query at a
 // time), then each query's own last rows (query r sees count[r] = shared + r rows).
-template <class D, typename T = hn::TFromD<D>>
-HWY_INLINE void ScoreRowGroupTile(D d, const T* const* queries, const PrefixSegment<T>& first,
-                                  const PrefixSegment<T>& second, size_t shared,
+template <class D, class K, typename T = hn::TFromD<D>>
+HWY_INLINE void ScoreRowGroupTile(D d, const T* const* queries, const PrefixSegment<K>& first,
+                                  const PrefixSegment<K>& second, size_t shared,
                                   const size_t* count, size_t begin, size_t head_width, T scale,
                                   T* const* s) {
   constexpr size_t kKeys = RowScoreKeys<D>();
   ForSegmentRows(first, second, begin, std::min(shared, begin + kPrefixAttentionTile),
-                 [&](const T* keys, const T*, size_t stride, size_t rows, size_t p) {
+                 [&](const K* keys, const K*, size_t stride, size_t rows, size_t p) {
                    const size_t at = p - begin;
                    size_t j = 0;
                    for (; j + kKeys <= rows; j += kKeys) {
@@ -185,7 +188,7 @@ HWY_INLINE void ScoreRowGroupTile(D d, const T* const* queries, const PrefixSegm
                  });
   for (size_t r = 0; r < kRowGroup; ++r) {
     ForSegmentRows(first, second, std::max(begin, shared), begin + TileRows(count[r], begin),
-                   [&](const T* keys, const T*, size_t stride, size_t rows, size_t p) {
+                   [&](const K* keys, const K*, size_t stride, size_t rows, size_t p) {
                      ScoreKeys(d, queries[r], keys, stride, rows, head_width, scale, s[r] + (p - begin));
                    });
   }
@@ -197,9 +200,9 @@ HWY_INLINE void ScoreRowGroupTile(D d, const T* const* queries, const PrefixSegm
 // and the value mix), each query on its own scratch, the rows all four see walked
 // once for all of them. Every tile starts at the same multiple of the tile size as
 // in AttendPrefixRow, so each query's exp sum and value chains are its lone ones.
-template <class D, typename T = hn::TFromD<D>>
-HWY_INLINE void AttendRowGroup(D d, const T* q, size_t q_stride, const PrefixSegment<T>& first,
-                               const PrefixSegment<T>& second, size_t head_width, T scale,
+template <class D, class K, typename T = hn::TFromD<D>>
+HWY_INLINE void AttendRowGroup(D d, const T* q, size_t q_stride, const PrefixSegment<K>& first,
+                               const PrefixSegment<K>& second, size_t head_width, T scale,
                                T* scratch, T* out, size_t out_stride) {
   constexpr size_t kTile = kPrefixAttentionTile;
   const size_t n = first.count + second.count, shared = n - (kRowGroup - 1);
@@ -256,21 +259,21 @@ HWY_INLINE void AttendRowGroup(D d, const T* q, size_t q_stride, const PrefixSeg
 }
 
 // Queries [0, rows): groups of four, then the rest alone.
-template <class D, typename T = hn::TFromD<D>>
+template <class D, class K, typename T = hn::TFromD<D>>
 HWY_INLINE void AttendPrefixRowRange(D d, const T* q, size_t q_stride, size_t rows,
-                                     const PrefixSegment<T>& first, const PrefixSegment<T>& second,
+                                     const PrefixSegment<K>& first, const PrefixSegment<K>& second,
                                      size_t head_width, T scale, T* scratch, T* out,
                                      size_t out_stride) {
   const size_t n = first.count + second.count;
   size_t r = 0;
   for (; r + kRowGroup <= rows; r += kRowGroup) {
     const size_t last = n - (rows - (r + kRowGroup));  // rows the group's last query sees
-    const PrefixHead<T> head = FirstRows(first, second, last);
+    const PrefixHead<K> head = FirstRows(first, second, last);
     AttendRowGroup(d, q + r * q_stride, q_stride, head.first, head.second, head_width, scale,
                    scratch, out + r * out_stride, out_stride);
   }
   for (; r < rows; ++r) {
-    const PrefixHead<T> head = FirstRows(first, second, n - (rows - 1 - r));
+    const PrefixHead<K> head = FirstRows(first, second, n - (rows - 1 - r));
     AttendPrefixRow(d, q + r * q_stride, head.first, head.second, head_width, scale, scratch,
                     out + r * out_stride);
   }

@@ -2,6 +2,7 @@
 #include <limits>
 #include <vector>
 
+#include "kvrt/simd/compressed_matrix.h"
 #include "kvrt/simd/dot.h"
 #include "kvrt/simd/prefix_attention.h"
 
@@ -40,7 +41,31 @@ void AttendEachKey(const T* q, PrefixSegment<T> first, PrefixSegment<T> second,
   }
 }
 
+// An f16 segment widened to f32 (exact), row by row: the values the f16 kernels
+// compute on.
+std::vector<float> Widened(const PrefixSegment<Half>& segment, size_t head_width, bool keys) {
+  std::vector<float> rows(segment.count * head_width);
+  const Half* base = keys ? segment.keys : segment.values;
+  for (size_t p = 0; p < segment.count; ++p) {
+    for (size_t j = 0; j < head_width; ++j) {
+      rows[p * head_width + j] = F16ToF32(base[p * segment.stride + j].bits);
+    }
+  }
+  return rows;
+}
+
 }  // namespace
+
+void AttendPrefixScalar(const float* q, PrefixSegment<Half> first, PrefixSegment<Half> second,
+                        size_t head_width, float scale, float*, float* out) {
+  const std::vector<float> first_keys = Widened(first, head_width, true);
+  const std::vector<float> first_values = Widened(first, head_width, false);
+  const std::vector<float> second_keys = Widened(second, head_width, true);
+  const std::vector<float> second_values = Widened(second, head_width, false);
+  AttendEachKey(q, PrefixSegment<float>{first_keys.data(), first_values.data(), head_width, first.count},
+                PrefixSegment<float>{second_keys.data(), second_values.data(), head_width, second.count},
+                head_width, scale, out);
+}
 
 void AttendPrefixScalar(const float* q, PrefixSegment<float> first, PrefixSegment<float> second,
                         size_t head_width, float scale, float*, float* out) {

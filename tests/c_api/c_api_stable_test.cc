@@ -206,6 +206,61 @@ TEST_F(CApiModelTest, Int8ActivationsOptInOnQuantizedWeights) {
   }
 }
 
+// The last logits of a prefill through a cache made for the engine.
+std::vector<double> PrefillForEngine(const kvrt_model* model, const kvrt_engine_options& engine,
+                                     const std::vector<uint32_t>& tokens, size_t vocabulary) {
+  kvrt_cache* cache = nullptr;
+  EXPECT_EQ(kvrt_cache_create_for_engine(model, 1, 0, &engine, &cache), nullptr);
+  kvrt_session* session = nullptr;
+  EXPECT_EQ(kvrt_session_bind(cache, model, &engine, &session), nullptr);
+  const double* logits = nullptr;
+  EXPECT_EQ(kvrt_session_prefill(session, tokens.data(), tokens.size(), &logits), nullptr);
+  std::vector<double> out(logits, logits + vocabulary);
+  kvrt_session_free(session);
+  kvrt_cache_free(cache);
+  return out;
+}
+
+TEST_F(CApiModelTest, AnF16CacheHalvesTheBytesWithinToleranceOfItsOracle) {
+  kvrt_engine_options f32 = kvrt_engine_options_default();
+  f32.threads = 1;
+  EXPECT_EQ(f32.kv_type, KVRT_KV_TYPE_ENGINE);  // 0, also an initializer without the field
+  kvrt_engine_options f16 = f32;
+  f16.kv_type = KVRT_KV_TYPE_F16;
+  kvrt_engine_options oracle = f16;
+  oracle.backend = KVRT_BACKEND_REFERENCE;
+  oracle.precision = KVRT_PRECISION_F64;
+  const std::vector<uint32_t> tokens = {1, 5, 9, 2, 7, 3, 3, 8};
+  const std::vector<double> got = PrefillForEngine(model_, f16, tokens, vocabulary_);
+  const std::vector<double> want = PrefillForEngine(model_, oracle, tokens, vocabulary_);
+  ASSERT_EQ(got.size(), want.size());
+  double worst = 0;
+  for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(got[i] - want[i]));
+  EXPECT_LE(worst, 1e-4);
+  EXPECT_NE(got, PrefillForEngine(model_, f32, tokens, vocabulary_)) << "the f16 cache did not round";
+  kvrt_cache* wide = nullptr;
+  kvrt_cache* narrow = nullptr;
+  ASSERT_EQ(kvrt_cache_create_for_engine(model_, 1, 16, &f32, &wide), nullptr);
+  ASSERT_EQ(kvrt_cache_create_for_engine(model_, 1, 16, &f16, &narrow), nullptr);
+  EXPECT_EQ(kvrt_cache_bytes(narrow) * 2, kvrt_cache_bytes(wide));
+  // An f32 cache does not bind to an f16 engine; an unknown type is refused.
+  kvrt_session* session = nullptr;
+  kvrt_error* error = kvrt_session_bind(wide, model_, &f16, &session);
+  ASSERT_NE(error, nullptr);
+  EXPECT_EQ(kvrt_error_code(error), KVRT_ERR_UNSUPPORTED_BACKEND) << kvrt_error_message(error);
+  kvrt_error_free(error);
+  kvrt_engine_options bad = f32;
+  bad.kv_type = static_cast<kvrt_kv_type>(9);
+  kvrt_cache* none = nullptr;
+  error = kvrt_cache_create_for_engine(model_, 1, 16, &bad, &none);
+  ASSERT_NE(error, nullptr);
+  EXPECT_EQ(kvrt_error_code(error), KVRT_ERR_INVALID_ARGUMENT) << kvrt_error_message(error);
+  EXPECT_EQ(none, nullptr);
+  kvrt_error_free(error);
+  kvrt_cache_free(wide);
+  kvrt_cache_free(narrow);
+}
+
 TEST_F(CApiModelTest, LogitsComeAsFloatToo) {
   const kvrt_engine_options engine = kvrt_engine_options_default();  // f32
   kvrt_cache* wide_cache = nullptr;

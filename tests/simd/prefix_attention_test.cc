@@ -141,7 +141,7 @@ TEST_P(PrefixAttentionTest, F64SplitInvariant) { ExpectSplitInvariant<double>();
 
 TEST_P(PrefixAttentionTest, EmptyPrefixGivesZeros) {
   std::vector<float> q(4, 1.0f), out(4, 9.0f), scratch(PrefixAttentionScratch(4));
-  AttendPrefix(q.data(), {nullptr, nullptr, 0, 0}, {nullptr, nullptr, 0, 0}, 4, 1.0f,
+  AttendPrefix(q.data(), PrefixSegment<float>{nullptr, nullptr, 0, 0}, PrefixSegment<float>{nullptr, nullptr, 0, 0}, 4, 1.0f,
                scratch.data(), out.data());
   for (float x : out) EXPECT_EQ(x, 0.0f);
 }

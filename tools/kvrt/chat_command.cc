@@ -46,9 +46,12 @@ constexpr std::string_view kSamplerFlagNames[] = {
     "min-p",          "typical-p",     "repeat-penalty", "repeat-last-n",
     "presence-penalty", "frequency-penalty", "logit-bias"};
 constexpr auto kFlags = [] {
-  std::array<FlagSpec, std::size(kCommandFlags) + std::size(kSamplerFlagNames) + std::size(kEngineFlags)> all{};
+  std::array<FlagSpec, std::size(kCommandFlags) + std::size(kContextFlags) + std::size(kSamplerFlagNames) +
+                           std::size(kEngineFlags)>
+      all{};
   size_t i = 0;
   for (const FlagSpec& flag : kCommandFlags) all[i++] = flag;
+  for (const FlagSpec& flag : kContextFlags) all[i++] = flag;
   for (const std::string_view name : kSamplerFlagNames) {
     for (const FlagSpec& flag : kRequestFlags) {
       if (name == flag.name) all[i++] = flag;
@@ -57,7 +60,8 @@ constexpr auto kFlags = [] {
   for (const FlagSpec& flag : kEngineFlags) all[i++] = flag;
   return all;
 }();
-static_assert(std::size(kFlags) == std::size(kCommandFlags) + std::size(kSamplerFlagNames) + std::size(kEngineFlags));
+static_assert(std::size(kFlags) == std::size(kCommandFlags) + std::size(kContextFlags) + std::size(kSamplerFlagNames) +
+                                       std::size(kEngineFlags));
 
 // Set by SIGINT; read between tokens (and by the line reader).
 volatile std::sig_atomic_t g_interrupted = 0;
@@ -224,12 +228,15 @@ int RunChat(std::span<char* const> args) {
   if (!max_new_tokens) return ReportError(max_new_tokens.error());
   Result<uint64_t> seed = flags->Unsigned("seed", 0);
   if (!seed) return ReportError(seed.error());
+  Result<uint64_t> context_size = flags->Unsigned("ctx-size", 0);
+  if (!context_size) return ReportError(context_size.error());
   Result<EngineChoice> engine = EngineFromFlags(*flags);
   if (!engine) return ReportError(engine.error());
 
   Result<LoadedModel> loaded = LoadModel(*path);
   if (!loaded) return ReportError(loaded.error());
   if (!loaded->tokenizer) return ReportError(InvalidArgument(*path + " has no tokenizer to chat with"));
+  if (Result<void> fits = CheckContextSize(loaded->model, *context_size); !fits) return ReportError(fits.error());
   const Tokenizer& tokenizer = *loaded->tokenizer;
   Result<ChatTemplate> format = ChatTemplate::ForTokenizer(tokenizer);
   if (!format) return ReportError(format.error());
@@ -241,6 +248,7 @@ int RunChat(std::span<char* const> args) {
   }
   SessionOptions options;
   options.engine = engine->options;
+  options.capacity = *context_size;
   Result<Session> session = Session::Open(loaded->model, options);
   if (!session) return ReportError(session.error());
   CachedConversation conversation(*session);

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "kvrt/weight_format.h"
@@ -49,6 +51,41 @@ std::string DescribeEngineWeights(const Model& model, const EngineOptions& engin
   return text;
 }
 
+Result<void> CheckContextSize(const Model& model, uint64_t context_size) {
+  const size_t positions = model.config().max_positions;
+  if (context_size <= positions) return {};
+  return std::unexpected(Error(ErrorCode::kCapacityExceedsPositions,
+                               {{"capacity", context_size}, {"max_positions", uint64_t{positions}}},
+                               "context size " + std::to_string(context_size) + " exceeds the model's context of " +
+                                   std::to_string(positions) + " positions"));
+}
+
+namespace {
+
+// --kv-type, or llama.cpp's --cache-type-k/-ctk and --cache-type-v/-ctv, which
+// must agree: kvrt keeps keys and values in one type. "f32"/"f64" name the
+// engine's own precision and must be it.
+Result<KvType> KvTypeFromFlags(const Flags& flags, Precision precision) {
+  std::optional<std::string> chosen;
+  std::string chosen_by;
+  for (const char* name : {"kv-type", "cache-type-k", "cache-type-v"}) {
+    const std::optional<std::string> value = flags.Value(name);
+    if (!value) continue;
+    if (chosen && *value != *chosen) {
+      return std::unexpected(InvalidArgument("--" + chosen_by + " " + *chosen + " and --" + name + " " + *value +
+                                             " differ: kvrt keeps keys and values in one type"));
+    }
+    chosen = *value;
+    chosen_by = name;
+  }
+  if (!chosen || *chosen == PrecisionName(precision)) return KvType::kEngine;
+  if (*chosen == "f16") return KvType::kF16;
+  return std::unexpected(InvalidArgument("--" + chosen_by + " must be f16 or the engine's precision (" +
+                                         std::string(PrecisionName(precision)) + "), got '" + *chosen + "'"));
+}
+
+}  // namespace
+
 Result<EngineChoice> EngineFromFlags(const Flags& flags) {
   EngineChoice choice;
   if (std::optional<std::string> weights = flags.Value("weights")) {
@@ -81,6 +118,9 @@ Result<EngineChoice> EngineFromFlags(const Flags& flags) {
                                    "the reference backend computes in f64 only"));
     }
     choice.options.precision = Precision::kF64;
+    Result<KvType> kv_type = KvTypeFromFlags(flags, choice.options.precision);
+    if (!kv_type) return std::unexpected(kv_type.error());
+    choice.options.kv_type = *kv_type;
     return choice;
   }
   if (backend != "fast") {
@@ -98,6 +138,17 @@ Result<EngineChoice> EngineFromFlags(const Flags& flags) {
     }
   } else {
     return std::unexpected(InvalidArgument("--precision must be f32 or f64, got '" + precision + "'"));
+  }
+  Result<KvType> kv_type = KvTypeFromFlags(flags, choice.options.precision);
+  if (!kv_type) return std::unexpected(kv_type.error());
+  choice.options.kv_type = *kv_type;
+  if (choice.options.kv_type == KvType::kF16 && choice.options.precision != Precision::kF32) {
+    return std::unexpected(Error(ErrorCode::kUnsupportedBackend, {{"", std::string("f16")}},
+                                 "--kv-type f16 needs --precision f32 on the fast backend"));
+  }
+  if (choice.options.kv_type == KvType::kF16 && !choice.options.batch_invariant) {
+    return std::unexpected(Error(ErrorCode::kUnsupportedBackend, {{"", std::string("f16")}},
+                                 "--kv-type f16 needs batch-invariant attention (drop --batch-variant)"));
   }
   // 0: the pool's default, $KVRT_THREADS or every core.
   Result<uint64_t> flag = flags.Unsigned("threads", 0);

@@ -43,11 +43,27 @@ inline constexpr FlagSpec kEngineFlags[] = {
     {"batch-variant", false,
      "fast backend: faster prefill attention whose logits may change with chunking and the step's other "
      "rows (never with --threads); default: batch-invariant"},
+    {"kv-type", true,
+     "K/V cache element type: f16 (half the bytes a long-context decode step reads; the reference backend "
+     "rounds its f64 rows to f16, the fast path's oracle) or the engine's precision, f32 (default) or f64"},
+    {"cache-type-k", true, "llama.cpp's spelling of --kv-type for the keys; K and V must have one type", 0,
+     nullptr, false, "-ctk"},
+    {"cache-type-v", true, "llama.cpp's spelling of --kv-type for the values", 0, nullptr, false, "-ctv"},
     {"int8-activations", false,
      "fast f32 backend: q8_0/q4_0 matrices multiply activations rounded to 8-bit q8_0 blocks, as llama.cpp "
      "does (AVX-512 VNNI or AVX2 byte pairs where the CPU has them): faster, LESS EXACT; default: f32 "
      "activations"},
 };
+
+// The context size of `generate`, `batch`, `logits` and `chat`: the KV cache is
+// allocated for this many positions, not for the model's whole context.
+inline constexpr FlagSpec kContextFlags[] = {
+    {"ctx-size", true, "tokens a sequence may hold, prompt included (default 0: the model's context)", 'c'},
+};
+
+// CapacityExceedsPositions when --ctx-size asks for more than the model's context
+// (the check `generate` and `batch` make for their requests), before a cache is made.
+Result<void> CheckContextSize(const Model& model, uint64_t context_size);
 
 // The engine a command runs on, and the thread pool it borrows.
 struct EngineChoice {

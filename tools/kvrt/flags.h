@@ -23,7 +23,7 @@ struct FlagSpec {
   char short_name = 0;           // `-n` for the same flag (llama.cpp's spellings); 0: none
   const char* alias = nullptr;   // another long name (`--temp`); nullptr: none
   bool repeatable = false;       // may be given more than once (Values() has them all)
-  const char* dash_name = nullptr;  // a one-dash spelling of several letters (llama-bench's `-pg`)
+  const char* dash_name = nullptr;  // a one-dash spelling of several letters, dash included (llama-bench's `-pg`, `-ctk`); nullptr: none
 };
 
 // The flags of `first` followed by those of `second`, as one constexpr array.

@@ -76,6 +76,9 @@ int RunGenerate(std::span<char* const> args) {
   Result<EngineChoice> engine_choice = EngineFromFlags(*flags);
   if (!engine_choice) return ReportError(engine_choice.error());
   const EngineOptions* engine = &engine_choice->options;
+  if (engine->kv_type != KvType::kEngine && flags->Has("uncached")) {
+    return ReportError(InvalidArgument("--kv-type f16 sets the KV cache's type; --uncached uses no cache"));
+  }
 
   LoadTimer load_timer;
   Result<LoadedModel> loaded = LoadModel(*path);

@@ -51,11 +51,6 @@ inline constexpr FlagSpec kRequestFlags[] = {
     {"max-new-tokens", true, "token budget (default 64)", 'n'},
 };
 
-// The context size of `generate` and `batch`.
-inline constexpr FlagSpec kContextFlags[] = {
-    {"ctx-size", true, "tokens a sequence may hold, prompt included (default 0: the model's context)", 'c'},
-};
-
 // One request's fields as given, before any check that combines them: from
 // `generate`'s flags (RequestFieldsFromFlags) or from a `kvrt batch` JSON line
 // (batch_request.h), never one through the other. A field is absent, or given

@@ -12,8 +12,16 @@ double PerSecond(double count, double seconds) { return seconds > 0.0 ? count / 
 
 }  // namespace
 
-size_t KvCacheBytes(const ModelConfig& config, Precision precision, size_t positions) {
-  const size_t element = precision == Precision::kF32 ? sizeof(float) : sizeof(double);
+// What one K/V element is stored as: the engine's precision, f16 bits on an f32
+// engine, or f64 holding f16 values on an f64 one (the reference's oracle).
+std::string KvStorageName(const EngineOptions& engine) {
+  if (engine.kv_type != KvType::kF16) return std::string(PrecisionName(engine.precision));
+  return engine.precision == Precision::kF32 ? "f16" : "f16 values as f64";
+}
+
+size_t KvCacheBytes(const ModelConfig& config, const EngineOptions& engine, size_t positions) {
+  size_t element = engine.precision == Precision::kF32 ? sizeof(float) : sizeof(double);
+  if (engine.precision == Precision::kF32 && engine.kv_type == KvType::kF16) element = sizeof(uint16_t);
   return 2 * config.layers * positions * config.kv_width() * element;
 }
 
@@ -33,9 +41,9 @@ void PrintGenerationStats(std::FILE* out, const Model& model, const EngineOption
                  PerSecond(static_cast<double>(run.generated.size()), clock.TotalSeconds()));
     return;
   }
-  const double kv_mib = static_cast<double>(KvCacheBytes(config, engine.precision, positions)) / (1024.0 * 1024.0);
+  const double kv_mib = static_cast<double>(KvCacheBytes(config, engine, positions)) / (1024.0 * 1024.0);
   std::fprintf(out, "kvrt: kv cache %.2f MiB (%zu layers x %zu positions x %zu kv width x 2, %s)\n", kv_mib,
-               config.layers, positions, config.kv_width(), precision.c_str());
+               config.layers, positions, config.kv_width(), KvStorageName(engine).c_str());
   std::fprintf(out, "kvrt: prompt   %5zu tokens in %8.3f s, %10.2f tokens/s (prefill)\n", run.prompt.size(),
                clock.PrefillSeconds(), PerSecond(static_cast<double>(run.prompt.size()), clock.PrefillSeconds()));
   const double decodes = static_cast<double>(run.work.decode_tokens);

@@ -53,7 +53,7 @@ class GenerationClock {
 };
 
 // Bytes of the keys and values a cache of `positions` holds.
-size_t KvCacheBytes(const ModelConfig& config, Precision precision, size_t positions);
+size_t KvCacheBytes(const ModelConfig& config, const EngineOptions& engine, size_t positions);
 
 // The first line names the engine and its weight formats (fallbacks included);
 // the cache holds `positions` (the context size).

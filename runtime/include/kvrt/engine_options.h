@@ -27,8 +27,27 @@ enum class Backend {
   kFast,
 };
 
+// Element type of the K/V cache's rows (llama.cpp's --cache-type-k/-v). A decode
+// step reads every cached row of every layer, so past a few thousand positions the
+// cache's bytes outweigh the weights'.
+//   kEngine: the engine's own precision (f32, or f64 on an f64 engine): exact.
+//   kF16:    IEEE half precision, half the bytes of f32. A step's new rows are
+//            rounded (to nearest, ties to even) before any attention reads them, so
+//            a row has the same bits whether it was committed earlier or is one of
+//            the step's own: batch == solo and chunked == whole prefill stay
+//            bit-identical. The fast f32 engine stores the f16 bits and its
+//            attention reads them directly; the reference engine keeps f64 storage
+//            holding its rows rounded to f16, the oracle of the fast f16 path.
+//            A value beyond f16's range (|x| ≥ 65520) rounds to infinity and fails
+//            the step as a non-finite candidate row.
+enum class KvType {
+  kEngine,
+  kF16,
+};
+
 std::string_view PrecisionName(Precision precision);  // "f64", "f32"
 std::string_view BackendName(Backend backend);        // "reference", "fast"
+std::string_view KvTypeName(KvType type);             // "engine", "f16"
 
 // The default is the fast f32 engine on every core, as in the C API
 // (kvrt_engine_options_default); the bit-exact reference engine is an explicit
@@ -78,10 +97,15 @@ struct EngineOptions {
   // formats are unaffected. Still deterministic: the same bits for any thread count,
   // and batch-invariant (every row is rounded alone).
   bool int8_activations = false;
+  // The K/V cache's element type (see KvType). Sessions opened from these options
+  // create their cache with it (CacheOptions::kv_type); a cache bound to an engine
+  // must have the engine's.
+  KvType kv_type = KvType::kEngine;
 
-  // UnsupportedBackend for a backend, precision or weight format outside the
-  // enums, a reference engine asked for anything but f64, or int8 activations
-  // outside the fast f32 engine; InvalidArgument for max_rows_per_step 0 or more
+  // UnsupportedBackend for a backend, precision, weight format or KV type outside
+  // the enums, a reference engine asked for anything but f64, int8 activations
+  // outside the fast f32 engine, an f16 KV cache on the fast f64 engine or with
+  // batch-variant attention; InvalidArgument for max_rows_per_step 0 or more
   // than kMaxThreads threads.
   static constexpr size_t kMaxThreads = 1024;
   Result<void> Validate() const;

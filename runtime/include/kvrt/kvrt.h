@@ -307,6 +307,15 @@ typedef enum kvrt_weights {
   KVRT_WEIGHTS_Q6_K = 7
 } kvrt_weights;
 
+/* The element type of the K/V cache's rows (KvType in kvrt/engine_options.h).
+ * ENGINE (0, the default): the engine's precision. F16: IEEE half precision, half the
+ * bytes a long-context decode step reads (fast f32 backend, batch-invariant), or on
+ * the reference backend f64 rows rounded to f16 (the fast path's oracle). */
+typedef enum kvrt_kv_type {
+  KVRT_KV_TYPE_ENGINE = 0,
+  KVRT_KV_TYPE_F16 = 1
+} kvrt_kv_type;
+
 typedef struct kvrt_engine_options {
   kvrt_backend backend;
   kvrt_precision precision; /* the reference backend needs KVRT_PRECISION_F64 */
@@ -328,6 +337,9 @@ typedef struct kvrt_engine_options {
                              * faster, LESS EXACT; still thread-count and batch invariant.
                              * With another backend or precision: UnsupportedBackend. Other
                              * values: an error */
+  kvrt_kv_type kv_type;     /* 0 (an initializer without it): the engine's precision. A cache bound
+                             * to the engine must have its type: create it with
+                             * kvrt_cache_create_for_engine (UnsupportedBackend otherwise) */
 } kvrt_engine_options;
 
 /* Fast backend, f32, every core, no shared pool, weights as stored. */
@@ -434,6 +446,11 @@ void kvrt_session_free(kvrt_session* session);
  * the longest slot's length. */
 kvrt_error* kvrt_cache_create_slots(const kvrt_model* model, size_t slots, size_t capacity,
                                     kvrt_precision precision, kvrt_cache** out);
+/* A cache of `slots` sequences of up to `capacity` tokens (0: the model's
+ * max_positions) whose rows have the engine's precision and KV type (engine NULL:
+ * kvrt_engine_options_default()), ready for kvrt_session_bind with that engine. */
+kvrt_error* kvrt_cache_create_for_engine(const kvrt_model* model, size_t slots, size_t capacity,
+                                         const kvrt_engine_options* engine, kvrt_cache** out);
 size_t kvrt_cache_slots(const kvrt_cache* cache);
 /* 0 for a slot out of range. */
 size_t kvrt_cache_slot_len(const kvrt_cache* cache, size_t slot);

@@ -31,6 +31,10 @@ struct CacheOptions {
   // Element type of the stored rows; it must match the engine the cache binds to
   // (f32 for the default fast engine, f64 for ReferenceEngine()).
   Precision precision = Precision::kF32;
+  // Element type of the rows (kvrt/engine_options.h); it must match the engine's
+  // EngineOptions::kv_type. kF16 on an f32 cache stores 2 bytes an element; on an
+  // f64 cache (the reference engine) 8, holding values rounded to f16.
+  KvType kv_type = KvType::kEngine;
 };
 
 // What one committed prefill or decode returns. `logits` ([batch, V], f64) points

@@ -30,6 +30,7 @@ Result<std::vector<double>> PrefillLogits(const DecoderModel& model, std::span<c
                                           const EngineOptions& engine) {
   CacheOptions cache_options;
   cache_options.precision = engine.precision;
+  cache_options.kv_type = engine.kv_type;
   Result<DecoderKvCache> cache = DecoderKvCache::Create(model, cache_options);
   if (!cache) return Fail(std::move(cache.error()));
   Result<DecoderKvSession> session = Bind(*cache, model, engine);

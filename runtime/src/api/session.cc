@@ -78,6 +78,7 @@ Result<Session> Session::Open(const Model& model, const SessionOptions& options)
   cache_options.batch_size = options.batch_size;
   cache_options.capacity = options.capacity;
   cache_options.precision = options.engine.precision;
+  cache_options.kv_type = options.engine.kv_type;
   Result<KvCache> cache = KvCache::Create(model, cache_options);
   if (!cache) return Fail(std::move(cache.error()));
   // The cache's box first: once bound, it must outlive the session, which the

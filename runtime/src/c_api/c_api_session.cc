@@ -69,6 +69,13 @@ Result<EngineOptions> EngineFromC(const kvrt_engine_options* engine,
       return Fail(ErrorCode::kInvalidArgument, {},
                   "int8_activations must be 0 or 1, got " + std::to_string(chosen.int8_activations));
   }
+  switch (RawEnum(chosen.kv_type)) {
+    case KVRT_KV_TYPE_ENGINE: options.kv_type = KvType::kEngine; break;
+    case KVRT_KV_TYPE_F16: options.kv_type = KvType::kF16; break;
+    default:
+      return Fail(ErrorCode::kInvalidArgument, {},
+                  "unknown kv_type " + std::to_string(RawEnum(chosen.kv_type)));
+  }
   if (options.backend == Backend::kReference && options.precision != Precision::kF64) {
     return Fail(ErrorCode::kUnsupportedBackend, {{"", std::string("f32")}},
                 "the reference backend computes in f64 only");
@@ -87,7 +94,7 @@ extern "C" {
 
 kvrt_engine_options kvrt_engine_options_default(void) {
   return kvrt_engine_options{KVRT_BACKEND_FAST, KVRT_PRECISION_F32, 0, nullptr, KVRT_WEIGHTS_AS_STORED,
-                             kvrt::EngineOptions::kDefaultMaxRowsPerStep, 0, 0};
+                             kvrt::EngineOptions::kDefaultMaxRowsPerStep, 0, 0, KVRT_KV_TYPE_ENGINE};
 }
 
 kvrt_error* kvrt_pool_create(size_t threads, kvrt_pool** out) {

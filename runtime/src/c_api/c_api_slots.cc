@@ -32,6 +32,32 @@ kvrt_error* kvrt_cache_create_slots(const kvrt_model* model, size_t slots, size_
   });
 }
 
+kvrt_error* kvrt_cache_create_for_engine(const kvrt_model* model, size_t slots, size_t capacity,
+                                         const kvrt_engine_options* engine, kvrt_cache** out) {
+  return Guard([&]() -> kvrt_error* {
+    if (model == nullptr || out == nullptr) {
+      return InvalidArgument("kvrt_cache_create_for_engine needs a model and an output");
+    }
+    // Only the engine's precision and KV type matter here: no pool is started.
+    kvrt_engine_options chosen = engine ? *engine : kvrt_engine_options_default();
+    chosen.threads = 1;
+    chosen.pool = nullptr;
+    std::unique_ptr<kvrt::threading::ThreadPool> no_pool;
+    kvrt::Result<kvrt::EngineOptions> options = kvrt::c_api::EngineFromC(&chosen, no_pool);
+    if (!options) return MakeError(options.error());
+    if (kvrt::Result<void> valid = options->Validate(); !valid) return MakeError(valid.error());
+    kvrt::CacheOptions cache_options;
+    cache_options.batch_size = slots;
+    cache_options.capacity = capacity;
+    cache_options.precision = options->precision;
+    cache_options.kv_type = options->kv_type;
+    kvrt::Result<kvrt::DecoderKvCache> cache = kvrt::DecoderKvCache::Create(model->model, cache_options);
+    if (!cache) return MakeError(cache.error());
+    *out = new kvrt_cache{std::make_shared<kvrt::DecoderKvCache>(std::move(*cache))};
+    return nullptr;
+  });
+}
+
 size_t kvrt_cache_slots(const kvrt_cache* cache) { return cache ? cache->cache->slot_count() : 0; }
 size_t kvrt_cache_slot_len(const kvrt_cache* cache, size_t slot) {
   return cache ? cache->cache->slot_len(slot) : 0;

@@ -76,6 +76,7 @@ class RequestDriver {
     cache_options.batch_size = std::max<size_t>(1, options_.serve.slots);
     cache_options.capacity = options_.serve.capacity;
     cache_options.precision = options_.serve.engine.precision;
+    cache_options.kv_type = options_.serve.engine.kv_type;
     Result<DecoderKvCache> cache = DecoderKvCache::Create(model_, cache_options);
     if (!cache) return Fail(std::move(cache.error()).Wrap(ErrorCode::kCache));
     cache_.emplace(std::move(*cache));

@@ -31,6 +31,11 @@ Result<DecoderKvCache> DecoderKvCache::Create(const DecoderModel& model, CacheOp
   cache.batch_size_ = options.batch_size;
   cache.capacity_ = options.capacity == 0 ? config.max_positions : options.capacity;
   cache.precision_ = options.precision;
+  cache.kv_type_ = options.kv_type;
+  if (options.kv_type != KvType::kEngine && options.kv_type != KvType::kF16) {
+    return Fail(ErrorCode::kUnsupportedBackend, {{"", std::string("unknown")}},
+                "KV cache type " + std::to_string(static_cast<int>(options.kv_type)) + " is not available");
+  }
   if (config.layers == 0) {
     // No layer cache checks the geometry of a model without blocks, but its
     // session still splits prompts by the batch and positions rows by the
@@ -56,7 +61,7 @@ Result<DecoderKvCache> DecoderKvCache::Create(const DecoderModel& model, CacheOp
   if (!TryReserve(cache.layers_, config.layers)) return Fail(LayerAllocationFailed(config.layers));
   for (size_t layer = 0; layer < config.layers; ++layer) {
     Result<LayerKvCache> layer_cache =
-        LayerKvCache::Create(model, layer, cache.batch_size_, cache.capacity_, cache.precision_);
+        LayerKvCache::Create(model, layer, cache.batch_size_, cache.capacity_, cache.precision_, cache.kv_type_);
     if (!layer_cache) {
       return Fail(std::move(layer_cache.error())
                       .Wrap(ErrorCode::kLayerCache, {{"layer", uint64_t{layer}}}));
@@ -83,6 +88,7 @@ DecoderKvCache& DecoderKvCache::operator=(DecoderKvCache&& other) noexcept {
     batch_size_ = other.batch_size_;
     capacity_ = other.capacity_;
     precision_ = other.precision_;
+    kv_type_ = other.kv_type_;
     bindings_ = std::move(other.bindings_);
     layers_ = std::move(other.layers_);
     slots_ = std::move(other.slots_);
@@ -99,6 +105,7 @@ Result<DecoderKvCache> DecoderKvCache::Clone() const {
   copy.batch_size_ = batch_size_;
   copy.capacity_ = capacity_;
   copy.precision_ = precision_;
+  copy.kv_type_ = kv_type_;
   if (!TryCopy(bindings_, copy.bindings_)) return Fail(ParameterAllocationFailed(bindings_.size()));
   if (!TryCopy(slots_, copy.slots_)) {
     return Fail(ErrorCode::kAllocationFailed, {{"elements", uint64_t{slots_.size()}}},
@@ -130,13 +137,13 @@ bool DecoderKvCache::prefill_complete() const {
 size_t DecoderKvCache::storage_bytes() const {
   size_t bytes = 0;
   for (const LayerKvCache& layer : layers_)
-    bytes += 2 * layer.element_count() * KvElementSize(precision_);
+    bytes += 2 * layer.element_count() * KvElementSize(precision_, kv_type_);
   return bytes;
 }
 
 bool DecoderKvCache::operator==(const DecoderKvCache& other) const {
   return config_.SameAs(other.config_) && batch_size_ == other.batch_size_ &&
-         capacity_ == other.capacity_ && precision_ == other.precision_ &&
+         capacity_ == other.capacity_ && precision_ == other.precision_ && kv_type_ == other.kv_type_ &&
          layers_ == other.layers_ && slots_ == other.slots_ && work_ == other.work_ &&
          bindings_ == other.bindings_;
 }

@@ -53,6 +53,7 @@ class DecoderKvCache {
   size_t batch_size() const { return batch_size_; }
   size_t slot_count() const { return batch_size_; }
   Precision precision() const { return precision_; }
+  KvType kv_type() const { return kv_type_; }
   bool is_empty() const { return len() == 0; }
   bool is_full() const { return len() == capacity_; }
   // True when every slot's prompt is complete (spec §3.2 for one slot).
@@ -112,6 +113,7 @@ class DecoderKvCache {
   size_t batch_size_ = 1;
   size_t capacity_ = 0;
   Precision precision_ = Precision::kF64;
+  KvType kv_type_ = KvType::kEngine;
   std::vector<ParameterBinding> bindings_;
   std::vector<LayerKvCache> layers_;
   struct SlotState {

@@ -2,13 +2,17 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "kvrt/engine_options.h"
 
 namespace kvrt {
 
-inline size_t KvElementSize(Precision precision) {
-  return precision == Precision::kF64 ? sizeof(double) : sizeof(float);
+// An f64 cache (the reference engine) keeps f64 storage whatever the KV type (an
+// f16 type rounds the values it holds); an f32 cache stores f16 bits for kF16.
+inline size_t KvElementSize(Precision precision, KvType type) {
+  if (precision == Precision::kF64) return sizeof(double);
+  return type == KvType::kF16 ? sizeof(uint16_t) : sizeof(float);
 }
 
 }  // namespace kvrt

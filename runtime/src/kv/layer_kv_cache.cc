@@ -10,6 +10,7 @@
 #include "core/checked_math.h"
 #include "core/vector_growth.h"
 #include "kv/kv_element.h"
+#include "kvrt/simd/compressed_matrix.h"
 #include "model/rope.h"
 
 namespace kvrt {
@@ -17,25 +18,32 @@ namespace {
 
 std::string Count(size_t n) { return std::to_string(n); }
 
-// Element-wise == over two whole buffers of one precision (NaN never equals
+// Element `i` of a buffer of the given element type, as f64 (exact).
+double ElementAt(const std::byte* buffer, size_t i, Precision precision, KvType type) {
+  if (precision == Precision::kF64) {
+    double x;
+    std::memcpy(&x, buffer + i * sizeof x, sizeof x);
+    return x;
+  }
+  if (type == KvType::kF16) {
+    uint16_t bits;
+    std::memcpy(&bits, buffer + i * sizeof bits, sizeof bits);
+    return simd::F16ToF32(bits);
+  }
+  float x;
+  std::memcpy(&x, buffer + i * sizeof x, sizeof x);
+  return x;
+}
+
+// Element-wise == over two whole buffers of one element type (NaN never equals
 // itself, -0.0 equals 0.0), as spec/kv-cache.md §1.7 compares storage.
 bool StorageEqual(const Buffer<std::byte>& first, const Buffer<std::byte>& second,
-                  Precision precision) {
+                  Precision precision, KvType type) {
   if (first.size() != second.size()) return false;
-  const std::byte* a = first.data();
-  const std::byte* b = second.data();
-  const size_t elements = first.size() / KvElementSize(precision);
+  const size_t elements = first.size() / KvElementSize(precision, type);
   for (size_t i = 0; i < elements; ++i) {
-    if (precision == Precision::kF64) {
-      double x, y;
-      std::memcpy(&x, a + i * sizeof x, sizeof x);
-      std::memcpy(&y, b + i * sizeof y, sizeof y);
-      if (!(x == y)) return false;
-    } else {
-      float x, y;
-      std::memcpy(&x, a + i * sizeof x, sizeof x);
-      std::memcpy(&y, b + i * sizeof y, sizeof y);
-      if (!(x == y)) return false;
+    if (!(ElementAt(first.data(), i, precision, type) == ElementAt(second.data(), i, precision, type))) {
+      return false;
     }
   }
   return true;
@@ -50,7 +58,8 @@ std::optional<Buffer<std::byte>> CopyBuffer(const Buffer<std::byte>& source) {
 }  // namespace
 
 Result<LayerKvCache> LayerKvCache::Create(const DecoderModel& model, size_t layer,
-                                          size_t batch_size, size_t capacity, Precision precision) {
+                                          size_t batch_size, size_t capacity, Precision precision,
+                                          KvType kv_type) {
   const ModelConfig& config = model.config();
   if (batch_size == 0)
     return Fail(ErrorCode::kZeroBatchSize, {}, "KV cache batch size must be nonzero");
@@ -67,7 +76,7 @@ Result<LayerKvCache> LayerKvCache::Create(const DecoderModel& model, size_t laye
   if (elements) elements = CheckedMul(*elements, capacity);
   if (elements) elements = CheckedMul(*elements, hw);
   std::optional<size_t> bytes =
-      elements ? CheckedMul(*elements, KvElementSize(precision)) : std::nullopt;
+      elements ? CheckedMul(*elements, KvElementSize(precision, kv_type)) : std::nullopt;
   if (!bytes) {
     return Fail(ErrorCode::kElementCountOverflow,
                 {{"batch_size", uint64_t{batch_size}},
@@ -92,6 +101,7 @@ Result<LayerKvCache> LayerKvCache::Create(const DecoderModel& model, size_t laye
   cache.capacity_ = capacity;
   cache.lens_.assign(batch_size, 0);  // reserved: cannot allocate
   cache.precision_ = precision;
+  cache.kv_type_ = kv_type;
   cache.keys_ = std::move(*keys);
   cache.values_ = std::move(*values);
   for (BlockSlot slot :
@@ -119,6 +129,7 @@ Result<LayerKvCache> LayerKvCache::Clone() const {
   copy.head_width_ = head_width_;
   copy.capacity_ = capacity_;
   copy.precision_ = precision_;
+  copy.kv_type_ = kv_type_;
   copy.keys_ = std::move(*keys);
   copy.values_ = std::move(*values);
   copy.rope_feature_width_ = rope_feature_width_;
@@ -139,12 +150,7 @@ std::vector<double> LayerKvCache::Storage(const Buffer<std::byte>& buffer, bool 
   for (size_t lane = 0; lane < lanes(); ++lane) {
     const size_t rows = logical ? lens_[lane / heads_] : capacity_;
     for (size_t i = 0; i < rows * head_width_; ++i) {
-      const size_t element = lane * capacity_ * head_width_ + i;
-      if (precision_ == Precision::kF64) {
-        out.push_back(reinterpret_cast<const double*>(buffer.data())[element]);
-      } else {
-        out.push_back(reinterpret_cast<const float*>(buffer.data())[element]);
-      }
+      out.push_back(ElementAt(buffer.data(), lane * capacity_ * head_width_ + i, precision_, kv_type_));
     }
   }
   return out;
@@ -159,15 +165,15 @@ bool LayerKvCache::operator==(const LayerKvCache& other) const {
   return batch_size_ == other.batch_size_ && model_width_ == other.model_width_ &&
          heads_ == other.heads_ && head_width_ == other.head_width_ &&
          capacity_ == other.capacity_ && lens_ == other.lens_ && precision_ == other.precision_ &&
-         StorageEqual(keys_, other.keys_, precision_) &&
-         StorageEqual(values_, other.values_, precision_) &&
+         kv_type_ == other.kv_type_ && StorageEqual(keys_, other.keys_, precision_, kv_type_) &&
+         StorageEqual(values_, other.values_, precision_, kv_type_) &&
          rope_feature_width_ == other.rope_feature_width_ &&
          rope_max_positions_ == other.rope_max_positions_ &&
          rope_base_bits_ == other.rope_base_bits_ && bindings_ == other.bindings_;
 }
 
 void LayerKvCache::CopySlotRows(size_t source, size_t destination, size_t rows) {
-  const size_t element = KvElementSize(precision_);
+  const size_t element = KvElementSize(precision_, kv_type_);
   const size_t lane_bytes = capacity_ * head_width_ * element;
   const size_t row_bytes = rows * head_width_ * element;
   if (row_bytes == 0) return;

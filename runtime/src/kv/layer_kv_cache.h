@@ -20,6 +20,7 @@
 
 #include "core/buffer.h"
 #include "kvrt/engine_options.h"
+#include "kvrt/simd/prefix_attention.h"
 #include "kvrt/error.h"
 #include "model/decoder_model.h"
 
@@ -48,7 +49,8 @@ class LayerKvCache {
   // spec/kv-cache.md §1.1: ZeroBatchSize, ZeroCapacity, CapacityExceedsPositions,
   // ElementCountOverflow (((B·H)·cap)·hw), AllocationFailed{elements}.
   static Result<LayerKvCache> Create(const DecoderModel& model, size_t layer, size_t batch_size,
-                                     size_t capacity, Precision precision);
+                                     size_t capacity, Precision precision,
+                                     KvType kv_type = KvType::kEngine);
 
   LayerKvCache(LayerKvCache&&) noexcept = default;
   LayerKvCache& operator=(LayerKvCache&&) noexcept = default;
@@ -69,16 +71,19 @@ class LayerKvCache {
   bool is_empty() const { return len() == 0; }
   bool is_full() const { return len() == capacity_; }
   Precision precision() const { return precision_; }
+  KvType kv_type() const { return kv_type_; }
   size_t lanes() const { return batch_size_ * heads_; }
   size_t element_count() const { return lanes() * capacity_ * head_width_; }
   const std::vector<ParameterBinding>& bindings() const { return bindings_; }  // q, k, v, o
 
   // The storage of lane (slot, kv_head) in the cache's element type: T = double
-  // for an f64 cache, float for an f32 one. Engines write a step's rows past the
-  // slot's length, where no reader looks until the session commits them.
+  // for an f64 cache, float for an f32 one, simd::Half for an f32 cache of kF16.
+  // Engines write a step's rows past the slot's length, where no reader looks
+  // until the session commits them.
   template <class T>
   KvLane<T> Lane(size_t slot, size_t kv_head) {
-    static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>);
+    static_assert(std::is_same_v<T, float> || std::is_same_v<T, double> ||
+                  std::is_same_v<T, simd::Half>);
     const size_t offset = (slot * heads_ + kv_head) * capacity_ * head_width_;
     return {reinterpret_cast<T*>(keys_.data()) + offset,
             reinterpret_cast<T*>(values_.data()) + offset};
@@ -116,7 +121,8 @@ class LayerKvCache {
   size_t capacity_ = 0;
   std::vector<size_t> lens_;  // [batch]: every slot's length
   Precision precision_ = Precision::kF64;
-  Buffer<std::byte> keys_;    // [batch, heads, capacity, head_width] of precision_
+  KvType kv_type_ = KvType::kEngine;
+  Buffer<std::byte> keys_;    // [batch, heads, capacity, head_width] of KvElementSize
   Buffer<std::byte> values_;  // same layout
   std::vector<ParameterBinding> bindings_;
   // RoPE fingerprint: feature width, positions and the bits of the base.

@@ -44,6 +44,11 @@ Result<DecoderKvSession> Bind(DecoderKvCache& cache, const DecoderModel& model,
         "the cache stores " + std::string(PrecisionName(cache.precision())) +
             " rows but the engine computes in " + std::string(PrecisionName(options.precision)));
   }
+  if (options.kv_type != cache.kv_type()) {
+    return Fail(ErrorCode::kUnsupportedBackend, {{"", std::string(KvTypeName(options.kv_type))}},
+                "the cache stores " + std::string(KvTypeName(cache.kv_type())) +
+                    " K/V rows but the engine expects " + std::string(KvTypeName(options.kv_type)));
+  }
   Result<std::unique_ptr<detail::Engine>> engine =
       Fail(ErrorCode::kUnsupportedBackend, {{"", std::string(BackendName(options.backend))}},
            "backend " + std::string(BackendName(options.backend)) + " is not available");

@@ -7,6 +7,7 @@ namespace kvrt {
 Result<OwnedSession> OwnedSession::Open(const DecoderModel& model, const EngineOptions& engine,
                                         CacheOptions cache_options) try {
   cache_options.precision = engine.precision;
+  cache_options.kv_type = engine.kv_type;
   Result<DecoderKvCache> cache = DecoderKvCache::Create(model, cache_options);
   if (!cache) return Fail(std::move(cache.error()));
   auto owned = std::make_unique<DecoderKvCache>(std::move(*cache));

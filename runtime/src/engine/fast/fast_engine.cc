@@ -15,8 +15,11 @@
 // prompt's logits then depend on how it was chunked (a decode row keeps
 // AttendPrefix). Only the last row of every run is projected to the vocabulary. New K/V
 // rows wait in staging buffers until the commit: a failed step writes nothing
-// into the cache. Every buffer is allocated at bind and bounded by the most rows
-// one step forwards (EngineOptions::max_rows_per_step), never by the capacity.
+// into the cache. With an f16 cache (KvType::kF16) the staging holds the new rows
+// already rounded to f16, so a step's own rows and the committed ones are the same
+// values to attention, which reads both as stored (simd::Half segments). Every
+// buffer is allocated at bind and bounded by the most rows one step forwards
+// (EngineOptions::max_rows_per_step), never by the capacity.
 #include "engine/fast/fast_engine.h"
 
 #include <algorithm>
@@ -41,7 +44,24 @@
 namespace kvrt::detail {
 namespace {
 
-template <class T>
+// A stored K/V element as f64 (for an error's value).
+double StoredValue(float x) { return x; }
+double StoredValue(double x) { return x; }
+double StoredValue(simd::Half x) { return simd::F16ToF32(x.bits); }
+
+// The first f16 element that is ±inf or NaN (exponent all ones), beside the f32/f64
+// ones of step_errors.h.
+using detail::FirstNonFinite;
+std::optional<size_t> FirstNonFinite(const simd::Half* values, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    if ((values[i].bits & 0x7C00) == 0x7C00) return i;
+  }
+  return std::nullopt;
+}
+
+// T: the arithmetic (f32 or f64); K: the stored K/V element (T, or simd::Half for
+// an f16 cache on the f32 engine).
+template <class T, class K = T>
 class FastEngine final : public Engine {
  public:
   FastEngine(const DecoderModel& model, const DecoderKvCache& cache,
@@ -181,10 +201,10 @@ class FastEngine final : public Engine {
       size_t i = 0;  // step row
       for (const EngineRun& run : step.runs) {
         for (size_t j = 0; j < run.count; ++j, ++i) {
-          const T* staged = Staged(l, i);
+          const K* staged = Staged(l, i);
           const size_t row = (run.start + j) * hw;
           for (size_t h = 0; h < kv_heads; ++h) {
-            const KvLane<T> lane = layers[l].template Lane<T>(run.slot, h);
+            const KvLane<K> lane = layers[l].template Lane<K>(run.slot, h);
             std::copy_n(staged + h * hw, hw, lane.keys + row);
             std::copy_n(staged + kv_width + h * hw, hw, lane.values + row);
           }
@@ -295,17 +315,24 @@ class FastEngine final : public Engine {
   }
 
   // Staged K then V of step row i in layer l: [2·kv_width].
-  T* Staged(size_t layer, size_t i) {
+  K* Staged(size_t layer, size_t i) {
     return staged_.data() + (layer * max_rows_ + i) * 2 * config_.kv_width();
   }
 
   // The step's rotated keys and values, out of qkv_rows_ (which the output
-  // projection overwrites) into the layer's staging.
+  // projection overwrites) into the layer's staging, as the cache stores them:
+  // rounded to f16 here, once, so that attention and the commit see one value.
   void StageKeyValueRows(const EngineStep& step, size_t layer) {
     const size_t width = qkv_.front().width(), d = config_.model_width;
     const size_t kv_width = config_.kv_width();
     ForRows(step.rows, [&](size_t i) {
-      std::copy_n(qkv_rows_.data() + i * width + d, 2 * kv_width, Staged(layer, i));
+      const T* row = qkv_rows_.data() + i * width + d;
+      K* staged = Staged(layer, i);
+      if constexpr (std::is_same_v<K, T>) {
+        std::copy_n(row, 2 * kv_width, staged);
+      } else {
+        for (size_t j = 0; j < 2 * kv_width; ++j) staged[j].bits = simd::F32ToF16(row[j]);
+      }
     });
   }
 
@@ -321,14 +348,14 @@ class FastEngine final : public Engine {
   // from the cache, then the run's first `own_rows` staged rows (both attention
   // paths read the same two segments).
   struct RunPrefix {
-    simd::PrefixSegment<T> committed;
-    simd::PrefixSegment<T> fresh;
+    simd::PrefixSegment<K> committed;
+    simd::PrefixSegment<K> fresh;
   };
   RunPrefix PrefixOf(const EngineRun& run, size_t first_row, size_t kv_head, size_t own_rows,
                      size_t layer, LayerKvCache& cache) {
     const size_t hw = config_.head_width(), kv_width = config_.kv_width();
-    const KvLane<T> lane = cache.template Lane<T>(run.slot, kv_head);
-    const T* own = Staged(layer, first_row) + kv_head * hw;
+    const KvLane<K> lane = cache.template Lane<K>(run.slot, kv_head);
+    const K* own = Staged(layer, first_row) + kv_head * hw;
     return {{lane.keys, lane.values, hw, run.start}, {own, own + kv_width, 2 * kv_width, own_rows}};
   }
 
@@ -372,13 +399,19 @@ class FastEngine final : public Engine {
       T* scratch = attention_scratch_.data() + worker * scratch_size;
       const T* q = qkv_rows_.data() + i * width + h * hw;
       T* out = normed_.data() + i * d + h * hw;
-      if (batch_invariant_) {
-        simd::AttendPrefixRows(q, width, rows, prefix.committed, prefix.fresh, hw, scale, scratch, out, d);
-      } else if (run.count == 1) {
-        simd::AttendPrefix(q, prefix.committed, prefix.fresh, hw, scale, scratch, out);
-      } else {
-        simd::AttendQueryTile(q, width, rows, prefix.committed, prefix.fresh, hw, scale, scratch, out, d);
+      // The batch-variant kernels read rows of T only (EngineOptions::Validate
+      // keeps an f16 cache batch-invariant).
+      if constexpr (std::is_same_v<K, T>) {
+        if (!batch_invariant_) {
+          if (run.count == 1) {
+            simd::AttendPrefix(q, prefix.committed, prefix.fresh, hw, scale, scratch, out);
+          } else {
+            simd::AttendQueryTile(q, width, rows, prefix.committed, prefix.fresh, hw, scale, scratch, out, d);
+          }
+          return;
+        }
       }
+      simd::AttendPrefixRows(q, width, rows, prefix.committed, prefix.fresh, hw, scale, scratch, out, d);
     };
     threading::ParallelFor(pool_, tasks, task);
   }
@@ -398,11 +431,10 @@ class FastEngine final : public Engine {
     for (size_t i = first; i < step.rows; ++i) {
       for (const bool is_key : {true, false}) {
         for (size_t h = 0; h < kv_heads; ++h) {
-          const T* row = Staged(layer, i) + (is_key ? 0 : kv_width) + h * hw;
+          const K* row = Staged(layer, i) + (is_key ? 0 : kv_width) + h * hw;
           if (auto bad = FirstNonFinite(row, hw)) {
             // The index within the slot's rows, as a single sequence reports it.
-            return Fail(NonFiniteCandidateRow(is_key, h * hw + *bad,
-                                              static_cast<double>(row[*bad]), layer));
+            return Fail(NonFiniteCandidateRow(is_key, h * hw + *bad, StoredValue(row[*bad]), layer));
           }
         }
       }
@@ -428,7 +460,7 @@ class FastEngine final : public Engine {
   Buffer<T> rope_rows_;     // [rows, hw]: cos then sin of positions past the table
   Buffer<T> attention_scratch_;  // [workers, AttentionScratchPerWorker()]
   Buffer<T> logits_;        // [slots, V]
-  Buffer<T> staged_;        // [layers, rows, K | V]: the step's new rows
+  Buffer<K> staged_;        // [layers, rows, K | V]: the step's new rows, as stored
   Buffer<size_t> row_run_;       // [rows]: the run of every step row
   Buffer<size_t> row_position_;  // [rows]
   Buffer<uint8_t> row_finite_;   // [rows]: CheckNewRows' verdict on every step row
@@ -440,15 +472,15 @@ class FastEngine final : public Engine {
   simd::Int8Rows int8_rows_;       // the three above (k: the largest K)
 };
 
-template <class T>
+template <class T, class K = T>
 Result<std::unique_ptr<Engine>> Create(const DecoderModel& model, const DecoderKvCache& cache,
                                        const EngineOptions& options) {
   Result<std::shared_ptr<const EngineWeights<T>>> weights =
       WeightsCacheOf(model).template Get<T>(model, options.weights,
                                                           options.int8_activations);
   if (!weights) return Fail(std::move(weights.error()));
-  auto engine = std::make_unique<FastEngine<T>>(model, cache, std::move(*weights), options.pool,
-                                                options.max_rows_per_step, options.batch_invariant);
+  auto engine = std::make_unique<FastEngine<T, K>>(model, cache, std::move(*weights), options.pool,
+                                                   options.max_rows_per_step, options.batch_invariant);
   if (Result<void> allocated = engine->AllocateWorkspace(); !allocated) {
     return Fail(std::move(allocated.error()));
   }
@@ -460,6 +492,15 @@ Result<std::unique_ptr<Engine>> Create(const DecoderModel& model, const DecoderK
 Result<std::unique_ptr<Engine>> CreateFastEngine(const DecoderModel& model,
                                                  const DecoderKvCache& cache,
                                                  const EngineOptions& options) {
+  if (cache.kv_type() == KvType::kF16) {
+    // EngineOptions::Validate has refused the other combinations; a cache made
+    // by hand still gets an error, never an engine that misreads it.
+    if (options.precision != Precision::kF32 || cache.precision() != Precision::kF32 || !options.batch_invariant) {
+      return Fail(ErrorCode::kUnsupportedBackend, {{"", std::string("f16")}},
+                  "an f16 KV cache runs on the batch-invariant fast f32 engine");
+    }
+    return Create<float, simd::Half>(model, cache, options);
+  }
   return options.precision == Precision::kF32 ? Create<float>(model, cache, options)
                                               : Create<double>(model, cache, options);
 }

@@ -107,6 +107,7 @@ Result<std::unique_ptr<Engine>> CreateReferenceEngine(const DecoderModel& model,
   Result<ReferenceRowForward> forward = ReferenceRowForward::Create(
       dequantized ? *dequantized : model, 1, 1);
   if (!forward) return Fail(std::move(forward.error()));
+  forward->set_kv_type(cache.kv_type());
   const size_t slot_elements = config.kv_heads * config.head_width();
   const size_t per_layer = cache.batch_size() * slot_elements;
   std::optional<Buffer<double>> keys = Buffer<double>::Allocate(config.layers * per_layer);

@@ -11,6 +11,7 @@
 #include "core/checked_math.h"
 #include "core/rust_format.h"
 #include "engine/step_errors.h"
+#include "kvrt/simd/compressed_matrix.h"
 #include "kvrt/simd/dot.h"
 #include "kvrt/simd/matmul.h"
 #include "kvrt/simd/matvec.h"
@@ -274,16 +275,24 @@ void ReferenceRowForward::RotateQueriesAndKeys(const RowStep& step, TraceSink& t
               key_.data());
 }
 
-// The new rows become readable to this step's attention (and nobody else's).
+// The new rows become readable to this step's attention (and nobody else's), as
+// the cache stores them.
 void ReferenceRowForward::WriteNewRows(const RowStep& step, const LayerKvRows<double>& kv) const {
   const ModelConfig& config = model_.config();
   const size_t kv_heads = config.kv_heads, kv_width = config.kv_width(), hw = config.head_width();
+  const auto store = [&](const double* from, double* to) {
+    if (kv_type_ == KvType::kF16) {
+      for (size_t j = 0; j < hw; ++j) to[j] = simd::RoundToF16(from[j]);
+    } else {
+      std::copy_n(from, hw, to);
+    }
+  };
   for (size_t b = 0; b < step.batch; ++b) {
     for (size_t r = 0; r < step.rows; ++r) {
       const size_t i = b * step.rows + r;
       for (size_t h = 0; h < kv_heads; ++h) {
-        std::copy_n(key_.data() + i * kv_width + h * hw, hw, kv.new_key(b * kv_heads + h, r));
-        std::copy_n(value_.data() + i * kv_width + h * hw, hw, kv.new_value(b * kv_heads + h, r));
+        store(key_.data() + i * kv_width + h * hw, kv.new_key(b * kv_heads + h, r));
+        store(value_.data() + i * kv_width + h * hw, kv.new_value(b * kv_heads + h, r));
       }
     }
   }

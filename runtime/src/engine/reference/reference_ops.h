@@ -15,6 +15,7 @@
 #include "engine/reference/kv_rows.h"
 #include "engine/reference/trace_sink.h"
 #include "core/buffer.h"
+#include "kvrt/engine_options.h"
 #include "kvrt/error.h"
 #include "model/decoder_model.h"
 #include "kvrt/simd/packed_matrix.h"
@@ -46,6 +47,11 @@ class ReferenceRowForward {
   // The caller holds shared borrows of the model's parameters.
   Result<void> Run(const RowStep& step, std::span<const LayerKvRows<double>> layers,
                    std::span<double> logits, ForwardTrace* trace);
+
+  // The element type of the cache the new rows go to: with KvType::kF16 every new
+  // K/V row is rounded to f16 (simd::RoundToF16) as it is written, before
+  // attention reads it (the oracle of the fast f16 path).
+  void set_kv_type(KvType type) { kv_type_ = type; }
 
  private:
   explicit ReferenceRowForward(const DecoderModel& model) : model_(model) {}
@@ -85,6 +91,7 @@ class ReferenceRowForward {
   DecoderModel model_;
   std::vector<const double*> weights_;
   std::vector<Buffer<double>> converted_;  // dense copies of panel-layout parameters
+  KvType kv_type_ = KvType::kEngine;       // how WriteNewRows stores the new rows
   size_t batch_ = 0;
   size_t max_rows_ = 0;
   Buffer<double> hidden_;  // [batch·rows, D] residual stream

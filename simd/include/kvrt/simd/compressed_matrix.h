@@ -163,6 +163,10 @@ uint16_t F32ToF16(float value);
 float F16ToF32(uint16_t bits);
 uint16_t F32ToBf16(float value);
 float Bf16ToF32(uint16_t bits);
+// `value` rounded once to the nearest f16 value (ties to even; beyond ±65504 by half
+// a step or more: ±inf; NaN stays NaN), as f64: the reference engine's f16 KV cache.
+// For an f32 input it equals F16ToF32(F32ToF16(value)).
+double RoundToF16(double value);
 
 // y = x·W for the columns of the panels [panel_begin, panel_end), i.e. y[n] for n in
 // [panel_begin·32, min(panel_end·32, N)), and nothing else (the engine splits the panels
