@@ -8,9 +8,9 @@
 //       depth, in the cache's type) over the step's time, against a read probe of
 //       the same number of bytes taken before and after every run of steps
 //       (paired_roofline.h); kv_share: the K/V part of those bytes.
-//   KvDecodeVsF32/<model>/q8_0/kv:f16/depth:<d>/threads:<n>
-//       the f16 cache's decode speed over the f32 cache's at the same depth, the two
-//       sessions stepped alternately (speed_over_f32): the perf gate's in-run ratio.
+//   KvDecodeVsF32/<model>/q8_0/kv:<f16|bf16>/depth:<d>/threads:<n>
+//       the 16-bit cache's decode speed over the f32 cache's at the same depth, the
+//       two sessions stepped alternately (speed_over_f32): the perf gate's in-run ratio.
 // Select them with --benchmark_filter='^KvDecode' (the 16k rows prefill 16,384
 // tokens once per row and repetition: minutes on two cores).
 #include <benchmark/benchmark.h>
@@ -121,29 +121,30 @@ void KvDecode(benchmark::State& state, const ModelShape* shape, KvType type, siz
   state.counters["kv_share"] = kv_bytes / step_bytes;
 }
 
-void KvDecodeVsF32(benchmark::State& state, const ModelShape* shape, size_t depth, threading::ThreadPool* pool) {
+void KvDecodeVsF32(benchmark::State& state, const ModelShape* shape, KvType type, size_t depth,
+                   threading::ThreadPool* pool) {
   const DecoderModel& model = SyntheticModel(*shape);
   BenchSession f32(model, pool, CacheOf(KvType::kEngine, depth));
-  BenchSession f16(model, pool, CacheOf(KvType::kF16, depth));
+  BenchSession compact(model, pool, CacheOf(type, depth));
   const std::vector<uint32_t> tokens = PromptTokens(depth + kStepsPerRewind, shape->vocab);
-  DepthKeeper f32_keeper(f32, tokens, depth), f16_keeper(f16, tokens, depth);
-  double f32_seconds = 0, f16_seconds = 0;
+  DepthKeeper f32_keeper(f32, tokens, depth), compact_keeper(compact, tokens, depth);
+  double f32_seconds = 0, compact_seconds = 0;
   Alternation alternate;
   for (auto _ : state) {
-    if (f16_keeper.RunOver()) {
+    if (compact_keeper.RunOver()) {
       state.PauseTiming();
       f32_keeper.Rewind();
-      f16_keeper.Rewind();
+      compact_keeper.Rewind();
       state.ResumeTiming();
     }
     bool ok = true;
     alternate([&] { f32_seconds += SecondsOf([&] { ok = f32_keeper.Step() && ok; }); },
-              [&] { f16_seconds += SecondsOf([&] { ok = f16_keeper.Step() && ok; }); });
+              [&] { compact_seconds += SecondsOf([&] { ok = compact_keeper.Step() && ok; }); });
     if (!ok) state.SkipWithError("decode failed");
   }
-  state.counters["speed_over_f32"] = f16_seconds > 0 ? f32_seconds / f16_seconds : 0;
-  state.counters["f16_tokens_per_second"] =
-      f16_seconds > 0 ? static_cast<double>(state.iterations()) / f16_seconds : 0;
+  state.counters["speed_over_f32"] = compact_seconds > 0 ? f32_seconds / compact_seconds : 0;
+  state.counters["tokens_per_second"] =
+      compact_seconds > 0 ? static_cast<double>(state.iterations()) / compact_seconds : 0;
   state.counters["f32_tokens_per_second"] =
       f32_seconds > 0 ? static_cast<double>(state.iterations()) / f32_seconds : 0;
 }
@@ -156,19 +157,21 @@ void RegisterKvCacheBenchmarks(threading::ThreadPool& one_thread, threading::Thr
     for (threading::ThreadPool* pool : {&one_thread, &two_threads}) {
       const std::string threads = "/threads:" + std::to_string(pool->threads());
       for (const size_t depth : {size_t{1}, size_t{1024}, size_t{4096}, size_t{16384}}) {
-        for (const KvType type : {KvType::kEngine, KvType::kF16}) {
-          const std::string kv = type == KvType::kF16 ? "f16" : "f32";
+        for (const KvType type : {KvType::kEngine, KvType::kF16, KvType::kBf16}) {
+          const std::string kv = type == KvType::kEngine ? "f32" : std::string(KvTypeName(type));
           const std::string row = "KvDecode/" + std::string(shape.name) + "/q8_0/kv:" + kv +
                                   "/depth:" + std::to_string(depth) + threads;
           benchmark::RegisterBenchmark(row.c_str(), KvDecode, &shape, type, depth, pool)
               ->UseRealTime()
               ->Unit(benchmark::kMillisecond);
         }
-        const std::string ratio = "KvDecodeVsF32/" + std::string(shape.name) + "/q8_0/kv:f16/depth:" +
-                                  std::to_string(depth) + threads;
-        benchmark::RegisterBenchmark(ratio.c_str(), KvDecodeVsF32, &shape, depth, pool)
-            ->UseRealTime()
-            ->Unit(benchmark::kMillisecond);
+        for (const KvType type : {KvType::kF16, KvType::kBf16}) {
+          const std::string ratio = "KvDecodeVsF32/" + std::string(shape.name) + "/q8_0/kv:" +
+                                    std::string(KvTypeName(type)) + "/depth:" + std::to_string(depth) + threads;
+          benchmark::RegisterBenchmark(ratio.c_str(), KvDecodeVsF32, &shape, type, depth, pool)
+              ->UseRealTime()
+              ->Unit(benchmark::kMillisecond);
+        }
       }
     }
   }

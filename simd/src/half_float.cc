@@ -86,4 +86,17 @@ double RoundToF16(double value) {
   return std::copysign(rounded > kLargest ? HUGE_VAL : rounded, value);
 }
 
+// bf16 keeps 8 significant bits down to 2^−126 and a fixed step of 2^−133 below
+// (f32's exponent range), rounded as RoundToF16 does.
+double RoundToBf16(double value) {
+  if (!std::isfinite(value)) return value;
+  const double magnitude = std::fabs(value);
+  int exponent = 0;
+  std::frexp(magnitude, &exponent);
+  const double step = std::ldexp(1.0, std::max(exponent - 8, -133));
+  const double rounded = std::nearbyint(magnitude / step) * step;
+  const double largest = std::ldexp(255.0, 120);  // 0x7F7F: (2 − 2^−7)·2^127
+  return std::copysign(rounded > largest ? HUGE_VAL : rounded, value);
+}
+
 }  // namespace kvrt::simd

@@ -1,6 +1,7 @@
 // Per-target loads of stored K/V rows into the vectors attention computes in: an
-// f32/f64 row as it is, an f16 row (Half) widened to f32 (exactly: every f16 is an
-// f32), so that a kernel reads a compact cache directly, with no widening copy.
+// f32/f64 row as it is, an f16 (Half) or bf16 (Bf16) row widened to f32 (exactly:
+// every f16 and every bf16 is an f32), so that a kernel reads a compact cache
+// directly, with no widening copy.
 #if defined(KVRT_SIMD_KV_LOAD_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef KVRT_SIMD_KV_LOAD_INL_H_
 #undef KVRT_SIMD_KV_LOAD_INL_H_
@@ -47,6 +48,31 @@ HWY_INLINE hn::Vec<D> LoadKvTail(hn::Mask<D> m, D d, const Half* p) {
   alignas(HWY_MAX_BYTES) hwy::float16_t lanes[HWY_MAX_BYTES / sizeof(float)] = {};
   std::memcpy(lanes, p, hn::CountTrue(d, m) * sizeof(Half));
   return hn::PromoteTo(d, hn::LoadU(dh, lanes));
+}
+
+// A bf16 is the top 16 bits of the f32 it stands for: widen each lane to 32 bits
+// and shift it up (integer operations only, the same on every target).
+template <class D>
+HWY_INLINE hn::Vec<D> WidenBf16(D d, hn::Vec<hn::Rebind<uint16_t, D>> bits) {
+  const hn::RebindToUnsigned<D> du;
+  return hn::BitCast(d, hn::ShiftLeft<16>(hn::PromoteTo(du, bits)));
+}
+
+// A whole vector of a bf16 row, widened (f32 computations only).
+template <class D>
+HWY_INLINE hn::Vec<D> LoadKv(D d, const Bf16* p) {
+  static_assert(sizeof(hn::TFromD<D>) == 4, "bf16 rows widen to f32");
+  const hn::Rebind<uint16_t, D> d16;
+  return WidenBf16(d, hn::LoadU(d16, reinterpret_cast<const uint16_t*>(p)));
+}
+
+template <class D>
+HWY_INLINE hn::Vec<D> LoadKvTail(hn::Mask<D> m, D d, const Bf16* p) {
+  static_assert(sizeof(hn::TFromD<D>) == 4, "bf16 rows widen to f32");
+  const hn::Rebind<uint16_t, D> d16;
+  alignas(HWY_MAX_BYTES) uint16_t lanes[HWY_MAX_BYTES / sizeof(float)] = {};
+  std::memcpy(lanes, p, hn::CountTrue(d, m) * sizeof(Bf16));
+  return WidenBf16(d, hn::LoadU(d16, lanes));
 }
 
 }  // namespace kvrt::simd::HWY_NAMESPACE

@@ -22,6 +22,10 @@ void AttendPrefixF16(const float* q, PrefixSegment<Half> first, PrefixSegment<Ha
                      size_t head_width, float scale, float* scratch, float* out) {
   AttendPrefixRow(hn::ScalableTag<float>(), q, first, second, head_width, scale, scratch, out);
 }
+void AttendPrefixBf16(const float* q, PrefixSegment<Bf16> first, PrefixSegment<Bf16> second,
+                      size_t head_width, float scale, float* scratch, float* out) {
+  AttendPrefixRow(hn::ScalableTag<float>(), q, first, second, head_width, scale, scratch, out);
+}
 void AttendPrefixRowsF32(const float* q, size_t q_stride, size_t rows, PrefixSegment<float> first,
                          PrefixSegment<float> second, size_t head_width, float scale, float* scratch,
                          float* out, size_t out_stride) {
@@ -42,6 +46,13 @@ void AttendPrefixRowsF16(const float* q, size_t q_stride, size_t rows, PrefixSeg
                        scratch, out, out_stride);
 }
 
+void AttendPrefixRowsBf16(const float* q, size_t q_stride, size_t rows, PrefixSegment<Bf16> first,
+                          PrefixSegment<Bf16> second, size_t head_width, float scale, float* scratch,
+                          float* out, size_t out_stride) {
+  AttendPrefixRowRange(hn::ScalableTag<float>(), q, q_stride, rows, first, second, head_width, scale,
+                       scratch, out, out_stride);
+}
+
 }  // namespace kvrt::simd::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
@@ -54,6 +65,8 @@ HWY_EXPORT(AttendPrefixRowsF32);
 HWY_EXPORT(AttendPrefixRowsF64);
 HWY_EXPORT(AttendPrefixF16);
 HWY_EXPORT(AttendPrefixRowsF16);
+HWY_EXPORT(AttendPrefixBf16);
+HWY_EXPORT(AttendPrefixRowsBf16);
 
 void AttendPrefix(const float* q, PrefixSegment<float> first, PrefixSegment<float> second,
                   size_t head_width, float scale, float* scratch, float* out) {
@@ -86,6 +99,17 @@ void AttendPrefixRows(const float* q, size_t q_stride, size_t rows, PrefixSegmen
                       float* out, size_t out_stride) {
   HWY_DYNAMIC_DISPATCH(AttendPrefixRowsF16)(q, q_stride, rows, first, second, head_width, scale,
                                             scratch, out, out_stride);
+}
+
+void AttendPrefix(const float* q, PrefixSegment<Bf16> first, PrefixSegment<Bf16> second,
+                  size_t head_width, float scale, float* scratch, float* out) {
+  HWY_DYNAMIC_DISPATCH(AttendPrefixBf16)(q, first, second, head_width, scale, scratch, out);
+}
+void AttendPrefixRows(const float* q, size_t q_stride, size_t rows, PrefixSegment<Bf16> first,
+                      PrefixSegment<Bf16> second, size_t head_width, float scale, float* scratch,
+                      float* out, size_t out_stride) {
+  HWY_DYNAMIC_DISPATCH(AttendPrefixRowsBf16)(q, q_stride, rows, first, second, head_width, scale,
+                                             scratch, out, out_stride);
 }
 
 }  // namespace kvrt::simd

@@ -41,23 +41,25 @@ void AttendEachKey(const T* q, PrefixSegment<T> first, PrefixSegment<T> second,
   }
 }
 
-// An f16 segment widened to f32 (exact), row by row: the values the f16 kernels
-// compute on.
-std::vector<float> Widened(const PrefixSegment<Half>& segment, size_t head_width, bool keys) {
+float Widen(Half x) { return F16ToF32(x.bits); }
+float Widen(Bf16 x) { return Bf16ToF32(x.bits); }
+
+// A 16-bit segment widened to f32 (exact), row by row: the values the f16 and bf16
+// kernels compute on.
+template <class K>
+std::vector<float> Widened(const PrefixSegment<K>& segment, size_t head_width, bool keys) {
   std::vector<float> rows(segment.count * head_width);
-  const Half* base = keys ? segment.keys : segment.values;
+  const K* base = keys ? segment.keys : segment.values;
   for (size_t p = 0; p < segment.count; ++p) {
-    for (size_t j = 0; j < head_width; ++j) {
-      rows[p * head_width + j] = F16ToF32(base[p * segment.stride + j].bits);
-    }
+    for (size_t j = 0; j < head_width; ++j) rows[p * head_width + j] = Widen(base[p * segment.stride + j]);
   }
   return rows;
 }
 
-}  // namespace
-
-void AttendPrefixScalar(const float* q, PrefixSegment<Half> first, PrefixSegment<Half> second,
-                        size_t head_width, float scale, float*, float* out) {
+// The f32 twin on the widened rows.
+template <class K>
+void AttendWidened(const float* q, const PrefixSegment<K>& first, const PrefixSegment<K>& second,
+                   size_t head_width, float scale, float* out) {
   const std::vector<float> first_keys = Widened(first, head_width, true);
   const std::vector<float> first_values = Widened(first, head_width, false);
   const std::vector<float> second_keys = Widened(second, head_width, true);
@@ -65,6 +67,17 @@ void AttendPrefixScalar(const float* q, PrefixSegment<Half> first, PrefixSegment
   AttendEachKey(q, PrefixSegment<float>{first_keys.data(), first_values.data(), head_width, first.count},
                 PrefixSegment<float>{second_keys.data(), second_values.data(), head_width, second.count},
                 head_width, scale, out);
+}
+
+}  // namespace
+
+void AttendPrefixScalar(const float* q, PrefixSegment<Half> first, PrefixSegment<Half> second,
+                        size_t head_width, float scale, float*, float* out) {
+  AttendWidened(q, first, second, head_width, scale, out);
+}
+void AttendPrefixScalar(const float* q, PrefixSegment<Bf16> first, PrefixSegment<Bf16> second,
+                        size_t head_width, float scale, float*, float* out) {
+  AttendWidened(q, first, second, head_width, scale, out);
 }
 
 void AttendPrefixScalar(const float* q, PrefixSegment<float> first, PrefixSegment<float> second,

@@ -257,6 +257,22 @@ TEST_F(CApiModelTest, AnF16CacheHalvesTheBytesWithinToleranceOfItsOracle) {
   EXPECT_EQ(kvrt_error_code(error), KVRT_ERR_INVALID_ARGUMENT) << kvrt_error_message(error);
   EXPECT_EQ(none, nullptr);
   kvrt_error_free(error);
+  // bf16: the same bytes as f16, its own oracle, its own rounding.
+  kvrt_engine_options bf16 = f16;
+  bf16.kv_type = KVRT_KV_TYPE_BF16;
+  kvrt_engine_options bf16_oracle = oracle;
+  bf16_oracle.kv_type = KVRT_KV_TYPE_BF16;
+  const std::vector<double> bf16_got = PrefillForEngine(model_, bf16, tokens, vocabulary_);
+  const std::vector<double> bf16_want = PrefillForEngine(model_, bf16_oracle, tokens, vocabulary_);
+  ASSERT_EQ(bf16_got.size(), bf16_want.size());
+  worst = 0;
+  for (size_t i = 0; i < bf16_got.size(); ++i) worst = std::max(worst, std::fabs(bf16_got[i] - bf16_want[i]));
+  EXPECT_LE(worst, 1e-4);
+  EXPECT_NE(bf16_got, got) << "bf16 rounded as f16";
+  kvrt_cache* bf16_cache = nullptr;
+  ASSERT_EQ(kvrt_cache_create_for_engine(model_, 1, 16, &bf16, &bf16_cache), nullptr);
+  EXPECT_EQ(kvrt_cache_bytes(bf16_cache), kvrt_cache_bytes(narrow));
+  kvrt_cache_free(bf16_cache);
   kvrt_cache_free(wide);
   kvrt_cache_free(narrow);
 }

@@ -50,7 +50,8 @@ TEST(BenchCliTest, BadFlagsAreOneLineErrorsBeforeTheModelLoads) {
   ExpectOneLineError(RunKvrt({"bench", "-m", model, "-o", "xml"}), "--output");
   ExpectOneLineError(RunKvrt({"bench", "-m", model, "-pg", "512"}), "-pg");
   ExpectOneLineError(RunKvrt({"bench", "-m", model, "-p", "0", "-n", "0"}), "no test");
-  ExpectOneLineError(RunKvrt({"bench", "-m", model, "--kv-type", "q8_0"}), "not available yet");
+  ExpectOneLineError(RunKvrt({"bench", "-m", model, "--kv-type", "q8_0"}), "--kv-type");
+  ExpectOneLineError(RunKvrt({"bench", "-m", model, "--kv-type", "f16,f16"}), "twice");
   ExpectOneLineError(RunKvrt({"bench", "-m", model, "--frobnicate"}), "unknown flag");
   // The model's context bounds the depth, checked before any row runs.
   ExpectOneLineError(RunKvrt({"bench", "-m", model, "-p", "8", "-n", "0", "-d", "1000000"}), "positions");
@@ -63,7 +64,7 @@ TEST(BenchCliTest, AMissingModelIsATypedError) {
   EXPECT_EQ(run.err.find('\n'), run.err.size() - 1) << run.err;
 }
 
-TEST(BenchCliTest, HelpNamesTheFlagsAndSaysKvTypeIsNotAvailable) {
+TEST(BenchCliTest, HelpNamesTheFlags) {
   const CliRun run = RunKvrt({"bench", "--help"});
   EXPECT_EQ(run.status, 0);
   for (const char* flag : {"-p, --n-prompt", "-n, --n-gen", "-pg, --n-pg", "-d, --n-depth", "--sequences",
@@ -71,7 +72,27 @@ TEST(BenchCliTest, HelpNamesTheFlagsAndSaysKvTypeIsNotAvailable) {
                            "-o, --output", "-q, --quiet", "--kv-type"}) {
     EXPECT_NE(run.out.find(flag), std::string::npos) << flag << "\n" << run.out;
   }
-  EXPECT_NE(run.out.find("NOT AVAILABLE YET"), std::string::npos);
+  EXPECT_NE(run.out.find("f32 (default), f16, bf16"), std::string::npos) << run.out;
+}
+
+// --kv-type sweeps the cache's element type: a 16-bit cache's rows say so in their
+// name and their kv_type field; the f32 rows keep the names they always had.
+TEST(BenchCliTest, KvTypesAreRowsOfTheSweep) {
+  const CliRun run = RunKvrt({"bench", "-m", TinyModel(), "-p", "8", "-n", "2", "--kv-type", "f32,bf16,f16", "-t",
+                              "1", "-r", "2", "-o", "json", "-q"});
+  ASSERT_EQ(run.status, 0) << run.err;
+  const Json out = Json::parse(run.out);
+  std::set<std::string> names, kv_types;
+  for (const Json& row : out.at("benchmarks")) {
+    if (row.at("run_type") != "aggregate" || row.at("aggregate_name") != "median") continue;
+    names.insert(row.at("run_name").get<std::string>());
+    kv_types.insert(row.at("kv_type").get<std::string>());
+  }
+  EXPECT_EQ(kv_types, std::set<std::string>({"f32", "f16", "bf16"}));
+  EXPECT_TRUE(names.count("tg2/depth:0/seqs:1/threads:1/weights:as-stored/int8:0")) << run.out;
+  EXPECT_TRUE(names.count("tg2/depth:0/seqs:1/threads:1/weights:as-stored/int8:0/kv:f16")) << run.out;
+  EXPECT_TRUE(names.count("pp8/depth:0/seqs:1/threads:1/weights:as-stored/int8:0/kv:bf16")) << run.out;
+  EXPECT_EQ(names.size(), 6u);
 }
 
 // The eight rows of TinyBench, in the order the sweep runs them.
@@ -148,7 +169,7 @@ TEST(BenchCliTest, MarkdownCsvAndJsonLinesCarryEveryRowAndTheBuildFacts) {
   ASSERT_EQ(md.status, 0) << md.err;
   EXPECT_NE(md.out.find("commit"), std::string::npos) << md.out;
   EXPECT_NE(md.out.find("CPU "), std::string::npos) << md.out;
-  EXPECT_NE(md.out.find("| weights | int8 | threads | seqs | test | depth | t/s |"), std::string::npos) << md.out;
+  EXPECT_NE(md.out.find("| weights | int8 | kv | threads | seqs | test | depth | t/s |"), std::string::npos) << md.out;
   size_t table_rows = 0;
   std::istringstream lines(md.out);
   for (std::string line; std::getline(lines, line);) table_rows += line.rfind("| as-stored |", 0) == 0;
@@ -163,7 +184,7 @@ TEST(BenchCliTest, MarkdownCsvAndJsonLinesCarryEveryRowAndTheBuildFacts) {
   std::istringstream csv_lines(csv.out);
   std::string header;
   std::getline(csv_lines, header);
-  EXPECT_EQ(header.rfind("model,weights,int8_activations,threads,sequences,test,depth,tokens_per_second,", 0), 0u);
+  EXPECT_EQ(header.rfind("model,weights,int8_activations,kv_type,threads,sequences,test,depth,tokens_per_second,", 0), 0u);
   for (const char* column : {"samples_tokens_per_second", "roofline_fraction", "commit", "simd_target", "allocator",
                              "cpu_model", "cores"}) {
     EXPECT_NE(header.find(column), std::string::npos) << column;

@@ -20,6 +20,10 @@ std::string Fixed(double value, int digits) {
 }
 
 std::string Int8Text(const BenchCase& bench_case) { return bench_case.int8_activations ? "1" : "0"; }
+// The cache's element type: "f32" (the engine's own), "f16" or "bf16".
+std::string KvText(const BenchCase& bench_case) {
+  return bench_case.kv_type == KvType::kEngine ? "f32" : std::string(KvTypeName(bench_case.kv_type));
+}
 
 // The median of `values` (not empty).
 double Median(std::vector<double> values) {
@@ -66,6 +70,7 @@ void RowFields(const BenchRow& row, Json& json) {
   json["engine_threads"] = c.threads;
   json["weights"] = std::string(WeightFormatName(c.weights));
   json["int8_activations"] = c.int8_activations;
+  json["kv_type"] = KvText(c);
   json["tokens_per_second"] = row.MeanTokensPerSecond();
   json["tokens_per_second_stddev"] = row.StddevTokensPerSecond();
   json["samples_tokens_per_second"] = row.TokensPerSecond();
@@ -107,14 +112,14 @@ std::string BenchMarkdown(const BenchReport& report) {
   text += "model: " + report.model_path + " (" + std::to_string(report.model_parameters) + " parameters), " +
           std::to_string(report.repetitions) + " runs a row after a warm-up\n\n";
   text +=
-      "| weights | int8 | threads | seqs | test | depth | t/s | samples t/s | read GB/s | FMA GFLOP/s | roofline t/s | "
-      "fraction |\n"
-      "| --- | ---: | ---: | ---: | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: |\n";
+      "| weights | int8 | kv | threads | seqs | test | depth | t/s | samples t/s | read GB/s | FMA GFLOP/s | "
+      "roofline t/s | fraction |\n"
+      "| --- | ---: | --- | ---: | ---: | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: |\n";
   for (const BenchRow& row : report.rows) {
     const BenchCase& c = row.bench_case;
     std::string samples;
     for (double rate : row.TokensPerSecond()) samples += (samples.empty() ? "" : " ") + Fixed(rate, 1);
-    text += "| " + std::string(WeightFormatName(c.weights)) + " | " + Int8Text(c) + " | " +
+    text += "| " + std::string(WeightFormatName(c.weights)) + " | " + Int8Text(c) + " | " + KvText(c) + " | " +
             std::to_string(c.threads) + " | " + std::to_string(c.sequences) + " | " + BenchTestName(c.test) + " | " +
             std::to_string(c.depth) + " | " + Fixed(row.MeanTokensPerSecond(), 2) + " ± " +
             Fixed(row.StddevTokensPerSecond(), 2) + " | " + samples + " | " +
@@ -126,7 +131,7 @@ std::string BenchMarkdown(const BenchReport& report) {
 
 std::string BenchCsv(const BenchReport& report) {
   std::string text =
-      "model,weights,int8_activations,threads,sequences,test,depth,tokens_per_second,tokens_per_second_stddev,"
+      "model,weights,int8_activations,kv_type,threads,sequences,test,depth,tokens_per_second,tokens_per_second_stddev,"
       "samples_tokens_per_second,read_bytes_per_second,fma_flops_per_second,roofline_tokens_per_second,"
       "roofline_fraction,kvrt_version,commit,simd_target,allocator,cpu_model,cores\n";
   for (const BenchRow& row : report.rows) {
@@ -134,7 +139,7 @@ std::string BenchCsv(const BenchReport& report) {
     std::string samples;
     for (double rate : row.TokensPerSecond()) samples += (samples.empty() ? "" : ";") + Fixed(rate, 3);
     text += CsvField(report.model_path) + "," + std::string(WeightFormatName(c.weights)) + "," + Int8Text(c) + "," +
-            std::to_string(c.threads) + "," + std::to_string(c.sequences) + "," + BenchTestName(c.test) + "," +
+            KvText(c) + "," + std::to_string(c.threads) + "," + std::to_string(c.sequences) + "," + BenchTestName(c.test) + "," +
             std::to_string(c.depth) + "," + Fixed(row.MeanTokensPerSecond(), 3) + "," +
             Fixed(row.StddevTokensPerSecond(), 3) + "," + samples + "," + Fixed(row.read_bytes_per_second, 0) + "," +
             Fixed(row.fma_flops_per_second, 0) + "," + Fixed(row.roofline_tokens_per_second, 3) + "," +

@@ -22,7 +22,7 @@ const FlagSpec kBenchFlags[] = {
     {"weights", true,
      "weight formats, comma list of as-stored (default), f32, bf16, f16, q8_0, q4_0, q4_k, q6_k"},
     {"int8-activations", true, "0 (f32 activations, default), 1 (int8 on q8_0/q4_0 matrices), comma list"},
-    {"kv-type", true, "NOT AVAILABLE YET: the K/V cache is kept in f32, the engine's precision; giving it is an error"},
+    {"kv-type", true, "K/V cache types, comma list of f32 (default), f16, bf16"},
     {"repetitions", true, "timed runs of every row, after one warm-up run (default 5)", 'r'},
     {"output", true, "md (default: a markdown table), csv, json (Google Benchmark's shape) or jsonl", 'o'},
     {"quiet", false, "no progress lines on stderr", 'q'},
@@ -90,6 +90,31 @@ Result<std::vector<WeightFormat>> WeightList(const Flags& flags) {
   return formats;
 }
 
+Result<std::vector<KvType>> KvTypeList(const Flags& flags) {
+  const std::string text = flags.Value("kv-type").value_or("f32");
+  std::vector<KvType> types;
+  std::string_view rest = text;
+  while (true) {
+    const size_t comma = rest.find(',');
+    const std::string_view item = rest.substr(0, comma);
+    std::optional<KvType> type;
+    if (item == "f32") type = KvType::kEngine;
+    if (item == "f16") type = KvType::kF16;
+    if (item == "bf16") type = KvType::kBf16;
+    if (!type) {
+      return std::unexpected(
+          InvalidArgument("--kv-type values must be f32, f16 or bf16, got '" + std::string(item) + "'"));
+    }
+    if (std::find(types.begin(), types.end(), *type) != types.end()) {
+      return std::unexpected(InvalidArgument("--kv-type lists " + std::string(item) + " twice"));
+    }
+    types.push_back(*type);
+    if (comma == std::string_view::npos) break;
+    rest = rest.substr(comma + 1);
+  }
+  return types;
+}
+
 Result<BenchOutput> OutputFormat(const Flags& flags) {
   const std::string name = flags.Value("output").value_or("md");
   if (name == "md") return BenchOutput::kMarkdown;
@@ -136,7 +161,8 @@ std::string BenchCaseName(const BenchCase& bench_case) {
   return BenchTestName(bench_case.test) + "/depth:" + std::to_string(bench_case.depth) +
          "/seqs:" + std::to_string(bench_case.sequences) + "/threads:" + std::to_string(bench_case.threads) +
          "/weights:" + std::string(WeightFormatName(bench_case.weights)) +
-         "/int8:" + (bench_case.int8_activations ? "1" : "0");
+         "/int8:" + (bench_case.int8_activations ? "1" : "0") +
+         (bench_case.kv_type == KvType::kEngine ? "" : "/kv:" + std::string(KvTypeName(bench_case.kv_type)));
 }
 
 size_t BenchCasePositions(const BenchCase& bench_case) {
@@ -145,10 +171,6 @@ size_t BenchCasePositions(const BenchCase& bench_case) {
 }
 
 Result<BenchPlan> BenchPlanFromFlags(const Flags& flags) {
-  if (flags.Has("kv-type")) {
-    return std::unexpected(InvalidArgument(
-        "--kv-type is not available yet: kvrt keeps the K/V cache in the engine's precision (f32)"));
-  }
   BenchPlan plan;
   Result<std::string> model = flags.Required("model");
   if (!model) return std::unexpected(model.error());
@@ -166,6 +188,8 @@ Result<BenchPlan> BenchPlanFromFlags(const Flags& flags) {
   if (!weights) return std::unexpected(weights.error());
   Result<std::vector<size_t>> int8 = NumberFlag(flags, "int8-activations", "0", 0, 1);
   if (!int8) return std::unexpected(int8.error());
+  Result<std::vector<KvType>> kv_types = KvTypeList(flags);
+  if (!kv_types) return std::unexpected(kv_types.error());
   Result<std::vector<size_t>> repetitions = NumberFlag(flags, "repetitions", "5", 1, kMaxRepetitions);
   if (!repetitions) return std::unexpected(repetitions.error());
   if (repetitions->size() != 1) return std::unexpected(InvalidArgument("--repetitions takes one number"));
@@ -176,11 +200,13 @@ Result<BenchPlan> BenchPlanFromFlags(const Flags& flags) {
   plan.quiet = flags.Has("quiet");
   for (WeightFormat format : *weights) {
     for (size_t activations : *int8) {
-      for (size_t thread_count : *threads) {
-        for (size_t in_flight : *sequences) {
-          for (size_t depth : *depths) {
-            for (const BenchTest& test : *tests) {
-              plan.cases.push_back({test, depth, in_flight, thread_count, format, activations == 1});
+      for (KvType kv_type : *kv_types) {
+        for (size_t thread_count : *threads) {
+          for (size_t in_flight : *sequences) {
+            for (size_t depth : *depths) {
+              for (const BenchTest& test : *tests) {
+                plan.cases.push_back({test, depth, in_flight, thread_count, format, activations == 1, kv_type});
+              }
             }
           }
         }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "flags.h"
+#include "kvrt/engine_options.h"
 #include "kvrt/error.h"
 #include "kvrt/weight_format.h"
 
@@ -31,10 +32,13 @@ struct BenchCase {
   size_t threads = 1;
   WeightFormat weights = WeightFormat::kAsStored;
   bool int8_activations = false;
+  KvType kv_type = KvType::kEngine;  // the engine's f32, f16 or bf16
 };
 
 // The row's name in the JSON output (Google Benchmark's "run_name"; bench-compare
-// matches rows by it): "pp512/depth:0/seqs:1/threads:2/weights:q8_0/int8:0".
+// matches rows by it): "pp512/depth:0/seqs:1/threads:2/weights:q8_0/int8:0", and
+// "/kv:f16" or "/kv:bf16" after it for a 16-bit cache (an f32 cache's rows keep the
+// names they had before the cache type was a choice, so older baselines still match).
 std::string BenchCaseName(const BenchCase& bench_case);
 
 // Positions one sequence needs: the depth, the prompt, and the decode steps (a
@@ -57,8 +61,7 @@ extern const FlagSpec kBenchFlags[];
 extern const size_t kBenchFlagCount;
 
 // InvalidArgument for a missing --model, an empty or malformed list, a value out
-// of range or repeated, --kv-type (not available yet), or flags that leave no test
-// to run.
+// of range or repeated, or flags that leave no test to run.
 Result<BenchPlan> BenchPlanFromFlags(const Flags& flags);
 
 }  // namespace kvrt::cli

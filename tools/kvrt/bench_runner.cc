@@ -207,6 +207,7 @@ Result<BenchRow> BenchRunner::Run(const BenchCase& bench_case, size_t repetition
   engine.pool = &pool;
   engine.weights = bench_case.weights;
   engine.int8_activations = bench_case.int8_activations;
+  engine.kv_type = bench_case.kv_type;
   if (Result<void> valid = engine.Validate(); !valid) return std::unexpected(valid.error());
   if (Result<void> prepared = model_.PrepareWeights(engine); !prepared) return std::unexpected(prepared.error());
   SessionOptions options;

@@ -80,7 +80,8 @@ Result<KvType> KvTypeFromFlags(const Flags& flags, Precision precision) {
   }
   if (!chosen || *chosen == PrecisionName(precision)) return KvType::kEngine;
   if (*chosen == "f16") return KvType::kF16;
-  return std::unexpected(InvalidArgument("--" + chosen_by + " must be f16 or the engine's precision (" +
+  if (*chosen == "bf16") return KvType::kBf16;
+  return std::unexpected(InvalidArgument("--" + chosen_by + " must be f16, bf16 or the engine's precision (" +
                                          std::string(PrecisionName(precision)) + "), got '" + *chosen + "'"));
 }
 
@@ -142,13 +143,14 @@ Result<EngineChoice> EngineFromFlags(const Flags& flags) {
   Result<KvType> kv_type = KvTypeFromFlags(flags, choice.options.precision);
   if (!kv_type) return std::unexpected(kv_type.error());
   choice.options.kv_type = *kv_type;
-  if (choice.options.kv_type == KvType::kF16 && choice.options.precision != Precision::kF32) {
-    return std::unexpected(Error(ErrorCode::kUnsupportedBackend, {{"", std::string("f16")}},
-                                 "--kv-type f16 needs --precision f32 on the fast backend"));
+  const std::string kv_name(KvTypeName(choice.options.kv_type));
+  if (IsHalfWidthKvType(choice.options.kv_type) && choice.options.precision != Precision::kF32) {
+    return std::unexpected(Error(ErrorCode::kUnsupportedBackend, {{"", kv_name}},
+                                 "--kv-type " + kv_name + " needs --precision f32 on the fast backend"));
   }
-  if (choice.options.kv_type == KvType::kF16 && !choice.options.batch_invariant) {
-    return std::unexpected(Error(ErrorCode::kUnsupportedBackend, {{"", std::string("f16")}},
-                                 "--kv-type f16 needs batch-invariant attention (drop --batch-variant)"));
+  if (IsHalfWidthKvType(choice.options.kv_type) && !choice.options.batch_invariant) {
+    return std::unexpected(Error(ErrorCode::kUnsupportedBackend, {{"", kv_name}},
+                                 "--kv-type " + kv_name + " needs batch-invariant attention (drop --batch-variant)"));
   }
   // 0: the pool's default, $KVRT_THREADS or every core.
   Result<uint64_t> flag = flags.Unsigned("threads", 0);

@@ -70,7 +70,8 @@ int RunLogits(std::span<char* const> args) {
   if (!engine_choice) return ReportError(engine_choice.error());
   const EngineOptions* engine = &engine_choice->options;
   if (engine->kv_type != KvType::kEngine && flags->Has("uncached")) {
-    return ReportError(InvalidArgument("--kv-type f16 sets the KV cache's type; --uncached uses no cache"));
+    return ReportError(InvalidArgument("--kv-type " + std::string(KvTypeName(engine->kv_type)) +
+                                       " sets the KV cache's type; --uncached uses no cache"));
   }
   Result<LoadedModel> loaded = LoadModel(*path);
   if (!loaded) return ReportError(loaded.error());

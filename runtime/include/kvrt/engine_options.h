@@ -40,14 +40,21 @@ enum class Backend {
 //            holding its rows rounded to f16, the oracle of the fast f16 path.
 //            A value beyond f16's range (|x| ≥ 65520) rounds to infinity and fails
 //            the step as a non-finite candidate row.
+//   kBf16:   bfloat16 (f32's range, 8 significant bits), the same half of the bytes
+//            and every promise of kF16; coarser (relative step 2^−8 against f16's
+//            2^−11) but it never overflows where f32 does not.
 enum class KvType {
   kEngine,
   kF16,
+  kBf16,
 };
+
+// kF16 or kBf16: a 16-bit cache, stored compact by the fast f32 engine.
+inline bool IsHalfWidthKvType(KvType type) { return type == KvType::kF16 || type == KvType::kBf16; }
 
 std::string_view PrecisionName(Precision precision);  // "f64", "f32"
 std::string_view BackendName(Backend backend);        // "reference", "fast"
-std::string_view KvTypeName(KvType type);             // "engine", "f16"
+std::string_view KvTypeName(KvType type);             // "engine", "f16", "bf16"
 
 // The default is the fast f32 engine on every core, as in the C API
 // (kvrt_engine_options_default); the bit-exact reference engine is an explicit
@@ -104,8 +111,8 @@ struct EngineOptions {
 
   // UnsupportedBackend for a backend, precision, weight format or KV type outside
   // the enums, a reference engine asked for anything but f64, int8 activations
-  // outside the fast f32 engine, an f16 KV cache on the fast f64 engine or with
-  // batch-variant attention; InvalidArgument for max_rows_per_step 0 or more
+  // outside the fast f32 engine, an f16 or bf16 KV cache on the fast f64 engine or
+  // with batch-variant attention; InvalidArgument for max_rows_per_step 0 or more
   // than kMaxThreads threads.
   static constexpr size_t kMaxThreads = 1024;
   Result<void> Validate() const;

@@ -310,10 +310,12 @@ typedef enum kvrt_weights {
 /* The element type of the K/V cache's rows (KvType in kvrt/engine_options.h).
  * ENGINE (0, the default): the engine's precision. F16: IEEE half precision, half the
  * bytes a long-context decode step reads (fast f32 backend, batch-invariant), or on
- * the reference backend f64 rows rounded to f16 (the fast path's oracle). */
+ * the reference backend f64 rows rounded to f16 (the fast path's oracle). BF16: the
+ * same with bfloat16 (f32's range, 8 significant bits). */
 typedef enum kvrt_kv_type {
   KVRT_KV_TYPE_ENGINE = 0,
-  KVRT_KV_TYPE_F16 = 1
+  KVRT_KV_TYPE_F16 = 1,
+  KVRT_KV_TYPE_BF16 = 2
 } kvrt_kv_type;
 
 typedef struct kvrt_engine_options {

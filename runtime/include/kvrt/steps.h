@@ -32,8 +32,8 @@ struct CacheOptions {
   // (f32 for the default fast engine, f64 for ReferenceEngine()).
   Precision precision = Precision::kF32;
   // Element type of the rows (kvrt/engine_options.h); it must match the engine's
-  // EngineOptions::kv_type. kF16 on an f32 cache stores 2 bytes an element; on an
-  // f64 cache (the reference engine) 8, holding values rounded to f16.
+  // EngineOptions::kv_type. kF16 and kBf16 on an f32 cache store 2 bytes an element;
+  // on an f64 cache (the reference engine) 8, holding values rounded to the type.
   KvType kv_type = KvType::kEngine;
 };
 

@@ -13,7 +13,13 @@ std::string_view BackendName(Backend backend) {
   return backend == Backend::kReference ? "reference" : "fast";
 }
 
-std::string_view KvTypeName(KvType type) { return type == KvType::kF16 ? "f16" : "engine"; }
+std::string_view KvTypeName(KvType type) {
+  switch (type) {
+    case KvType::kF16: return "f16";
+    case KvType::kBf16: return "bf16";
+    default: return "engine";
+  }
+}
 
 Result<void> EngineOptions::Validate() const {
   if (backend != Backend::kReference && backend != Backend::kFast) {
@@ -33,19 +39,20 @@ Result<void> EngineOptions::Validate() const {
     return Fail(ErrorCode::kUnsupportedBackend, {{"", std::string(PrecisionName(precision))}},
                 "the reference backend computes in f64 only");
   }
-  if (kv_type != KvType::kEngine && kv_type != KvType::kF16) {
+  if (kv_type != KvType::kEngine && !IsHalfWidthKvType(kv_type)) {
     return Fail(ErrorCode::kUnsupportedBackend, {{"", std::string("unknown")}},
                 "KV cache type " + std::to_string(static_cast<int>(kv_type)) + " is not available");
   }
-  // The f16 attention kernels compute in f32 (simd/prefix_attention.h), in the
+  // The 16-bit attention kernels compute in f32 (simd/prefix_attention.h), in the
   // batch-invariant order only.
-  if (kv_type == KvType::kF16 && backend == Backend::kFast && precision != Precision::kF32) {
-    return Fail(ErrorCode::kUnsupportedBackend, {{"", std::string("f16")}},
-                "an f16 KV cache runs on the fast f32 engine or the reference engine");
+  if (IsHalfWidthKvType(kv_type) && backend == Backend::kFast && precision != Precision::kF32) {
+    return Fail(ErrorCode::kUnsupportedBackend, {{"", std::string(KvTypeName(kv_type))}},
+                "an " + std::string(KvTypeName(kv_type)) +
+                    " KV cache runs on the fast f32 engine or the reference engine");
   }
-  if (kv_type == KvType::kF16 && backend == Backend::kFast && !batch_invariant) {
-    return Fail(ErrorCode::kUnsupportedBackend, {{"", std::string("f16")}},
-                "an f16 KV cache needs batch-invariant attention");
+  if (IsHalfWidthKvType(kv_type) && backend == Backend::kFast && !batch_invariant) {
+    return Fail(ErrorCode::kUnsupportedBackend, {{"", std::string(KvTypeName(kv_type))}},
+                "an " + std::string(KvTypeName(kv_type)) + " KV cache needs batch-invariant attention");
   }
   if (int8_activations && (backend != Backend::kFast || precision != Precision::kF32)) {
     return Fail(ErrorCode::kUnsupportedBackend, {{"", std::string("int8_activations")}},

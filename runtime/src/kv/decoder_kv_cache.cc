@@ -32,7 +32,7 @@ Result<DecoderKvCache> DecoderKvCache::Create(const DecoderModel& model, CacheOp
   cache.capacity_ = options.capacity == 0 ? config.max_positions : options.capacity;
   cache.precision_ = options.precision;
   cache.kv_type_ = options.kv_type;
-  if (options.kv_type != KvType::kEngine && options.kv_type != KvType::kF16) {
+  if (options.kv_type != KvType::kEngine && !IsHalfWidthKvType(options.kv_type)) {
     return Fail(ErrorCode::kUnsupportedBackend, {{"", std::string("unknown")}},
                 "KV cache type " + std::to_string(static_cast<int>(options.kv_type)) + " is not available");
   }

@@ -25,10 +25,10 @@ double ElementAt(const std::byte* buffer, size_t i, Precision precision, KvType 
     std::memcpy(&x, buffer + i * sizeof x, sizeof x);
     return x;
   }
-  if (type == KvType::kF16) {
+  if (IsHalfWidthKvType(type)) {
     uint16_t bits;
     std::memcpy(&bits, buffer + i * sizeof bits, sizeof bits);
-    return simd::F16ToF32(bits);
+    return type == KvType::kF16 ? simd::F16ToF32(bits) : simd::Bf16ToF32(bits);
   }
   float x;
   std::memcpy(&x, buffer + i * sizeof x, sizeof x);

@@ -77,13 +77,14 @@ class LayerKvCache {
   const std::vector<ParameterBinding>& bindings() const { return bindings_; }  // q, k, v, o
 
   // The storage of lane (slot, kv_head) in the cache's element type: T = double
-  // for an f64 cache, float for an f32 one, simd::Half for an f32 cache of kF16.
+  // for an f64 cache, float for an f32 one, simd::Half / simd::Bf16 for an f32
+  // cache of kF16 / kBf16.
   // Engines write a step's rows past the slot's length, where no reader looks
   // until the session commits them.
   template <class T>
   KvLane<T> Lane(size_t slot, size_t kv_head) {
     static_assert(std::is_same_v<T, float> || std::is_same_v<T, double> ||
-                  std::is_same_v<T, simd::Half>);
+                  std::is_same_v<T, simd::Half> || std::is_same_v<T, simd::Bf16>);
     const size_t offset = (slot * heads_ + kv_head) * capacity_ * head_width_;
     return {reinterpret_cast<T*>(keys_.data()) + offset,
             reinterpret_cast<T*>(values_.data()) + offset};

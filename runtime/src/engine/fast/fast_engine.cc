@@ -15,9 +15,9 @@
 // prompt's logits then depend on how it was chunked (a decode row keeps
 // AttendPrefix). Only the last row of every run is projected to the vocabulary. New K/V
 // rows wait in staging buffers until the commit: a failed step writes nothing
-// into the cache. With an f16 cache (KvType::kF16) the staging holds the new rows
-// already rounded to f16, so a step's own rows and the committed ones are the same
-// values to attention, which reads both as stored (simd::Half segments). Every
+// into the cache. With a 16-bit cache (KvType::kF16, kBf16) the staging holds the new
+// rows already rounded, so a step's own rows and the committed ones are the same
+// values to attention, which reads both as stored (simd::Half, simd::Bf16 segments). Every
 // buffer is allocated at bind and bounded by the most rows one step forwards
 // (EngineOptions::max_rows_per_step), never by the capacity.
 #include "engine/fast/fast_engine.h"
@@ -48,9 +48,14 @@ namespace {
 double StoredValue(float x) { return x; }
 double StoredValue(double x) { return x; }
 double StoredValue(simd::Half x) { return simd::F16ToF32(x.bits); }
+double StoredValue(simd::Bf16 x) { return simd::Bf16ToF32(x.bits); }
 
-// The first f16 element that is ±inf or NaN (exponent all ones), beside the f32/f64
-// ones of step_errors.h.
+// An f32 value as a 16-bit cache stores it (rounded to nearest, ties to even).
+void Store(float x, simd::Half& to) { to.bits = simd::F32ToF16(x); }
+void Store(float x, simd::Bf16& to) { to.bits = simd::F32ToBf16(x); }
+
+// The first 16-bit element that is ±inf or NaN (exponent all ones), beside the
+// f32/f64 ones of step_errors.h.
 using detail::FirstNonFinite;
 std::optional<size_t> FirstNonFinite(const simd::Half* values, size_t n) {
   for (size_t i = 0; i < n; ++i) {
@@ -58,9 +63,15 @@ std::optional<size_t> FirstNonFinite(const simd::Half* values, size_t n) {
   }
   return std::nullopt;
 }
+std::optional<size_t> FirstNonFinite(const simd::Bf16* values, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    if ((values[i].bits & 0x7F80) == 0x7F80) return i;
+  }
+  return std::nullopt;
+}
 
-// T: the arithmetic (f32 or f64); K: the stored K/V element (T, or simd::Half for
-// an f16 cache on the f32 engine).
+// T: the arithmetic (f32 or f64); K: the stored K/V element (T, or simd::Half /
+// simd::Bf16 for a 16-bit cache on the f32 engine).
 template <class T, class K = T>
 class FastEngine final : public Engine {
  public:
@@ -321,7 +332,7 @@ class FastEngine final : public Engine {
 
   // The step's rotated keys and values, out of qkv_rows_ (which the output
   // projection overwrites) into the layer's staging, as the cache stores them:
-  // rounded to f16 here, once, so that attention and the commit see one value.
+  // rounded to 16 bits here, once, so that attention and the commit see one value.
   void StageKeyValueRows(const EngineStep& step, size_t layer) {
     const size_t width = qkv_.front().width(), d = config_.model_width;
     const size_t kv_width = config_.kv_width();
@@ -331,7 +342,7 @@ class FastEngine final : public Engine {
       if constexpr (std::is_same_v<K, T>) {
         std::copy_n(row, 2 * kv_width, staged);
       } else {
-        for (size_t j = 0; j < 2 * kv_width; ++j) staged[j].bits = simd::F32ToF16(row[j]);
+        for (size_t j = 0; j < 2 * kv_width; ++j) Store(row[j], staged[j]);
       }
     });
   }
@@ -492,14 +503,16 @@ Result<std::unique_ptr<Engine>> Create(const DecoderModel& model, const DecoderK
 Result<std::unique_ptr<Engine>> CreateFastEngine(const DecoderModel& model,
                                                  const DecoderKvCache& cache,
                                                  const EngineOptions& options) {
-  if (cache.kv_type() == KvType::kF16) {
+  if (IsHalfWidthKvType(cache.kv_type())) {
     // EngineOptions::Validate has refused the other combinations; a cache made
     // by hand still gets an error, never an engine that misreads it.
+    const std::string name(KvTypeName(cache.kv_type()));
     if (options.precision != Precision::kF32 || cache.precision() != Precision::kF32 || !options.batch_invariant) {
-      return Fail(ErrorCode::kUnsupportedBackend, {{"", std::string("f16")}},
-                  "an f16 KV cache runs on the batch-invariant fast f32 engine");
+      return Fail(ErrorCode::kUnsupportedBackend, {{"", name}},
+                  "an " + name + " KV cache runs on the batch-invariant fast f32 engine");
     }
-    return Create<float, simd::Half>(model, cache, options);
+    return cache.kv_type() == KvType::kF16 ? Create<float, simd::Half>(model, cache, options)
+                                           : Create<float, simd::Bf16>(model, cache, options);
   }
   return options.precision == Precision::kF32 ? Create<float>(model, cache, options)
                                               : Create<double>(model, cache, options);

@@ -283,6 +283,8 @@ void ReferenceRowForward::WriteNewRows(const RowStep& step, const LayerKvRows<do
   const auto store = [&](const double* from, double* to) {
     if (kv_type_ == KvType::kF16) {
       for (size_t j = 0; j < hw; ++j) to[j] = simd::RoundToF16(from[j]);
+    } else if (kv_type_ == KvType::kBf16) {
+      for (size_t j = 0; j < hw; ++j) to[j] = simd::RoundToBf16(from[j]);
     } else {
       std::copy_n(from, hw, to);
     }

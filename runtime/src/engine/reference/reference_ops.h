@@ -48,9 +48,9 @@ class ReferenceRowForward {
   Result<void> Run(const RowStep& step, std::span<const LayerKvRows<double>> layers,
                    std::span<double> logits, ForwardTrace* trace);
 
-  // The element type of the cache the new rows go to: with KvType::kF16 every new
-  // K/V row is rounded to f16 (simd::RoundToF16) as it is written, before
-  // attention reads it (the oracle of the fast f16 path).
+  // The element type of the cache the new rows go to: with KvType::kF16 (kBf16)
+  // every new K/V row is rounded to f16 (bf16) by simd::RoundToF16 (RoundToBf16) as
+  // it is written, before attention reads it (the oracle of the fast 16-bit path).
   void set_kv_type(KvType type) { kv_type_ = type; }
 
  private:

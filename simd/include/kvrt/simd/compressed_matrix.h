@@ -167,6 +167,10 @@ float Bf16ToF32(uint16_t bits);
 // a step or more: ±inf; NaN stays NaN), as f64: the reference engine's f16 KV cache.
 // For an f32 input it equals F16ToF32(F32ToF16(value)).
 double RoundToF16(double value);
+// The same for bf16 (beyond the largest bf16, (2 − 2^−7)·2^127, by half a step or
+// more: ±inf): the reference engine's bf16 KV cache. For an f32 input it equals
+// Bf16ToF32(F32ToBf16(value)).
+double RoundToBf16(double value);
 
 // y = x·W for the columns of the panels [panel_begin, panel_end), i.e. y[n] for n in
 // [panel_begin·32, min(panel_end·32, N)), and nothing else (the engine splits the panels

@@ -22,14 +22,15 @@
 // Scalar twin: scores with DotScalar·scale, max, e_p = exp(s_p − m), the sum and
 // each column accumulated from 0 in ascending p, out = acc / sum.
 //
-// K/V stored as f16 (PrefixSegment<Half>, an f16 KV cache): the same formula, with
-// f32 queries, scores and accumulators, on the stored values widened to f32 (exact),
-// each element as the kernel loads it: no widening copy of the prefix. The twin
+// K/V stored as f16 or bf16 (PrefixSegment<Half> or <Bf16>, a 16-bit KV cache): the
+// same formula, with f32 queries, scores and accumulators, on the stored values
+// widened to f32 (exact for both), each element as the kernel loads it: no widening
+// copy of the prefix. The twin
 // widens each row and runs the f32 twin's arithmetic, so the f32 bound below holds
 // with key_p and value_p the widened values.
 //
 // AttendPrefix (Highway, dispatched at run time):
-//   Lanes:     float (K/V float or f16), double.
+//   Lanes:     float (K/V float, f16 or bf16), double.
 //   Method:    scores as AttentionScores (one FMA chain per key over head_width,
 //              then a lane reduction); exps with hwy/contrib/math Exp (≤ 1 ULP);
 //              the exp sum in one vector accumulator (lane k sums the e_p with
@@ -54,6 +55,11 @@ namespace kvrt::simd {
 // One IEEE 754 binary16 K/V element, as stored (F32ToF16's bits,
 // compressed_matrix.h); a distinct type so that the f16 kernels are overloads.
 struct Half {
+  uint16_t bits;
+};
+
+// One bfloat16 K/V element, as stored (F32ToBf16's bits): the top half of an f32.
+struct Bf16 {
   uint16_t bits;
 };
 
@@ -97,12 +103,16 @@ void AttendPrefixScalar(const double* q, PrefixSegment<double> first,
                         double* scratch, double* out);
 void AttendPrefixScalar(const float* q, PrefixSegment<Half> first, PrefixSegment<Half> second,
                         size_t head_width, float scale, float* scratch, float* out);
+void AttendPrefixScalar(const float* q, PrefixSegment<Bf16> first, PrefixSegment<Bf16> second,
+                        size_t head_width, float scale, float* scratch, float* out);
 
 void AttendPrefix(const float* q, PrefixSegment<float> first, PrefixSegment<float> second,
                   size_t head_width, float scale, float* scratch, float* out);
 void AttendPrefix(const double* q, PrefixSegment<double> first, PrefixSegment<double> second,
                   size_t head_width, double scale, double* scratch, double* out);
 void AttendPrefix(const float* q, PrefixSegment<Half> first, PrefixSegment<Half> second,
+                  size_t head_width, float scale, float* scratch, float* out);
+void AttendPrefix(const float* q, PrefixSegment<Bf16> first, PrefixSegment<Bf16> second,
                   size_t head_width, float scale, float* scratch, float* out);
 
 void AttendPrefixRows(const float* q, size_t q_stride, size_t rows, PrefixSegment<float> first,
@@ -113,6 +123,9 @@ void AttendPrefixRows(const double* q, size_t q_stride, size_t rows, PrefixSegme
                       double* scratch, double* out, size_t out_stride);
 void AttendPrefixRows(const float* q, size_t q_stride, size_t rows, PrefixSegment<Half> first,
                       PrefixSegment<Half> second, size_t head_width, float scale, float* scratch,
+                      float* out, size_t out_stride);
+void AttendPrefixRows(const float* q, size_t q_stride, size_t rows, PrefixSegment<Bf16> first,
+                      PrefixSegment<Bf16> second, size_t head_width, float scale, float* scratch,
                       float* out, size_t out_stride);
 
 }  // namespace kvrt::simd
