@@ -22,7 +22,7 @@ mkdir -p "$OUT"
 # iteration also replays the whole prefix: a 0.05 s minimum is about 25 iterations,
 # where the default 0.5 s took two and a half minutes.
 "$BUILD/bench/bench_engine" \
-  --benchmark_filter='^DecodeScaling/15M/t:(64|512)/|^PrefillScaling/15M/tokens:256/' \
+  --benchmark_filter='^DecodeScaling/15M/t:(64|512)/|^PrefillScaling/15M/tokens:256/|^KvDecodeVsF32/15M/ctx:16448/q8_0/kv:f16/depth:4096/threads:1/' \
   --benchmark_repetitions=3 --benchmark_min_time=0.05 --benchmark_enable_random_interleaving=true \
   --benchmark_out="$OUT/engine.json" --benchmark_out_format=json > /dev/null
 "$BUILD/tools/kvrt" bench-compare --gate "$ROOT/bench/perf_gate.json" "$OUT/kernels.json" "$OUT/engine.json"

@@ -7,8 +7,9 @@ A `kvrt bench -o json` run (python3 only, no other program):
     tools/plot_bench.py bench.json bench.svg
 
 writes one SVG of two panels: tokens/s against threads (a line per test,
-sequences, depth, weights and int8 choice) and tokens/s against sequences in
-flight (a line per test, threads, depth, weights and int8 choice), each point
+sequences, depth, weights, int8 and K/V cache choice) and tokens/s against
+sequences in flight (a line per test, threads, depth, weights, int8 and K/V
+cache choice), each point
 the mean of the row's runs with a bar of ± one standard deviation.
 
 One bench_engine JSON run, drawn by gnuplot (Debian: gnuplot-nox):
@@ -148,7 +149,9 @@ def kvrt_bench_rows(run):
         if entry.get("aggregate_name") != "mean":
             continue
         threads = int(re.search(r"/threads:(\d+)/", entry["run_name"]).group(1))
-        rows.append(dict(entry, bench_threads=threads))
+        row = dict(entry, bench_threads=threads)
+        row.setdefault("kv_type", "f32")  # runs from before --kv-type existed
+        rows.append(row)
     return rows
 
 
@@ -209,8 +212,9 @@ def kvrt_bench_svg(run):
     rows = kvrt_bench_rows(run)
     if not rows:
         raise ValueError("the run has no rows")
-    by_threads = series(rows, "bench_threads", ["test", "sequences", "depth", "weights", "int8_activations"])
-    by_sequences = series(rows, "sequences", ["test", "bench_threads", "depth", "weights", "int8_activations"])
+    by_threads = series(rows, "bench_threads", ["test", "sequences", "depth", "weights", "int8_activations", "kv_type"])
+    by_sequences = series(rows, "sequences", ["test", "bench_threads", "depth", "weights", "int8_activations",
+                                              "kv_type"])
     labels = sorted(set(by_threads) | set(by_sequences))
     colours = {label: COLOURS[i % len(COLOURS)] for i, label in enumerate(labels)}
     legend_rows = len(by_threads) + len(by_sequences)
@@ -232,7 +236,8 @@ def kvrt_bench_svg(run):
         out.append(f'<text x="80" y="{y}" font-weight="bold">{heading}</text>')
         y += 18
         for label in lines:
-            label_text = label.replace("bench_threads", "threads").replace("int8_activations", "int8")
+            label_text = (label.replace("bench_threads", "threads").replace("int8_activations", "int8")
+                          .replace("kv_type", "kv"))
             out.append(f'<rect x="90" y="{y - 10}" width="14" height="10" fill="{colours[label]}"/>')
             out.append(f'<text x="110" y="{y}">{html.escape(label_text)}</text>')
             y += 18

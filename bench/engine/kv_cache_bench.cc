@@ -1,6 +1,6 @@
-// Decode at long context per KV cache element type (issue 43), on the 15M and 42M
-// TinyStories shapes with a context of 16,448 positions and q8_0 weights:
-//   KvDecode/<model>/q8_0/kv:<type>/depth:<d>/threads:<n>
+// Decode at long context per KV cache element type (issue 43), on the 15M, 42M and
+// 110M TinyStories shapes with a context of 16,448 positions, q8_0 or bf16 weights:
+//   KvDecode/<model>/<weights>/kv:<type>/depth:<d>/threads:<n>
 //       decode tokens/s with d positions already in the cache (prefilled once; the
 //       slot is rewound to d after every kStepsPerRewind steps, so a step reads d
 //       to d + 15 K/V rows a layer). roofline_fraction: the bytes a step reads
@@ -34,13 +34,13 @@ namespace kvrt::bench {
 namespace {
 
 constexpr size_t kStepsPerRewind = 16;
-constexpr WeightFormat kWeights = WeightFormat::kQ8_0;
 
 // The TinyStories shapes with room for a 16k-position prompt and its decodes.
 const ModelShape& LongShape(const std::string& name) {
   static const ModelShape shapes[] = {
       {"15M/ctx:16448", 288, 6, 6, 768, 32000, 16448},
       {"42M/ctx:16448", 512, 8, 8, 1376, 32000, 16448},
+      {"110M/ctx:16448", 768, 12, 12, 2048, 32000, 16448},
   };
   for (const ModelShape& shape : shapes) {
     if (name == shape.name) return shape;
@@ -48,9 +48,9 @@ const ModelShape& LongShape(const std::string& name) {
   return shapes[0];
 }
 
-BenchSessionOptions CacheOf(KvType type, size_t depth) {
+BenchSessionOptions CacheOf(KvType type, size_t depth, WeightFormat weights = WeightFormat::kQ8_0) {
   BenchSessionOptions options;
-  options.weights = kWeights;
+  options.weights = weights;
   options.cache.capacity = depth + kStepsPerRewind + 1;  // the context the row needs, not the model's
   options.cache.kv_type = type;
   return options;
@@ -85,13 +85,13 @@ class DepthKeeper {
   size_t steps_ = 0;
 };
 
-void KvDecode(benchmark::State& state, const ModelShape* shape, KvType type, size_t depth,
+void KvDecode(benchmark::State& state, const ModelShape* shape, WeightFormat weights, KvType type, size_t depth,
               threading::ThreadPool* pool) {
   const DecoderModel& model = SyntheticModel(*shape);
-  BenchSession bound(model, pool, CacheOf(type, depth));
+  BenchSession bound(model, pool, CacheOf(type, depth, weights));
   const std::vector<uint32_t> tokens = PromptTokens(depth + kStepsPerRewind, shape->vocab);
   DepthKeeper keeper(bound, tokens, depth);
-  const double weight_bytes = FormatWeightBytes(model, kWeights);
+  const double weight_bytes = FormatWeightBytes(model, weights);
   const double kv_bytes = KvBytesPerStep(model, type, depth);
   const double step_bytes = weight_bytes + kv_bytes;
   PairedRoofline roofline([&] { return machine::MeasureSizedReadBytesPerSecond(*pool, static_cast<size_t>(step_bytes)); });
@@ -152,18 +152,21 @@ void KvDecodeVsF32(benchmark::State& state, const ModelShape* shape, KvType type
 }  // namespace
 
 void RegisterKvCacheBenchmarks(threading::ThreadPool& one_thread, threading::ThreadPool& two_threads) {
-  for (const char* name : {"15M/ctx:16448", "42M/ctx:16448"}) {
+  for (const char* name : {"15M/ctx:16448", "42M/ctx:16448", "110M/ctx:16448"}) {
     const ModelShape& shape = LongShape(name);
     for (threading::ThreadPool* pool : {&one_thread, &two_threads}) {
       const std::string threads = "/threads:" + std::to_string(pool->threads());
       for (const size_t depth : {size_t{1}, size_t{1024}, size_t{4096}, size_t{16384}}) {
-        for (const KvType type : {KvType::kEngine, KvType::kF16, KvType::kBf16}) {
-          const std::string kv = type == KvType::kEngine ? "f32" : std::string(KvTypeName(type));
-          const std::string row = "KvDecode/" + std::string(shape.name) + "/q8_0/kv:" + kv +
-                                  "/depth:" + std::to_string(depth) + threads;
-          benchmark::RegisterBenchmark(row.c_str(), KvDecode, &shape, type, depth, pool)
-              ->UseRealTime()
-              ->Unit(benchmark::kMillisecond);
+        for (const WeightFormat weights : {WeightFormat::kQ8_0, WeightFormat::kBf16}) {
+          for (const KvType type : {KvType::kEngine, KvType::kF16, KvType::kBf16}) {
+            const std::string kv = type == KvType::kEngine ? "f32" : std::string(KvTypeName(type));
+            const std::string row = "KvDecode/" + std::string(shape.name) + "/" +
+                                    std::string(WeightFormatName(weights)) + "/kv:" + kv + "/depth:" +
+                                    std::to_string(depth) + threads;
+            benchmark::RegisterBenchmark(row.c_str(), KvDecode, &shape, weights, type, depth, pool)
+                ->UseRealTime()
+                ->Unit(benchmark::kMillisecond);
+          }
         }
         for (const KvType type : {KvType::kF16, KvType::kBf16}) {
           const std::string ratio = "KvDecodeVsF32/" + std::string(shape.name) + "/q8_0/kv:" +
