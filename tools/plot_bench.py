@@ -166,6 +166,15 @@ def series(rows, x_key, label_keys):
     return {label: sorted(points) for label, points in lines.items()}
 
 
+def tick_text(value):
+    """A short axis label: 250k, 1.5M, 40."""
+    if value >= 1e6:
+        return f"{value / 1e6:g}M"
+    if value >= 1e4:
+        return f"{value / 1e3:g}k"
+    return f"{value:g}"
+
+
 def nice_ceiling(value):
     """The smallest 1, 2 or 5 × 10^k at or above value."""
     if value <= 0:
@@ -191,7 +200,7 @@ def panel(lines, x_title, left, top, width, height, colours):
     for i in range(6):
         y = y_max * i / 5
         out.append(f'<line x1="{left}" y1="{py(y):.1f}" x2="{left + width}" y2="{py(y):.1f}" stroke="#ddd"/>')
-        out.append(f'<text x="{left - 6}" y="{py(y) + 4:.1f}" text-anchor="end">{y:g}</text>')
+        out.append(f'<text x="{left - 6}" y="{py(y) + 4:.1f}" text-anchor="end">{tick_text(y)}</text>')
     for x in xs:
         out.append(f'<text x="{px(x):.1f}" y="{top + height + 18}" text-anchor="middle">{x}</text>')
     out.append(f'<text x="{left + width / 2}" y="{top + height + 38}" text-anchor="middle">{x_title}</text>')

@@ -155,6 +155,29 @@ TEST_F(BenchCompareTest, WithEnoughRepetitionsASlowdownMustAlsoBeSignificant) {
   EXPECT_EQ(RunKvrt({"bench-compare", baseline, slower, "--alpha", "1.5"}).status, 2);
 }
 
+// Separate runs of each binary merged into one file per side (only iteration rows,
+// no aggregates, as docs/perf_gate.md's loop with jq makes them): the ratio is of
+// the medians of the runs, not of whichever run came last.
+TEST_F(BenchCompareTest, MergedRunsWithoutAggregatesCompareTheirMedians) {
+  const auto merged = [](const std::vector<double>& times_ns) {
+    Json rows = Json::array();
+    for (double time : times_ns) {
+      rows.push_back({{"name", "Decode"}, {"run_name", "Decode"}, {"run_type", "iteration"},
+                      {"real_time", time}, {"time_unit", "ns"}});
+    }
+    return Json{{"context", {{"num_cpus", 2}}}, {"benchmarks", rows}};
+  };
+  const std::string base = Write("base.json", merged({1000, 1010, 990, 1005, 995, 1002, 998, 1001, 999}));
+  // Every run 12 % slower except the last one, which is the baseline's speed.
+  const std::string slower = Write("slower.json", merged({1120, 1130, 1110, 1125, 1115, 1122, 1118, 1121, 1000}));
+  const CliRun regression = RunKvrt({"bench-compare", base, slower, "--threshold", "0.05"});
+  EXPECT_EQ(regression.status, 1) << regression.out;
+  EXPECT_NE(regression.out.find("1.12"), std::string::npos) << regression.out;  // medians 1120 / 1000
+  // And the other way round: one slow last run does not fail a build that is not slower.
+  const std::string same = Write("same.json", merged({1001, 999, 1003, 997, 1000, 1002, 998, 1004, 1200}));
+  EXPECT_EQ(RunKvrt({"bench-compare", base, same, "--threshold", "0.05"}).status, 0);
+}
+
 TEST_F(BenchCompareTest, TheTwoRunsMustHoldTheSameBenchmarks) {
   const std::string both = Write("both.json", RunJson({{"Decode", 1000}, {"Prefill", 5000}}));
   const std::string decode_only = Write("decode.json", RunJson({{"Decode", 1000}}));

@@ -1,5 +1,6 @@
 #include "benchmark_run.h"
 
+#include <algorithm>
 #include <set>
 
 #include "flags.h"
@@ -64,6 +65,16 @@ Result<BenchmarkRun> ReadBenchmarkRun(const std::string& path) {
     for (const auto& [key, value] : entry.items()) {
       if (value.is_number() && !IsBookkeeping(key)) row.counters[key] = value.get<double>();
     }
+  }
+  // Several runs of a row and no median aggregate (iteration rows of separate runs
+  // merged into one file, as docs/perf_gate.md shows): the median of those runs,
+  // not whichever came last.
+  for (auto& [name, row] : rows) {
+    if (has_median.count(name) || row.samples.size() < 2) continue;
+    std::vector<double> sorted = row.samples;
+    std::sort(sorted.begin(), sorted.end());
+    const size_t mid = sorted.size() / 2;
+    row.seconds = sorted.size() % 2 == 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
   }
   std::erase_if(rows, [](const auto& named) { return !(named.second.seconds > 0); });
   if (rows.empty()) return std::unexpected(InvalidArgument(path + " holds no benchmark with a positive time"));

@@ -13,7 +13,7 @@
 namespace kvrt::cli {
 
 struct BenchmarkRow {
-  double seconds = 0;  // median real time (the single run without repetitions)
+  double seconds = 0;  // median real time: the median aggregate, else the median of the runs
   double cv = 0;       // coefficient of variation of the repetitions, 0 without
   std::vector<double> samples;  // seconds of every repetition ("iteration" rows), in file order
   std::map<std::string, double> counters;
