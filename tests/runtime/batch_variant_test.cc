@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "allocation_counter.h"
+#include "engine_test_support.h"
 #include "golden_case.h"
 #include "kv/decoder_kv_cache.h"
 #include "model/decoder_model.h"
@@ -23,8 +24,11 @@ namespace kvrt {
 namespace {
 
 using testing::F64Vector;
+using testing::GoldenModel;
 using testing::Ids;
 using testing::Json;
+using testing::MaxAbsDiff;
+using testing::SeededTokens;
 
 using Logits = std::vector<double>;
 
@@ -37,13 +41,6 @@ EngineOptions Fast(Precision precision, bool invariant, threading::ThreadPool* p
   options.max_rows_per_step = max_rows;
   options.batch_invariant = invariant;
   return options;
-}
-
-double MaxAbsDiff(std::span<const double> a, std::span<const double> b) {
-  EXPECT_EQ(a.size(), b.size());
-  double worst = 0.0;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) worst = std::max(worst, std::fabs(a[i] - b[i]));
-  return worst;
 }
 
 double Tolerance(Precision precision) { return precision == Precision::kF64 ? 1e-12 : 1e-4; }
@@ -74,11 +71,6 @@ TEST(BatchVariantTest, TheDefaultIsBatchInvariant) {
 }
 
 class BatchVariantGoldenTest : public ::testing::TestWithParam<std::string> {};
-
-DecoderModel GoldenModel(const Json& golden) {
-  SplitMix64 rng(golden.at("init").at("seed").get<uint64_t>());
-  return *DecoderModel::FromSeed(testing::GoldenConfig(golden.at("config")), rng);
-}
 
 TEST_P(BatchVariantGoldenTest, StaysWithinTheToleranceOfTheReferenceAndTheInvariantMode) {
   const Json golden = testing::LoadJson(GetParam());
@@ -124,25 +116,20 @@ std::string CaseName(const ::testing::TestParamInfo<std::string>& case_info) {
 INSTANTIATE_TEST_SUITE_P(PublicGoldenCases, BatchVariantGoldenTest, ::testing::ValuesIn(testing::GoldenCasePaths()),
                          CaseName);
 
+constexpr uint32_t kVocabulary = 211;  // LongModel's
+
 // Two query heads per key/value head, 2 layers, a context for prompts of several
 // query tiles (kQueryTileRows) and many key tiles.
 DecoderModel LongModel() {
-  ModelConfig config = ModelConfig::Create(211, 64, 4, 96, 2, 3 * simd::kQueryTileRows + 40, 10000.0, 1e-5);
+  ModelConfig config = ModelConfig::Create(kVocabulary, 64, 4, 96, 2, 3 * simd::kQueryTileRows + 40, 10000.0, 1e-5);
   config.kv_heads = 2;
   SplitMix64 rng(1717);
   return *DecoderModel::FromSeed(config, rng);
 }
 
-std::vector<uint32_t> Tokens(size_t n, uint64_t seed) {
-  std::vector<uint32_t> tokens;
-  SplitMix64 rng(seed);
-  for (size_t i = 0; i < n; ++i) tokens.push_back(static_cast<uint32_t>(rng.NextU64() % 211));
-  return tokens;
-}
-
 TEST(BatchVariantTest, LongChunkedPrefillsStayWithinToleranceAndIgnoreTheThreadCount) {
   const DecoderModel model = LongModel();
-  const std::vector<uint32_t> prompt = Tokens(2 * simd::kQueryTileRows + 29, 3);
+  const std::vector<uint32_t> prompt = SeededTokens(2 * simd::kQueryTileRows + 29, 3, kVocabulary);
   const std::vector<uint32_t> continuation = {5, 17, 200};
   const std::vector<Logits> reference = SessionLogits(model, prompt, continuation, ReferenceEngine());
   for (Precision precision : {Precision::kF64, Precision::kF32}) {
@@ -190,7 +177,8 @@ std::vector<Logits> MixedStep(const DecoderModel& model, const std::vector<std::
 
 TEST(BatchVariantTest, SlotsInOneStepStayWithinToleranceOfTheReference) {
   const DecoderModel model = LongModel();
-  const std::vector<std::vector<uint32_t>> prompts = {Tokens(90, 7), Tokens(13, 8), Tokens(6, 9)};
+  const std::vector<std::vector<uint32_t>> prompts = {
+      SeededTokens(90, 7, kVocabulary), SeededTokens(13, 8, kVocabulary), SeededTokens(6, 9, kVocabulary)};
   // Each run's sequence alone on the reference engine.
   const std::vector<uint32_t> decoded_prefix(prompts[2].begin(), prompts[2].begin() + 5);
   const std::vector<Logits> reference = {
@@ -224,7 +212,7 @@ uint64_t PrefillAllocations(const DecoderModel& model, const std::vector<uint32_
 
 TEST(BatchVariantTest, AllocatesNoMoreOnAStepThanTheInvariantMode) {
   const DecoderModel model = LongModel();
-  const std::vector<uint32_t> prompt = Tokens(150, 11);
+  const std::vector<uint32_t> prompt = SeededTokens(150, 11, kVocabulary);
   threading::ThreadPool pool(2);
   for (Precision precision : {Precision::kF32, Precision::kF64}) {
     EXPECT_EQ(PrefillAllocations(model, prompt, Fast(precision, false, &pool)),

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "allocation_counter.h"
+#include "engine_test_support.h"
 #include "golden_case.h"
 #include "formats/llmcp35/checkpoint.h"
 #include "kvrt/generation.h"
@@ -29,6 +30,8 @@
 
 namespace kvrt {
 namespace {
+
+using testing::GoldenModel;
 
 using testing::Ids;
 using testing::Json;
@@ -94,11 +97,6 @@ std::vector<uint32_t> Tokens(size_t n, uint32_t seed, uint32_t vocabulary) {
   SplitMix64 rng(seed);
   for (size_t i = 0; i < n; ++i) tokens.push_back(static_cast<uint32_t>(rng.NextU64() % vocabulary));
   return tokens;
-}
-
-DecoderModel GoldenModel(const Json& golden) {
-  SplitMix64 rng(golden.at("init").at("seed").get<uint64_t>());
-  return *DecoderModel::FromSeed(testing::GoldenConfig(golden.at("config")), rng);
 }
 
 TEST(WeightFormatTest, NamesParseBackAndUnknownValuesAreRefused) {

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "allocation_counter.h"
+#include "engine_test_support.h"
 #include "golden_case.h"
 #include "kv/decoder_kv_cache.h"
 #include "model/decoder_model.h"
@@ -21,7 +22,9 @@ namespace kvrt {
 namespace {
 
 using testing::F64Vector;
+using testing::GoldenModel;
 using testing::Ids;
+using testing::MaxAbsDiff;
 using testing::Json;
 
 EngineOptions Fast(Precision precision, threading::ThreadPool* pool = nullptr) {
@@ -39,34 +42,11 @@ CacheOptions CacheFor(Precision precision, size_t batch = 1) {
   return options;
 }
 
-double MaxAbsDiff(std::span<const double> a, std::span<const double> b) {
-  double worst = 0.0;
-  for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::fabs(a[i] - b[i]));
-  return worst;
-}
-
 // The logits after prefilling `prompt` and decoding `continuation`, one vector per
 // step, through a fresh cache and session with `engine`.
 std::vector<std::vector<double>> SessionLogits(const DecoderModel& model, const std::vector<uint32_t>& prompt,
-                                               const std::vector<uint32_t>& continuation, EngineOptions engine) {
-  DecoderKvCache cache = *DecoderKvCache::Create(model, CacheFor(engine.precision));
-  Result<DecoderKvSession> session = Bind(cache, model, engine);
-  EXPECT_TRUE(session) << session.error().message();
-  std::vector<std::vector<double>> out;
-  Result<StepOutput> step = session->Prefill(prompt);
-  EXPECT_TRUE(step) << step.error().message();
-  out.emplace_back(step->logits.begin(), step->logits.end());
-  for (uint32_t token : continuation) {
-    step = session->Decode(token);
-    EXPECT_TRUE(step) << step.error().message();
-    out.emplace_back(step->logits.begin(), step->logits.end());
-  }
-  return out;
-}
-
-DecoderModel GoldenModel(const Json& golden) {
-  SplitMix64 rng(golden.at("init").at("seed").get<uint64_t>());
-  return *DecoderModel::FromSeed(testing::GoldenConfig(golden.at("config")), rng);
+                                               const std::vector<uint32_t>& continuation, const EngineOptions& engine) {
+  return testing::SessionLogits(model, prompt, continuation, engine, CacheFor(engine.precision));
 }
 
 class FastEngineGoldenTest : public ::testing::TestWithParam<std::string> {};
@@ -121,12 +101,8 @@ DecoderModel WideModel() {
   return *DecoderModel::FromSeed(ModelConfig::Create(300, 96, 3, 160, 2, 80, 10000.0, 1e-5), rng);
 }
 
-std::vector<uint32_t> Tokens(size_t n, uint32_t seed) {
-  std::vector<uint32_t> tokens;
-  SplitMix64 rng(seed);
-  for (size_t i = 0; i < n; ++i) tokens.push_back(static_cast<uint32_t>(rng.NextU64() % 300));
-  return tokens;
-}
+// Tokens of the 300-word vocabulary above.
+std::vector<uint32_t> Tokens(size_t n, uint32_t seed) { return testing::SeededTokens(n, seed, 300); }
 
 TEST(FastEngineTest, TheCh38FixtureIsWithinTheChapterTolerance) {
   SplitMix64 rng(38);

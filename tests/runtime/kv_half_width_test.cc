@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "allocation_counter.h"
+#include "engine_test_support.h"
 #include "golden_case.h"
 #include "kv/decoder_kv_cache.h"
 #include "kvrt/simd/compressed_matrix.h"
@@ -22,8 +23,11 @@
 namespace kvrt {
 namespace {
 
+using testing::GoldenModel;
 using testing::Ids;
+using testing::MaxAbsDiff;
 using testing::Json;
+using testing::SeededTokens;
 
 using Logits = std::vector<double>;
 
@@ -70,37 +74,9 @@ CacheOptions CacheFor(const EngineOptions& engine, size_t slots = 1) {
   return options;
 }
 
-double MaxAbsDiff(std::span<const double> a, std::span<const double> b) {
-  EXPECT_EQ(a.size(), b.size());
-  double worst = 0.0;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i)
-    worst = std::max(worst, std::fabs(a[i] - b[i]));
-  return worst;
-}
-
-// Logits after the prefill of `prompt` and after each decode of `continuation`.
 std::vector<Logits> SessionLogits(const DecoderModel& model, const std::vector<uint32_t>& prompt,
-                                  const std::vector<uint32_t>& continuation,
-                                  const EngineOptions& engine) {
-  DecoderKvCache cache = *DecoderKvCache::Create(model, CacheFor(engine));
-  Result<DecoderKvSession> session = Bind(cache, model, engine);
-  EXPECT_TRUE(session) << session.error().message();
-  std::vector<Logits> out;
-  if (!session) return out;
-  Result<StepOutput> step = session->Prefill(prompt);
-  EXPECT_TRUE(step) << step.error().message();
-  out.emplace_back(step->logits.begin(), step->logits.end());
-  for (uint32_t token : continuation) {
-    step = session->Decode(token);
-    EXPECT_TRUE(step) << step.error().message();
-    out.emplace_back(step->logits.begin(), step->logits.end());
-  }
-  return out;
-}
-
-DecoderModel GoldenModel(const Json& golden) {
-  SplitMix64 rng(golden.at("init").at("seed").get<uint64_t>());
-  return *DecoderModel::FromSeed(testing::GoldenConfig(golden.at("config")), rng);
+                                  const std::vector<uint32_t>& continuation, const EngineOptions& engine) {
+  return testing::SessionLogits(model, prompt, continuation, engine, CacheFor(engine));
 }
 
 class KvHalfWidthGoldenTest : public ::testing::TestWithParam<std::tuple<std::string, KvType>> {};
@@ -141,25 +117,20 @@ INSTANTIATE_TEST_SUITE_P(PublicGoldenCases, KvHalfWidthGoldenTest,
                                             ::testing::ValuesIn(kHalfWidthTypes)),
                          CaseName);
 
+constexpr uint32_t kVocabulary = 211;  // LongModel's
+
 // Two query heads per key/value head, head width 16, a context for prompts of
 // many four-row attention blocks.
 DecoderModel LongModel() {
-  ModelConfig config = ModelConfig::Create(211, 64, 4, 96, 2, 300, 10000.0, 1e-5);
+  ModelConfig config = ModelConfig::Create(kVocabulary, 64, 4, 96, 2, 300, 10000.0, 1e-5);
   config.kv_heads = 2;
   SplitMix64 rng(1717);
   return *DecoderModel::FromSeed(config, rng);
 }
 
-std::vector<uint32_t> Tokens(size_t n, uint64_t seed) {
-  std::vector<uint32_t> tokens;
-  SplitMix64 rng(seed);
-  for (size_t i = 0; i < n; ++i) tokens.push_back(static_cast<uint32_t>(rng.NextU64() % 211));
-  return tokens;
-}
-
 TEST(KvHalfWidthTest, ChunkedEqualsWholeForAnyThreadCountWithinToleranceOfTheOracle) {
   const DecoderModel model = LongModel();
-  const std::vector<uint32_t> prompt = Tokens(157, 3);
+  const std::vector<uint32_t> prompt = SeededTokens(157, 3, kVocabulary);
   const std::vector<uint32_t> continuation = {5, 17, 200, 9};
   const std::vector<Logits> exact = SessionLogits(model, prompt, continuation, ReferenceEngine());
   for (KvType type : kHalfWidthTypes) {
@@ -186,7 +157,8 @@ TEST(KvHalfWidthTest, ChunkedEqualsWholeForAnyThreadCountWithinToleranceOfTheOra
 // run's logits are the bits of its sequence alone.
 TEST(KvHalfWidthTest, ASequenceHasTheSameBitsAloneOrBesideOthers) {
   const DecoderModel model = LongModel();
-  const std::vector<std::vector<uint32_t>> prompts = {Tokens(90, 7), Tokens(13, 8), Tokens(6, 9)};
+  const std::vector<std::vector<uint32_t>> prompts = {
+      SeededTokens(90, 7, kVocabulary), SeededTokens(13, 8, kVocabulary), SeededTokens(6, 9, kVocabulary)};
   threading::ThreadPool pool(3);
   for (KvType type : kHalfWidthTypes) {
     const EngineOptions engine = Fast(type, &pool);
@@ -228,7 +200,7 @@ TEST(KvHalfWidthTest, StoresHalfTheBytesOfTheF32Cache) {
 
 TEST(KvHalfWidthTest, TheCommittedRowsAreTheOraclesRoundedValues) {
   const DecoderModel model = LongModel();
-  const std::vector<uint32_t> prompt = Tokens(20, 5);
+  const std::vector<uint32_t> prompt = SeededTokens(20, 5, kVocabulary);
   for (KvType type : kHalfWidthTypes) {
     DecoderKvCache cache = *DecoderKvCache::Create(model, CacheFor(Reference(type)));
     DecoderKvSession session = *Bind(cache, model, Reference(type));
@@ -297,7 +269,7 @@ uint64_t StepAllocations(const DecoderModel& model, const std::vector<uint32_t>&
 
 TEST(KvHalfWidthTest, AllocatesNoMoreOnAStepThanTheF32Cache) {
   const DecoderModel model = LongModel();
-  const std::vector<uint32_t> prompt = Tokens(150, 11);
+  const std::vector<uint32_t> prompt = SeededTokens(150, 11, kVocabulary);
   threading::ThreadPool pool(2);
   EngineOptions f32;
   f32.pool = &pool;

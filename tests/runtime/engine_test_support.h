@@ -1,0 +1,72 @@
+// Helpers the engine tests share: the model of a golden case, seeded token
+// sequences, the logits of a whole session and the largest difference of two
+// logit vectors.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "golden_case.h"
+#include "kv/decoder_kv_cache.h"
+#include "model/decoder_model.h"
+#include "session/decoder_kv_session.h"
+
+namespace kvrt::testing {
+
+// The seeded model a golden case describes.
+inline DecoderModel GoldenModel(const Json& golden) {
+  SplitMix64 rng(golden.at("init").at("seed").get<uint64_t>());
+  return *DecoderModel::FromSeed(GoldenConfig(golden.at("config")), rng);
+}
+
+// `n` tokens below `vocabulary`, the same for the same seed.
+inline std::vector<uint32_t> SeededTokens(size_t n, uint64_t seed, uint32_t vocabulary) {
+  std::vector<uint32_t> tokens;
+  SplitMix64 rng(seed);
+  for (size_t i = 0; i < n; ++i)
+    tokens.push_back(static_cast<uint32_t>(rng.NextU64() % vocabulary));
+  return tokens;
+}
+
+// max |a[i] − b[i]|; the two must have one length.
+inline double MaxAbsDiff(std::span<const double> a, std::span<const double> b) {
+  EXPECT_EQ(a.size(), b.size());
+  double worst = 0.0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i)
+    worst = std::max(worst, std::fabs(a[i] - b[i]));
+  return worst;
+}
+
+// The logits after the prefill of `prompt` and after each decode of
+// `continuation`, one vector per step, from a fresh cache of `cache_options`.
+inline std::vector<std::vector<double>> SessionLogits(const DecoderModel& model,
+                                                      const std::vector<uint32_t>& prompt,
+                                                      const std::vector<uint32_t>& continuation,
+                                                      const EngineOptions& engine,
+                                                      const CacheOptions& cache_options) {
+  std::vector<std::vector<double>> out;
+  Result<DecoderKvCache> cache = DecoderKvCache::Create(model, cache_options);
+  EXPECT_TRUE(cache) << cache.error().message();
+  if (!cache) return out;
+  Result<DecoderKvSession> session = Bind(*cache, model, engine);
+  EXPECT_TRUE(session) << session.error().message();
+  if (!session) return out;
+  Result<StepOutput> step = session->Prefill(prompt);
+  EXPECT_TRUE(step) << step.error().message();
+  if (!step) return out;
+  out.emplace_back(step->logits.begin(), step->logits.end());
+  for (uint32_t token : continuation) {
+    step = session->Decode(token);
+    EXPECT_TRUE(step) << step.error().message();
+    if (!step) return out;
+    out.emplace_back(step->logits.begin(), step->logits.end());
+  }
+  return out;
+}
+
+}  // namespace kvrt::testing
