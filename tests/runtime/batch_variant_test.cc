@@ -195,19 +195,12 @@ TEST(BatchVariantTest, SlotsInOneStepStayWithinToleranceOfTheReference) {
   }
 }
 
-// Heap allocations of a prefill after a warm-up one (caller and workers).
+// Heap allocations of a prefill and a decode after a warm-up prefill (caller and workers).
 uint64_t PrefillAllocations(const DecoderModel& model, const std::vector<uint32_t>& prompt,
                             const EngineOptions& engine) {
   CacheOptions cache_options;
   cache_options.precision = engine.precision;
-  DecoderKvCache cache = *DecoderKvCache::Create(model, cache_options);
-  DecoderKvSession session = *Bind(cache, model, engine);
-  EXPECT_TRUE(session.Prefill(prompt));
-  session.Reset();
-  const uint64_t before = testing::HeapAllocationsInProcess();
-  EXPECT_TRUE(session.Prefill(prompt));
-  EXPECT_TRUE(session.Decode(3));
-  return testing::HeapAllocationsInProcess() - before;
+  return testing::StepAllocations(model, prompt, engine, cache_options);
 }
 
 TEST(BatchVariantTest, AllocatesNoMoreOnAStepThanTheInvariantMode) {

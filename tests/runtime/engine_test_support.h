@@ -11,6 +11,7 @@
 #include <span>
 #include <vector>
 
+#include "allocation_counter.h"
 #include "golden_case.h"
 #include "kv/decoder_kv_cache.h"
 #include "model/decoder_model.h"
@@ -67,6 +68,20 @@ inline std::vector<std::vector<double>> SessionLogits(const DecoderModel& model,
     out.emplace_back(step->logits.begin(), step->logits.end());
   }
   return out;
+}
+
+// Heap allocations of a prefill and a decode after a warm-up prefill, on a fresh
+// cache of `cache_options`: a step must allocate nothing a second time round.
+inline uint64_t StepAllocations(const DecoderModel& model, const std::vector<uint32_t>& prompt,
+                                const EngineOptions& engine, const CacheOptions& cache_options) {
+  DecoderKvCache cache = *DecoderKvCache::Create(model, cache_options);
+  DecoderKvSession session = *Bind(cache, model, engine);
+  EXPECT_TRUE(session.Prefill(prompt));
+  session.Reset();
+  const uint64_t before = HeapAllocationsInProcess();
+  EXPECT_TRUE(session.Prefill(prompt));
+  EXPECT_TRUE(session.Decode(3));
+  return HeapAllocationsInProcess() - before;
 }
 
 }  // namespace kvrt::testing

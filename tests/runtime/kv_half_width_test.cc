@@ -254,17 +254,9 @@ TEST(KvHalfWidthTest, TheEngineAndTheCacheMustAgree) {
   EXPECT_EQ(unknown.Validate().error().code(), ErrorCode::kUnsupportedBackend);
 }
 
-// Heap allocations of a prefill and a decode after a warm-up one.
 uint64_t StepAllocations(const DecoderModel& model, const std::vector<uint32_t>& prompt,
                          const EngineOptions& engine) {
-  DecoderKvCache cache = *DecoderKvCache::Create(model, CacheFor(engine));
-  DecoderKvSession session = *Bind(cache, model, engine);
-  EXPECT_TRUE(session.Prefill(prompt));
-  session.Reset();
-  const uint64_t before = testing::HeapAllocationsInProcess();
-  EXPECT_TRUE(session.Prefill(prompt));
-  EXPECT_TRUE(session.Decode(3));
-  return testing::HeapAllocationsInProcess() - before;
+  return testing::StepAllocations(model, prompt, engine, CacheFor(engine));
 }
 
 TEST(KvHalfWidthTest, AllocatesNoMoreOnAStepThanTheF32Cache) {

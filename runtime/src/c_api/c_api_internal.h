@@ -123,4 +123,8 @@ Result<SamplerSettings> SamplerFromC(const kvrt_sampler_params& params);
 Result<EngineOptions> EngineFromC(const kvrt_engine_options* engine,
                                   std::unique_ptr<threading::ThreadPool>& pool);
 
+// The same options checked for what does not depend on threads (precision,
+// weights, KV type), with no pool started: for calls that only prepare or size.
+Result<EngineOptions> EngineFromCWithoutPool(const kvrt_engine_options* engine);
+
 }  // namespace kvrt::c_api

@@ -28,6 +28,14 @@ long long RawEnum(const CEnum& field) {
 
 }  // namespace
 
+Result<EngineOptions> EngineFromCWithoutPool(const kvrt_engine_options* engine) {
+  kvrt_engine_options chosen = engine ? *engine : kvrt_engine_options_default();
+  chosen.threads = 1;
+  chosen.pool = nullptr;
+  std::unique_ptr<threading::ThreadPool> no_pool;
+  return EngineFromC(&chosen, no_pool);
+}
+
 Result<EngineOptions> EngineFromC(const kvrt_engine_options* engine,
                                   std::unique_ptr<threading::ThreadPool>& pool) {
   const kvrt_engine_options chosen = engine ? *engine : kvrt_engine_options_default();
@@ -148,11 +156,7 @@ kvrt_error* kvrt_model_prepare_weights(const kvrt_model* model, const kvrt_engin
   return Guard([&]() -> kvrt_error* {
     if (model == nullptr) return InvalidArgument("kvrt_model_prepare_weights needs a model");
     // The weights do not depend on the threads: validate the options without a pool.
-    kvrt_engine_options chosen = engine ? *engine : kvrt_engine_options_default();
-    chosen.threads = 1;
-    chosen.pool = nullptr;
-    std::unique_ptr<kvrt::threading::ThreadPool> no_pool;
-    kvrt::Result<kvrt::EngineOptions> options = kvrt::c_api::EngineFromC(&chosen, no_pool);
+    kvrt::Result<kvrt::EngineOptions> options = kvrt::c_api::EngineFromCWithoutPool(engine);
     if (!options) return MakeError(options.error());
     if (kvrt::Result<void> prepared = PrepareWeights(model->model, *options); !prepared) {
       return MakeError(prepared.error());

@@ -39,11 +39,7 @@ kvrt_error* kvrt_cache_create_for_engine(const kvrt_model* model, size_t slots, 
       return InvalidArgument("kvrt_cache_create_for_engine needs a model and an output");
     }
     // Only the engine's precision and KV type matter here: no pool is started.
-    kvrt_engine_options chosen = engine ? *engine : kvrt_engine_options_default();
-    chosen.threads = 1;
-    chosen.pool = nullptr;
-    std::unique_ptr<kvrt::threading::ThreadPool> no_pool;
-    kvrt::Result<kvrt::EngineOptions> options = kvrt::c_api::EngineFromC(&chosen, no_pool);
+    kvrt::Result<kvrt::EngineOptions> options = kvrt::c_api::EngineFromCWithoutPool(engine);
     if (!options) return MakeError(options.error());
     if (kvrt::Result<void> valid = options->Validate(); !valid) return MakeError(valid.error());
     kvrt::CacheOptions cache_options;
