@@ -35,15 +35,32 @@ namespace {
 constexpr size_t kMaxRepetitions = 1000;
 constexpr size_t kMaxSequences = 4096;
 
-// "1,2,4" → numbers in [minimum, maximum]; every item must be a decimal number and
-// appear once (a repeated value would give two rows of one name).
-Result<std::vector<size_t>> NumberList(const std::string& flag, const std::string& text, size_t minimum,
-                                       size_t maximum) {
-  std::vector<size_t> numbers;
+// The items of a comma list, each read by `parse` (a value, or the error naming
+// what was wrong with it), none twice: a repeated value would give two rows of one
+// name.
+template <class T, class Parse>
+Result<std::vector<T>> CommaList(const std::string& flag, const std::string& text, Parse parse) {
+  std::vector<T> values;
   std::string_view rest = text;
   while (true) {
     const size_t comma = rest.find(',');
     const std::string_view item = rest.substr(0, comma);
+    Result<T> value = parse(item);
+    if (!value) return std::unexpected(value.error());
+    if (std::find(values.begin(), values.end(), *value) != values.end()) {
+      return std::unexpected(InvalidArgument("--" + flag + " lists " + std::string(item) + " twice"));
+    }
+    values.push_back(*value);
+    if (comma == std::string_view::npos) break;
+    rest = rest.substr(comma + 1);
+  }
+  return values;
+}
+
+// "1,2,4" → decimal numbers in [minimum, maximum].
+Result<std::vector<size_t>> NumberList(const std::string& flag, const std::string& text, size_t minimum,
+                                       size_t maximum) {
+  return CommaList<size_t>(flag, text, [&](std::string_view item) -> Result<size_t> {
     const std::optional<uint64_t> number = ParseDecimalU64(item);
     if (!number) {
       return std::unexpected(InvalidArgument("--" + flag + " needs a comma list of numbers, got '" +
@@ -53,14 +70,8 @@ Result<std::vector<size_t>> NumberList(const std::string& flag, const std::strin
       return std::unexpected(InvalidArgument("--" + flag + " values must be in [" + std::to_string(minimum) + ", " +
                                              std::to_string(maximum) + "], got " + std::string(item)));
     }
-    if (std::find(numbers.begin(), numbers.end(), *number) != numbers.end()) {
-      return std::unexpected(InvalidArgument("--" + flag + " lists " + std::string(item) + " twice"));
-    }
-    numbers.push_back(static_cast<size_t>(*number));
-    if (comma == std::string_view::npos) break;
-    rest = rest.substr(comma + 1);
-  }
-  return numbers;
+    return static_cast<size_t>(*number);
+  });
 }
 
 Result<std::vector<size_t>> NumberFlag(const Flags& flags, const std::string& flag, const std::string& fallback,
@@ -69,50 +80,27 @@ Result<std::vector<size_t>> NumberFlag(const Flags& flags, const std::string& fl
 }
 
 Result<std::vector<WeightFormat>> WeightList(const Flags& flags) {
-  const std::string text = flags.Value("weights").value_or("as-stored");
-  std::vector<WeightFormat> formats;
-  std::string_view rest = text;
-  while (true) {
-    const size_t comma = rest.find(',');
-    const std::string_view item = rest.substr(0, comma);
-    const std::optional<WeightFormat> format = ParseWeightFormat(item);
-    if (!format) {
-      return std::unexpected(InvalidArgument(std::string("--weights values must be ") + kWeightFormatChoices +
-                                             ", got '" + std::string(item) + "'"));
-    }
-    if (std::find(formats.begin(), formats.end(), *format) != formats.end()) {
-      return std::unexpected(InvalidArgument("--weights lists " + std::string(item) + " twice"));
-    }
-    formats.push_back(*format);
-    if (comma == std::string_view::npos) break;
-    rest = rest.substr(comma + 1);
-  }
-  return formats;
+  return CommaList<WeightFormat>(
+      "weights", flags.Value("weights").value_or("as-stored"), [](std::string_view item) -> Result<WeightFormat> {
+        const std::optional<WeightFormat> format = ParseWeightFormat(item);
+        if (!format) {
+          return std::unexpected(InvalidArgument(std::string("--weights values must be ") + kWeightFormatChoices +
+                                                 ", got '" + std::string(item) + "'"));
+        }
+        return *format;
+      });
 }
 
+// f32 (the engine's own type), f16 or bf16.
 Result<std::vector<KvType>> KvTypeList(const Flags& flags) {
-  const std::string text = flags.Value("kv-type").value_or("f32");
-  std::vector<KvType> types;
-  std::string_view rest = text;
-  while (true) {
-    const size_t comma = rest.find(',');
-    const std::string_view item = rest.substr(0, comma);
-    std::optional<KvType> type;
-    if (item == "f32") type = KvType::kEngine;
-    if (item == "f16") type = KvType::kF16;
-    if (item == "bf16") type = KvType::kBf16;
-    if (!type) {
-      return std::unexpected(
-          InvalidArgument("--kv-type values must be f32, f16 or bf16, got '" + std::string(item) + "'"));
-    }
-    if (std::find(types.begin(), types.end(), *type) != types.end()) {
-      return std::unexpected(InvalidArgument("--kv-type lists " + std::string(item) + " twice"));
-    }
-    types.push_back(*type);
-    if (comma == std::string_view::npos) break;
-    rest = rest.substr(comma + 1);
-  }
-  return types;
+  const auto parse = [](std::string_view item) -> Result<KvType> {
+    if (item == "f32") return KvType::kEngine;
+    if (item == "f16") return KvType::kF16;
+    if (item == "bf16") return KvType::kBf16;
+    return std::unexpected(
+        InvalidArgument("--kv-type values must be f32, f16 or bf16, got '" + std::string(item) + "'"));
+  };
+  return CommaList<KvType>("kv-type", flags.Value("kv-type").value_or("f32"), parse);
 }
 
 Result<BenchOutput> OutputFormat(const Flags& flags) {
