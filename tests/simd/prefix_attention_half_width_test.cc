@@ -18,6 +18,7 @@
 #include "hwy/tests/hwy_gtest.h"
 #include "kvrt/simd/compressed_matrix.h"
 #include "kvrt/simd/prefix_attention.h"
+#include "sanitizer_build.h"
 #include "simd_test_support.h"
 
 namespace kvrt::simd {
@@ -107,9 +108,11 @@ constexpr size_t kHeadWidths[] = {1, 2, 3, 7, 8, 15, 16, 17, 31, 32, 33, 48, 64,
 
 template <class K>
 void ExpectOneQueryMatches() {
+  size_t index = 0;  // a sanitizer build runs a sample that still reaches every head width
   for (size_t head_width : kHeadWidths) {
     for (size_t n : Lengths()) {
       for (size_t split : {size_t{0}, n / 2, n}) {
+        if (!sanitizer_build::CaseRunsInThisBuild(index++)) continue;
         Inputs inputs(simd_test::CaseSeed(n, head_width, split));
         const Prefix<K> prefix(inputs, n, split, head_width);
         const std::vector<float> q = inputs.Uniform<float>(head_width, -4, 4);
