@@ -22,5 +22,8 @@ void RegisterBatchingBenchmarks(threading::ThreadPool& one_thread, threading::Th
 void RegisterPrefillScalingBenchmarks(threading::ThreadPool& one_thread, threading::ThreadPool& two_threads);
 // KvDecode rows: decode at depths 1 to 16k per KV cache type (kv_cache_bench.cc).
 void RegisterKvCacheBenchmarks(threading::ThreadPool& one_thread, threading::ThreadPool& two_threads);
+// BenchMirror rows: kvrt bench's decode rows on 110M q8_0, timed by Google Benchmark
+// (bench_cli_mirror_bench.cc).
+void RegisterBenchMirrorBenchmarks(threading::ThreadPool& one_thread, threading::ThreadPool& two_threads);
 
 }  // namespace kvrt::bench

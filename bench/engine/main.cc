@@ -21,5 +21,6 @@ int main(int argc, char** argv) {
         kvrt::bench::RegisterBatchingBenchmarks(one_thread, two_threads);
         kvrt::bench::RegisterPrefillScalingBenchmarks(one_thread, two_threads);
         kvrt::bench::RegisterKvCacheBenchmarks(one_thread, two_threads);
+        kvrt::bench::RegisterBenchMirrorBenchmarks(one_thread, two_threads);
       });
 }

@@ -4,6 +4,7 @@
 // to be there, positive and consistent with each other.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <sched.h>
 
 #include <fstream>
 #include <set>
@@ -93,6 +94,51 @@ TEST(BenchCliTest, KvTypesAreRowsOfTheSweep) {
   EXPECT_TRUE(names.count("tg2/depth:0/seqs:1/threads:1/weights:as-stored/int8:0/kv:f16")) << run.out;
   EXPECT_TRUE(names.count("pp8/depth:0/seqs:1/threads:1/weights:as-stored/int8:0/kv:bf16")) << run.out;
   EXPECT_EQ(names.size(), 6u);
+}
+
+// Restricts the calling thread's affinity to one CPU of its current mask while in
+// scope; a child started meanwhile inherits the restricted mask.
+class OneCpuAffinity {
+ public:
+  OneCpuAffinity() {
+    sched_getaffinity(0, sizeof saved_, &saved_);
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+      if (CPU_ISSET(cpu, &saved_)) {
+        CPU_SET(cpu, &one);
+        break;
+      }
+    }
+    applied_ = sched_setaffinity(0, sizeof one, &one) == 0;
+  }
+  ~OneCpuAffinity() { sched_setaffinity(0, sizeof saved_, &saved_); }
+  bool applied() const { return applied_; }
+
+ private:
+  cpu_set_t saved_{};
+  bool applied_ = false;
+};
+
+TEST(BenchCliTest, MoreThreadsThanTheAffinityMaskAllowsIsSaidAndRecorded) {
+  CliRun run;
+  {
+    OneCpuAffinity one_cpu;
+    ASSERT_TRUE(one_cpu.applied());
+    run = RunKvrt({"bench", "-m", TinyModel(), "-p", "8", "-n", "0", "-t", "1,2", "-r", "1", "-o", "json", "-q"});
+  }
+  ASSERT_EQ(run.status, 0) << run.err;
+  // One warning, for -t 2 only (oneTBB may add its own about the workers it caps).
+  const std::string warning = "kvrt bench: warning: -t 2 asks for more threads than the 1 CPU(s)";
+  const size_t first = run.err.find(warning);
+  EXPECT_NE(first, std::string::npos) << run.err;
+  EXPECT_EQ(run.err.find("kvrt bench: warning", first + 1), std::string::npos) << run.err;
+  EXPECT_EQ(run.err.find("-t 1 "), std::string::npos) << run.err;
+  EXPECT_EQ(Json::parse(run.out).at("context").at("usable_cpus"), 1) << run.out;
+
+  const CliRun unrestricted = RunKvrt({"bench", "-m", TinyModel(), "-p", "8", "-n", "0", "-t", "1", "-r", "1", "-q"});
+  ASSERT_EQ(unrestricted.status, 0) << unrestricted.err;
+  EXPECT_TRUE(unrestricted.err.empty()) << unrestricted.err;
 }
 
 // The eight rows of TinyBench, in the order the sweep runs them.
@@ -186,7 +232,7 @@ TEST(BenchCliTest, MarkdownCsvAndJsonLinesCarryEveryRowAndTheBuildFacts) {
   std::getline(csv_lines, header);
   EXPECT_EQ(header.rfind("model,weights,int8_activations,kv_type,threads,sequences,test,depth,tokens_per_second,", 0), 0u);
   for (const char* column : {"samples_tokens_per_second", "roofline_fraction", "commit", "simd_target", "allocator",
-                             "cpu_model", "cores"}) {
+                             "cpu_model", "cores", "usable_cores"}) {
     EXPECT_NE(header.find(column), std::string::npos) << column;
   }
   size_t csv_rows = 0;
@@ -202,7 +248,8 @@ TEST(BenchCliTest, MarkdownCsvAndJsonLinesCarryEveryRowAndTheBuildFacts) {
     names.push_back(row.at("name").get<std::string>());
     for (const char* key : {"model", "threads", "test", "depth", "sequences", "tokens_per_second",
                             "tokens_per_second_stddev", "samples_tokens_per_second", "read_bytes_per_second",
-                            "fma_flops_per_second", "roofline_fraction", "kvrt", "cpu_model", "cores"}) {
+                            "fma_flops_per_second", "roofline_fraction", "kvrt", "cpu_model", "cores",
+                            "usable_cores"}) {
       EXPECT_TRUE(row.contains(key)) << key;
     }
     EXPECT_TRUE(row.at("kvrt").contains("commit"));

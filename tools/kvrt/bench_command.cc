@@ -9,11 +9,13 @@
 // read bandwidth and FMA peak probed on the row's own pool and the row's fraction
 // of the roofline they give. Progress goes to stderr, a line per row with the
 // time left; the table (or CSV, JSON, JSON lines) to stdout once every row ran.
-// docs/bench.md describes the output.
+// docs/cli.md (`kvrt bench`) describes the output.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "bench_output.h"
 #include "bench_plan.h"
@@ -39,6 +41,22 @@ Result<void> CheckCasesFit(const BenchPlan& plan, const Model& model) {
     }
   }
   return {};
+}
+
+// A row asking for more threads than the process may run on is still run (the
+// user may mean it), but said once per thread count: its tokens/s are not those
+// of that many cores.
+void WarnAboutSharedCores(const BenchPlan& plan, size_t usable_cores) {
+  std::vector<size_t> warned;
+  for (const BenchCase& bench_case : plan.cases) {
+    if (bench_case.threads <= usable_cores) continue;
+    if (std::find(warned.begin(), warned.end(), bench_case.threads) != warned.end()) continue;
+    warned.push_back(bench_case.threads);
+    std::fprintf(stderr,
+                 "kvrt bench: warning: -t %zu asks for more threads than the %zu CPU(s) this process may run on "
+                 "(its affinity mask); those rows share cores\n",
+                 bench_case.threads, usable_cores);
+  }
 }
 
 std::string Duration(double seconds) {
@@ -80,6 +98,7 @@ int RunBench(std::span<char* const> args) {
   report.repetitions = plan->repetitions;
   report.build = CurrentBuildFacts();
   FillMachineFacts(report);
+  WarnAboutSharedCores(*plan, report.usable_cores);
   BenchRunner runner(loaded->model);
   const auto start = std::chrono::steady_clock::now();
   for (const BenchCase& bench_case : plan->cases) {

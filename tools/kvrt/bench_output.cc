@@ -1,6 +1,7 @@
 #include "bench_output.h"
 
 #include <nlohmann/json.hpp>
+#include <sched.h>
 
 #include <algorithm>
 #include <cmath>
@@ -89,8 +90,10 @@ std::string CsvField(const std::string& text) {
 }
 
 std::string FactsLine(const BenchReport& report) {
-  return BuildFactsLine(report.build) + "; CPU " + report.cpu_model + ", " + std::to_string(report.cores) +
-         " cores";
+  std::string line = BuildFactsLine(report.build) + "; CPU " + report.cpu_model + ", " +
+                     std::to_string(report.cores) + " cores";
+  if (report.usable_cores < report.cores) line += " (" + std::to_string(report.usable_cores) + " usable by this process)";
+  return line;
 }
 
 }  // namespace
@@ -105,6 +108,14 @@ void FillMachineFacts(BenchReport& report) {
     break;
   }
   report.cores = std::thread::hardware_concurrency();
+  report.usable_cores = UsableCores();
+}
+
+size_t UsableCores() {
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  if (sched_getaffinity(0, sizeof mask, &mask) != 0) return std::thread::hardware_concurrency();
+  return static_cast<size_t>(CPU_COUNT(&mask));
 }
 
 std::string BenchMarkdown(const BenchReport& report) {
@@ -133,7 +144,7 @@ std::string BenchCsv(const BenchReport& report) {
   std::string text =
       "model,weights,int8_activations,kv_type,threads,sequences,test,depth,tokens_per_second,tokens_per_second_stddev,"
       "samples_tokens_per_second,read_bytes_per_second,fma_flops_per_second,roofline_tokens_per_second,"
-      "roofline_fraction,kvrt_version,commit,simd_target,allocator,cpu_model,cores\n";
+      "roofline_fraction,kvrt_version,commit,simd_target,allocator,cpu_model,cores,usable_cores\n";
   for (const BenchRow& row : report.rows) {
     const BenchCase& c = row.bench_case;
     std::string samples;
@@ -146,7 +157,7 @@ std::string BenchCsv(const BenchReport& report) {
             Fixed(row.RooflineFraction(), 4) + "," + CsvField(report.build.version) + "," +
             CsvField(report.build.commit) + "," + CsvField(report.build.simd_target) + "," +
             CsvField(report.build.allocator) + "," + CsvField(report.cpu_model) + "," + std::to_string(report.cores) +
-            "\n";
+            "," + std::to_string(report.usable_cores) + "\n";
   }
   return text;
 }
@@ -154,6 +165,7 @@ std::string BenchCsv(const BenchReport& report) {
 std::string BenchJson(const BenchReport& report) {
   Json context = {{"executable", "kvrt bench"},
                   {"num_cpus", report.cores},
+                  {"usable_cpus", report.usable_cores},
                   {"cpu_model", report.cpu_model},
                   {"simd_target", report.build.simd_target},
                   {"allocator", report.build.allocator},
@@ -221,6 +233,7 @@ std::string BenchJsonLines(const BenchReport& report) {
     line["kvrt"] = BuildFactsJson(report);
     line["cpu_model"] = report.cpu_model;
     line["cores"] = report.cores;
+    line["usable_cores"] = report.usable_cores;
     text += line.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
   }
   return text;

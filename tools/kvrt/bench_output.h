@@ -20,11 +20,19 @@ struct BenchReport {
   BuildFacts build;       // threads: the default pool's (rows name their own)
   std::string cpu_model;  // /proc/cpuinfo's "model name"; "unknown" elsewhere
   size_t cores = 0;       // hardware threads the OS reports
+  // CPUs this process may run on (its affinity mask, as `taskset` or a container
+  // sets it): a row with more threads than this shares cores, and oneTBB caps its
+  // workers at the mask, so the row does not measure what its thread count says.
+  size_t usable_cores = 0;
   std::vector<BenchRow> rows;
 };
 
-// The CPU model and hardware threads of this machine, into `report`.
+// The CPU model, hardware threads and usable CPUs of this machine, into `report`.
 void FillMachineFacts(BenchReport& report);
+
+// CPUs in this process's affinity mask (sched_getaffinity); the hardware threads
+// where the mask cannot be read.
+size_t UsableCores();
 
 std::string BenchMarkdown(const BenchReport& report);
 std::string BenchCsv(const BenchReport& report);
