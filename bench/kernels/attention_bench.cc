@@ -74,7 +74,7 @@ void CausalAttentionRows(State& state, size_t head_width, size_t queries, size_t
   const auto values = RandomRow<T>(n * head_width, -1, 1, 3);
   auto out = RandomRow<T>(queries * head_width, 0, 1);
   auto scratch = RandomRow<T>(
-      std::max(simd::PrefixAttentionRowsScratch(head_width), simd::QueryTileAttentionScratch(head_width)), 0, 1);
+      std::max(simd::PrefixAttentionRowsScratch(head_width, n), simd::QueryTileAttentionScratch(head_width)), 0, 1);
   const T scale = T(1) / std::sqrt(static_cast<T>(head_width));
   const simd::PrefixSegment<T> cache{keys.get(), values.get(), head_width, committed};
   const T* own_keys = keys.get() + committed * head_width;

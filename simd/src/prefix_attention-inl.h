@@ -193,24 +193,23 @@ HWY_INLINE void AttendPrefixRow(D d, const T* q, const PrefixSegment<K>& first,
     std::fill_n(out, head_width, T(0));
     return;
   }
-  T* s = scratch;
-  T* even = scratch + kTile;
+  T* s = scratch;  // every score of the prefix, s[p]
+  T* even = scratch + PrefixAttentionScores(n);
   T* odd = even + head_width;
-  // Pass 1: the maximum score (order-free, hence exact). One tile keeps its scores.
+  // Pass 1: the scores, each key read once, and their maximum (order-free, hence exact).
   T max_value = -std::numeric_limits<T>::infinity();
   for (size_t begin = 0; begin < n; begin += kTile) {
     const size_t count = std::min(kTile, n - begin);
-    ScorePrefixTile(d, q, first, second, begin, count, head_width, scale, s);
-    max_value = std::max(max_value, RowMax(d, s, count));
+    ScorePrefixTile(d, q, first, second, begin, count, head_width, scale, s + begin);
+    max_value = std::max(max_value, RowMax(d, s + begin, count));
   }
   // Pass 2: exps, their sum and the value mix, carried across tiles.
   std::fill_n(even, 2 * head_width, T(0));
   auto sum = hn::Zero(d);
   for (size_t begin = 0; begin < n; begin += kTile) {
     const size_t count = std::min(kTile, n - begin);
-    if (n > kTile) ScorePrefixTile(d, q, first, second, begin, count, head_width, scale, s);
-    ExpTile(d, s, count, max_value, sum);
-    MixTile(d, s, first, second, begin, count, head_width, even, odd);
+    ExpTile(d, s + begin, count, max_value, sum);
+    MixTile(d, s + begin, first, second, begin, count, head_width, even, odd);
   }
   FinishRow(d, even, odd, sum, head_width, out);
 }

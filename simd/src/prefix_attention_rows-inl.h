@@ -195,10 +195,9 @@ HWY_INLINE void ScoreRowGroupTile(D d, const T* const* queries, const PrefixSegm
 }
 
 // Four consecutive queries, the last over the whole prefix of n rows, query r over
-// its first n − 3 + r: AttendPrefixRow's passes, tile by tile (the scores for every
-// query's max; then, for a prefix of more than one tile, the scores again, the exps
-// and the value mix), each query on its own scratch, the rows all four see walked
-// once for all of them. Every tile starts at the same multiple of the tile size as
+// its first n − 3 + r: AttendPrefixRow's passes, tile by tile (every query's scores,
+// kept, and their max; then the exps and the value mix), each query on its own
+// scratch, the rows all four see walked once for all of them. Every tile starts at the same multiple of the tile size as
 // in AttendPrefixRow, so each query's exp sum and value chains are its lone ones.
 template <class D, class K, typename T = hn::TFromD<D>>
 HWY_INLINE void AttendRowGroup(D d, const T* q, size_t q_stride, const PrefixSegment<K>& first,
@@ -206,9 +205,10 @@ HWY_INLINE void AttendRowGroup(D d, const T* q, size_t q_stride, const PrefixSeg
                                T* scratch, T* out, size_t out_stride) {
   constexpr size_t kTile = kPrefixAttentionTile;
   const size_t n = first.count + second.count, shared = n - (kRowGroup - 1);
-  const size_t per_row = PrefixAttentionScratch(head_width);
+  const size_t per_row = PrefixAttentionScratch(head_width, n);
   const T* queries[kRowGroup];
-  T* s[kRowGroup];
+  T* s[kRowGroup];     // query r's scores of the whole prefix
+  T* tile[kRowGroup];  // s[r] + the tile's first row
   T* even[kRowGroup];
   T* odd[kRowGroup];
   size_t count[kRowGroup];
@@ -216,17 +216,22 @@ HWY_INLINE void AttendRowGroup(D d, const T* q, size_t q_stride, const PrefixSeg
   for (size_t r = 0; r < kRowGroup; ++r) {
     queries[r] = q + r * q_stride;
     s[r] = scratch + r * per_row;
-    even[r] = s[r] + kTile;
+    even[r] = s[r] + PrefixAttentionScores(n);
     odd[r] = even[r] + head_width;
     count[r] = shared + r;
     max_value[r] = -std::numeric_limits<T>::infinity();
   }
-  // Pass 1: every query's maximum score (order-free). One tile keeps its scores.
+  const auto at_tile = [&](size_t begin) {
+    for (size_t r = 0; r < kRowGroup; ++r) tile[r] = s[r] + begin;
+  };
+  // Pass 1: every query's scores, each key read once for all four, and their
+  // maximum (order-free).
   for (size_t begin = 0; begin < n; begin += kTile) {
-    ScoreRowGroupTile(d, queries, first, second, shared, count, begin, head_width, scale, s);
+    at_tile(begin);
+    ScoreRowGroupTile(d, queries, first, second, shared, count, begin, head_width, scale, tile);
     for (size_t r = 0; r < kRowGroup; ++r) {
       const size_t rows = TileRows(count[r], begin);
-      if (rows > 0) max_value[r] = std::max(max_value[r], RowMax(d, s[r], rows));
+      if (rows > 0) max_value[r] = std::max(max_value[r], RowMax(d, tile[r], rows));
     }
   }
   // Pass 2: exps, their sums and the value mix, carried across tiles: the rows all
@@ -237,19 +242,19 @@ HWY_INLINE void AttendRowGroup(D d, const T* q, size_t q_stride, const PrefixSeg
     std::fill_n(even[r], 2 * head_width, T(0));
   }
   for (size_t begin = 0; begin < n; begin += kTile) {
-    if (n > kTile) ScoreRowGroupTile(d, queries, first, second, shared, count, begin, head_width, scale, s);
+    at_tile(begin);
     size_t end[kRowGroup];  // where each query's rows in this tile stop
     for (size_t r = 0; r < kRowGroup; ++r) {
       const size_t rows = TileRows(count[r], begin);
-      ExpTile(d, s[r], rows, max_value[r], sum[r]);
+      ExpTile(d, tile[r], rows, max_value[r], sum[r]);
       end[r] = begin + rows;
     }
     const size_t shared_end = std::min(shared, begin + kTile);
-    if (begin < shared_end) MixRows(d, s, first, second, begin, shared_end - begin, head_width, even, odd);
+    if (begin < shared_end) MixRows(d, tile, first, second, begin, shared_end - begin, head_width, even, odd);
     const size_t own = std::max(begin, shared);
     for (size_t r = 0; r < kRowGroup; ++r) {
       if (own < end[r]) {
-        MixTile(d, s[r] + (own - begin), first, second, own, end[r] - own, head_width, even[r], odd[r]);
+        MixTile(d, tile[r] + (own - begin), first, second, own, end[r] - own, head_width, even[r], odd[r]);
       }
     }
   }

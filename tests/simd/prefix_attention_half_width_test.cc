@@ -117,8 +117,8 @@ void ExpectOneQueryMatches() {
         const Prefix<K> prefix(inputs, n, split, head_width);
         const std::vector<float> q = inputs.Uniform<float>(head_width, -4, 4);
         const float scale = 0.29f;
-        GuardedBuffer<float> scratch(PrefixAttentionScratch(head_width), 1), out16(head_width, 3);
-        std::vector<float> out32(head_width), scratch32(PrefixAttentionScratch(head_width));
+        GuardedBuffer<float> scratch(PrefixAttentionScratch(head_width, n), 1), out16(head_width, 3);
+        std::vector<float> out32(head_width), scratch32(PrefixAttentionScratch(head_width, n));
         AttendPrefix(q.data(), prefix.First16(n), prefix.Second16(n), head_width, scale,
                      scratch.data(), out16.data());
         ASSERT_TRUE(out16.GuardsIntact());
@@ -155,16 +155,16 @@ void ExpectRowsMatch(size_t rows, size_t n, size_t split, size_t head_width) {
   const size_t q_stride = head_width + 3, out_stride = head_width + 1;
   const std::vector<float> q = inputs.Uniform<float>(rows * q_stride, -3, 3);
   const float scale = 0.37f;
-  GuardedBuffer<float> scratch(PrefixAttentionRowsScratch(head_width), 1),
+  GuardedBuffer<float> scratch(PrefixAttentionRowsScratch(head_width, n), 1),
       out16(rows * out_stride, 2);
-  std::vector<float> out32(rows * out_stride), scratch32(PrefixAttentionRowsScratch(head_width));
+  std::vector<float> out32(rows * out_stride), scratch32(PrefixAttentionRowsScratch(head_width, n));
   AttendPrefixRows(q.data(), q_stride, rows, prefix.First16(n), prefix.Second16(n), head_width,
                    scale, scratch.data(), out16.data(), out_stride);
   ASSERT_TRUE(out16.GuardsIntact());
   ASSERT_TRUE(scratch.GuardsIntact());
   AttendPrefixRows(q.data(), q_stride, rows, prefix.First32(n), prefix.Second32(n), head_width,
                    scale, scratch32.data(), out32.data(), out_stride);
-  std::vector<float> alone(head_width), alone_scratch(PrefixAttentionScratch(head_width));
+  std::vector<float> alone(head_width), alone_scratch(PrefixAttentionScratch(head_width, n));
   for (size_t r = 0; r < rows; ++r) {
     ASSERT_EQ(std::memcmp(out16.data() + r * out_stride, out32.data() + r * out_stride,
                           head_width * sizeof(float)),

@@ -49,14 +49,14 @@ struct RowsCase {
 
 template <class T>
 void ExpectEveryQueryMatchesAttendPrefix(const RowsCase<T>& c) {
-  GuardedBuffer<T> scratch(PrefixAttentionRowsScratch(c.head_width), 1);
+  GuardedBuffer<T> scratch(PrefixAttentionRowsScratch(c.head_width, c.n), 1);
   GuardedBuffer<T> out(c.rows * c.out_stride, 2);
   for (size_t i = 0; i < out.size(); ++i) out[i] = T(-7);  // the gaps between rows stay
   AttendPrefixRows(c.q.data(), c.q_stride, c.rows, c.First(c.n), c.Second(c.n), c.head_width,
                    c.scale, scratch.data(), out.data(), c.out_stride);
   ASSERT_TRUE(out.GuardsIntact());
   ASSERT_TRUE(scratch.GuardsIntact());
-  std::vector<T> alone(c.head_width), alone_scratch(PrefixAttentionScratch(c.head_width));
+  std::vector<T> alone(c.head_width), alone_scratch(PrefixAttentionScratch(c.head_width, c.n));
   for (size_t r = 0; r < c.rows; ++r) {
     const size_t count = c.n - (c.rows - 1 - r);
     AttendPrefix(c.q.data() + r * c.q_stride, c.First(count), c.Second(count), c.head_width, c.scale,

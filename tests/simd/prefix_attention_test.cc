@@ -64,7 +64,7 @@ std::vector<T> Attend(const Case<T>& c, size_t split, std::vector<T>& copy_keys,
   }
   PrefixSegment<T> first{c.keys.data(), c.values.data(), c.stride, split};
   PrefixSegment<T> second{copy_keys.data(), copy_values.data(), stride2, c.n - split};
-  GuardedBuffer<T> scratch(PrefixAttentionScratch(c.head_width), 1), out(c.head_width, 3);
+  GuardedBuffer<T> scratch(PrefixAttentionScratch(c.head_width, c.n), 1), out(c.head_width, 3);
   AttendPrefix(c.q.data(), first, second, c.head_width, c.scale, scratch.data(), out.data());
   EXPECT_TRUE(out.GuardsIntact());
   EXPECT_TRUE(scratch.GuardsIntact());
@@ -80,7 +80,7 @@ void ExpectMatchesTwin(T spread) {
       std::vector<T> k2, v2;
       const std::vector<T> fast = Attend(c, n, k2, v2);
       std::vector<T> twin(head_width);
-      std::vector<T> scratch(PrefixAttentionScratch(head_width));
+      std::vector<T> scratch(PrefixAttentionScratch(head_width, n));
       AttendPrefixScalar(c.q.data(), {c.keys.data(), c.values.data(), c.stride, n},
                          {nullptr, nullptr, 0, 0}, head_width, c.scale, scratch.data(),
                          twin.data());
@@ -140,7 +140,7 @@ TEST_P(PrefixAttentionTest, F32SplitInvariant) { ExpectSplitInvariant<float>(); 
 TEST_P(PrefixAttentionTest, F64SplitInvariant) { ExpectSplitInvariant<double>(); }
 
 TEST_P(PrefixAttentionTest, EmptyPrefixGivesZeros) {
-  std::vector<float> q(4, 1.0f), out(4, 9.0f), scratch(PrefixAttentionScratch(4));
+  std::vector<float> q(4, 1.0f), out(4, 9.0f), scratch(PrefixAttentionScratch(4, 0));
   AttendPrefix(q.data(), PrefixSegment<float>{nullptr, nullptr, 0, 0}, PrefixSegment<float>{nullptr, nullptr, 0, 0}, 4, 1.0f,
                scratch.data(), out.data());
   for (float x : out) EXPECT_EQ(x, 0.0f);

@@ -19,7 +19,10 @@
 // rows already rounded, so a step's own rows and the committed ones are the same
 // values to attention, which reads both as stored (simd::Half, simd::Bf16 segments). Every
 // buffer is allocated at bind and bounded by the most rows one step forwards
-// (EngineOptions::max_rows_per_step), never by the capacity.
+// (EngineOptions::max_rows_per_step), but for the attention scratch: each worker
+// keeps the scores of the prefixes it attends over (so that no key is read twice),
+// 4 bytes a position of the capacity per query of a row group, a sliver of what
+// the cache itself holds a position.
 #include "engine/fast/fast_engine.h"
 
 #include <algorithm>
@@ -347,12 +350,13 @@ class FastEngine final : public Engine {
     });
   }
 
-  // Elements of attention scratch one worker uses (bounded by the head width,
-  // never by the capacity).
+  // Elements of attention scratch one worker uses: the scores of a whole prefix
+  // (up to the capacity) per query it attends with at once, and accumulators.
   size_t AttentionScratchPerWorker() const {
     const size_t hw = config_.head_width();
-    return batch_invariant_ ? simd::PrefixAttentionRowsScratch(hw)
-                            : std::max(simd::PrefixAttentionScratch(hw), simd::QueryTileAttentionScratch(hw));
+    return batch_invariant_ ? simd::PrefixAttentionRowsScratch(hw, capacity_)
+                            : std::max(simd::PrefixAttentionScratch(hw, capacity_),
+                                       simd::QueryTileAttentionScratch(hw));
   }
 
   // The prefix rows of run r see in head group kv_head: the slot's committed rows

@@ -13,11 +13,14 @@
 // does anything else but (q, keys, values, n, head_width, scale): the prefill of
 // a prompt, its chunks, and its decode steps all reduce in the same order.
 //
-// Scratch: kPrefixAttentionTile scores plus 2·head_width accumulators
-// (PrefixAttentionScratch), whatever the prefix length. A prefix longer than one
-// tile is walked twice (scores for the max, then scores again for the exps and
-// the value mix); the exp sum and the value accumulators carry across tiles, so
-// the arithmetic is the one-tile arithmetic.
+// Scratch: the scores of the whole prefix, in tiles of kPrefixAttentionTile, plus
+// 2·head_width accumulators (PrefixAttentionScratch(head_width, n)). Every key is
+// read and scored once: the first pass keeps the scores it takes the max of, and
+// the second makes the exps and the value mix of them tile by tile; the exp sum
+// and the value accumulators carry across tiles, so the arithmetic is the one-tile
+// arithmetic. (Scores for a prefix the size of the context, 4 bytes a position, are
+// a sliver of the K/V rows the same context holds: 2·head_width·layers elements a
+// position and head group.)
 //
 // Scalar twin: scores with DotScalar·scale, max, e_p = exp(s_p − m), the sum and
 // each column accumulated from 0 in ascending p, out = acc / sum.
@@ -63,11 +66,18 @@ struct Bf16 {
   uint16_t bits;
 };
 
-inline constexpr size_t kPrefixAttentionTile = 1024;  // scores per pass over the keys
+inline constexpr size_t kPrefixAttentionTile = 1024;  // scores per exp and mix pass
 
-// Elements of scratch one AttendPrefix call needs.
-inline constexpr size_t PrefixAttentionScratch(size_t head_width) {
-  return kPrefixAttentionTile + 2 * head_width;
+// Score elements a call over a prefix of `prefix` rows keeps: whole tiles, at least one.
+inline constexpr size_t PrefixAttentionScores(size_t prefix) {
+  const size_t tiles = (prefix + kPrefixAttentionTile - 1) / kPrefixAttentionTile;
+  return (tiles == 0 ? 1 : tiles) * kPrefixAttentionTile;
+}
+
+// Elements of scratch one AttendPrefix call over a prefix of up to `max_prefix`
+// rows needs (the scores first, then the accumulators).
+inline constexpr size_t PrefixAttentionScratch(size_t head_width, size_t max_prefix) {
+  return PrefixAttentionScores(max_prefix) + 2 * head_width;
 }
 
 template <class T>
@@ -85,15 +95,15 @@ struct PrefixSegment {
 // kPrefixAttentionRows queries share only the loads of the K and V rows they all see
 // (a quarter of the key and of the value traffic of one call per query), and run
 // every accumulation, reduction and exp as a lone query does; a prefix longer than
-// kPrefixAttentionTile is walked in the lone query's tiles, twice. The last
+// kPrefixAttentionTile is walked in the lone query's tiles. The last
 // rows % kPrefixAttentionRows queries run one at a time. Scratch:
-// PrefixAttentionRowsScratch(head_width) elements.
+// PrefixAttentionRowsScratch(head_width, n) elements.
 // Scalar twin: AttendPrefixScalar of every query over its own prefix. The tests
 // hold AttendPrefixRows to AttendPrefix bit for bit, and AttendPrefix to that twin
 // within the bound above, so the bound is AttendPrefix's.
 inline constexpr size_t kPrefixAttentionRows = 4;
-inline constexpr size_t PrefixAttentionRowsScratch(size_t head_width) {
-  return kPrefixAttentionRows * PrefixAttentionScratch(head_width);
+inline constexpr size_t PrefixAttentionRowsScratch(size_t head_width, size_t max_prefix) {
+  return kPrefixAttentionRows * PrefixAttentionScratch(head_width, max_prefix);
 }
 
 void AttendPrefixScalar(const float* q, PrefixSegment<float> first, PrefixSegment<float> second,
