@@ -112,10 +112,10 @@ HWY_INLINE void ScoreKeys(D d, const T* q, const K* keys, size_t key_stride, siz
   if constexpr (std::is_same_v<T, float>) {
     constexpr size_t kWide = 16;
     const __m512 scale_vector = _mm512_set1_ps(scale);
-    // The hardware prefetchers keep up with the value rows' one sequential stream
-    // but not with sixteen key rows read a chunk of each at a time (one thread
-    // scored 4k f16 keys at half the read bandwidth it mixed values at), so the
-    // group kAhead keys on is requested while this one is scored.
+    // The hardware prefetchers keep up with the value mix's one row after another
+    // but not with sixteen key rows read a chunk of each at a time, so the group
+    // kAhead keys on is requested while this one is scored (prefetches have no
+    // effect on the arithmetic; docs/performance/kv_cache.md has the measurement).
     constexpr size_t kAhead = 2 * kWide;
     const size_t row_bytes = head_width * sizeof(K);
     for (; p + kWide <= count; p += kWide) {
