@@ -1,8 +1,10 @@
 // bench_engine: decode scaling with the context (cached vs complete-prefix replay),
 // prefill throughput vs prompt length and threads, and end-to-end tokens/s of the
 // 15M/42M/110M shapes against the roofline measured in the same run, the same
-// per weight format (Weights/..., select with --benchmark_filter='^Weights/'), and
-// aggregate decode throughput of 1–32 sequences decoding together in slots.
+// per weight format (Weights/..., select with --benchmark_filter='^Weights/'),
+// aggregate decode throughput of 1–32 sequences decoding together in slots, decode
+// at long context per KV cache type (KvDecode), and the twins of `kvrt bench`'s
+// decode rows that check its timing (BenchMirror).
 //
 // Unless the command line says otherwise, every row runs 3 repetitions and shows
 // only the aggregates: read the medians.
