@@ -197,8 +197,9 @@ HWY_INLINE void ScoreRowGroupTile(D d, const T* const* queries, const PrefixSegm
 // Four consecutive queries, the last over the whole prefix of n rows, query r over
 // its first n − 3 + r: AttendPrefixRow's passes, tile by tile (every query's scores,
 // kept, and their max; then the exps and the value mix), each query on its own
-// scratch, the rows all four see walked once for all of them. Every tile starts at the same multiple of the tile size as
-// in AttendPrefixRow, so each query's exp sum and value chains are its lone ones.
+// scratch, the rows all four see walked once for all of them. Every tile starts at
+// the same multiple of the tile size as in AttendPrefixRow, so each query's exp sum
+// and value chains are its lone ones.
 template <class D, class K, typename T = hn::TFromD<D>>
 HWY_INLINE void AttendRowGroup(D d, const T* q, size_t q_stride, const PrefixSegment<K>& first,
                                const PrefixSegment<K>& second, size_t head_width, T scale,
