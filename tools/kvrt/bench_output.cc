@@ -9,6 +9,8 @@
 #include <fstream>
 #include <thread>
 
+#include "sample_statistics.h"
+
 namespace kvrt::cli {
 namespace {
 
@@ -24,27 +26,6 @@ std::string Int8Text(const BenchCase& bench_case) { return bench_case.int8_activ
 // The cache's element type: "f32" (the engine's own), "f16" or "bf16".
 std::string KvText(const BenchCase& bench_case) {
   return bench_case.kv_type == KvType::kEngine ? "f32" : std::string(KvTypeName(bench_case.kv_type));
-}
-
-// The median of `values` (not empty).
-double Median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const size_t mid = values.size() / 2;
-  return values.size() % 2 == 1 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
-}
-
-double MeanOf(const std::vector<double>& values) {
-  double sum = 0;
-  for (double value : values) sum += value;
-  return sum / static_cast<double>(values.size());
-}
-
-double StddevOf(const std::vector<double>& values) {
-  if (values.size() < 2) return 0;
-  const double mean = MeanOf(values);
-  double squares = 0;
-  for (double value : values) squares += (value - mean) * (value - mean);
-  return std::sqrt(squares / static_cast<double>(values.size() - 1));
 }
 
 // Microseconds per token of every timed run: Google Benchmark's "time", smaller is faster.
@@ -205,10 +186,10 @@ std::string BenchJson(const BenchReport& report) {
       double (*of)(const std::vector<double>&);
     };
     const Aggregate aggregates[] = {
-        {"mean", &MeanOf},
+        {"mean", [](const std::vector<double>& v) { return Mean(v); }},
         {"median", [](const std::vector<double>& v) { return Median(v); }},
-        {"stddev", &StddevOf},
-        {"cv", [](const std::vector<double>& v) { return MeanOf(v) > 0 ? StddevOf(v) / MeanOf(v) : 0.0; }},
+        {"stddev", [](const std::vector<double>& v) { return SampleStddev(v); }},
+        {"cv", [](const std::vector<double>& v) { return Mean(v) > 0 ? SampleStddev(v) / Mean(v) : 0.0; }},
     };
     for (const Aggregate& aggregate : aggregates) {
       Json summary = entry(name + "_" + aggregate.name, "aggregate");

@@ -5,12 +5,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <numeric>
 #include <span>
 
 #include "kvrt/machine/machine_limits.h"
 #include "kvrt/rng.h"
 #include "kvrt/session.h"
+#include "sample_statistics.h"
 
 namespace kvrt::cli {
 namespace {
@@ -156,10 +156,6 @@ double Roofline(const Model& model, const BenchCase& bench_case, double weight_b
   return sequences * (prompt + decode) / (prefill_seconds + decode_seconds);
 }
 
-double Mean(const std::vector<double>& values) {
-  return values.empty() ? 0 : std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(values.size());
-}
-
 }  // namespace
 
 std::vector<double> BenchRow::TokensPerSecond() const {
@@ -170,14 +166,7 @@ std::vector<double> BenchRow::TokensPerSecond() const {
 
 double BenchRow::MeanTokensPerSecond() const { return Mean(TokensPerSecond()); }
 
-double BenchRow::StddevTokensPerSecond() const {
-  const std::vector<double> rates = TokensPerSecond();
-  if (rates.size() < 2) return 0;
-  const double mean = Mean(rates);
-  double squares = 0;
-  for (double rate : rates) squares += (rate - mean) * (rate - mean);
-  return std::sqrt(squares / static_cast<double>(rates.size() - 1));
-}
+double BenchRow::StddevTokensPerSecond() const { return SampleStddev(TokensPerSecond()); }
 
 double BenchRow::RooflineFraction() const {
   return roofline_tokens_per_second > 0 ? MeanTokensPerSecond() / roofline_tokens_per_second : 0;

@@ -5,6 +5,7 @@
 
 #include "flags.h"
 #include "json_file.h"
+#include "sample_statistics.h"
 
 namespace kvrt::cli {
 namespace {
@@ -71,10 +72,7 @@ Result<BenchmarkRun> ReadBenchmarkRun(const std::string& path) {
   // not whichever came last.
   for (auto& [name, row] : rows) {
     if (has_median.count(name) || row.samples.size() < 2) continue;
-    std::vector<double> sorted = row.samples;
-    std::sort(sorted.begin(), sorted.end());
-    const size_t mid = sorted.size() / 2;
-    row.seconds = sorted.size() % 2 == 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+    row.seconds = Median(row.samples);
   }
   std::erase_if(rows, [](const auto& named) { return !(named.second.seconds > 0); });
   if (rows.empty()) return std::unexpected(InvalidArgument(path + " holds no benchmark with a positive time"));
