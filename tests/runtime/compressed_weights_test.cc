@@ -35,6 +35,7 @@ using testing::GoldenModel;
 
 using testing::Ids;
 using testing::Json;
+using testing::SeededTokens;
 
 constexpr WeightFormat kConverted[] = {WeightFormat::kF32,  WeightFormat::kBf16, WeightFormat::kF16,
                                        WeightFormat::kQ8_0, WeightFormat::kQ4_0, WeightFormat::kQ4_K,
@@ -90,13 +91,6 @@ double MaxAbsDiff(const std::vector<std::vector<double>>& a, const std::vector<s
     }
   }
   return worst;
-}
-
-std::vector<uint32_t> Tokens(size_t n, uint32_t seed, uint32_t vocabulary) {
-  std::vector<uint32_t> tokens;
-  SplitMix64 rng(seed);
-  for (size_t i = 0; i < n; ++i) tokens.push_back(static_cast<uint32_t>(rng.NextU64() % vocabulary));
-  return tokens;
 }
 
 TEST(WeightFormatTest, NamesParseBackAndUnknownValuesAreRefused) {
@@ -221,7 +215,7 @@ TEST_P(CompressedKQuantGgufTest, FastMatchesTheOracleAsStoredAndConverted) {
   Result<ModelFile> loaded = ReadModelFile(testing::FixturePath("gguf/modern/kq-" + GetParam() + ".gguf"));
   ASSERT_TRUE(loaded) << loaded.error().message();
   const DecoderModel& model = loaded->model;
-  const std::vector<uint32_t> prompt = Tokens(19, 3, 512), continuation = Tokens(3, 5, 512);
+  const std::vector<uint32_t> prompt = SeededTokens(19, 3, 512), continuation = SeededTokens(3, 5, 512);
   ExpectFastWithinTheOracleInEveryFormat(model, prompt, continuation, GetParam());
   size_t k_quant = 0;
   for (const MatrixWeightFormat& matrix : PlanWeightFormats(model, WeightFormat::kAsStored)) {
@@ -359,7 +353,7 @@ TEST(CompressedWeightsTest, KQuantsFallBackLikeLlamaCpp) {
 }
 
 TEST(CompressedWeightsTest, ResultsAreBitIdenticalForOneTwoAndThreeThreads) {
-  const std::vector<uint32_t> prompt = Tokens(37, 7, 300), continuation = Tokens(4, 8, 300);
+  const std::vector<uint32_t> prompt = SeededTokens(37, 7, 300), continuation = SeededTokens(4, 8, 300);
   for (WeightFormat format : kCompressed) {
     const DecoderModel model = ModelFor(format, /*tied=*/false);  // an untied head too
     for (const MatrixWeightFormat& matrix : PlanWeightFormats(model, format)) {
@@ -384,7 +378,7 @@ TEST(CompressedWeightsTest, DecodingAllocatesNothing) {
     DecoderKvCache cache = *DecoderKvCache::Create(model, cache_options);
     Result<DecoderKvSession> session = Bind(cache, model, Engine(Backend::kFast, Precision::kF32, format, &pool));
     ASSERT_TRUE(session) << session.error().message();
-    ASSERT_TRUE(session->Prefill(Tokens(10, 4, 300)));
+    ASSERT_TRUE(session->Prefill(SeededTokens(10, 4, 300)));
     ASSERT_TRUE(session->Decode(1));  // warm the pool's workers
     const uint64_t before = testing::HeapAllocationsInProcess();
     for (uint32_t token = 0; token < 50; ++token) ASSERT_TRUE(session->Decode(token));
@@ -396,7 +390,7 @@ TEST(CompressedWeightsTest, DecodingAllocatesNothing) {
 // oracle on the same dequantized weights, a prompt prefilled at once, in chunks and
 // token by token giving the same bits (the kernels' MatMul rows are their MatVec).
 TEST(CompressedWeightsTest, KQuantsMatchTheOracleAndAreBatchInvariant) {
-  const std::vector<uint32_t> prompt = Tokens(23, 11, 300), continuation = Tokens(3, 12, 300);
+  const std::vector<uint32_t> prompt = SeededTokens(23, 11, 300), continuation = SeededTokens(3, 12, 300);
   threading::ThreadPool pool(2);
   for (WeightFormat format : {WeightFormat::kQ4_K, WeightFormat::kQ6_K}) {
     const DecoderModel model = ModelFor(format);

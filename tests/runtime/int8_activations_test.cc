@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "allocation_counter.h"
+#include "engine_test_support.h"
 #include "kv/decoder_kv_cache.h"
 #include "model/decoder_model.h"
 #include "session/decoder_kv_session.h"
@@ -22,6 +23,7 @@ namespace kvrt {
 namespace {
 
 using Logits = std::vector<double>;
+using testing::SeededTokens;
 
 EngineOptions Int8(WeightFormat format, threading::ThreadPool* pool = nullptr, size_t max_rows = 512) {
   EngineOptions options;
@@ -32,13 +34,6 @@ EngineOptions Int8(WeightFormat format, threading::ThreadPool* pool = nullptr, s
   options.max_rows_per_step = max_rows;
   options.int8_activations = true;
   return options;
-}
-
-std::vector<uint32_t> Tokens(size_t n, uint64_t seed, size_t vocabulary) {
-  std::vector<uint32_t> tokens;
-  SplitMix64 rng(seed);
-  for (size_t i = 0; i < n; ++i) tokens.push_back(static_cast<uint32_t>(rng.NextU64() % vocabulary));
-  return tokens;
 }
 
 // D 96, F 160 (q8_0/q4_0 everywhere: both multiples of 32), V 300, untied head:
@@ -109,7 +104,7 @@ TEST(Int8ActivationsTest, OutsideTheFastF32EngineIsUnsupportedBackend) {
 
 TEST(Int8ActivationsTest, MoveTheLogitsButStayNearTheOracle) {
   const DecoderModel model = Model();
-  const std::vector<uint32_t> prompt = Tokens(21, 3, 300), continuation = Tokens(5, 4, 300);
+  const std::vector<uint32_t> prompt = SeededTokens(21, 3, 300), continuation = SeededTokens(5, 4, 300);
   for (WeightFormat format : {WeightFormat::kQ8_0, WeightFormat::kQ4_0}) {
     EngineOptions f32 = Int8(format);
     f32.int8_activations = false;
@@ -137,7 +132,7 @@ TEST(Int8ActivationsTest, MoveTheLogitsButStayNearTheOracle) {
 
 TEST(Int8ActivationsTest, BitIdenticalForThreadsChunksAndTokenByToken) {
   const DecoderModel model = Model();
-  const std::vector<uint32_t> prompt = Tokens(37, 7, 300), continuation = Tokens(4, 8, 300);
+  const std::vector<uint32_t> prompt = SeededTokens(37, 7, 300), continuation = SeededTokens(4, 8, 300);
   for (WeightFormat format : {WeightFormat::kQ8_0, WeightFormat::kQ4_0}) {
     const auto serial = SessionLogits(model, prompt, continuation, Int8(format));
     for (size_t threads : {1, 2, 3}) {
@@ -154,7 +149,7 @@ TEST(Int8ActivationsTest, BitIdenticalForThreadsChunksAndTokenByToken) {
 
 TEST(Int8ActivationsTest, ASequenceGetsTheSameBitsBesideAnother) {
   const DecoderModel model = Model();
-  const std::vector<uint32_t> prompt = Tokens(19, 9, 300), other = Tokens(30, 10, 300);
+  const std::vector<uint32_t> prompt = SeededTokens(19, 9, 300), other = SeededTokens(30, 10, 300);
   for (WeightFormat format : {WeightFormat::kQ8_0, WeightFormat::kQ4_0}) {
     const Logits alone = SessionLogits(model, prompt, {}, Int8(format)).front();
     CacheOptions cache_options;
@@ -180,7 +175,7 @@ TEST(Int8ActivationsTest, DecodingAllocatesNothing) {
     DecoderKvCache cache = *DecoderKvCache::Create(model, cache_options);
     Result<DecoderKvSession> session = Bind(cache, model, Int8(format, &pool));
     ASSERT_TRUE(session) << session.error().message();
-    ASSERT_TRUE(session->Prefill(Tokens(10, 4, 300)));
+    ASSERT_TRUE(session->Prefill(SeededTokens(10, 4, 300)));
     ASSERT_TRUE(session->Decode(1));  // warm the pool's workers
     const uint64_t before = testing::HeapAllocationsInProcess();
     for (uint32_t token = 0; token < 40; ++token) ASSERT_TRUE(session->Decode(token));
