@@ -35,6 +35,7 @@ using testing::GoldenModel;
 
 using testing::Ids;
 using testing::Json;
+using testing::MaxAbsDiff;
 using testing::SeededTokens;
 
 constexpr WeightFormat kConverted[] = {WeightFormat::kF32,  WeightFormat::kBf16, WeightFormat::kF16,
@@ -79,18 +80,6 @@ std::vector<std::vector<double>> SessionLogits(const DecoderModel& model, const 
     out.emplace_back(step->logits.begin(), step->logits.end());
   }
   return out;
-}
-
-double MaxAbsDiff(const std::vector<std::vector<double>>& a, const std::vector<std::vector<double>>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  double worst = 0.0;
-  for (size_t s = 0; s < std::min(a.size(), b.size()); ++s) {
-    EXPECT_EQ(a[s].size(), b[s].size());
-    for (size_t i = 0; i < std::min(a[s].size(), b[s].size()); ++i) {
-      worst = std::max(worst, std::fabs(a[s][i] - b[s][i]));
-    }
-  }
-  return worst;
 }
 
 TEST(WeightFormatTest, NamesParseBackAndUnknownValuesAreRefused) {

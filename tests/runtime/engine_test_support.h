@@ -43,6 +43,15 @@ inline double MaxAbsDiff(std::span<const double> a, std::span<const double> b) {
   return worst;
 }
 
+// The largest MaxAbsDiff of two sessions' logits, step by step; the two must have
+// one number of steps.
+inline double MaxAbsDiff(const std::vector<std::vector<double>>& a, const std::vector<std::vector<double>>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double worst = 0.0;
+  for (size_t s = 0; s < a.size() && s < b.size(); ++s) worst = std::max(worst, MaxAbsDiff(a[s], b[s]));
+  return worst;
+}
+
 // The logits after the prefill of `prompt` and after each decode of
 // `continuation`, one vector per step, from a fresh cache of `cache_options`.
 inline std::vector<std::vector<double>> SessionLogits(const DecoderModel& model,

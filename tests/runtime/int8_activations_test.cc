@@ -23,6 +23,7 @@ namespace kvrt {
 namespace {
 
 using Logits = std::vector<double>;
+using testing::MaxAbsDiff;
 using testing::SeededTokens;
 
 EngineOptions Int8(WeightFormat format, threading::ThreadPool* pool = nullptr, size_t max_rows = 512) {
@@ -73,14 +74,6 @@ std::vector<Logits> SessionLogits(const DecoderModel& model, const std::vector<u
     out.emplace_back(step->logits.begin(), step->logits.end());
   }
   return out;
-}
-
-double MaxAbsDiff(const std::vector<Logits>& a, const std::vector<Logits>& b) {
-  double worst = 0;
-  for (size_t r = 0; r < a.size(); ++r) {
-    for (size_t i = 0; i < a[r].size(); ++i) worst = std::max(worst, std::fabs(a[r][i] - b[r][i]));
-  }
-  return worst;
 }
 
 TEST(Int8ActivationsTest, OffByDefault) {
