@@ -14,5 +14,9 @@ void FailAllocationsAfter(uint64_t successes);
 void ClearAllocationFailures();
 // Number of AllocateZeroed calls made on this thread (successful or not).
 uint64_t AllocationCallsOnThisThread();
+// The same for BackPagesForWriting: after `successes` more calls on the calling
+// thread, every call fails (as when the system is out of memory) until cleared.
+void FailPageBackingAfter(uint64_t successes);
+void ClearPageBackingFailures();
 
 }  // namespace kvrt::memory

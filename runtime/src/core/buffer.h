@@ -38,6 +38,12 @@ namespace memory {
 void* AllocateZeroed(size_t bytes, Pages pages = Pages::kOnFirstTouch);
 // Frees what AllocateZeroed(bytes) returned (nullptr allowed).
 void FreeAligned(void* pointer, size_t bytes);
+// Backs the pages of [begin, begin + bytes), part of one buffer, with memory now,
+// in one system call, so that the writes that follow take no page faults; their
+// contents stay as they are. False when the system has no memory for them. Where
+// the kernel cannot (before Linux 5.14) it does nothing and returns true: the
+// writes then fault the pages in one at a time, as without it.
+bool BackPagesForWriting(void* begin, size_t bytes);
 
 }  // namespace memory
 

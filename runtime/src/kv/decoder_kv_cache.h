@@ -88,6 +88,14 @@ class DecoderKvCache {
   void Release();
   // The layers, for the engine to write a step's rows past the slots' lengths.
   std::span<LayerKvCache> layers() { return layers_; }
+  // Before the engine writes rows [start, end) of a slot: backs the pages of those
+  // rows, in every lane of every layer, with memory in one system call per lane,
+  // ahead by a block of kBackedBlockBytes a lane, so that a step's writes do not
+  // take a page fault each (and where the system refuses the memory, the step
+  // fails here with nothing changed). A slot's rows are backed a block at a time,
+  // when a step first writes into the block; the memory stays proportional to the
+  // positions written, plus at most one block a lane.
+  Result<void> BackRows(size_t slot, size_t start, size_t end);
   // The commit of one slot: `len` rows visible in every layer, `work` its counters.
   void CommitSlot(size_t slot, size_t len, const KvWork& work);
   // The total after a commit (the sum of the slots' committed work).

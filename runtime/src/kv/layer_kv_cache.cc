@@ -172,6 +172,21 @@ bool LayerKvCache::operator==(const LayerKvCache& other) const {
          rope_base_bits_ == other.rope_base_bits_ && bindings_ == other.bindings_;
 }
 
+bool LayerKvCache::BackRows(size_t slot, size_t from, size_t to) {
+  if (from >= to) return true;
+  const size_t element = KvElementSize(precision_, kv_type_);
+  const size_t row_bytes = head_width_ * element;
+  for (size_t h = 0; h < heads_; ++h) {
+    const size_t offset = ((slot * heads_ + h) * capacity_ + from) * row_bytes;
+    const size_t bytes = (to - from) * row_bytes;
+    if (!memory::BackPagesForWriting(keys_.data() + offset, bytes) ||
+        !memory::BackPagesForWriting(values_.data() + offset, bytes)) {
+      return false;
+    }
+  }
+  return true;
+}
+
 void LayerKvCache::CopySlotRows(size_t source, size_t destination, size_t rows) {
   const size_t element = KvElementSize(precision_, kv_type_);
   const size_t lane_bytes = capacity_ * head_width_ * element;

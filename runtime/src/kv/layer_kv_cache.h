@@ -90,6 +90,11 @@ class LayerKvCache {
             reinterpret_cast<T*>(values_.data()) + offset};
   }
 
+  // Backs the pages of rows [from, to) of the slot's key and value lanes with
+  // memory ahead of the engine's writes (memory::BackPagesForWriting); false when
+  // the system has none. Contents and lengths stay as they are.
+  bool BackRows(size_t slot, size_t from, size_t to);
+
   // Where the physical storage lives (spec evidence that layers own distinct
   // buffers and that reset reuses them).
   const void* key_address() const { return keys_.data(); }

@@ -248,6 +248,14 @@ Result<void> DecoderKvSession::ForwardRuns(size_t run_count) {
   step.runs = runs;
   for (const detail::EngineRun& run : runs) step.rows += run.count;
 
+  // Phase 0: the pages the rows go to, backed with memory before the engine
+  // writes them (DecoderKvCache::BackRows); nothing the cache exposes changes.
+  for (const detail::EngineRun& run : runs) {
+    if (Result<void> backed = cache.BackRows(run.slot, run.start, run.start + run.count); !backed) {
+      return Fail(std::move(backed.error()));
+    }
+  }
+
   // Phase 1: prepare every block for all rows; nothing the cache exposes changes.
   std::span<double> logits(logits_.data(), cache.batch_size() * config.vocabulary_size);
   if (Result<void> prepared = engine_->Prepare(step, layers, logits); !prepared) {
