@@ -71,10 +71,10 @@ HWY_INLINE __m512 SumOf16Lanes(const __m512* a) {
 
 // Σ q[i]·key[i] for kKeys keys at once into acc: one accumulator chain per key over
 // the head (the keys' chains are independent, which hides the FMA latency of short
-// heads). A key's chain does not depend on kKeys. Keys are T or f16 (K = Half),
-// widened as they are loaded.
-template <size_t kKeys, class D, class K, typename T = hn::TFromD<D>>
-HWY_INLINE void AccumulateKeyGroup(D d, const T* q, const K* key, size_t key_stride,
+// heads). A key's chain does not depend on kKeys. Keys are T, or f16, bf16 or q8_0
+// (KP a KvPointer), widened as they are loaded.
+template <size_t kKeys, class D, class KP, typename T = hn::TFromD<D>>
+HWY_INLINE void AccumulateKeyGroup(D d, const T* q, KP key, size_t key_stride,
                                    size_t head_width, hn::Vec<D>* acc) {
   const size_t lanes = hn::Lanes(d);
   for (size_t j = 0; j < kKeys; ++j) acc[j] = hn::Zero(d);
@@ -95,16 +95,16 @@ HWY_INLINE void AccumulateKeyGroup(D d, const T* q, const K* key, size_t key_str
 }
 
 // Scores of kKeys keys: their chains, then one lane reduction per key.
-template <size_t kKeys, class D, class K, typename T = hn::TFromD<D>>
-HWY_INLINE void ScoreKeyGroup(D d, const T* q, const K* key, size_t key_stride,
+template <size_t kKeys, class D, class KP, typename T = hn::TFromD<D>>
+HWY_INLINE void ScoreKeyGroup(D d, const T* q, KP key, size_t key_stride,
                               size_t head_width, T scale, T* out) {
   hn::Vec<D> acc[kKeys];
   AccumulateKeyGroup<kKeys>(d, q, key, key_stride, head_width, acc);
   for (size_t j = 0; j < kKeys; ++j) out[j] = SumOfScoreLanes(d, acc[j]) * scale;
 }
 
-template <class D, class K, typename T = hn::TFromD<D>>
-HWY_INLINE void ScoreKeys(D d, const T* q, const K* keys, size_t key_stride, size_t count,
+template <class D, class KP, typename T = hn::TFromD<D>>
+HWY_INLINE void ScoreKeys(D d, const T* q, KP keys, size_t key_stride, size_t count,
                           size_t head_width, T scale, T* out) {
   size_t p = 0;
 #if HWY_TARGET == HWY_AVX3
@@ -117,11 +117,11 @@ HWY_INLINE void ScoreKeys(D d, const T* q, const K* keys, size_t key_stride, siz
     // kAhead keys on is requested while this one is scored (prefetches have no
     // effect on the arithmetic; docs/performance/kv_cache.md has the measurement).
     constexpr size_t kAhead = 2 * kWide;
-    const size_t row_bytes = head_width * sizeof(K);
+    const size_t row_bytes = head_width * KvElementBytes(keys);
     for (; p + kWide <= count; p += kWide) {
       if (p + kAhead + kWide <= count) {
         for (size_t j = 0; j < kWide; ++j) {
-          const char* row = reinterpret_cast<const char*>(keys + (p + kAhead + j) * key_stride);
+          const char* row = KvAddress(keys + (p + kAhead + j) * key_stride);
           for (size_t line = 0; line < row_bytes; line += 64) hwy::Prefetch(row + line);
         }
       }

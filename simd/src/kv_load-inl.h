@@ -75,6 +75,48 @@ HWY_INLINE hn::Vec<D> LoadKvTail(hn::Mask<D> m, D d, const Bf16* p) {
   return WidenBf16(d, hn::LoadU(d16, lanes));
 }
 
+// A whole vector of a q8_0 row: its quants widened to f32 and multiplied by their
+// block's scale (exact: an 8-bit integer times an f16). The vector lies in one block:
+// it starts at a multiple of its lane count, at most the block size.
+template <class D>
+HWY_INLINE hn::Vec<D> Q8Values(D d, hn::Vec<hn::Rebind<int8_t, D>> quants, const Q8Rows& p) {
+  static_assert(sizeof(hn::TFromD<D>) == 4, "q8_0 rows widen to f32");
+  static_assert(hn::MaxLanes(D()) <= kQ8KvBlock, "a vector must lie in one q8_0 block");
+  const hn::Rebind<int32_t, D> d32;
+  const hn::Rebind<hwy::float16_t, D> dh;
+  const hn::Rebind<uint16_t, D> d16;
+  const auto scale = hn::PromoteTo(d, hn::BitCast(dh, hn::Set(d16, p.scale_bits())));
+  return hn::Mul(hn::ConvertTo(d, hn::PromoteTo(d32, quants)), scale);
+}
+
+template <class D>
+HWY_INLINE hn::Vec<D> LoadKv(D d, Q8Rows p) {
+  const hn::Rebind<int8_t, D> d8;
+  return Q8Values(d, hn::LoadU(d8, reinterpret_cast<const int8_t*>(p.at)), p);
+}
+
+template <class D>
+HWY_INLINE hn::Vec<D> LoadKvTail(hn::Mask<D> m, D d, Q8Rows p) {
+  const hn::Rebind<int8_t, D> d8;
+  alignas(HWY_MAX_BYTES) int8_t lanes[HWY_MAX_BYTES / sizeof(float)] = {};
+  std::memcpy(lanes, p.at, hn::CountTrue(d, m));
+  return Q8Values(d, hn::LoadU(d8, lanes), p);
+}
+
+// The first byte of a K/V row, for prefetching (a q8_0 row: its quants).
+template <class K>
+HWY_INLINE const char* KvAddress(const K* p) {
+  return reinterpret_cast<const char*>(p);
+}
+HWY_INLINE const char* KvAddress(Q8Rows p) { return reinterpret_cast<const char*>(p.at); }
+
+// Bytes of one stored element behind a K/V pointer (q8_0: its quant).
+template <class K>
+constexpr size_t KvElementBytes(const K*) {
+  return sizeof(K);
+}
+constexpr size_t KvElementBytes(Q8Rows) { return sizeof(Q8); }
+
 }  // namespace kvrt::simd::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 

@@ -25,7 +25,8 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 // fn(keys, values, stride, count, p) for the rows [begin, end) of each segment that
 // has some, p the prefix index of the first of them. K is the stored element type
-// (the computation's own, or Half); every load of a K/V row goes through LoadKv.
+// (the computation's own, or Half, Bf16 or Q8), keys and values its KvPointers;
+// every load of a K/V row goes through LoadKv.
 template <class K, class Fn>
 HWY_INLINE void ForSegmentRows(const PrefixSegment<K>& first, const PrefixSegment<K>& second,
                                size_t begin, size_t end, Fn&& fn) {
@@ -63,7 +64,7 @@ HWY_INLINE void ScorePrefixTile(D d, const T* q, const PrefixSegment<K>& first,
                                 const PrefixSegment<K>& second, size_t begin, size_t n,
                                 size_t head_width, T scale, T* s) {
   ForSegmentRows(first, second, begin, begin + n,
-                 [&](const K* keys, const K*, size_t stride, size_t count, size_t p) {
+                 [&](auto keys, auto, size_t stride, size_t count, size_t p) {
                    ScoreKeys(d, q, keys, stride, count, head_width, scale, s + (p - begin));
                  });
 }
@@ -101,7 +102,7 @@ HWY_INLINE void MixTileColumns(D d, const T* e, const PrefixSegment<K>& first,
   const size_t lanes = hn::Lanes(d);
   // The accumulators (T) and the value rows (K) load alike: whole vectors, the
   // last one masked.
-  const auto load = [&](const auto* row, size_t v) {
+  const auto load = [&](auto row, size_t v) {
     if (kMaskedLast && v + 1 == kVecs) return LoadKvTail(tail, d, row + v * lanes);
     return LoadKv(d, row + v * lanes);
   };
@@ -112,11 +113,11 @@ HWY_INLINE void MixTileColumns(D d, const T* e, const PrefixSegment<K>& first,
     od[v] = load(odd + col, v);
   }
   ForSegmentRows(first, second, begin, begin + n,
-                 [&](const K*, const K* values, size_t stride, size_t count, size_t p0) {
+                 [&](auto, auto values, size_t stride, size_t count, size_t p0) {
                    ForEachParity(p0, p0 + count, [&](size_t p, auto is_odd) {
                      hn::Vec<D>* acc = decltype(is_odd)::value ? od : ev;
                      const auto w = hn::Set(d, e[p - begin]);
-                     const K* row = values + (p - p0) * stride + col;
+                     const auto row = values + (p - p0) * stride + col;
                      for (size_t v = 0; v < kVecs; ++v) acc[v] = hn::MulAdd(w, load(row, v), acc[v]);
                    });
                  });

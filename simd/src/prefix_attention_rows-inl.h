@@ -49,8 +49,8 @@ constexpr size_t RowScoreKeys() {
 
 // Scores of kKeys keys for each query: s[r][p + j]. Every accumulator is the chain
 // AccumulateKeyGroup builds for one query and key, reduced by SumOfScoreLanes' tree.
-template <size_t kKeys, class D, class K, typename T = hn::TFromD<D>>
-HWY_INLINE void ScoreRowsKeyGroup(D d, const T* const* q, const K* key, size_t key_stride,
+template <size_t kKeys, class D, class KP, typename T = hn::TFromD<D>>
+HWY_INLINE void ScoreRowsKeyGroup(D d, const T* const* q, KP key, size_t key_stride,
                                   size_t head_width, T scale, T* const* s, size_t p) {
   const size_t lanes = hn::Lanes(d);
   hn::Vec<D> acc[kRowGroup][kKeys];
@@ -67,10 +67,10 @@ HWY_INLINE void ScoreRowsKeyGroup(D d, const T* const* q, const K* key, size_t k
     }
   };
   size_t i = 0;
-  for (; i + lanes <= head_width; i += lanes) step(i, [&](const auto* at) { return LoadKv(d, at); });
+  for (; i + lanes <= head_width; i += lanes) step(i, [&](auto at) { return LoadKv(d, at); });
   if (i < head_width) {
     const auto tail = hn::FirstN(d, head_width - i);
-    step(i, [&](const auto* at) { return LoadKvTail(tail, d, at); });
+    step(i, [&](auto at) { return LoadKvTail(tail, d, at); });
   }
 #if HWY_TARGET == HWY_AVX3
   if constexpr (std::is_same_v<T, float> && kRowGroup * kKeys == 16) {
@@ -100,7 +100,7 @@ HWY_INLINE void MixRowsColumns(D d, const T* const* e, const PrefixSegment<K>& f
                                size_t col, hn::Mask<D> tail, T* const* even, T* const* odd) {
   const size_t lanes = hn::Lanes(d);
   // An accumulator (T) or a value row (K).
-  const auto load = [&](const auto* row, size_t v) {
+  const auto load = [&](auto row, size_t v) {
     if (kMaskedLast && v + 1 == kVecs) return LoadKvTail(tail, d, row + v * lanes);
     return LoadKv(d, row + v * lanes);
   };
@@ -113,10 +113,10 @@ HWY_INLINE void MixRowsColumns(D d, const T* const* e, const PrefixSegment<K>& f
     }
   }
   ForSegmentRows(first, second, begin, begin + n,
-                 [&](const K*, const K* values, size_t stride, size_t count, size_t p0) {
+                 [&](auto, auto values, size_t stride, size_t count, size_t p0) {
                    ForEachParity(p0, p0 + count, [&](size_t p, auto is_odd) {
                      hn::Vec<D>(*acc)[kVecs] = decltype(is_odd)::value ? od : ev;
-                     const K* row = values + (p - p0) * stride + col;
+                     const auto row = values + (p - p0) * stride + col;
                      hn::Vec<D> value[kVecs];
                      for (size_t v = 0; v < kVecs; ++v) value[v] = load(row, v);
                      for (size_t r = 0; r < kRowGroup; ++r) {
@@ -176,7 +176,7 @@ HWY_INLINE void ScoreRowGroupTile(D d, const T* const* queries, const PrefixSegm
                                   T* const* s) {
   constexpr size_t kKeys = RowScoreKeys<D>();
   ForSegmentRows(first, second, begin, std::min(shared, begin + kPrefixAttentionTile),
-                 [&](const K* keys, const K*, size_t stride, size_t rows, size_t p) {
+                 [&](auto keys, auto, size_t stride, size_t rows, size_t p) {
                    const size_t at = p - begin;
                    size_t j = 0;
                    for (; j + kKeys <= rows; j += kKeys) {
@@ -188,7 +188,7 @@ HWY_INLINE void ScoreRowGroupTile(D d, const T* const* queries, const PrefixSegm
                  });
   for (size_t r = 0; r < kRowGroup; ++r) {
     ForSegmentRows(first, second, std::max(begin, shared), begin + TileRows(count[r], begin),
-                   [&](const K* keys, const K*, size_t stride, size_t rows, size_t p) {
+                   [&](auto keys, auto, size_t stride, size_t rows, size_t p) {
                      ScoreKeys(d, queries[r], keys, stride, rows, head_width, scale, s[r] + (p - begin));
                    });
   }

@@ -41,17 +41,18 @@ void AttendEachKey(const T* q, PrefixSegment<T> first, PrefixSegment<T> second,
   }
 }
 
-float Widen(Half x) { return F16ToF32(x.bits); }
-float Widen(Bf16 x) { return Bf16ToF32(x.bits); }
+float Widen(const Half* x) { return F16ToF32(x->bits); }
+float Widen(const Bf16* x) { return Bf16ToF32(x->bits); }
+float Widen(Q8Rows x) { return F16ToF32(x.scale_bits()) * static_cast<float>(x.at->quant); }
 
-// A 16-bit segment widened to f32 (exact), row by row: the values the f16 and bf16
-// kernels compute on.
+// A 16-bit or q8_0 segment widened to f32 (exact), row by row: the values the f16,
+// bf16 and q8_0 kernels compute on.
 template <class K>
 std::vector<float> Widened(const PrefixSegment<K>& segment, size_t head_width, bool keys) {
   std::vector<float> rows(segment.count * head_width);
-  const K* base = keys ? segment.keys : segment.values;
+  const KvPointer<K> base = keys ? segment.keys : segment.values;
   for (size_t p = 0; p < segment.count; ++p) {
-    for (size_t j = 0; j < head_width; ++j) rows[p * head_width + j] = Widen(base[p * segment.stride + j]);
+    for (size_t j = 0; j < head_width; ++j) rows[p * head_width + j] = Widen(base + (p * segment.stride + j));
   }
   return rows;
 }
@@ -80,6 +81,10 @@ void AttendPrefixScalar(const float* q, PrefixSegment<Bf16> first, PrefixSegment
   AttendWidened(q, first, second, head_width, scale, out);
 }
 
+void AttendPrefixScalar(const float* q, PrefixSegment<Q8> first, PrefixSegment<Q8> second, size_t head_width,
+                        float scale, float*, float* out) {
+  AttendWidened(q, first, second, head_width, scale, out);
+}
 void AttendPrefixScalar(const float* q, PrefixSegment<float> first, PrefixSegment<float> second,
                         size_t head_width, float scale, float*, float* out) {
   AttendEachKey(q, first, second, head_width, scale, out);

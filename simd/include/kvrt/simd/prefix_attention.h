@@ -25,6 +25,11 @@
 // Scalar twin: scores with DotScalar·scale, max, e_p = exp(s_p − m), the sum and
 // each column accumulated from 0 in ascending p, out = acc / sum.
 //
+// K/V stored as q8_0 (PrefixSegment<Q8>): the same again, each element loaded as
+// quant·d, which f32 holds exactly (an 8-bit integer times an f16); the twin
+// dequantizes each row and runs the f32 twin, so the f32 bound holds with key_p and
+// value_p the dequantized values.
+//
 // K/V stored as f16 or bf16 (PrefixSegment<Half> or <Bf16>, a 16-bit KV cache): the
 // same formula, with f32 queries, scores and accumulators, on the stored values
 // widened to f32 (exact for both), each element as the kernel loads it: no widening
@@ -66,6 +71,44 @@ struct Bf16 {
   uint16_t bits;
 };
 
+// One q8_0 K/V element (llama.cpp's q8_0 cache type): an int8 quant in a block of
+// kQ8KvBlock along the head, the block's value quant·d with one f16 scale d. A
+// buffer of q8_0 rows keeps its quants in one array and their scales in another,
+// scales[i / kQ8KvBlock] the scale of quants[i]; a row takes Q8KvRowQuants(head_width)
+// quants (whole blocks, the last one zero-padded), so every row, and every vector of
+// up to 32 lanes that starts at a multiple of its lane count, lies in whole blocks.
+struct Q8 {
+  int8_t quant;
+};
+inline constexpr size_t kQ8KvBlock = 32;
+inline constexpr size_t Q8KvRowQuants(size_t head_width) {
+  return (head_width + kQ8KvBlock - 1) / kQ8KvBlock * kQ8KvBlock;
+}
+
+// Where q8_0 elements are read from: `at` an element of a buffer whose quants start
+// at `origin`, with that buffer's scales. Advancing it moves `at` only.
+struct Q8Rows {
+  const Q8* at = nullptr;
+  const Q8* origin = nullptr;
+  const Half* scales = nullptr;
+
+  Q8Rows operator+(size_t elements) const { return {at + elements, origin, scales}; }
+  // The f16 bits of the scale of the block `at` lies in.
+  uint16_t scale_bits() const { return scales[static_cast<size_t>(at - origin) / kQ8KvBlock].bits; }
+};
+
+// How a kernel reaches a K/V element of type K: a pointer, or for q8_0 a Q8Rows.
+template <class K>
+struct KvPointerOf {
+  using type = const K*;
+};
+template <>
+struct KvPointerOf<Q8> {
+  using type = Q8Rows;
+};
+template <class K>
+using KvPointer = typename KvPointerOf<K>::type;
+
 inline constexpr size_t kPrefixAttentionTile = 1024;  // scores per exp and mix pass
 
 // Score elements a call over a prefix of `prefix` rows keeps: whole tiles, at least one.
@@ -82,9 +125,9 @@ inline constexpr size_t PrefixAttentionScratch(size_t head_width, size_t max_pre
 
 template <class T>
 struct PrefixSegment {
-  const T* keys = nullptr;
-  const T* values = nullptr;
-  size_t stride = 0;  // elements between consecutive rows
+  KvPointer<T> keys{};
+  KvPointer<T> values{};
+  size_t stride = 0;  // elements between consecutive rows (quants for q8_0)
   size_t count = 0;
 };
 
@@ -115,6 +158,8 @@ void AttendPrefixScalar(const float* q, PrefixSegment<Half> first, PrefixSegment
                         size_t head_width, float scale, float* scratch, float* out);
 void AttendPrefixScalar(const float* q, PrefixSegment<Bf16> first, PrefixSegment<Bf16> second,
                         size_t head_width, float scale, float* scratch, float* out);
+void AttendPrefixScalar(const float* q, PrefixSegment<Q8> first, PrefixSegment<Q8> second,
+                        size_t head_width, float scale, float* scratch, float* out);
 
 void AttendPrefix(const float* q, PrefixSegment<float> first, PrefixSegment<float> second,
                   size_t head_width, float scale, float* scratch, float* out);
@@ -123,6 +168,8 @@ void AttendPrefix(const double* q, PrefixSegment<double> first, PrefixSegment<do
 void AttendPrefix(const float* q, PrefixSegment<Half> first, PrefixSegment<Half> second,
                   size_t head_width, float scale, float* scratch, float* out);
 void AttendPrefix(const float* q, PrefixSegment<Bf16> first, PrefixSegment<Bf16> second,
+                  size_t head_width, float scale, float* scratch, float* out);
+void AttendPrefix(const float* q, PrefixSegment<Q8> first, PrefixSegment<Q8> second,
                   size_t head_width, float scale, float* scratch, float* out);
 
 void AttendPrefixRows(const float* q, size_t q_stride, size_t rows, PrefixSegment<float> first,
@@ -137,5 +184,19 @@ void AttendPrefixRows(const float* q, size_t q_stride, size_t rows, PrefixSegmen
 void AttendPrefixRows(const float* q, size_t q_stride, size_t rows, PrefixSegment<Bf16> first,
                       PrefixSegment<Bf16> second, size_t head_width, float scale, float* scratch,
                       float* out, size_t out_stride);
+void AttendPrefixRows(const float* q, size_t q_stride, size_t rows, PrefixSegment<Q8> first,
+                      PrefixSegment<Q8> second, size_t head_width, float scale, float* scratch,
+                      float* out, size_t out_stride);
+
+// One K/V row of head_width f32 values as a q8_0 cache stores it: per block of
+// kQ8KvBlock (the last one zero-padded), ggml's quantize_row_q8_0_ref
+// (QuantizeBlockQ8_0: d = amax/127, q = roundf(x/d) with the f32 d, d stored as f16).
+// quants takes Q8KvRowQuants(head_width) elements, scales one per block. Finite
+// inputs give finite scales; a non-finite input makes its block's scale non-finite.
+void QuantizeKvRowQ8_0(const float* row, size_t head_width, Q8* quants, Half* scales);
+// The reference engine's q8_0 cache: the same formula in f64 on an f64 row, each
+// value replaced by RoundToF16(d)·q (d = amax/127 and q = round(x/d), half away from
+// zero, in f64).
+void RoundKvRowToQ8_0(const double* row, size_t head_width, double* out);
 
 }  // namespace kvrt::simd
