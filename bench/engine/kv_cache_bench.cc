@@ -8,8 +8,8 @@
 //       depth, in the cache's type) over the step's time, against a read probe of
 //       the same number of bytes taken before and after every run of steps
 //       (paired_roofline.h); kv_share: the K/V part of those bytes.
-//   KvDecodeVsF32/<model>/q8_0/kv:<f16|bf16>/depth:<d>/threads:<n>
-//       the 16-bit cache's decode speed over the f32 cache's at the same depth, the
+//   KvDecodeVsF32/<model>/q8_0/kv:<f16|bf16|q8_0>/depth:<d>/threads:<n>
+//       the compact cache's decode speed over the f32 cache's at the same depth, the
 //       two sessions stepped alternately (speed_over_f32): the perf gate's in-run ratio.
 // Select them with --benchmark_filter='^KvDecode' (the 16k rows prefill 16,384
 // tokens once per row and repetition: minutes on two cores).
@@ -61,7 +61,8 @@ BenchSessionOptions CacheOf(KvType type, size_t depth, WeightFormat weights = We
 double KvBytesPerStep(const DecoderModel& model, KvType type, size_t depth) {
   const ModelConfig& config = model.config();
   return 2.0 * static_cast<double>(config.layers) * (static_cast<double>(depth) + kStepsPerRewind / 2.0) *
-         static_cast<double>(config.kv_width()) * static_cast<double>(KvElementSize(Precision::kF32, type));
+         static_cast<double>(config.kv_heads) *
+         static_cast<double>(KvRowBytes(Precision::kF32, type, config.head_width()));
 }
 
 // One decode of the next token; rewinds to `depth` first when a run of steps is over.
@@ -158,7 +159,7 @@ void RegisterKvCacheBenchmarks(threading::ThreadPool& one_thread, threading::Thr
       const std::string threads = "/threads:" + std::to_string(pool->threads());
       for (const size_t depth : {size_t{1}, size_t{1024}, size_t{4096}, size_t{16384}}) {
         for (const WeightFormat weights : {WeightFormat::kQ8_0, WeightFormat::kBf16}) {
-          for (const KvType type : {KvType::kEngine, KvType::kF16, KvType::kBf16}) {
+          for (const KvType type : {KvType::kEngine, KvType::kF16, KvType::kBf16, KvType::kQ8_0}) {
             const std::string kv = type == KvType::kEngine ? "f32" : std::string(KvTypeName(type));
             const std::string row = "KvDecode/" + std::string(shape.name) + "/" +
                                     std::string(WeightFormatName(weights)) + "/kv:" + kv + "/depth:" +
@@ -168,7 +169,7 @@ void RegisterKvCacheBenchmarks(threading::ThreadPool& one_thread, threading::Thr
                 ->Unit(benchmark::kMillisecond);
           }
         }
-        for (const KvType type : {KvType::kF16, KvType::kBf16}) {
+        for (const KvType type : {KvType::kF16, KvType::kBf16, KvType::kQ8_0}) {
           const std::string ratio = "KvDecodeVsF32/" + std::string(shape.name) + "/q8_0/kv:" +
                                     std::string(KvTypeName(type)) + "/depth:" + std::to_string(depth) + threads;
           benchmark::RegisterBenchmark(ratio.c_str(), KvDecodeVsF32, &shape, type, depth, pool)

@@ -51,7 +51,7 @@ TEST(BenchCliTest, BadFlagsAreOneLineErrorsBeforeTheModelLoads) {
   ExpectOneLineError(RunKvrt({"bench", "-m", model, "-o", "xml"}), "--output");
   ExpectOneLineError(RunKvrt({"bench", "-m", model, "-pg", "512"}), "-pg");
   ExpectOneLineError(RunKvrt({"bench", "-m", model, "-p", "0", "-n", "0"}), "no test");
-  ExpectOneLineError(RunKvrt({"bench", "-m", model, "--kv-type", "q8_0"}), "--kv-type");
+  ExpectOneLineError(RunKvrt({"bench", "-m", model, "--kv-type", "q4_0"}), "--kv-type");
   ExpectOneLineError(RunKvrt({"bench", "-m", model, "--kv-type", "f16,f16"}), "twice");
   ExpectOneLineError(RunKvrt({"bench", "-m", model, "--frobnicate"}), "unknown flag");
   // The model's context bounds the depth, checked before any row runs.

@@ -1,4 +1,4 @@
-// --kv-type and llama.cpp's -ctk/-ctv: the fast f16 and bf16 caches within their
+// --kv-type and llama.cpp's -ctk/-ctv: the fast f16, bf16 and q8_0 caches within their
 // derived bound of their oracle (--backend reference --kv-type T) on the GGUF fixtures, the spellings
 // agreeing bit for bit, and one clear error line for every combination kvrt
 // cannot run.
@@ -38,26 +38,26 @@ void ExpectOneErrorLine(const CliRun& run, const std::string& name) {
 
 constexpr const char* kTokens = "1,15,27,3,99,41,8,250,12,7,63,5,19,33,2,88,14";
 
-TEST(KvTypeCliTest, FastHalfWidthCachesAreWithinToleranceOfTheirOracleOnTheGgufFixtures) {
+TEST(KvTypeCliTest, FastCompactCachesAreWithinToleranceOfTheirOracleOnTheGgufFixtures) {
   for (const char* name : {"kq-f32.gguf", "qwen2-f32.gguf", "llama31-f32.gguf"}) {
     const std::string model = Modern(name);
     const std::vector<double> exact =
         RunLogits({"logits", "--model", model, "--tokens", kTokens, "--backend", "reference", "--json"});
     std::vector<double> previous_oracle;
-    for (const std::string type : {"f16", "bf16"}) {
+    for (const std::string type : {"f16", "bf16", "q8_0"}) {
       const std::vector<double> fast =
           RunLogits({"logits", "--model", model, "--tokens", kTokens, "--kv-type", type, "--json"});
       const std::vector<double> oracle = RunLogits(
           {"logits", "--model", model, "--tokens", kTokens, "--backend", "reference", "--kv-type", type, "--json"});
       ASSERT_FALSE(fast.empty()) << name << " " << type;
-      // kv_half_width_test.cc derives the bound: the f32 tolerance plus twice the
+      // kv_compact_types_test.cc derives the bound: the f32 tolerance plus twice the
       // logits' response to the rounding itself (f32 and f64 values can round to
       // neighbours).
       EXPECT_LE(MaxAbsDiff(fast, oracle), 1e-4 + 2 * MaxAbsDiff(oracle, exact)) << name << " " << type;
       std::printf("[ kv %s ] %s: fast - oracle %.3g, oracle - exact %.3g\n", type.c_str(), name,
                   MaxAbsDiff(fast, oracle), MaxAbsDiff(oracle, exact));
       EXPECT_NE(oracle, exact) << name << " " << type << ": the oracle must round";
-      EXPECT_NE(oracle, previous_oracle) << name << ": f16 and bf16 round differently";
+      EXPECT_NE(oracle, previous_oracle) << name << " " << type << ": every type rounds its own way";
       previous_oracle = oracle;
     }
   }
@@ -92,6 +92,8 @@ TEST(KvTypeCliTest, WhatCannotRunIsOneErrorLine) {
   ExpectOneErrorLine(with({"--kv-type", "f16", "--precision", "f64"}), "UnsupportedBackend");
   ExpectOneErrorLine(with({"--kv-type", "bf16", "--batch-variant"}), "UnsupportedBackend");
   ExpectOneErrorLine(with({"-ctk", "bf16", "-ctv", "f16"}), "InvalidArgument");
+  ExpectOneErrorLine(with({"--kv-type", "q8_0", "--batch-variant"}), "UnsupportedBackend");
+  ExpectOneErrorLine(with({"-ctk", "q8_0", "-ctv", "f16"}), "InvalidArgument");
   EXPECT_EQ(with({"--backend", "reference", "--kv-type", "f64"}).status, 0);
 }
 
@@ -116,6 +118,11 @@ TEST(KvTypeCliTest, GenerateReportsTheCacheItAllocated) {
   ASSERT_EQ(bf16.status, 0) << bf16.err;
   EXPECT_NE(cache_line(bf16.err).find(", bf16)"), std::string::npos) << bf16.err;
   EXPECT_EQ(cache_line(bf16.err).substr(15, 8), cache_line(f16.err).substr(15, 8));
+  const CliRun q8 = RunKvrt({"generate", "--model", model, "--tokens", "1,2,3", "-n", "2", "--ctx-size", "64",
+                             "-ctk", "q8_0", "-ctv", "q8_0"});
+  ASSERT_EQ(q8.status, 0) << q8.err;
+  EXPECT_NE(cache_line(q8.err).find(", q8_0)"), std::string::npos) << q8.err;
+  EXPECT_LT(std::stod(cache_line(q8.err).substr(15)), f16_mib) << q8.err;
 }
 
 }  // namespace

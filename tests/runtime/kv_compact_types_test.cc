@@ -1,9 +1,9 @@
-// The 16-bit KV caches (KvType::kF16, kBf16): the fast f32 engine against its
-// oracle, the reference engine on rows rounded to the type, within a derived bound
-// (RoundingBound) on every golden case and on prompts of several attention blocks;
-// batch == solo, chunked == whole prefill and 1–4 threads bit for bit; half the
-// bytes of the f32 cache; no allocation on a step beyond the f32 cache's; and the
-// option's errors. Every test runs for both types.
+// The compact KV caches (KvType::kF16, kBf16, kQ8_0): the fast f32 engine against
+// its oracle, the reference engine on rows rounded to the type, within a derived
+// bound (RoundingBound) on every golden case and on prompts of several attention
+// blocks; batch == solo, chunked == whole prefill and 1–4 threads bit for bit; the
+// bytes each stores; no allocation on a step beyond the f32 cache's; and the
+// option's errors. Every test runs for every type.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -34,6 +34,7 @@ using Logits = std::vector<double>;
 constexpr double kTolerance = 1e-4;  // the fast f32 engine's, against its oracle
 
 constexpr KvType kHalfWidthTypes[] = {KvType::kF16, KvType::kBf16};
+constexpr KvType kCompactTypes[] = {KvType::kF16, KvType::kBf16, KvType::kQ8_0};
 
 // The fast 16-bit path against its oracle. Both round their own K/V values to the
 // type: the fast path its f32 values, the oracle its f64 ones, and where those
@@ -79,9 +80,9 @@ std::vector<Logits> SessionLogits(const DecoderModel& model, const std::vector<u
   return testing::SessionLogits(model, prompt, continuation, engine, CacheFor(engine));
 }
 
-class KvHalfWidthGoldenTest : public ::testing::TestWithParam<std::tuple<std::string, KvType>> {};
+class KvCompactTypeGoldenTest : public ::testing::TestWithParam<std::tuple<std::string, KvType>> {};
 
-TEST_P(KvHalfWidthGoldenTest, FastStaysWithinTheToleranceOfItsOracle) {
+TEST_P(KvCompactTypeGoldenTest, FastStaysWithinTheToleranceOfItsOracle) {
   const auto& [path, type] = GetParam();
   const Json golden = testing::LoadJson(path);
   const DecoderModel model = GoldenModel(golden);
@@ -112,9 +113,9 @@ std::string CaseName(const ::testing::TestParamInfo<std::tuple<std::string, KvTy
          Name(std::get<1>(case_info.param));
 }
 
-INSTANTIATE_TEST_SUITE_P(PublicGoldenCases, KvHalfWidthGoldenTest,
+INSTANTIATE_TEST_SUITE_P(PublicGoldenCases, KvCompactTypeGoldenTest,
                          ::testing::Combine(::testing::ValuesIn(testing::GoldenCasePaths()),
-                                            ::testing::ValuesIn(kHalfWidthTypes)),
+                                            ::testing::ValuesIn(kCompactTypes)),
                          CaseName);
 
 constexpr uint32_t kVocabulary = 211;  // LongModel's
@@ -128,12 +129,12 @@ DecoderModel LongModel() {
   return *DecoderModel::FromSeed(config, rng);
 }
 
-TEST(KvHalfWidthTest, ChunkedEqualsWholeForAnyThreadCountWithinToleranceOfTheOracle) {
+TEST(KvCompactTypeTest, ChunkedEqualsWholeForAnyThreadCountWithinToleranceOfTheOracle) {
   const DecoderModel model = LongModel();
   const std::vector<uint32_t> prompt = SeededTokens(157, 3, kVocabulary);
   const std::vector<uint32_t> continuation = {5, 17, 200, 9};
   const std::vector<Logits> exact = SessionLogits(model, prompt, continuation, ReferenceEngine());
-  for (KvType type : kHalfWidthTypes) {
+  for (KvType type : kCompactTypes) {
     const std::vector<Logits> oracle = SessionLogits(model, prompt, continuation, Reference(type));
     const std::vector<Logits> whole = SessionLogits(model, prompt, continuation, Fast(type));
     ASSERT_EQ(whole.size(), oracle.size());
@@ -155,12 +156,12 @@ TEST(KvHalfWidthTest, ChunkedEqualsWholeForAnyThreadCountWithinToleranceOfTheOra
 
 // Prefill chunks of two slots beside a third slot's decode, in one step: each
 // run's logits are the bits of its sequence alone.
-TEST(KvHalfWidthTest, ASequenceHasTheSameBitsAloneOrBesideOthers) {
+TEST(KvCompactTypeTest, ASequenceHasTheSameBitsAloneOrBesideOthers) {
   const DecoderModel model = LongModel();
   const std::vector<std::vector<uint32_t>> prompts = {
       SeededTokens(90, 7, kVocabulary), SeededTokens(13, 8, kVocabulary), SeededTokens(6, 9, kVocabulary)};
   threading::ThreadPool pool(3);
-  for (KvType type : kHalfWidthTypes) {
+  for (KvType type : kCompactTypes) {
     const EngineOptions engine = Fast(type, &pool);
     DecoderKvCache cache = *DecoderKvCache::Create(model, CacheFor(engine, 3));
     DecoderKvSession session = *Bind(cache, model, engine);
@@ -184,7 +185,7 @@ TEST(KvHalfWidthTest, ASequenceHasTheSameBitsAloneOrBesideOthers) {
   }
 }
 
-TEST(KvHalfWidthTest, StoresHalfTheBytesOfTheF32Cache) {
+TEST(KvCompactTypeTest, SixteenBitTypesStoreHalfTheBytesOfTheF32Cache) {
   const DecoderModel model = LongModel();
   const DecoderKvCache f32 = *DecoderKvCache::Create(model, CacheFor(EngineOptions{}));
   EXPECT_EQ(f32.storage_bytes(),
@@ -196,9 +197,23 @@ TEST(KvHalfWidthTest, StoresHalfTheBytesOfTheF32Cache) {
     const DecoderKvCache oracle = *DecoderKvCache::Create(model, CacheFor(Reference(type)));
     EXPECT_EQ(oracle.storage_bytes(), 2 * f32.storage_bytes()) << Name(type);
   }
+  // q8_0: a row of 16 takes one whole block, 32 quants and an f16 scale.
+  const DecoderKvCache q8 = *DecoderKvCache::Create(model, CacheFor(Fast(KvType::kQ8_0)));
+  EXPECT_EQ(q8.storage_bytes(), 2 * 2 * 300 * 2 * (32 + 2));  // K+V, layers, positions, kv heads, row
+  EXPECT_EQ(DecoderKvCache::Create(model, CacheFor(Reference(KvType::kQ8_0)))->storage_bytes(),
+            2 * f32.storage_bytes());
 }
 
-TEST(KvHalfWidthTest, TheCommittedRowsAreTheOraclesRoundedValues) {
+// A head of 64 (two whole blocks) stores 0.53 of f16's bytes.
+TEST(KvCompactTypeTest, AQ8CacheOfWholeBlocksStoresSeventeenThirtysecondsOfF16) {
+  SplitMix64 rng(3);
+  const DecoderModel model = *DecoderModel::FromSeed(ModelConfig::Create(50, 128, 2, 96, 2, 64, 10000.0, 1e-5), rng);
+  const size_t f16 = DecoderKvCache::Create(model, CacheFor(Fast(KvType::kF16)))->storage_bytes();
+  const size_t q8 = DecoderKvCache::Create(model, CacheFor(Fast(KvType::kQ8_0)))->storage_bytes();
+  EXPECT_EQ(q8 * 32, f16 * 17);
+}
+
+TEST(KvCompactTypeTest, TheCommittedRowsAreTheOraclesRoundedValues) {
   const DecoderModel model = LongModel();
   const std::vector<uint32_t> prompt = SeededTokens(20, 5, kVocabulary);
   for (KvType type : kHalfWidthTypes) {
@@ -222,9 +237,28 @@ TEST(KvHalfWidthTest, TheCommittedRowsAreTheOraclesRoundedValues) {
   }
 }
 
-TEST(KvHalfWidthTest, TheEngineAndTheCacheMustAgree) {
+// The reference's q8_0 rows are whole q8_0 blocks: quantizing a committed row
+// again gives the same row (its largest element is 127 steps of an f16 scale).
+TEST(KvCompactTypeTest, TheCommittedRowsAreTheOraclesQ8Values) {
   const DecoderModel model = LongModel();
-  for (KvType type : kHalfWidthTypes) {
+  DecoderKvCache cache = *DecoderKvCache::Create(model, CacheFor(Reference(KvType::kQ8_0)));
+  DecoderKvSession session = *Bind(cache, model, Reference(KvType::kQ8_0));
+  ASSERT_TRUE(session.Prefill(SeededTokens(20, 5, kVocabulary)));
+  const size_t hw = model.config().head_width();
+  for (size_t l = 0; l < cache.layer_count(); ++l) {
+    for (const std::vector<double>& rows : {cache.layer(l)->KeysSnapshot(), cache.layer(l)->ValuesSnapshot()}) {
+      for (size_t begin = 0; begin < rows.size(); begin += hw) {
+        std::vector<double> again(hw);
+        simd::RoundKvRowToQ8_0(rows.data() + begin, hw, again.data());
+        ASSERT_EQ(again, std::vector<double>(rows.begin() + begin, rows.begin() + begin + hw)) << "layer " << l;
+      }
+    }
+  }
+}
+
+TEST(KvCompactTypeTest, TheEngineAndTheCacheMustAgree) {
+  const DecoderModel model = LongModel();
+  for (KvType type : kCompactTypes) {
     SCOPED_TRACE(Name(type));
     DecoderKvCache half = *DecoderKvCache::Create(model, CacheFor(Fast(type)));
     Result<DecoderKvSession> mismatch = Bind(half, model, EngineOptions{});
@@ -259,14 +293,14 @@ uint64_t StepAllocations(const DecoderModel& model, const std::vector<uint32_t>&
   return testing::StepAllocations(model, prompt, engine, CacheFor(engine));
 }
 
-TEST(KvHalfWidthTest, AllocatesNoMoreOnAStepThanTheF32Cache) {
+TEST(KvCompactTypeTest, AllocatesNoMoreOnAStepThanTheF32Cache) {
   const DecoderModel model = LongModel();
   const std::vector<uint32_t> prompt = SeededTokens(150, 11, kVocabulary);
   threading::ThreadPool pool(2);
   EngineOptions f32;
   f32.pool = &pool;
   const uint64_t f32_allocations = StepAllocations(model, prompt, f32);
-  for (KvType type : kHalfWidthTypes) {
+  for (KvType type : kCompactTypes) {
     EXPECT_EQ(StepAllocations(model, prompt, Fast(type, &pool)), f32_allocations) << Name(type);
   }
 }

@@ -23,7 +23,7 @@ std::string Fixed(double value, int digits) {
 }
 
 std::string Int8Text(const BenchCase& bench_case) { return bench_case.int8_activations ? "1" : "0"; }
-// The cache's element type: "f32" (the engine's own), "f16" or "bf16".
+// The cache's element type: "f32" (the engine's own), "f16", "bf16" or "q8_0".
 std::string KvText(const BenchCase& bench_case) {
   return bench_case.kv_type == KvType::kEngine ? "f32" : std::string(KvTypeName(bench_case.kv_type));
 }

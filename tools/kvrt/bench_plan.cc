@@ -22,7 +22,7 @@ const FlagSpec kBenchFlags[] = {
     {"weights", true,
      "weight formats, comma list of as-stored (default), f32, bf16, f16, q8_0, q4_0, q4_k, q6_k"},
     {"int8-activations", true, "0 (f32 activations, default), 1 (int8 on q8_0/q4_0 matrices), comma list"},
-    {"kv-type", true, "K/V cache types, comma list of f32 (default), f16, bf16"},
+    {"kv-type", true, "K/V cache types, comma list of f32 (default), f16, bf16, q8_0"},
     {"repetitions", true, "timed runs of every row, after one warm-up run (default 5)", 'r'},
     {"output", true, "md (default: a markdown table), csv, json (Google Benchmark's shape) or jsonl", 'o'},
     {"quiet", false, "no progress lines on stderr", 'q'},
@@ -91,14 +91,15 @@ Result<std::vector<WeightFormat>> WeightList(const Flags& flags) {
       });
 }
 
-// f32 (the engine's own type), f16 or bf16.
+// f32 (the engine's own type), f16, bf16 or q8_0.
 Result<std::vector<KvType>> KvTypeList(const Flags& flags) {
   const auto parse = [](std::string_view item) -> Result<KvType> {
     if (item == "f32") return KvType::kEngine;
     if (item == "f16") return KvType::kF16;
     if (item == "bf16") return KvType::kBf16;
+    if (item == "q8_0") return KvType::kQ8_0;
     return std::unexpected(
-        InvalidArgument("--kv-type values must be f32, f16 or bf16, got '" + std::string(item) + "'"));
+        InvalidArgument("--kv-type values must be f32, f16, bf16 or q8_0, got '" + std::string(item) + "'"));
   };
   return CommaList<KvType>("kv-type", flags.Value("kv-type").value_or("f32"), parse);
 }

@@ -110,9 +110,10 @@ class CaseSteps {
   size_t position_ = 0;
 };
 
-// f32 K/V bytes one decode token reads at `context` positions.
-double KvBytesPerToken(const ModelConfig& config, double context) {
-  return static_cast<double>(config.layers) * context * 2.0 * static_cast<double>(config.kv_width()) * sizeof(float);
+// K/V bytes one decode token reads at `context` positions, in the cache's type.
+double KvBytesPerToken(const ModelConfig& config, KvType kv_type, double context) {
+  const double row = static_cast<double>(KvRowBytes(Precision::kF32, kv_type, config.head_width()));
+  return static_cast<double>(config.layers) * context * 2.0 * static_cast<double>(config.kv_heads) * row;
 }
 
 // FLOPs one sequence's prefill of `prompt` tokens after `depth` executes, counted as
@@ -151,7 +152,7 @@ double Roofline(const Model& model, const BenchCase& bench_case, double weight_b
   const double prefill_seconds =
       prompt > 0 ? sequences * PrefillFlops(model, bench_case.depth, bench_case.test.prompt) / fma_flops_per_second : 0;
   const double context = static_cast<double>(bench_case.depth) + prompt + decode / 2.0 + 1.0;
-  const double step_bytes = weight_bytes + sequences * KvBytesPerToken(model.config(), context);
+  const double step_bytes = weight_bytes + sequences * KvBytesPerToken(model.config(), bench_case.kv_type, context);
   const double decode_seconds = decode * step_bytes / read_bytes_per_second;
   return sequences * (prompt + decode) / (prefill_seconds + decode_seconds);
 }

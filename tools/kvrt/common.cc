@@ -81,7 +81,8 @@ Result<KvType> KvTypeFromFlags(const Flags& flags, Precision precision) {
   if (!chosen || *chosen == PrecisionName(precision)) return KvType::kEngine;
   if (*chosen == "f16") return KvType::kF16;
   if (*chosen == "bf16") return KvType::kBf16;
-  return std::unexpected(InvalidArgument("--" + chosen_by + " must be f16, bf16 or the engine's precision (" +
+  if (*chosen == "q8_0") return KvType::kQ8_0;
+  return std::unexpected(InvalidArgument("--" + chosen_by + " must be f16, bf16, q8_0 or the engine's precision (" +
                                          std::string(PrecisionName(precision)) + "), got '" + *chosen + "'"));
 }
 
@@ -144,11 +145,11 @@ Result<EngineChoice> EngineFromFlags(const Flags& flags) {
   if (!kv_type) return std::unexpected(kv_type.error());
   choice.options.kv_type = *kv_type;
   const std::string kv_name(KvTypeName(choice.options.kv_type));
-  if (IsHalfWidthKvType(choice.options.kv_type) && choice.options.precision != Precision::kF32) {
+  if (IsCompactKvType(choice.options.kv_type) && choice.options.precision != Precision::kF32) {
     return std::unexpected(Error(ErrorCode::kUnsupportedBackend, {{"", kv_name}},
                                  "--kv-type " + kv_name + " needs --precision f32 on the fast backend"));
   }
-  if (IsHalfWidthKvType(choice.options.kv_type) && !choice.options.batch_invariant) {
+  if (IsCompactKvType(choice.options.kv_type) && !choice.options.batch_invariant) {
     return std::unexpected(Error(ErrorCode::kUnsupportedBackend, {{"", kv_name}},
                                  "--kv-type " + kv_name + " needs batch-invariant attention (drop --batch-variant)"));
   }

@@ -44,8 +44,9 @@ inline constexpr FlagSpec kEngineFlags[] = {
      "fast backend: faster prefill attention whose logits may change with chunking and the step's other "
      "rows (never with --threads); default: batch-invariant"},
     {"kv-type", true,
-     "K/V cache element type: f16 (half the bytes a long-context decode step reads; the reference backend "
-     "rounds its f64 rows to f16, the fast path's oracle) or the engine's precision, f32 (default) or f64"},
+     "K/V cache element type: f16 or bf16 (half the bytes a long-context decode step reads), q8_0 (llama.cpp's "
+     "blocks of 32: 0.53 of f16's bytes); the reference backend rounds its f64 rows to the type, the fast path's "
+     "oracle; or the engine's precision, f32 (default) or f64"},
     {"cache-type-k", true, "llama.cpp's spelling of --kv-type for the keys; K and V must have one type", 0,
      nullptr, false, "-ctk"},
     {"cache-type-v", true, "llama.cpp's spelling of --kv-type for the values", 0, nullptr, false, "-ctv"},

@@ -12,18 +12,17 @@ double PerSecond(double count, double seconds) { return seconds > 0.0 ? count / 
 
 }  // namespace
 
-// What one K/V element is stored as: the engine's precision, f16/bf16 bits on an
-// f32 engine, or f64 holding f16/bf16 values on an f64 one (the reference's oracle).
+// What one K/V element is stored as: the engine's precision, f16/bf16/q8_0 on an
+// f32 engine, or f64 holding such values on an f64 one (the reference's oracle).
 std::string KvStorageName(const EngineOptions& engine) {
-  if (!IsHalfWidthKvType(engine.kv_type)) return std::string(PrecisionName(engine.precision));
+  if (!IsCompactKvType(engine.kv_type)) return std::string(PrecisionName(engine.precision));
   const std::string type(KvTypeName(engine.kv_type));
   return engine.precision == Precision::kF32 ? type : type + " values as f64";
 }
 
 size_t KvCacheBytes(const ModelConfig& config, const EngineOptions& engine, size_t positions) {
-  size_t element = engine.precision == Precision::kF32 ? sizeof(float) : sizeof(double);
-  if (engine.precision == Precision::kF32 && IsHalfWidthKvType(engine.kv_type)) element = sizeof(uint16_t);
-  return 2 * config.layers * positions * config.kv_width() * element;
+  const size_t row = KvRowBytes(engine.precision, engine.kv_type, config.head_width());
+  return 2 * config.layers * positions * config.kv_heads * row;
 }
 
 void PrintGenerationStats(std::FILE* out, const Model& model, const EngineOptions& engine,

@@ -43,18 +43,33 @@ enum class Backend {
 //   kBf16:   bfloat16 (f32's range, 8 significant bits), the same half of the bytes
 //            and every promise of kF16; coarser (relative step 2^−8 against f16's
 //            2^−11) but it never overflows where f32 does not.
+//   kQ8_0:   llama.cpp's q8_0: blocks of 32 along the head dimension (the last one
+//            of a head not a multiple of 32 zero-padded), each an f16 scale d and 32
+//            int8 quants, a value quant·d; 34 bytes a block, 0.53 of f16's. Rows are
+//            quantized as ggml's quantize_row_q8_0_ref does (d = amax/127, the quants
+//            from the unrounded d), once, before attention reads them, with every
+//            promise of kF16; the reference engine quantizes its f64 rows by the same
+//            formula in f64. A block whose scale overflows f16 (amax ≥ 127·65520)
+//            fails the step as a non-finite candidate row.
 enum class KvType {
   kEngine,
   kF16,
   kBf16,
+  kQ8_0,
 };
 
-// kF16 or kBf16: a 16-bit cache, stored compact by the fast f32 engine.
+// kF16 or kBf16: a 16-bit cache.
 inline bool IsHalfWidthKvType(KvType type) { return type == KvType::kF16 || type == KvType::kBf16; }
+// kF16, kBf16 or kQ8_0: a cache the fast f32 engine stores compact (and the
+// reference engine rounds as that stores it).
+inline bool IsCompactKvType(KvType type) { return IsHalfWidthKvType(type) || type == KvType::kQ8_0; }
 
 std::string_view PrecisionName(Precision precision);  // "f64", "f32"
 std::string_view BackendName(Backend backend);        // "reference", "fast"
-std::string_view KvTypeName(KvType type);             // "engine", "f16", "bf16"
+std::string_view KvTypeName(KvType type);             // "engine", "f16", "bf16", "q8_0"
+// Bytes one cached K or V row of head_width takes in a cache of this precision and
+// type (a q8_0 row: whole blocks of 32 quants and their f16 scales).
+size_t KvRowBytes(Precision precision, KvType type, size_t head_width);
 
 // The default is the fast f32 engine on every core, as in the C API
 // (kvrt_engine_options_default); the bit-exact reference engine is an explicit

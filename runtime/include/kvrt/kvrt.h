@@ -311,11 +311,13 @@ typedef enum kvrt_weights {
  * ENGINE (0, the default): the engine's precision. F16: IEEE half precision, half the
  * bytes a long-context decode step reads (fast f32 backend, batch-invariant), or on
  * the reference backend f64 rows rounded to f16 (the fast path's oracle). BF16: the
- * same with bfloat16 (f32's range, 8 significant bits). */
+ * same with bfloat16 (f32's range, 8 significant bits). Q8_0: llama.cpp's q8_0 (blocks of 32 along
+ * the head, an f16 scale and 32 int8 quants each: 0.53 of F16's bytes), same rules. */
 typedef enum kvrt_kv_type {
   KVRT_KV_TYPE_ENGINE = 0,
   KVRT_KV_TYPE_F16 = 1,
-  KVRT_KV_TYPE_BF16 = 2
+  KVRT_KV_TYPE_BF16 = 2,
+  KVRT_KV_TYPE_Q8_0 = 3
 } kvrt_kv_type;
 
 typedef struct kvrt_engine_options {

@@ -81,6 +81,7 @@ Result<EngineOptions> EngineFromC(const kvrt_engine_options* engine,
     case KVRT_KV_TYPE_ENGINE: options.kv_type = KvType::kEngine; break;
     case KVRT_KV_TYPE_F16: options.kv_type = KvType::kF16; break;
     case KVRT_KV_TYPE_BF16: options.kv_type = KvType::kBf16; break;
+    case KVRT_KV_TYPE_Q8_0: options.kv_type = KvType::kQ8_0; break;
     default:
       return Fail(ErrorCode::kInvalidArgument, {},
                   "unknown kv_type " + std::to_string(RawEnum(chosen.kv_type)));

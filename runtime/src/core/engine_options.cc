@@ -17,6 +17,7 @@ std::string_view KvTypeName(KvType type) {
   switch (type) {
     case KvType::kF16: return "f16";
     case KvType::kBf16: return "bf16";
+    case KvType::kQ8_0: return "q8_0";
     default: return "engine";
   }
 }
@@ -39,18 +40,18 @@ Result<void> EngineOptions::Validate() const {
     return Fail(ErrorCode::kUnsupportedBackend, {{"", std::string(PrecisionName(precision))}},
                 "the reference backend computes in f64 only");
   }
-  if (kv_type != KvType::kEngine && !IsHalfWidthKvType(kv_type)) {
+  if (kv_type != KvType::kEngine && !IsCompactKvType(kv_type)) {
     return Fail(ErrorCode::kUnsupportedBackend, {{"", std::string("unknown")}},
                 "KV cache type " + std::to_string(static_cast<int>(kv_type)) + " is not available");
   }
-  // The 16-bit attention kernels compute in f32 (simd/prefix_attention.h), in the
-  // batch-invariant order only.
-  if (IsHalfWidthKvType(kv_type) && backend == Backend::kFast && precision != Precision::kF32) {
+  // The compact caches' attention kernels compute in f32 (simd/prefix_attention.h),
+  // in the batch-invariant order only.
+  if (IsCompactKvType(kv_type) && backend == Backend::kFast && precision != Precision::kF32) {
     return Fail(ErrorCode::kUnsupportedBackend, {{"", std::string(KvTypeName(kv_type))}},
                 "an " + std::string(KvTypeName(kv_type)) +
                     " KV cache runs on the fast f32 engine or the reference engine");
   }
-  if (IsHalfWidthKvType(kv_type) && backend == Backend::kFast && !batch_invariant) {
+  if (IsCompactKvType(kv_type) && backend == Backend::kFast && !batch_invariant) {
     return Fail(ErrorCode::kUnsupportedBackend, {{"", std::string(KvTypeName(kv_type))}},
                 "an " + std::string(KvTypeName(kv_type)) + " KV cache needs batch-invariant attention");
   }

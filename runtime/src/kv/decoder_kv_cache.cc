@@ -32,7 +32,7 @@ Result<DecoderKvCache> DecoderKvCache::Create(const DecoderModel& model, CacheOp
   cache.capacity_ = options.capacity == 0 ? config.max_positions : options.capacity;
   cache.precision_ = options.precision;
   cache.kv_type_ = options.kv_type;
-  if (options.kv_type != KvType::kEngine && !IsHalfWidthKvType(options.kv_type)) {
+  if (options.kv_type != KvType::kEngine && !IsCompactKvType(options.kv_type)) {
     return Fail(ErrorCode::kUnsupportedBackend, {{"", std::string("unknown")}},
                 "KV cache type " + std::to_string(static_cast<int>(options.kv_type)) + " is not available");
   }
@@ -128,7 +128,7 @@ constexpr size_t kBackedBlockBytes = size_t{32} << 10;
 
 Result<void> DecoderKvCache::BackRows(size_t slot, size_t start, size_t end) {
   if (layers_.empty() || start >= end) return {};
-  const size_t row_bytes = layers_.front().head_width() * KvElementSize(precision_, kv_type_);
+  const size_t row_bytes = KvRowBytes(precision_, kv_type_, layers_.front().head_width());
   const size_t block = std::max<size_t>(1, kBackedBlockBytes / std::max<size_t>(1, row_bytes));
   // The blocks the rows enter that begin at or after `start`: a block that starts
   // before it was backed by the step that wrote its first row (or, after a fork,
@@ -163,7 +163,7 @@ bool DecoderKvCache::prefill_complete() const {
 size_t DecoderKvCache::storage_bytes() const {
   size_t bytes = 0;
   for (const LayerKvCache& layer : layers_)
-    bytes += 2 * layer.element_count() * KvElementSize(precision_, kv_type_);
+    bytes += 2 * layer.lanes() * layer.capacity() * KvRowBytes(precision_, kv_type_, layer.head_width());
   return bytes;
 }
 

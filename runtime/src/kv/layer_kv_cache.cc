@@ -18,37 +18,6 @@ namespace {
 
 std::string Count(size_t n) { return std::to_string(n); }
 
-// Element `i` of a buffer of the given element type, as f64 (exact).
-double ElementAt(const std::byte* buffer, size_t i, Precision precision, KvType type) {
-  if (precision == Precision::kF64) {
-    double x;
-    std::memcpy(&x, buffer + i * sizeof x, sizeof x);
-    return x;
-  }
-  if (IsHalfWidthKvType(type)) {
-    uint16_t bits;
-    std::memcpy(&bits, buffer + i * sizeof bits, sizeof bits);
-    return type == KvType::kF16 ? simd::F16ToF32(bits) : simd::Bf16ToF32(bits);
-  }
-  float x;
-  std::memcpy(&x, buffer + i * sizeof x, sizeof x);
-  return x;
-}
-
-// Element-wise == over two whole buffers of one element type (NaN never equals
-// itself, -0.0 equals 0.0), as spec/kv-cache.md §1.7 compares storage.
-bool StorageEqual(const Buffer<std::byte>& first, const Buffer<std::byte>& second,
-                  Precision precision, KvType type) {
-  if (first.size() != second.size()) return false;
-  const size_t elements = first.size() / KvElementSize(precision, type);
-  for (size_t i = 0; i < elements; ++i) {
-    if (!(ElementAt(first.data(), i, precision, type) == ElementAt(second.data(), i, precision, type))) {
-      return false;
-    }
-  }
-  return true;
-}
-
 std::optional<Buffer<std::byte>> CopyBuffer(const Buffer<std::byte>& source) {
   std::optional<Buffer<std::byte>> copy = Buffer<std::byte>::Allocate(source.size());
   if (copy && source.size() > 0) std::memcpy(copy->data(), source.data(), source.size());
@@ -74,9 +43,9 @@ Result<LayerKvCache> LayerKvCache::Create(const DecoderModel& model, size_t laye
   const size_t heads = config.kv_heads, hw = config.head_width();
   std::optional<size_t> elements = CheckedMul(batch_size, heads);
   if (elements) elements = CheckedMul(*elements, capacity);
+  std::optional<size_t> bytes = elements ? CheckedMul(*elements, KvRowBytes(precision, kv_type, hw)) : std::nullopt;
   if (elements) elements = CheckedMul(*elements, hw);
-  std::optional<size_t> bytes =
-      elements ? CheckedMul(*elements, KvElementSize(precision, kv_type)) : std::nullopt;
+  if (!elements) bytes = std::nullopt;
   if (!bytes) {
     return Fail(ErrorCode::kElementCountOverflow,
                 {{"batch_size", uint64_t{batch_size}},
@@ -99,6 +68,7 @@ Result<LayerKvCache> LayerKvCache::Create(const DecoderModel& model, size_t laye
   cache.heads_ = heads;
   cache.head_width_ = hw;
   cache.capacity_ = capacity;
+  cache.row_elements_ = KvRowElements(precision, kv_type, hw);
   cache.lens_.assign(batch_size, 0);  // reserved: cannot allocate
   cache.precision_ = precision;
   cache.kv_type_ = kv_type;
@@ -128,6 +98,7 @@ Result<LayerKvCache> LayerKvCache::Clone() const {
   copy.heads_ = heads_;
   copy.head_width_ = head_width_;
   copy.capacity_ = capacity_;
+  copy.row_elements_ = row_elements_;
   copy.precision_ = precision_;
   copy.kv_type_ = kv_type_;
   copy.keys_ = std::move(*keys);
@@ -144,13 +115,55 @@ size_t LayerKvCache::len() const {
   return longest;
 }
 
+size_t LayerKvCache::ElementsIn(const Buffer<std::byte>& buffer) const {
+  // A q8_0 buffer: per block, 32 one-byte quants and a two-byte scale.
+  constexpr size_t kBlockBytes = simd::kQ8KvBlock + sizeof(simd::Half);
+  if (KvStoresQ8(precision_, kv_type_)) return buffer.size() / kBlockBytes * simd::kQ8KvBlock;
+  return buffer.size() / KvElementSize(precision_, kv_type_);
+}
+
+double LayerKvCache::Element(const Buffer<std::byte>& buffer, size_t i) const {
+  const std::byte* data = buffer.data();
+  if (precision_ == Precision::kF64) {
+    double x;
+    std::memcpy(&x, data + i * sizeof x, sizeof x);
+    return x;
+  }
+  if (KvStoresQ8(precision_, kv_type_)) {
+    uint16_t scale;
+    std::memcpy(&scale, data + ElementsIn(buffer) + i / simd::kQ8KvBlock * sizeof scale, sizeof scale);
+    return static_cast<double>(simd::F16ToF32(scale)) * static_cast<double>(static_cast<int8_t>(data[i]));
+  }
+  if (IsHalfWidthKvType(kv_type_)) {
+    uint16_t bits;
+    std::memcpy(&bits, data + i * sizeof bits, sizeof bits);
+    return kv_type_ == KvType::kF16 ? simd::F16ToF32(bits) : simd::Bf16ToF32(bits);
+  }
+  float x;
+  std::memcpy(&x, data + i * sizeof x, sizeof x);
+  return x;
+}
+
+// Element-wise == over two whole buffers (NaN never equals itself, -0.0 equals 0.0),
+// as spec/kv-cache.md §1.7 compares storage; a q8_0 element is its value quant·d.
+bool LayerKvCache::StorageEqual(const Buffer<std::byte>& first, const Buffer<std::byte>& second) const {
+  if (first.size() != second.size()) return false;
+  // From the buffers' size, not the geometry: a test may tamper with the latter.
+  for (size_t i = 0; i < ElementsIn(first); ++i) {
+    if (!(Element(first, i) == Element(second, i))) return false;
+  }
+  return true;
+}
+
 std::vector<double> LayerKvCache::Storage(const Buffer<std::byte>& buffer, bool logical) const {
   std::vector<double> out;
   out.reserve(lanes() * (logical ? len() : capacity_) * head_width_);
   for (size_t lane = 0; lane < lanes(); ++lane) {
     const size_t rows = logical ? lens_[lane / heads_] : capacity_;
-    for (size_t i = 0; i < rows * head_width_; ++i) {
-      out.push_back(ElementAt(buffer.data(), lane * capacity_ * head_width_ + i, precision_, kv_type_));
+    for (size_t row = 0; row < rows; ++row) {
+      for (size_t j = 0; j < head_width_; ++j) {
+        out.push_back(Element(buffer, (lane * capacity_ + row) * row_elements_ + j));
+      }
     }
   }
   return out;
@@ -165,38 +178,51 @@ bool LayerKvCache::operator==(const LayerKvCache& other) const {
   return batch_size_ == other.batch_size_ && model_width_ == other.model_width_ &&
          heads_ == other.heads_ && head_width_ == other.head_width_ &&
          capacity_ == other.capacity_ && lens_ == other.lens_ && precision_ == other.precision_ &&
-         kv_type_ == other.kv_type_ && StorageEqual(keys_, other.keys_, precision_, kv_type_) &&
-         StorageEqual(values_, other.values_, precision_, kv_type_) &&
+         kv_type_ == other.kv_type_ && StorageEqual(keys_, other.keys_) &&
+         StorageEqual(values_, other.values_) &&
          rope_feature_width_ == other.rope_feature_width_ &&
          rope_max_positions_ == other.rope_max_positions_ &&
          rope_base_bits_ == other.rope_base_bits_ && bindings_ == other.bindings_;
 }
 
+template <class Fn>
+bool LayerKvCache::ForLaneRows(size_t lane, size_t from, size_t to, Fn&& fn) const {
+  const size_t element = KvElementSize(precision_, kv_type_);
+  const size_t first = (lane * capacity_ + from) * row_elements_, count = (to - from) * row_elements_;
+  if (!fn(first * element, count * element)) return false;
+  if (!KvStoresQ8(precision_, kv_type_)) return true;
+  constexpr size_t kScale = sizeof(simd::Half);
+  return fn(quant_count() + first / simd::kQ8KvBlock * kScale, count / simd::kQ8KvBlock * kScale);
+}
+
 bool LayerKvCache::BackRows(size_t slot, size_t from, size_t to) {
   if (from >= to) return true;
-  const size_t element = KvElementSize(precision_, kv_type_);
-  const size_t row_bytes = head_width_ * element;
   for (size_t h = 0; h < heads_; ++h) {
-    const size_t offset = ((slot * heads_ + h) * capacity_ + from) * row_bytes;
-    const size_t bytes = (to - from) * row_bytes;
-    if (!memory::BackPagesForWriting(keys_.data() + offset, bytes) ||
-        !memory::BackPagesForWriting(values_.data() + offset, bytes)) {
-      return false;
-    }
+    const bool backed = ForLaneRows(slot * heads_ + h, from, to, [&](size_t offset, size_t bytes) {
+      return memory::BackPagesForWriting(keys_.data() + offset, bytes) &&
+             memory::BackPagesForWriting(values_.data() + offset, bytes);
+    });
+    if (!backed) return false;
   }
   return true;
 }
 
 void LayerKvCache::CopySlotRows(size_t source, size_t destination, size_t rows) {
-  const size_t element = KvElementSize(precision_, kv_type_);
-  const size_t lane_bytes = capacity_ * head_width_ * element;
-  const size_t row_bytes = rows * head_width_ * element;
-  if (row_bytes == 0) return;
+  if (rows == 0) return;
   for (size_t h = 0; h < heads_; ++h) {
-    const size_t from = (source * heads_ + h) * lane_bytes;
-    const size_t to = (destination * heads_ + h) * lane_bytes;
-    std::memcpy(keys_.data() + to, keys_.data() + from, row_bytes);
-    std::memcpy(values_.data() + to, values_.data() + from, row_bytes);
+    // The same ranges of both lanes: the quants, then a q8_0 lane's scales.
+    size_t from[2] = {}, k = 0;
+    ForLaneRows(source * heads_ + h, 0, rows, [&](size_t offset, size_t) {
+      from[k++] = offset;
+      return true;
+    });
+    k = 0;
+    ForLaneRows(destination * heads_ + h, 0, rows, [&](size_t offset, size_t bytes) {
+      std::memcpy(keys_.data() + offset, keys_.data() + from[k], bytes);
+      std::memcpy(values_.data() + offset, values_.data() + from[k], bytes);
+      ++k;
+      return true;
+    });
   }
 }
 

@@ -37,11 +37,21 @@ struct ParameterBinding {
   }
 };
 
-// One lane's rows [0, capacity), head_width elements each.
+// One lane's rows [0, capacity), row_elements() elements each.
 template <class T>
 struct KvLane {
   T* keys = nullptr;
   T* values = nullptr;
+};
+
+// A q8_0 lane: the quants of its rows, and their scales, one per
+// simd::kQ8KvBlock quants (scales[i / 32] the scale of quants[i]).
+template <>
+struct KvLane<simd::Q8> {
+  simd::Q8* keys = nullptr;
+  simd::Q8* values = nullptr;
+  simd::Half* key_scales = nullptr;
+  simd::Half* value_scales = nullptr;
 };
 
 class LayerKvCache {
@@ -74,20 +84,28 @@ class LayerKvCache {
   KvType kv_type() const { return kv_type_; }
   size_t lanes() const { return batch_size_ * heads_; }
   size_t element_count() const { return lanes() * capacity_ * head_width_; }
+  // Elements one stored row takes: head_width, or whole q8_0 blocks of quants.
+  size_t row_elements() const { return row_elements_; }
   const std::vector<ParameterBinding>& bindings() const { return bindings_; }  // q, k, v, o
 
   // The storage of lane (slot, kv_head) in the cache's element type: T = double
-  // for an f64 cache, float for an f32 one, simd::Half / simd::Bf16 for an f32
-  // cache of kF16 / kBf16.
+  // for an f64 cache, float for an f32 one, simd::Half / simd::Bf16 / simd::Q8
+  // for an f32 cache of kF16 / kBf16 / kQ8_0.
   // Engines write a step's rows past the slot's length, where no reader looks
   // until the session commits them.
   template <class T>
   KvLane<T> Lane(size_t slot, size_t kv_head) {
-    static_assert(std::is_same_v<T, float> || std::is_same_v<T, double> ||
-                  std::is_same_v<T, simd::Half> || std::is_same_v<T, simd::Bf16>);
-    const size_t offset = (slot * heads_ + kv_head) * capacity_ * head_width_;
-    return {reinterpret_cast<T*>(keys_.data()) + offset,
-            reinterpret_cast<T*>(values_.data()) + offset};
+    static_assert(std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, simd::Half> ||
+                  std::is_same_v<T, simd::Bf16> || std::is_same_v<T, simd::Q8>);
+    const size_t offset = (slot * heads_ + kv_head) * capacity_ * row_elements_;
+    if constexpr (std::is_same_v<T, simd::Q8>) {
+      const size_t scale = quant_count() + offset / simd::kQ8KvBlock * sizeof(simd::Half);
+      return {reinterpret_cast<T*>(keys_.data()) + offset, reinterpret_cast<T*>(values_.data()) + offset,
+              reinterpret_cast<simd::Half*>(keys_.data() + scale),
+              reinterpret_cast<simd::Half*>(values_.data() + scale)};
+    } else {
+      return {reinterpret_cast<T*>(keys_.data()) + offset, reinterpret_cast<T*>(values_.data()) + offset};
+    }
   }
 
   // Backs the pages of rows [from, to) of the slot's key and value lanes with
@@ -117,6 +135,16 @@ class LayerKvCache {
   LayerKvCache() = default;
 
   std::vector<double> Storage(const Buffer<std::byte>& buffer, bool logical) const;
+  // Stored element i of a buffer (i = (lane·capacity + row)·row_elements + column), as f64.
+  double Element(const Buffer<std::byte>& buffer, size_t i) const;
+  size_t ElementsIn(const Buffer<std::byte>& buffer) const;  // quants, for q8_0
+  bool StorageEqual(const Buffer<std::byte>& first, const Buffer<std::byte>& second) const;
+  // Elements (quants, for q8_0) of a whole buffer; a q8_0 buffer's scales follow them.
+  size_t quant_count() const { return lanes() * capacity_ * row_elements_; }
+  // fn(byte offset, bytes) for the storage of rows [from, to) of a lane in a buffer:
+  // one range, or a q8_0 lane's quants and then its scales.
+  template <class Fn>
+  bool ForLaneRows(size_t lane, size_t from, size_t to, Fn&& fn) const;
   // Rows [0, rows) of every lane of `source` copied into `destination`'s lanes.
   void CopySlotRows(size_t source, size_t destination, size_t rows);
 
@@ -125,6 +153,7 @@ class LayerKvCache {
   size_t heads_ = 0;
   size_t head_width_ = 0;
   size_t capacity_ = 0;
+  size_t row_elements_ = 0;
   std::vector<size_t> lens_;  // [batch]: every slot's length
   Precision precision_ = Precision::kF64;
   KvType kv_type_ = KvType::kEngine;

@@ -17,7 +17,9 @@
 // rows wait in staging buffers until the commit: a failed step writes nothing
 // into the cache. With a 16-bit cache (KvType::kF16, kBf16) the staging holds the new
 // rows already rounded, so a step's own rows and the committed ones are the same
-// values to attention, which reads both as stored (simd::Half, simd::Bf16 segments). Every
+// values to attention, which reads both as stored (simd::Half, simd::Bf16 segments);
+// a q8_0 cache (KvType::kQ8_0) the same, its rows quantized once into staging
+// (simd::QuantizeKvRowQ8_0) and read as simd::Q8 segments. Every
 // buffer is allocated at bind and bounded by the most rows one step forwards
 // (EngineOptions::max_rows_per_step), but for the attention scratch: each worker
 // keeps the scores of the prefixes it attends over (so that no key is read twice),
@@ -27,8 +29,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "weights/engine_weights.h"
@@ -43,6 +47,7 @@
 #include "weights/engine_weights.h"
 #include "model/rope.h"
 #include "engine/step_errors.h"
+#include "kv/kv_element.h"
 
 namespace kvrt::detail {
 namespace {
@@ -74,7 +79,7 @@ std::optional<size_t> FirstNonFinite(const simd::Bf16* values, size_t n) {
 }
 
 // T: the arithmetic (f32 or f64); K: the stored K/V element (T, or simd::Half /
-// simd::Bf16 for a 16-bit cache on the f32 engine).
+// simd::Bf16 / simd::Q8 for a compact cache on the f32 engine).
 template <class T, class K = T>
 class FastEngine final : public Engine {
  public:
@@ -86,6 +91,8 @@ class FastEngine final : public Engine {
         tied_(model.output_head_is_embedding()),
         batch_(cache.batch_size()),
         capacity_(cache.capacity()),
+        stored_hw_(KvRowElements(cache.precision(), cache.kv_type(), model.config().head_width())),
+        staged_kv_width_(model.config().kv_heads * stored_hw_),
         // Never fewer rows than slots: a decode of every slot is one step.
         max_rows_(std::max(cache.batch_size(),
                            std::min(max_rows_per_step, cache.batch_size() * cache.capacity()))),
@@ -130,7 +137,8 @@ class FastEngine final : public Engine {
     allocate(rope_rows_, rows * 2 * (hw / 2));
     allocate(attention_scratch_, workers * AttentionScratchPerWorker());
     allocate(logits_, batch_ * config_.vocabulary_size);
-    allocate(staged_, config_.layers * rows * 2 * config_.kv_width());
+    allocate(staged_, config_.layers * rows * 2 * staged_kv_width_);
+    if constexpr (kQ8) allocate(staged_scales_, config_.layers * rows * 2 * staged_kv_width_ / simd::kQ8KvBlock);
     allocate(row_run_, rows);
     allocate(row_position_, rows);
     allocate(row_finite_, rows);
@@ -208,8 +216,7 @@ class FastEngine final : public Engine {
   }
 
   void Commit(const EngineStep& step, std::span<LayerKvCache> layers) override {
-    const size_t hw = config_.head_width(), kv_heads = config_.kv_heads;
-    const size_t kv_width = config_.kv_width();
+    const size_t hw = stored_hw_, kv_heads = config_.kv_heads, kv_width = staged_kv_width_;
     // A layer per task: a prefill copies megabytes a layer, a decode a few KiB.
     ForLayers(step.rows, layers.size(), [&](size_t l) {
       size_t i = 0;  // step row
@@ -219,8 +226,15 @@ class FastEngine final : public Engine {
           const size_t row = (run.start + j) * hw;
           for (size_t h = 0; h < kv_heads; ++h) {
             const KvLane<K> lane = layers[l].template Lane<K>(run.slot, h);
-            std::copy_n(staged + h * hw, hw, lane.keys + row);
-            std::copy_n(staged + kv_width + h * hw, hw, lane.values + row);
+            const K* key = staged + h * hw;
+            const K* value = staged + kv_width + h * hw;
+            std::copy_n(key, hw, lane.keys + row);
+            std::copy_n(value, hw, lane.values + row);
+            if constexpr (kQ8) {
+              constexpr size_t kBlock = simd::kQ8KvBlock;
+              std::copy_n(StagedScales(key), hw / kBlock, lane.key_scales + row / kBlock);
+              std::copy_n(StagedScales(value), hw / kBlock, lane.value_scales + row / kBlock);
+            }
           }
         }
       }
@@ -328,14 +342,30 @@ class FastEngine final : public Engine {
     });
   }
 
-  // Staged K then V of step row i in layer l: [2·kv_width].
+  static constexpr bool kQ8 = std::is_same_v<K, simd::Q8>;
+
+  // Staged K then V of step row i in layer l: [2·kv_heads·stored_hw_].
   K* Staged(size_t layer, size_t i) {
-    return staged_.data() + (layer * max_rows_ + i) * 2 * config_.kv_width();
+    return staged_.data() + (layer * max_rows_ + i) * 2 * staged_kv_width_;
+  }
+  // The q8_0 scales of staged quants from `at` (a block's first quant) on.
+  simd::Half* StagedScales(const K* at) {
+    return staged_scales_.data() + static_cast<size_t>(at - staged_.data()) / simd::kQ8KvBlock;
+  }
+  // Staged rows as attention reads them: a pointer, or for q8_0 the quants with
+  // their scales.
+  simd::KvPointer<K> StagedRows(const K* at) {
+    if constexpr (kQ8) {
+      return {at, staged_.data(), staged_scales_.data()};
+    } else {
+      return at;
+    }
   }
 
   // The step's rotated keys and values, out of qkv_rows_ (which the output
   // projection overwrites) into the layer's staging, as the cache stores them:
-  // rounded to 16 bits here, once, so that attention and the commit see one value.
+  // rounded to 16 bits or quantized to q8_0 here, once, so that attention and the
+  // commit see one value.
   void StageKeyValueRows(const EngineStep& step, size_t layer) {
     const size_t width = qkv_.front().width(), d = config_.model_width;
     const size_t kv_width = config_.kv_width();
@@ -344,6 +374,12 @@ class FastEngine final : public Engine {
       K* staged = Staged(layer, i);
       if constexpr (std::is_same_v<K, T>) {
         std::copy_n(row, 2 * kv_width, staged);
+      } else if constexpr (kQ8) {
+        const size_t hw = config_.head_width();
+        for (size_t h = 0; h < 2 * config_.kv_heads; ++h) {  // the key heads, then the value heads
+          K* quants = staged + h * stored_hw_;
+          simd::QuantizeKvRowQ8_0(row + h * hw, hw, quants, StagedScales(quants));
+        }
       } else {
         for (size_t j = 0; j < 2 * kv_width; ++j) Store(row[j], staged[j]);
       }
@@ -368,10 +404,16 @@ class FastEngine final : public Engine {
   };
   RunPrefix PrefixOf(const EngineRun& run, size_t first_row, size_t kv_head, size_t own_rows,
                      size_t layer, LayerKvCache& cache) {
-    const size_t hw = config_.head_width(), kv_width = config_.kv_width();
+    const size_t hw = stored_hw_, kv_width = staged_kv_width_;
     const KvLane<K> lane = cache.template Lane<K>(run.slot, kv_head);
     const K* own = Staged(layer, first_row) + kv_head * hw;
-    return {{lane.keys, lane.values, hw, run.start}, {own, own + kv_width, 2 * kv_width, own_rows}};
+    const RunPrefix prefix{{}, {StagedRows(own), StagedRows(own + kv_width), 2 * kv_width, own_rows}};
+    if constexpr (kQ8) {
+      return {{{lane.keys, lane.keys, lane.key_scales}, {lane.values, lane.values, lane.value_scales}, hw, run.start},
+              prefix.fresh};
+    } else {
+      return {{lane.keys, lane.values, hw, run.start}, prefix.fresh};
+    }
   }
 
   // Causal attention of every new row; head outputs go to normed_ ([n, D]). Row
@@ -437,19 +479,19 @@ class FastEngine final : public Engine {
   // error names the same element for any thread count.
   Result<void> CheckNewRows(const EngineStep& step, size_t layer) {
     const size_t hw = config_.head_width(), kv_heads = config_.kv_heads;
-    const size_t kv_width = config_.kv_width();
+    const size_t kv_width = staged_kv_width_;
     ForRows(step.rows, [&](size_t i) {
-      row_finite_[i] = !FirstNonFinite(Staged(layer, i), 2 * kv_width).has_value();
+      row_finite_[i] = !FirstNonFiniteStaged(Staged(layer, i), 2 * kv_width).has_value();
     });
     const size_t first = static_cast<size_t>(
         std::find(row_finite_.data(), row_finite_.data() + step.rows, uint8_t{0}) - row_finite_.data());
     for (size_t i = first; i < step.rows; ++i) {
       for (const bool is_key : {true, false}) {
         for (size_t h = 0; h < kv_heads; ++h) {
-          const K* row = Staged(layer, i) + (is_key ? 0 : kv_width) + h * hw;
-          if (auto bad = FirstNonFinite(row, hw)) {
+          const K* row = Staged(layer, i) + (is_key ? 0 : kv_width) + h * stored_hw_;
+          if (auto bad = FirstNonFiniteStaged(row, stored_hw_)) {
             // The index within the slot's rows, as a single sequence reports it.
-            return Fail(NonFiniteCandidateRow(is_key, h * hw + *bad, StoredValue(row[*bad]), layer));
+            return Fail(NonFiniteCandidateRow(is_key, h * hw + bad->first, bad->second, layer));
           }
         }
       }
@@ -457,11 +499,31 @@ class FastEngine final : public Engine {
     return {};
   }
 
+  // The first non-finite value among `count` staged elements from `at`, and that
+  // value; for q8_0, the first element of the first block whose scale is not finite.
+  std::optional<std::pair<size_t, double>> FirstNonFiniteStaged(const K* at, size_t count) {
+    if constexpr (kQ8) {
+      const simd::Half* scales = StagedScales(at);
+      for (size_t b = 0; b < count / simd::kQ8KvBlock; ++b) {
+        if ((scales[b].bits & 0x7C00) == 0x7C00) {
+          const size_t i = b * simd::kQ8KvBlock;
+          return std::pair{i, static_cast<double>(simd::F16ToF32(scales[b].bits)) * at[i].quant};
+        }
+      }
+      return std::nullopt;
+    } else {
+      if (auto bad = FirstNonFinite(at, count)) return std::pair{*bad, StoredValue(at[*bad])};
+      return std::nullopt;
+    }
+  }
+
   const ModelConfig config_;
   const bool batch_invariant_;  // EngineOptions::batch_invariant
   const bool tied_;
   const size_t batch_;        // slots
   const size_t capacity_;
+  const size_t stored_hw_;        // elements of a stored K/V row (whole q8_0 blocks of quants)
+  const size_t staged_kv_width_;  // kv_heads·stored_hw_
   const size_t max_rows_;     // rows of the largest step
   const RopeTable* rope_;     // the model's (the session keeps the model alive)
   std::shared_ptr<const EngineWeights<T>> weights_;
@@ -476,6 +538,7 @@ class FastEngine final : public Engine {
   Buffer<T> attention_scratch_;  // [workers, AttentionScratchPerWorker()]
   Buffer<T> logits_;        // [slots, V]
   Buffer<K> staged_;        // [layers, rows, K | V]: the step's new rows, as stored
+  Buffer<simd::Half> staged_scales_;  // q8_0: one per simd::kQ8KvBlock of staged_
   Buffer<size_t> row_run_;       // [rows]: the run of every step row
   Buffer<size_t> row_position_;  // [rows]
   Buffer<uint8_t> row_finite_;   // [rows]: CheckNewRows' verdict on every step row
@@ -507,7 +570,7 @@ Result<std::unique_ptr<Engine>> Create(const DecoderModel& model, const DecoderK
 Result<std::unique_ptr<Engine>> CreateFastEngine(const DecoderModel& model,
                                                  const DecoderKvCache& cache,
                                                  const EngineOptions& options) {
-  if (IsHalfWidthKvType(cache.kv_type())) {
+  if (IsCompactKvType(cache.kv_type())) {
     // EngineOptions::Validate has refused the other combinations; a cache made
     // by hand still gets an error, never an engine that misreads it.
     const std::string name(KvTypeName(cache.kv_type()));
@@ -515,8 +578,11 @@ Result<std::unique_ptr<Engine>> CreateFastEngine(const DecoderModel& model,
       return Fail(ErrorCode::kUnsupportedBackend, {{"", name}},
                   "an " + name + " KV cache runs on the batch-invariant fast f32 engine");
     }
-    return cache.kv_type() == KvType::kF16 ? Create<float, simd::Half>(model, cache, options)
-                                           : Create<float, simd::Bf16>(model, cache, options);
+    switch (cache.kv_type()) {
+      case KvType::kF16: return Create<float, simd::Half>(model, cache, options);
+      case KvType::kBf16: return Create<float, simd::Bf16>(model, cache, options);
+      default: return Create<float, simd::Q8>(model, cache, options);
+    }
   }
   return options.precision == Precision::kF32 ? Create<float>(model, cache, options)
                                               : Create<double>(model, cache, options);

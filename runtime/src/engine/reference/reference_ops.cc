@@ -15,6 +15,7 @@
 #include "kvrt/simd/dot.h"
 #include "kvrt/simd/matmul.h"
 #include "kvrt/simd/matvec.h"
+#include "kvrt/simd/prefix_attention.h"
 #include "kvrt/simd/rms_norm.h"
 #include "kvrt/simd/rope.h"
 #include "kvrt/simd/scaled_accumulate.h"
@@ -285,6 +286,8 @@ void ReferenceRowForward::WriteNewRows(const RowStep& step, const LayerKvRows<do
       for (size_t j = 0; j < hw; ++j) to[j] = simd::RoundToF16(from[j]);
     } else if (kv_type_ == KvType::kBf16) {
       for (size_t j = 0; j < hw; ++j) to[j] = simd::RoundToBf16(from[j]);
+    } else if (kv_type_ == KvType::kQ8_0) {
+      simd::RoundKvRowToQ8_0(from, hw, to);
     } else {
       std::copy_n(from, hw, to);
     }

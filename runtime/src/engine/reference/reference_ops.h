@@ -50,7 +50,8 @@ class ReferenceRowForward {
 
   // The element type of the cache the new rows go to: with KvType::kF16 (kBf16)
   // every new K/V row is rounded to f16 (bf16) by simd::RoundToF16 (RoundToBf16) as
-  // it is written, before attention reads it (the oracle of the fast 16-bit path).
+  // it is written, before attention reads it (the oracle of the fast 16-bit path);
+  // with KvType::kQ8_0 by simd::RoundKvRowToQ8_0 (the oracle of the q8_0 path).
   void set_kv_type(KvType type) { kv_type_ = type; }
 
  private:
