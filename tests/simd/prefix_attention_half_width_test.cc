@@ -96,21 +96,13 @@ struct Prefix {
   }
 };
 
-std::vector<size_t> Lengths() {
-  std::vector<size_t> lengths;
-  for (size_t n = 1; n <= 20; ++n) lengths.push_back(n);
-  const size_t t = kPrefixAttentionTile;
-  for (size_t n : {t - 1, t, t + 1, 2 * t + 3}) lengths.push_back(n);
-  return lengths;
-}
-
 constexpr size_t kHeadWidths[] = {1, 2, 3, 7, 8, 15, 16, 17, 31, 32, 33, 48, 64, 65, 67, 128};
 
 template <class K>
 void ExpectOneQueryMatches() {
   size_t index = 0;  // a sanitizer build runs a sample that still reaches every head width
   for (size_t head_width : kHeadWidths) {
-    for (size_t n : Lengths()) {
+    for (size_t n : simd_test::ShortAndTileBoundaryLengths(kPrefixAttentionTile)) {
       for (size_t split : {size_t{0}, n / 2, n}) {
         if (!sanitizer_build::CaseRunsInThisBuild(index++)) continue;
         Inputs inputs(simd_test::CaseSeed(n, head_width, split));

@@ -7,6 +7,7 @@
 // their scalar twins likewise give the f32 twin's bits. With the f32 kernels' own
 // tests this holds the q8_0 kernels to their twin within the bound of
 // prefix_attention.h.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -77,30 +78,21 @@ struct Prefix {
   Prefix(Inputs& inputs, size_t n, size_t split, size_t head_width)
       : first(inputs, split, Q8KvRowQuants(head_width), head_width, 3),
         second(inputs, n - split, 3 * Q8KvRowQuants(head_width), head_width, 2) {}
-  PrefixSegment<Q8> FirstQ8(size_t rows) const { return first.Quantized(rows); }
-  PrefixSegment<Q8> SecondQ8(size_t rows) const {
-    return second.Quantized(rows > first.count ? rows - first.count : 0);
-  }
-  PrefixSegment<float> First32(size_t rows) const { return first.Float32(rows); }
-  PrefixSegment<float> Second32(size_t rows) const {
-    return second.Float32(rows > first.count ? rows - first.count : 0);
-  }
+  // The first `rows` prefix rows: how many of them each segment holds.
+  size_t InFirst(size_t rows) const { return std::min(rows, first.count); }
+  size_t InSecond(size_t rows) const { return rows - InFirst(rows); }
+  PrefixSegment<Q8> FirstQ8(size_t rows) const { return first.Quantized(InFirst(rows)); }
+  PrefixSegment<Q8> SecondQ8(size_t rows) const { return second.Quantized(InSecond(rows)); }
+  PrefixSegment<float> First32(size_t rows) const { return first.Float32(InFirst(rows)); }
+  PrefixSegment<float> Second32(size_t rows) const { return second.Float32(InSecond(rows)); }
 };
-
-std::vector<size_t> Lengths() {
-  std::vector<size_t> lengths;
-  for (size_t n = 1; n <= 20; ++n) lengths.push_back(n);
-  const size_t t = kPrefixAttentionTile;
-  for (size_t n : {t - 1, t, t + 1, 2 * t + 3}) lengths.push_back(n);
-  return lengths;
-}
 
 constexpr size_t kHeadWidths[] = {1, 2, 3, 6, 8, 15, 16, 17, 31, 32, 33, 48, 64, 65, 96, 128};
 
 TEST_P(PrefixAttentionQ8Test, OneQueryIsTheF32KernelOnTheDequantizedValues) {
   size_t index = 0;  // a sanitizer build runs a sample that still reaches every head width
   for (size_t head_width : kHeadWidths) {
-    for (size_t n : Lengths()) {
+    for (size_t n : simd_test::ShortAndTileBoundaryLengths(kPrefixAttentionTile)) {
       for (size_t split : {size_t{0}, n / 2, n}) {
         if (!sanitizer_build::CaseRunsInThisBuild(index++)) continue;
         Inputs inputs(simd_test::CaseSeed(n, head_width, split + 77));

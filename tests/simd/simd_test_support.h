@@ -141,6 +141,15 @@ class Inputs {
   std::mt19937_64 engine_;
 };
 
+// Prefix lengths for the attention tests over stored K/V types: every length to
+// 20, and the lengths around the first two boundaries of tiles of `tile` rows.
+inline std::vector<size_t> ShortAndTileBoundaryLengths(size_t tile) {
+  std::vector<size_t> lengths;
+  for (size_t n = 1; n <= 20; ++n) lengths.push_back(n);
+  for (size_t n : {tile - 1, tile, tile + 1, 2 * tile + 3}) lengths.push_back(n);
+  return lengths;
+}
+
 inline uint64_t CaseSeed(size_t a, size_t b = 0, size_t c = 0) {
   return 0x9E3779B97F4A7C15ull ^ (a * 1000003ull) ^ (b * 7919ull) ^ (c * 104729ull);
 }
