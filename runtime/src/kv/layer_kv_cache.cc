@@ -149,7 +149,8 @@ double LayerKvCache::Element(const Buffer<std::byte>& buffer, size_t i) const {
 bool LayerKvCache::StorageEqual(const Buffer<std::byte>& first, const Buffer<std::byte>& second) const {
   if (first.size() != second.size()) return false;
   // From the buffers' size, not the geometry: a test may tamper with the latter.
-  for (size_t i = 0; i < ElementsIn(first); ++i) {
+  const size_t elements = ElementsIn(first);
+  for (size_t i = 0; i < elements; ++i) {
     if (!(Element(first, i) == Element(second, i))) return false;
   }
   return true;

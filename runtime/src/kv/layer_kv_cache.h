@@ -1,8 +1,10 @@
 // One decoder block's K/V storage (spec/kv-cache.md §1).
 //
 // A layer holds `batch_size` sequence slots. Keys and values are each [slot,
-// kv_heads, capacity, head_width] row-major: lane = slot·kv_heads + h owns
-// capacity·head_width contiguous elements, allocated once and never reallocated.
+// kv_heads, capacity, row_elements] row-major: lane = slot·kv_heads + h owns
+// capacity·row_elements contiguous elements, allocated once and never reallocated
+// (row_elements = head_width, or for a q8_0 cache whole blocks of quants, whose
+// scales follow all the quants of the buffer, one per 32).
 // Keys are stored RoPE-rotated at their own position, values unrotated. Every
 // slot has its own length: only rows [0, slot_len) of its lanes are ever read;
 // rows past it may hold stale data from before a reset or a truncation (or rows
