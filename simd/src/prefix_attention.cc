@@ -53,18 +53,6 @@ void AttendPrefixRowsBf16(const float* q, size_t q_stride, size_t rows, PrefixSe
                        scratch, out, out_stride);
 }
 
-void AttendPrefixQ8(const float* q, PrefixSegment<Q8> first, PrefixSegment<Q8> second, size_t head_width,
-                    float scale, float* scratch, float* out) {
-  AttendPrefixRow(hn::ScalableTag<float>(), q, first, second, head_width, scale, scratch, out);
-}
-
-void AttendPrefixRowsQ8(const float* q, size_t q_stride, size_t rows, PrefixSegment<Q8> first,
-                        PrefixSegment<Q8> second, size_t head_width, float scale, float* scratch, float* out,
-                        size_t out_stride) {
-  AttendPrefixRowRange(hn::ScalableTag<float>(), q, q_stride, rows, first, second, head_width, scale,
-                       scratch, out, out_stride);
-}
-
 }  // namespace kvrt::simd::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
@@ -79,8 +67,6 @@ HWY_EXPORT(AttendPrefixF16);
 HWY_EXPORT(AttendPrefixRowsF16);
 HWY_EXPORT(AttendPrefixBf16);
 HWY_EXPORT(AttendPrefixRowsBf16);
-HWY_EXPORT(AttendPrefixQ8);
-HWY_EXPORT(AttendPrefixRowsQ8);
 
 void AttendPrefix(const float* q, PrefixSegment<float> first, PrefixSegment<float> second,
                   size_t head_width, float scale, float* scratch, float* out) {
@@ -124,17 +110,6 @@ void AttendPrefixRows(const float* q, size_t q_stride, size_t rows, PrefixSegmen
                       float* out, size_t out_stride) {
   HWY_DYNAMIC_DISPATCH(AttendPrefixRowsBf16)(q, q_stride, rows, first, second, head_width, scale,
                                              scratch, out, out_stride);
-}
-
-void AttendPrefix(const float* q, PrefixSegment<Q8> first, PrefixSegment<Q8> second, size_t head_width,
-                  float scale, float* scratch, float* out) {
-  HWY_DYNAMIC_DISPATCH(AttendPrefixQ8)(q, first, second, head_width, scale, scratch, out);
-}
-void AttendPrefixRows(const float* q, size_t q_stride, size_t rows, PrefixSegment<Q8> first,
-                      PrefixSegment<Q8> second, size_t head_width, float scale, float* scratch, float* out,
-                      size_t out_stride) {
-  HWY_DYNAMIC_DISPATCH(AttendPrefixRowsQ8)(q, q_stride, rows, first, second, head_width, scale, scratch, out,
-                                           out_stride);
 }
 
 }  // namespace kvrt::simd
