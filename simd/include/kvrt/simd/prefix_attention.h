@@ -25,20 +25,19 @@
 // Scalar twin: scores with DotScalar·scale, max, e_p = exp(s_p − m), the sum and
 // each column accumulated from 0 in ascending p, out = acc / sum.
 //
-// K/V stored as q8_0 (PrefixSegment<Q8>): the same again, each element loaded as
-// quant·d, which f32 holds exactly (an 8-bit integer times an f16); the twin
-// dequantizes each row and runs the f32 twin, so the f32 bound holds with key_p and
-// value_p the dequantized values.
-//
 // K/V stored as f16 or bf16 (PrefixSegment<Half> or <Bf16>, a 16-bit KV cache): the
 // same formula, with f32 queries, scores and accumulators, on the stored values
 // widened to f32 (exact for both), each element as the kernel loads it: no widening
-// copy of the prefix. The twin
-// widens each row and runs the f32 twin's arithmetic, so the f32 bound below holds
-// with key_p and value_p the widened values.
+// copy of the prefix. The twin widens each row and runs the f32 twin's arithmetic,
+// so the f32 bound below holds with key_p and value_p the widened values.
+//
+// K/V stored as q8_0 (PrefixSegment<Q8>, a q8_0 KV cache): the same again, each
+// element loaded as quant·d, which f32 holds exactly (an 8-bit integer times an
+// f16); the twin dequantizes each row and runs the f32 twin, so the f32 bound holds
+// with key_p and value_p the dequantized values.
 //
 // AttendPrefix (Highway, dispatched at run time):
-//   Lanes:     float (K/V float, f16 or bf16), double.
+//   Lanes:     float (K/V float, f16, bf16 or q8_0), double.
 //   Method:    scores as AttentionScores (one FMA chain per key over head_width,
 //              then a lane reduction); exps with hwy/contrib/math Exp (≤ 1 ULP);
 //              the exp sum in one vector accumulator (lane k sums the e_p with
