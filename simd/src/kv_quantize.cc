@@ -11,6 +11,8 @@
 
 namespace kvrt::simd {
 
+float Q8Rows::value() const { return F16ToF32(scale_bits()) * static_cast<float>(at->quant); }
+
 void QuantizeKvRowQ8_0(const float* row, size_t head_width, Q8* quants, Half* scales) {
   static_assert(kQ8KvBlock == kQuantBlock, "a KV block is a q8_0 weight block");
   for (size_t begin = 0, block = 0; begin < head_width; begin += kQ8KvBlock, ++block) {

@@ -43,7 +43,7 @@ void AttendEachKey(const T* q, PrefixSegment<T> first, PrefixSegment<T> second,
 
 float Widen(const Half* x) { return F16ToF32(x->bits); }
 float Widen(const Bf16* x) { return Bf16ToF32(x->bits); }
-float Widen(Q8Rows x) { return F16ToF32(x.scale_bits()) * static_cast<float>(x.at->quant); }
+float Widen(Q8Rows x) { return x.value(); }
 
 // A 16-bit or q8_0 segment widened to f32 (exact), row by row: the values the f16,
 // bf16 and q8_0 kernels compute on.

@@ -41,11 +41,11 @@ Result<LayerKvCache> LayerKvCache::Create(const DecoderModel& model, size_t laye
             Count(config.max_positions));
   }
   const size_t heads = config.kv_heads, hw = config.head_width();
-  std::optional<size_t> elements = CheckedMul(batch_size, heads);
-  if (elements) elements = CheckedMul(*elements, capacity);
-  std::optional<size_t> bytes = elements ? CheckedMul(*elements, KvRowBytes(precision, kv_type, hw)) : std::nullopt;
-  if (elements) elements = CheckedMul(*elements, hw);
-  if (!elements) bytes = std::nullopt;
+  std::optional<size_t> rows = CheckedMul(batch_size, heads);  // every lane's capacity
+  if (rows) rows = CheckedMul(*rows, capacity);
+  const std::optional<size_t> elements = rows ? CheckedMul(*rows, hw) : std::nullopt;
+  const std::optional<size_t> bytes =
+      elements ? CheckedMul(*rows, KvRowBytes(precision, kv_type, hw)) : std::nullopt;
   if (!bytes) {
     return Fail(ErrorCode::kElementCountOverflow,
                 {{"batch_size", uint64_t{batch_size}},
@@ -130,9 +130,9 @@ double LayerKvCache::Element(const Buffer<std::byte>& buffer, size_t i) const {
     return x;
   }
   if (KvStoresQ8(precision_, kv_type_)) {
-    uint16_t scale;
-    std::memcpy(&scale, data + ElementsIn(buffer) + i / simd::kQ8KvBlock * sizeof scale, sizeof scale);
-    return static_cast<double>(simd::F16ToF32(scale)) * static_cast<double>(static_cast<int8_t>(data[i]));
+    const auto* quants = reinterpret_cast<const simd::Q8*>(data);
+    const auto* scales = reinterpret_cast<const simd::Half*>(data + ElementsIn(buffer));
+    return simd::Q8Rows{quants + i, quants, scales}.value();
   }
   if (IsHalfWidthKvType(kv_type_)) {
     uint16_t bits;
@@ -186,24 +186,32 @@ bool LayerKvCache::operator==(const LayerKvCache& other) const {
          rope_base_bits_ == other.rope_base_bits_ && bindings_ == other.bindings_;
 }
 
-template <class Fn>
-bool LayerKvCache::ForLaneRows(size_t lane, size_t from, size_t to, Fn&& fn) const {
+LayerKvCache::ByteRanges LayerKvCache::RowRanges(size_t lane, size_t from, size_t to) const {
   const size_t element = KvElementSize(precision_, kv_type_);
   const size_t first = (lane * capacity_ + from) * row_elements_, count = (to - from) * row_elements_;
-  if (!fn(first * element, count * element)) return false;
-  if (!KvStoresQ8(precision_, kv_type_)) return true;
-  constexpr size_t kScale = sizeof(simd::Half);
-  return fn(quant_count() + first / simd::kQ8KvBlock * kScale, count / simd::kQ8KvBlock * kScale);
+  ByteRanges ranges;
+  ranges.offset[0] = first * element;
+  ranges.bytes[0] = count * element;
+  ranges.count = 1;
+  if (KvStoresQ8(precision_, kv_type_)) {
+    constexpr size_t kScale = sizeof(simd::Half);
+    ranges.offset[1] = quant_count() + first / simd::kQ8KvBlock * kScale;
+    ranges.bytes[1] = count / simd::kQ8KvBlock * kScale;
+    ranges.count = 2;
+  }
+  return ranges;
 }
 
 bool LayerKvCache::BackRows(size_t slot, size_t from, size_t to) {
   if (from >= to) return true;
   for (size_t h = 0; h < heads_; ++h) {
-    const bool backed = ForLaneRows(slot * heads_ + h, from, to, [&](size_t offset, size_t bytes) {
-      return memory::BackPagesForWriting(keys_.data() + offset, bytes) &&
-             memory::BackPagesForWriting(values_.data() + offset, bytes);
-    });
-    if (!backed) return false;
+    const ByteRanges ranges = RowRanges(slot * heads_ + h, from, to);
+    for (size_t k = 0; k < ranges.count; ++k) {
+      if (!memory::BackPagesForWriting(keys_.data() + ranges.offset[k], ranges.bytes[k]) ||
+          !memory::BackPagesForWriting(values_.data() + ranges.offset[k], ranges.bytes[k])) {
+        return false;
+      }
+    }
   }
   return true;
 }
@@ -211,19 +219,12 @@ bool LayerKvCache::BackRows(size_t slot, size_t from, size_t to) {
 void LayerKvCache::CopySlotRows(size_t source, size_t destination, size_t rows) {
   if (rows == 0) return;
   for (size_t h = 0; h < heads_; ++h) {
-    // The same ranges of both lanes: the quants, then a q8_0 lane's scales.
-    size_t from[2] = {}, k = 0;
-    ForLaneRows(source * heads_ + h, 0, rows, [&](size_t offset, size_t) {
-      from[k++] = offset;
-      return true;
-    });
-    k = 0;
-    ForLaneRows(destination * heads_ + h, 0, rows, [&](size_t offset, size_t bytes) {
-      std::memcpy(keys_.data() + offset, keys_.data() + from[k], bytes);
-      std::memcpy(values_.data() + offset, values_.data() + from[k], bytes);
-      ++k;
-      return true;
-    });
+    const ByteRanges from = RowRanges(source * heads_ + h, 0, rows);
+    const ByteRanges to = RowRanges(destination * heads_ + h, 0, rows);
+    for (size_t k = 0; k < from.count; ++k) {
+      std::memcpy(keys_.data() + to.offset[k], keys_.data() + from.offset[k], from.bytes[k]);
+      std::memcpy(values_.data() + to.offset[k], values_.data() + from.offset[k], from.bytes[k]);
+    }
   }
 }
 

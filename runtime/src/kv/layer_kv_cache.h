@@ -143,10 +143,14 @@ class LayerKvCache {
   bool StorageEqual(const Buffer<std::byte>& first, const Buffer<std::byte>& second) const;
   // Elements (quants, for q8_0) of a whole buffer; a q8_0 buffer's scales follow them.
   size_t quant_count() const { return lanes() * capacity_ * row_elements_; }
-  // fn(byte offset, bytes) for the storage of rows [from, to) of a lane in a buffer:
-  // one range, or a q8_0 lane's quants and then its scales.
-  template <class Fn>
-  bool ForLaneRows(size_t lane, size_t from, size_t to, Fn&& fn) const;
+  // Where rows [from, to) of a lane lie in a buffer: one byte range, or a q8_0
+  // lane's quants and then its scales.
+  struct ByteRanges {
+    size_t offset[2] = {};
+    size_t bytes[2] = {};
+    size_t count = 0;
+  };
+  ByteRanges RowRanges(size_t lane, size_t from, size_t to) const;
   // Rows [0, rows) of every lane of `source` copied into `destination`'s lanes.
   void CopySlotRows(size_t source, size_t destination, size_t rows);
 

@@ -405,14 +405,18 @@ class FastEngine final : public Engine {
   RunPrefix PrefixOf(const EngineRun& run, size_t first_row, size_t kv_head, size_t own_rows,
                      size_t layer, LayerKvCache& cache) {
     const size_t hw = stored_hw_, kv_width = staged_kv_width_;
-    const KvLane<K> lane = cache.template Lane<K>(run.slot, kv_head);
     const K* own = Staged(layer, first_row) + kv_head * hw;
-    const RunPrefix prefix{{}, {StagedRows(own), StagedRows(own + kv_width), 2 * kv_width, own_rows}};
+    return {Committed(cache.template Lane<K>(run.slot, kv_head), run.start),
+            {StagedRows(own), StagedRows(own + kv_width), 2 * kv_width, own_rows}};
+  }
+
+  // The first `count` committed rows of a lane as attention reads them.
+  simd::PrefixSegment<K> Committed(const KvLane<K>& lane, size_t count) const {
     if constexpr (kQ8) {
-      return {{{lane.keys, lane.keys, lane.key_scales}, {lane.values, lane.values, lane.value_scales}, hw, run.start},
-              prefix.fresh};
+      return {{lane.keys, lane.keys, lane.key_scales}, {lane.values, lane.values, lane.value_scales}, stored_hw_,
+              count};
     } else {
-      return {{lane.keys, lane.values, hw, run.start}, prefix.fresh};
+      return {lane.keys, lane.values, stored_hw_, count};
     }
   }
 
@@ -507,7 +511,7 @@ class FastEngine final : public Engine {
       for (size_t b = 0; b < count / simd::kQ8KvBlock; ++b) {
         if ((scales[b].bits & 0x7C00) == 0x7C00) {
           const size_t i = b * simd::kQ8KvBlock;
-          return std::pair{i, static_cast<double>(simd::F16ToF32(scales[b].bits)) * at[i].quant};
+          return std::pair{i, static_cast<double>(StagedRows(at + i).value())};
         }
       }
       return std::nullopt;

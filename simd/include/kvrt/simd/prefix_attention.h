@@ -94,6 +94,8 @@ struct Q8Rows {
   Q8Rows operator+(size_t elements) const { return {at + elements, origin, scales}; }
   // The f16 bits of the scale of the block `at` lies in.
   uint16_t scale_bits() const { return scales[static_cast<size_t>(at - origin) / kQ8KvBlock].bits; }
+  // The element's value, quant·scale (exact in f32).
+  float value() const;
 };
 
 // How a kernel reaches a K/V element of type K: a pointer, or for q8_0 a Q8Rows.
