@@ -59,10 +59,8 @@ BenchSessionOptions CacheOf(KvType type, size_t depth, WeightFormat weights = We
 // Bytes of K/V one step at `depth` reads (every layer's keys and values of
 // depth + 8 rows, the mean over a run of steps).
 double KvBytesPerStep(const DecoderModel& model, KvType type, size_t depth) {
-  const ModelConfig& config = model.config();
-  return 2.0 * static_cast<double>(config.layers) * (static_cast<double>(depth) + kStepsPerRewind / 2.0) *
-         static_cast<double>(config.kv_heads) *
-         static_cast<double>(KvRowBytes(Precision::kF32, type, config.head_width()));
+  return (static_cast<double>(depth) + kStepsPerRewind / 2.0) *
+         static_cast<double>(KvBytesPerPosition(model.config(), Precision::kF32, type));
 }
 
 // One decode of the next token; rewinds to `depth` first when a run of steps is over.

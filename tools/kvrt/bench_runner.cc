@@ -112,8 +112,7 @@ class CaseSteps {
 
 // K/V bytes one decode token reads at `context` positions, in the cache's type.
 double KvBytesPerToken(const ModelConfig& config, KvType kv_type, double context) {
-  const double row = static_cast<double>(KvRowBytes(Precision::kF32, kv_type, config.head_width()));
-  return static_cast<double>(config.layers) * context * 2.0 * static_cast<double>(config.kv_heads) * row;
+  return context * static_cast<double>(KvBytesPerPosition(config, Precision::kF32, kv_type));
 }
 
 // FLOPs one sequence's prefill of `prompt` tokens after `depth` executes, counted as

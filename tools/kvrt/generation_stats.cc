@@ -21,8 +21,7 @@ std::string KvStorageName(const EngineOptions& engine) {
 }
 
 size_t KvCacheBytes(const ModelConfig& config, const EngineOptions& engine, size_t positions) {
-  const size_t row = KvRowBytes(engine.precision, engine.kv_type, config.head_width());
-  return 2 * config.layers * positions * config.kv_heads * row;
+  return positions * KvBytesPerPosition(config, engine.precision, engine.kv_type);
 }
 
 void PrintGenerationStats(std::FILE* out, const Model& model, const EngineOptions& engine,

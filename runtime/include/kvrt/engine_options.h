@@ -9,6 +9,8 @@
 
 namespace kvrt {
 
+struct ModelConfig;
+
 namespace threading {
 class ThreadPool;
 }
@@ -70,6 +72,9 @@ std::string_view KvTypeName(KvType type);             // "engine", "f16", "bf16"
 // Bytes one cached K or V row of head_width takes in a cache of this precision and
 // type (a q8_0 row: whole blocks of 32 quants and their f16 scales).
 size_t KvRowBytes(Precision precision, KvType type, size_t head_width);
+// Bytes one position takes in such a cache of this model: its K and V rows in
+// every layer and key/value head (what a decode step reads a position).
+size_t KvBytesPerPosition(const ModelConfig& config, Precision precision, KvType type);
 
 // The default is the fast f32 engine on every core, as in the C API
 // (kvrt_engine_options_default); the bit-exact reference engine is an explicit

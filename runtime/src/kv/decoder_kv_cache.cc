@@ -161,10 +161,7 @@ bool DecoderKvCache::prefill_complete() const {
 }
 
 size_t DecoderKvCache::storage_bytes() const {
-  size_t bytes = 0;
-  for (const LayerKvCache& layer : layers_)
-    bytes += 2 * layer.lanes() * layer.capacity() * KvRowBytes(precision_, kv_type_, layer.head_width());
-  return bytes;
+  return batch_size_ * capacity_ * KvBytesPerPosition(config_, precision_, kv_type_);
 }
 
 bool DecoderKvCache::operator==(const DecoderKvCache& other) const {
