@@ -17,14 +17,20 @@ inline constexpr size_t kScaleBytes = kWidth * sizeof(uint16_t);    // a block's
 inline constexpr size_t kQ8RowBytes = kWidth;                       // 32 int8
 inline constexpr size_t kQ4RowBytes = kWidth / 2;                   // 32 nibbles
 inline constexpr size_t kQ6HighBytes = kWidth / 4;                  // 32 2-bit high parts
+inline constexpr size_t kQ5HighBytes = kWidth / 8;                  // 32 1-bit high parts
 inline constexpr size_t kQ6RowBytes = kQ4RowBytes + kQ6HighBytes;   // 24
+inline constexpr size_t kQ5RowBytes = kQ4RowBytes + kQ5HighBytes;   // 20
 inline constexpr size_t kQ8BlockBytes = kScaleBytes + kQuantBlock * kQ8RowBytes;  // 1088
 inline constexpr size_t kQ4BlockBytes = kScaleBytes + kQuantBlock * kQ4RowBytes;  // 576
 inline constexpr size_t kQ6BlockBytes = kScaleBytes + kQuantBlock * kQ6RowBytes;  // 832
+inline constexpr size_t kQ5BlockBytes = kScaleBytes + kQuantBlock * kQ5RowBytes;  // 704
 inline constexpr size_t kGgmlQ8BlockBytes = 2 + kQuantBlock;      // {f16 d; int8 qs[32]}
 inline constexpr size_t kGgmlQ4BlockBytes = 2 + kQuantBlock / 2;  // {f16 d; uint8 qs[16]}
 inline constexpr size_t kGgmlQ4KBlockBytes = 144;  // {f16 d, dmin; u8 scales[12], qs[128]}
+inline constexpr size_t kGgmlQ5KBlockBytes = 176;  // {f16 d, dmin; u8 scales[12], qh[32], qs[128]}
 inline constexpr size_t kGgmlQ6KBlockBytes = 210;  // {u8 ql[128], qh[64]; i8 scales[16]; f16 d}
+// The largest ggml block of any quantized type (a packer's buffer).
+inline constexpr size_t kGgmlMaxBlockBytes = kGgmlQ6KBlockBytes;
 // The q4_0 quant of a padding (or all-zero) column: (8 − 8)·0 = +0.
 inline constexpr uint8_t kQ4Zero = 8;
 // The q6_k high bits of a padding column: q = 32, (32 − 32)·0 = +0 (q = 0 would be −0).
@@ -33,7 +39,7 @@ inline constexpr uint8_t kQ6HighZero = 0xAA;
 inline constexpr size_t kSuperBlockBlocks = kSuperBlock / kQuantBlock;  // 8
 
 static_assert(kQ8BlockBytes % 64 == 0 && kQ4BlockBytes % 64 == 0 && kQ6BlockBytes % 64 == 0 &&
-                  kHalfRowBytes % 64 == 0,
+                  kQ5BlockBytes % 64 == 0 && kHalfRowBytes % 64 == 0,
               "panels must keep 64-byte alignment");
 
 // The quantized types: blocks of 32 rows, each a 64-byte scale area per panel and then
@@ -42,34 +48,46 @@ constexpr bool IsBlockQuantized(CompressedFormat type) {
   return type != CompressedFormat::kBf16 && type != CompressedFormat::kF16;
 }
 constexpr bool IsKQuant(CompressedFormat type) {
-  return type == CompressedFormat::kQ4_K || type == CompressedFormat::kQ6_K;
+  return type == CompressedFormat::kQ4_K || type == CompressedFormat::kQ5_K ||
+         type == CompressedFormat::kQ6_K;
 }
-// Rows of one panel's byte row, per type: q8_0 32 int8, q4_0 and q4_k 16 bytes of
-// nibbles, q6_k 16 bytes of nibbles and 8 of high bits.
+// Bytes of high bits one panel's row keeps after its nibbles: q6_k 8 (2 bits a
+// column), q5_k 4 (1 bit a column), the others none.
+constexpr size_t HighBytes(CompressedFormat type) {
+  return type == CompressedFormat::kQ6_K   ? kQ6HighBytes
+         : type == CompressedFormat::kQ5_K ? kQ5HighBytes
+                                           : 0;
+}
+// Bytes of one panel's row, per type: q8_0 32 int8; q4_0, q4_k, q5_k and q6_k 16
+// bytes of nibbles and then their high bits (q5_k 4 bytes, q6_k 8).
 constexpr size_t QuantRowBytes(CompressedFormat type) {
-  return type == CompressedFormat::kQ8_0 ? kQ8RowBytes
-         : type == CompressedFormat::kQ6_K ? kQ6RowBytes
-                                           : kQ4RowBytes;
+  return type == CompressedFormat::kQ8_0 ? kQ8RowBytes : kQ4RowBytes + HighBytes(type);
 }
 // One panel's block of 32 rows: its scale area and its rows.
 constexpr size_t QuantBlockBytes(CompressedFormat type) {
   return kScaleBytes + kQuantBlock * QuantRowBytes(type);
 }
-// One panel's super-block header: q4_k 32 f16 d and 32 f16 dmin, q6_k 32 f16 d, else none.
+// q4_k and q5_k: a scale and a minimum per sub-block of 32 rows (ggml's
+// get_scale_min_k4 pairs), x ≈ (d·sc)·q − dmin·m.
+constexpr bool HasMin(CompressedFormat type) {
+  return type == CompressedFormat::kQ4_K || type == CompressedFormat::kQ5_K;
+}
+// One panel's super-block header: q4_k and q5_k 32 f16 d and 32 f16 dmin, q6_k 32
+// f16 d, else none.
 constexpr size_t HeaderBytes(CompressedFormat type) {
-  return type == CompressedFormat::kQ4_K ? 2 * kScaleBytes
-         : type == CompressedFormat::kQ6_K ? kScaleBytes
-                                           : 0;
+  return HasMin(type) ? 2 * kScaleBytes : type == CompressedFormat::kQ6_K ? kScaleBytes : 0;
 }
 // Rows per super-block: 256 for the K-quants; q8_0/q4_0 blocks are their own.
 constexpr size_t SuperRows(CompressedFormat type) { return IsKQuant(type) ? kSuperBlock : kQuantBlock; }
-// One panel's super-block: header and blocks (q4_k 4736 bytes, q6_k 6720).
+// One panel's super-block: header and blocks (q4_k 4736 bytes, q5_k 5760, q6_k 6720).
 constexpr size_t SuperBlockBytes(CompressedFormat type) {
   return HeaderBytes(type) + SuperRows(type) / kQuantBlock * QuantBlockBytes(type);
 }
 static_assert(SuperBlockBytes(CompressedFormat::kQ4_K) == 4736 &&
+                  SuperBlockBytes(CompressedFormat::kQ5_K) == 5760 &&
                   SuperBlockBytes(CompressedFormat::kQ6_K) == 6720 &&
                   SuperBlockBytes(CompressedFormat::kQ4_K) % 64 == 0 &&
+                  SuperBlockBytes(CompressedFormat::kQ5_K) % 64 == 0 &&
                   SuperBlockBytes(CompressedFormat::kQ6_K) % 64 == 0,
               "K-quant super-blocks keep 64-byte alignment");
 
@@ -93,7 +111,7 @@ inline void StoreU16(uint8_t* p, uint16_t v) { std::memcpy(p, &v, sizeof(v)); }
 // group of a matrix holds the 1..3 panels left over): a group of W panels stores, for
 // bf16/f16, row k of its panels side by side (W × 64 bytes), and for the quantized
 // types, block by block, the W panels' scale areas (W × 64 bytes) and then each of the
-// 32 rows of the W panels side by side (W × 32, 16 or 24 bytes), a K-quant super-block
+// 32 rows of the W panels side by side (W × 32, 16, 20 or 24 bytes), a K-quant super-block
 // starting with the W panels' headers. A group occupies W whole panels' bytes, so
 // panel sizes and offsets of groups are those of panels stored apart. Why:
 // the matrix–vector kernels stream four panels side by side. Four panels stored apart
@@ -101,9 +119,9 @@ inline void StoreU16(uint8_t* p, uint16_t v) { std::memcpy(p, &v, sizeof(v)); }
 // stream, with software prefetch or not; interleaving the four panels' rows makes one
 // stream, which the prefetchers follow.
 //
-// The nibbles of a q4_0, q4_k or q6_k row of a whole group (W = 4: 64 bytes; a q6_k
-// row's four 8-byte high-bit parts follow them) are in lane order: byte 4j + i holds
-// column j (low nibble) and column j + 16 (high nibble) of the group's panel i, j < 16,
+// The nibbles of a q4_0, q4_k, q5_k or q6_k row of a whole group (W = 4: 64 bytes; a
+// q5_k or q6_k row's four 4- or 8-byte high-bit parts follow them) are in lane order:
+// byte 4j + i holds column j (low nibble) and column j + 16 (high nibble) of the group's panel i, j < 16,
 // so that 32-bit lane j of the row holds column j of all four panels, nibble 2i + h
 // being column 16h + j of panel i. One 64-byte load then feeds all eight vectors of
 // the row on AVX-512 (a shift and a VPERMPS each, instead of a widening load, a shift
@@ -138,7 +156,7 @@ struct PanelRowsOf {
            k % SuperRows(type) / kQuantBlock * width * QuantBlockBytes(type);
   }
   // This panel's 64-byte scale area of the block holding row k: q8_0/q4_0 32 f16
-  // scales; q4_k 32 sc bytes, then 32 m bytes; q6_k 32 int8 sc of the block's first 16
+  // scales; q4_k and q5_k 32 sc bytes, then 32 m bytes; q6_k 32 int8 sc of the block's first 16
   // rows, then 32 of its last 16.
   Byte* Scales(CompressedFormat type, size_t k) const {
     return Block(type, k) + index * kScaleBytes;
@@ -151,18 +169,21 @@ struct PanelRowsOf {
   Byte* QuantRow(CompressedFormat type, size_t k) const {
     return GroupRow(type, k) + index * QuantRowBytes(type);
   }
-  // q4_0, q4_k, q6_k: whether this panel's nibbles are in lane order (a whole group),
-  // and the byte of row k that holds column j (< 32) in its low (j < 16) or high
-  // nibble. The nibbles of a group's row come first (q6_k's high bits follow them).
+  // q4_0, q4_k, q5_k, q6_k: whether this panel's nibbles are in lane order (a whole
+  // group), and the byte of row k that holds column j (< 32) in its low (j < 16) or
+  // high nibble. The nibbles of a group's row come first (q5_k's and q6_k's high bits
+  // follow them).
   bool LaneOrder() const { return width == kGroupPanels; }
   Byte* NibbleByte(CompressedFormat type, size_t k, size_t j) const {
     const size_t column = j % (kWidth / 2);
     return GroupRow(type, k) +
            (LaneOrder() ? column * kGroupPanels + index : index * kQ4RowBytes + column);
   }
-  // q6_k: this panel's 8 bytes of row k's high bits (after the group's nibbles).
-  Byte* Q6High(size_t k) const {
-    return GroupRow(CompressedFormat::kQ6_K, k) + width * kQ4RowBytes + index * kQ6HighBytes;
+  // q5_k, q6_k: this panel's HighBytes(type) bytes of row k's high bits (after the
+  // group's nibbles): little-endian uint32s, q5_k one with column c at bit c, q6_k two
+  // (columns 0..15, then 16..31) with column c of a word at bits 2c..2c+1.
+  Byte* HighBits(CompressedFormat type, size_t k) const {
+    return GroupRow(type, k) + width * kQ4RowBytes + index * HighBytes(type);
   }
 };
 using PanelRows = PanelRowsOf<const uint8_t>;
@@ -199,10 +220,15 @@ inline float DequantizeElement(CompressedFormat type, const PanelRows& panel, si
       const int q = j < kWidth / 2 ? byte & 0xF : byte >> 4;
       return static_cast<float>(q - 8) * F16ToF32(LoadU16(panel.Scales(type, k) + 2 * j));
     }
-    case CompressedFormat::kQ4_K: {
-      // ggml's dequantize_row_q4_K: d1·q − m1 with d1 = d·sc and m1 = dmin·m.
+    case CompressedFormat::kQ4_K:
+    case CompressedFormat::kQ5_K: {
+      // ggml's dequantize_row_q4_K / _q5_K: d1·q − m1 with d1 = d·sc and m1 = dmin·m,
+      // q5_k's q the nibble plus 16 for its high bit.
       const uint8_t byte = *panel.NibbleByte(type, k, j);
-      const int q = j < kWidth / 2 ? byte & 0xF : byte >> 4;
+      int q = j < kWidth / 2 ? byte & 0xF : byte >> 4;
+      if (type == CompressedFormat::kQ5_K) {
+        q += ((panel.HighBits(type, k)[j / 8] >> (j % 8)) & 1) << 4;
+      }
       const uint8_t* scales = panel.Scales(type, k);
       const uint8_t* header = panel.Header(type, k);
       const float d = F16ToF32(LoadU16(header + 2 * j)) * static_cast<float>(scales[j]);
@@ -214,7 +240,7 @@ inline float DequantizeElement(CompressedFormat type, const PanelRows& panel, si
       // ggml's dequantize_row_q6_K: d·sc·(q − 32).
       const uint8_t byte = *panel.NibbleByte(type, k, j);
       const int low = j < kWidth / 2 ? byte & 0xF : byte >> 4;
-      const uint8_t high_byte = panel.Q6High(k)[j / 4];
+      const uint8_t high_byte = panel.HighBits(type, k)[j / 4];
       const int q = low | ((high_byte >> (2 * (j % 4))) & 3) << 4;
       const auto sc = static_cast<int8_t>(panel.Scales(type, k)[k % kQuantBlock / 16 * kWidth + j]);
       const float d = F16ToF32(LoadU16(panel.Header(type, k) + 2 * j)) * static_cast<float>(sc);
@@ -224,7 +250,7 @@ inline float DequantizeElement(CompressedFormat type, const PanelRows& panel, si
   return 0.0f;
 }
 
-// Σ of the 32 activations x[0..32) of a q4_k sub-block, in the fixed tree the kernels
+// Σ of the 32 activations x[0..32) of a q4_k or q5_k sub-block, in the fixed tree the kernels
 // use (compressed_matrix.h): t_j = x_j + x_{j+16}, then halves added down to one.
 inline float SubBlockSum(const float* x) {
   float t[kQuantBlock / 2];

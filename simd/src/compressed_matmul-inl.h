@@ -26,7 +26,7 @@ namespace hn = hwy::HWY_NAMESPACE;
 // A panel's K block [k0, k0 + depth) decoded for the micro-kernels, in the f32 panel
 // layout: `values` [depth][32] (bf16/f16: at(); the quantized types their integers,
 // e.g. q or q − 8) and, for the quantized types, `scales` [sub-blocks][32] (one row per
-// 32 rows, per 16 for q6_k) and for q4_k `mins` [depth / 32][32] (dmin·m).
+// 32 rows, per 16 for q6_k) and for q4_k and q5_k `mins` [depth / 32][32] (dmin·m).
 struct DecodedBlock {
   static constexpr size_t kDepth = kDepthBlock<float>;  // 256 rows: a 32 KiB tile
   static_assert(kDepth % kSuperBlock == 0, "K blocks must hold whole (super-)blocks");
@@ -35,7 +35,7 @@ struct DecodedBlock {
   HWY_ALIGN float mins[kDepth / kQuantBlock * kCompressedPanelWidth];
 };
 
-// q4_k: the sub-block sums S of each row of an M block over one K block
+// q4_k, q5_k: the sub-block sums S of each row of an M block over one K block
 // (compressed_layout.h, SubBlockSum), [rows][depth / 32].
 struct RowSums {
   static constexpr size_t kStride = DecodedBlock::kDepth / kQuantBlock;
@@ -134,7 +134,7 @@ constexpr size_t BlockScaledTileRows() {
 
 // The block-scaled micro-kernel: C[0..kRows)[0..valid) continued over `depth` rows
 // (whole blocks of 32): per sub-block, one FMA chain of A[r][k]·q from 0 per element,
-// then acc = fma(scale, partial, acc) (and for q4_k acc − min·S fused, S from `sums`,
+// then acc = fma(scale, partial, acc) (and for q4_k, q5_k acc − min·S fused, S from `sums`,
 // row r's at sums[r·RowSums::kStride + b]), the arithmetic of BlockScaledMatVecPanels.
 // Not inlined into the loop nest: its 24 accumulators and partial sums use 27 of the
 // 32 registers, and inlined into the one function that holds every type's decoder,
@@ -231,7 +231,7 @@ struct ScaleOf<Rows, true, D> {
 // panels → row tiles, each panel's K block decoded into a stack DecodedBlock (35 KiB)
 // once per M block (up to 256 rows of A) and reused by every row tile. bf16/f16 run the
 // f32 micro-kernel on the dequantized values; the quantized types the block-scaled one
-// (q4_k with its rows' sub-block sums, computed once per M block and K block). Storing
+// (q4_k and q5_k with their rows' sub-block sums, computed once per M block and K block). Storing
 // and reloading C between K blocks rounds nothing, so every C[m][n] is computed by the
 // same operations as MatVec on row m.
 template <template <class> class Rows, bool kBlockScaled, class D>

@@ -25,6 +25,8 @@ void CompressedMatMul(const float* a, size_t lda, size_t m, const CompressedMatr
       return CompressedMatMulPanels<Q4KQuants, true>(d, a, lda, m, w, c, ldc, panel_begin, panel_end);
     case CompressedFormat::kQ6_K:
       return CompressedMatMulPanels<Q6KQuants, true>(d, a, lda, m, w, c, ldc, panel_begin, panel_end);
+    case CompressedFormat::kQ5_K:
+      return CompressedMatMulPanels<Q5KQuants, true>(d, a, lda, m, w, c, ldc, panel_begin, panel_end);
   }
 }
 

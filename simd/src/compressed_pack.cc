@@ -49,17 +49,16 @@ struct PanelWriter {
       SetNibble(*panel.NibbleByte(type, k0 + r, j), j, q);
     }
   }
-  // One ggml q4_k super-block of column n, rows k0..k0+256: f16 d and dmin, the eight
-  // 6-bit (scale, min) pairs of ggml's get_scale_min_k4 packing, and the nibbles,
-  // element 64g + l (l < 32) in the low and 64g + 32 + l in the high nibble of qs[32g + l].
-  void Q4KBlock(size_t k0, size_t n, const uint8_t* block) const {
+  // The header and scale areas of one ggml q4_k or q5_k super-block of column n, rows
+  // k0..k0+256: f16 d and dmin, and the eight 6-bit (scale, min) pairs of ggml's
+  // get_scale_min_k4 packing, a byte each.
+  void ScalesAndMins(size_t k0, size_t n, const uint8_t* block) const {
     const compressed::PanelRowsOf<uint8_t> panel = Panel(n);
     const size_t j = n % kWidth;
     uint8_t* header = panel.Header(type, k0);
     std::memcpy(header + 2 * j, block, 2);
     std::memcpy(header + compressed::kScaleBytes + 2 * j, block + 2, 2);
     const uint8_t* packed_scales = block + 4;
-    const uint8_t* qs = block + 16;
     for (size_t s = 0; s < compressed::kSuperBlockBlocks; ++s) {
       uint8_t* scales = panel.Scales(type, k0 + s * kQuantBlock);
       if (s < 4) {
@@ -70,10 +69,36 @@ struct PanelWriter {
         scales[kWidth + j] = static_cast<uint8_t>((packed_scales[s + 4] >> 4) | ((packed_scales[s] >> 6) << 4));
       }
     }
+  }
+  // One ggml q4_k super-block: its scales, then the nibbles, element 64g + l (l < 32)
+  // in the low and 64g + 32 + l in the high nibble of qs[32g + l].
+  void Q4KBlock(size_t k0, size_t n, const uint8_t* block) const {
+    ScalesAndMins(k0, n, block);
+    const compressed::PanelRowsOf<uint8_t> panel = Panel(n);
+    const size_t j = n % kWidth;
+    const uint8_t* qs = block + 16;
     for (size_t e = 0; e < kSuperBlock; ++e) {
       const uint8_t packed = qs[e / 64 * 32 + e % 32];
       const uint8_t q = e % 64 < 32 ? packed & 0xF : packed >> 4;
       SetNibble(*panel.NibbleByte(type, k0 + e, j), j, q);
+    }
+  }
+  // One ggml q5_k super-block: q4_k's scales and nibbles (qs after 32 bytes of qh), and
+  // element 64g + 32h + l's fifth bit at bit 2g + h of qh[l] (ggml's u1/u2 masks).
+  void Q5KBlock(size_t k0, size_t n, const uint8_t* block) const {
+    ScalesAndMins(k0, n, block);
+    const compressed::PanelRowsOf<uint8_t> panel = Panel(n);
+    const size_t j = n % kWidth;
+    const uint8_t* qh = block + 16;
+    const uint8_t* qs = block + 48;
+    for (size_t e = 0; e < kSuperBlock; ++e) {
+      const size_t g = e / 64, h = e % 64 / 32, l = e % 32;
+      const uint8_t packed = qs[32 * g + l];
+      SetNibble(*panel.NibbleByte(type, k0 + e, j), j, h == 0 ? packed & 0xF : packed >> 4);
+      const unsigned high = (qh[l] >> (2 * g + h)) & 1;
+      uint8_t& high_byte = panel.HighBits(type, k0 + e)[j / 8];
+      const unsigned bit = j % 8;
+      high_byte = static_cast<uint8_t>((high_byte & ~(1u << bit)) | (high << bit));
     }
   }
   // One ggml q6_k super-block of column n: element 128h + 32t + l (t < 4, l < 32) has its
@@ -95,7 +120,7 @@ struct PanelWriter {
       const uint8_t low = t < 2 ? packed & 0xF : packed >> 4;
       const uint8_t high = (qh[32 * half + l] >> (2 * t)) & 3;
       SetNibble(*panel.NibbleByte(type, k0 + e, j), j, low);
-      uint8_t& high_byte = panel.Q6High(k0 + e)[j / 4];
+      uint8_t& high_byte = panel.HighBits(type, k0 + e)[j / 4];
       const unsigned shift = 2 * (j % 4);
       high_byte = static_cast<uint8_t>((high_byte & ~(3u << shift)) | (high << shift));
     }
@@ -106,6 +131,7 @@ struct PanelWriter {
       case CompressedFormat::kQ8_0: return Q8Block(k0, n, block);
       case CompressedFormat::kQ4_0: return Q4Block(k0, n, block);
       case CompressedFormat::kQ4_K: return Q4KBlock(k0, n, block);
+      case CompressedFormat::kQ5_K: return Q5KBlock(k0, n, block);
       case CompressedFormat::kQ6_K: return Q6KBlock(k0, n, block);
       case CompressedFormat::kBf16:
       case CompressedFormat::kF16: return;
@@ -144,6 +170,7 @@ void QuantizeBlock(CompressedFormat type, const float* values, uint8_t* out) {
     case CompressedFormat::kQ8_0: return QuantizeBlockQ8_0(values, out);
     case CompressedFormat::kQ4_0: return QuantizeBlockQ4_0(values, out);
     case CompressedFormat::kQ4_K: return QuantizeBlockQ4_K(values, out);
+    case CompressedFormat::kQ5_K: return QuantizeBlockQ5_K(values, out);
     case CompressedFormat::kQ6_K: return QuantizeBlockQ6_K(values, out);
     case CompressedFormat::kBf16:
     case CompressedFormat::kF16: return;
@@ -163,6 +190,7 @@ const char* CompressedFormatName(CompressedFormat type) {
     case CompressedFormat::kQ4_0: return "q4_0";
     case CompressedFormat::kQ4_K: return "q4_k";
     case CompressedFormat::kQ6_K: return "q6_k";
+    case CompressedFormat::kQ5_K: return "q5_k";
   }
   return "?";
 }
@@ -197,6 +225,8 @@ size_t GgmlRowBytes(CompressedFormat type, size_t rows_k) {
       return rows_k / kQuantBlock * compressed::kGgmlQ4BlockBytes;
     case CompressedFormat::kQ4_K:
       return rows_k / kSuperBlock * compressed::kGgmlQ4KBlockBytes;
+    case CompressedFormat::kQ5_K:
+      return rows_k / kSuperBlock * compressed::kGgmlQ5KBlockBytes;
     case CompressedFormat::kQ6_K:
       return rows_k / kSuperBlock * compressed::kGgmlQ6KBlockBytes;
   }
@@ -247,7 +277,7 @@ void PackCompressed(CompressedFormat type, const float* source, size_t rows, siz
     for (size_t k0 = 0; k0 < rows; k0 += block_rows) {
       float values[kSuperBlock];
       for (size_t r = 0; r < block_rows; ++r) values[r] = element(k0 + r, n);
-      uint8_t block[compressed::kGgmlQ6KBlockBytes];
+      uint8_t block[compressed::kGgmlMaxBlockBytes];
       QuantizeBlock(type, values, block);
       writer.Block(k0, n, block);
     }

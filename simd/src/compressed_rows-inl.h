@@ -95,7 +95,7 @@ struct QuantPanel {
   size_t header_offset;  // this panel's header within the group's headers
   size_t block_shift;    // log2 of the blocks per super-block (0 or 3)
   size_t rows_offset;    // the group's scale areas before a block's rows
-  size_t high_offset;    // q6_k: this panel's high bits within a row of the group
+  size_t high_offset;    // q5_k, q6_k: this panel's high bits within a row of the group
   bool lane_order;       // nibbles of a whole group (compressed_layout.h)
 
   QuantPanel() = default;
@@ -109,7 +109,7 @@ struct QuantPanel {
         header_offset(panel.index * compressed::HeaderBytes(type)),
         block_shift(compressed::IsKQuant(type) ? 3 : 0),
         rows_offset(panel.width * compressed::kScaleBytes),
-        high_offset(panel.width * compressed::kQ4RowBytes + panel.index * compressed::kQ6HighBytes),
+        high_offset(panel.width * compressed::kQ4RowBytes + panel.index * compressed::HighBytes(type)),
         lane_order(type != CompressedFormat::kQ8_0 && panel.LaneOrder()) {
     static_assert(compressed::kSuperBlockBlocks == size_t{1} << 3, "block_shift");
   }
@@ -130,8 +130,9 @@ struct QuantPanel {
     const size_t bytes = type == CompressedFormat::kQ8_0 ? compressed::kQ8RowBytes : compressed::kQ4RowBytes;
     return GroupRow(block, r) + index * bytes;
   }
-  // q6_k: the panel's 8 bytes of high bits of a row, after the group's nibbles.
-  const uint8_t* Q6High(size_t block, size_t r) const {
+  // q5_k, q6_k: the panel's 4 or 8 bytes of high bits of a row, after the group's
+  // nibbles (compressed::PanelRows::HighBits).
+  const uint8_t* HighBits(size_t block, size_t r) const {
     return GroupRow(block, r) + high_offset;
   }
 };

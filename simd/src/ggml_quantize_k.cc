@@ -1,4 +1,4 @@
-// ggml's reference K-quant quantizers (compressed_matrix.h: QuantizeBlockQ4_K/Q6_K),
+// ggml's reference K-quant quantizers (compressed_matrix.h: QuantizeBlockQ4_K/Q5_K/Q6_K),
 // written from the published algorithm: the same float operations in the same order,
 // unfused (ggml builds them into ggml-base without -march flags, so without FMA), so
 // that the bytes equal llama-quantize's. The searches look odd in places (a scale
@@ -163,11 +163,14 @@ void ScaleMinK4(size_t j, const uint8_t* packed, uint8_t& scale, uint8_t& min) {
   }
 }
 
-}  // namespace
-
-void QuantizeBlockQ4_K(const float* x, uint8_t* out) {
+// What quantize_row_q4_K_ref and _q5_K_ref share: per 32 values a scale and a minimum
+// from ggml's search with `nmax` levels (and its trial scales rmin + rdelta·is, is =
+// 0..nstep), quantized to 6 bits against the largest of each into d, dmin and the
+// 12-byte get_scale_min_k4 packing (the first 16 bytes of `out`), then the levels
+// (0..nmax) refit to the stored scales, into levels[256].
+void ScaleMinSuperBlock(const float* x, int nmax, float rmin, float rdelta, int nstep, uint8_t* out,
+                        uint8_t* levels) {
   constexpr int kSub = 32, kSubs = kSuperBlock / kSub;
-  uint8_t levels[kSuperBlock];
   uint8_t trial[kSub];
   float weights[kSub];
   float mins[kSubs];
@@ -180,7 +183,8 @@ void QuantizeBlockQ4_K(const float* x, uint8_t* out) {
     for (int l = 0; l < kSub; ++l) sum_x2 += xs[l] * xs[l];
     const float av_x = std::sqrt(sum_x2 / kSub);
     for (int l = 0; l < kSub; ++l) weights[l] = av_x + std::fabs(xs[l]);
-    scales[j] = FitScaleAndMin(kSub, 15, xs, weights, levels + kSub * j, &mins[j], trial, -1.0f, 0.1f, 20);
+    scales[j] = FitScaleAndMin(kSub, nmax, xs, weights, levels + kSub * j, &mins[j], trial, rmin,
+                               rdelta, nstep);
     if (scales[j] > max_scale) max_scale = scales[j];
     if (mins[j] > max_min) max_min = mins[j];
   }
@@ -212,13 +216,51 @@ void QuantizeBlockQ4_K(const float* x, uint8_t* out) {
     if (dl == 0) continue;  // keeps the search's levels
     const float ml = F16ToF32(dmin) * static_cast<float>(m);
     for (int i = 0; i < kSub; ++i) {
-      levels[kSub * j + i] = static_cast<uint8_t>(Clamp(NearestInt((x[kSub * j + i] + ml) / dl), 0, 15));
+      const int level = NearestInt((x[kSub * j + i] + ml) / dl);
+      levels[kSub * j + i] = static_cast<uint8_t>(Clamp(level, 0, nmax));
     }
   }
+}
+
+}  // namespace
+
+void QuantizeBlockQ4_K(const float* x, uint8_t* out) {
+  uint8_t levels[kSuperBlock];
+  ScaleMinSuperBlock(x, 15, -1.0f, 0.1f, 20, out, levels);
   uint8_t* qs = out + 16;
   for (int j = 0; j < static_cast<int>(kSuperBlock); j += 64) {
     for (int l = 0; l < 32; ++l) qs[l] = static_cast<uint8_t>(levels[j + l] | (levels[j + l + 32] << 4));
     qs += 32;
+  }
+}
+
+void QuantizeBlockQ5_K(const float* x, uint8_t* out) {
+  uint8_t levels[kSuperBlock];
+  ScaleMinSuperBlock(x, 31, -0.5f, 0.1f, 15, out, levels);
+  // Per 64 values, element l's low 4 bits in the low nibble of ql[l] and its fifth bit
+  // in bit u1 of qh[l], element l + 32's in the high nibble and bit u2 = 2·u1 (u1 = 1,
+  // 4, 16, 64 for the four chunks).
+  uint8_t* qh = out + 16;
+  uint8_t* ql = out + 48;
+  std::memset(qh, 0, kSuperBlock / 8);
+  uint8_t u1 = 1, u2 = 2;
+  for (int j = 0; j < static_cast<int>(kSuperBlock); j += 64) {
+    for (int l = 0; l < 32; ++l) {
+      int low = levels[j + l];
+      if (low > 15) {
+        low -= 16;
+        qh[l] = static_cast<uint8_t>(qh[l] | u1);
+      }
+      int high = levels[j + l + 32];
+      if (high > 15) {
+        high -= 16;
+        qh[l] = static_cast<uint8_t>(qh[l] | u2);
+      }
+      ql[l] = static_cast<uint8_t>(low | (high << 4));
+    }
+    u1 = static_cast<uint8_t>(u1 << 2);
+    u2 = static_cast<uint8_t>(u2 << 2);
+    ql += 32;
   }
 }
 

@@ -1,13 +1,15 @@
-// Per-target decoders of the K-quant panel rows (q4_k, q6_k; layout:
+// Per-target decoders of the K-quant panel rows (q4_k, q5_k, q6_k; layout:
 // compressed_matrix.h) and the per-(sub-)block scales of every block-quantized type,
 // shared by the compressed MatVec and MatMul.
 //   Q4KQuants: q (0..15) as f32, the q4_0 nibble decoder without its offset.
-//   Q6KQuants: q − 32 as f32, from a row's nibble (the low 4 bits, as q4_0's) and its
-//              2 high bits (a word per half panel, column c at bits 2c): on AVX-512 two
-//              VPERMPS table lookups, nibble − 32 and 16·high, and an add; elsewhere
-//              the 6 bits ORed into the mantissa of 2^23, then 2^23 + 32 subtracted.
+//   Q5KQuants, Q6KQuants (HighBitQuants): q (0..31) and q − 32 (q in 0..63) as f32,
+//              from a row's nibble (the low 4 bits, as q4_0's) and its high bits (q5_k:
+//              1 a column, one word, column c at bit c; q6_k: 2, a word per half panel,
+//              column c at bits 2c): on AVX-512 two VPERMPS table lookups, nibble −
+//              offset and 16·high, and an add; elsewhere the 5 or 6 bits ORed into the
+//              mantissa of 2^23, then 2^23 + offset subtracted.
 // The kernels apply the scales per sub-block (BlockScales): q8_0/q4_0 d per 32 rows,
-// q4_k d·sc and dmin·m per 32 rows, q6_k d·sc per 16 rows.
+// q4_k and q5_k d·sc and dmin·m per 32 rows, q6_k d·sc per 16 rows.
 #if defined(KVRT_SIMD_KQUANT_ROWS_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef KVRT_SIMD_KQUANT_ROWS_INL_H_
 #undef KVRT_SIMD_KQUANT_ROWS_INL_H_
@@ -15,6 +17,7 @@
 #define KVRT_SIMD_KQUANT_ROWS_INL_H_
 #endif
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -31,41 +34,57 @@ namespace hn = hwy::HWY_NAMESPACE;
 template <class D>
 using Q4KQuants = NibbleQuants<D, CompressedFormat::kQ4_K, 0>;
 
-template <class D>
-struct Q6KQuants {
-  static constexpr CompressedFormat kType = CompressedFormat::kQ6_K;
+// A row's quants from its nibble (the low 4 bits, as q4_0's) and its high bits after
+// the group's nibbles: q5_k 1 bit a column (q in 0..31, as is), q6_k 2 bits (q in
+// 0..63, less kOffset = 32). kBits, the high bits per column, follows from the layout.
+template <class D, CompressedFormat kFormat, int kOffset>
+struct HighBitQuants {
+  static constexpr CompressedFormat kType = kFormat;
   static constexpr size_t kVecs = PanelVectors<D>();
+  static constexpr size_t kBits = compressed::HighBytes(kFormat) * 8 / kCompressedPanelWidth;
+  static_assert(kBits == 1 || kBits == 2, "q5_k or q6_k");
   using DU = hn::RebindToUnsigned<D>;
   using Bits = NibbleBits<D>;
 
-  // q − 32 from the low 4 bits in bits 3:0 of `low` (the bits above ignored, or with
-  // kMaskLow false and not on AVX-512 zero) and the high 2 bits in bits 1:0 of `high`
-  // (the bits above ignored).
+  // q − kOffset from the low 4 bits in bits 3:0 of `low` (the bits above ignored, or
+  // with kMaskLow false and not on AVX-512 zero) and the high bits in bits kBits−1:0
+  // of `high` (the bits above ignored).
   template <bool kMaskLow = true>
   static HWY_INLINE hn::Vec<D> Values(D d, hn::Vec<DU> low, hn::Vec<DU> high) {
 #if HWY_TARGET == HWY_AVX3
-    // VPERMPS reads bits 3:0 of the index: the high bits' table repeats every 4.
-    alignas(64) static constexpr float kSixteens[16] = {0, 16, 32, 48, 0, 16, 32, 48,
-                                                        0, 16, 32, 48, 0, 16, 32, 48};
-    const auto nibble = _mm512_permutexvar_ps(low.raw, hn::Iota(d, -32.0f).raw);
-    const auto top = _mm512_permutexvar_ps(high.raw, hn::Load(d, kSixteens).raw);
+    // VPERMPS reads bits 3:0 of the index: the high bits' table repeats every 2^kBits.
+    alignas(64) static constexpr std::array<float, 16> kSixteens = [] {
+      std::array<float, 16> table{};
+      for (size_t i = 0; i < table.size(); ++i) {
+        table[i] = static_cast<float>(16 * (i % (size_t{1} << kBits)));
+      }
+      return table;
+    }();
+    const auto nibble = _mm512_permutexvar_ps(low.raw, hn::Iota(d, static_cast<float>(-kOffset)).raw);
+    const auto top = _mm512_permutexvar_ps(high.raw, hn::Load(d, kSixteens.data()).raw);
     return hn::Add(hn::Vec<D>{nibble}, hn::Vec<D>{top});
 #else
+    // The 4 + kBits bits ORed into the mantissa of 2^23, then 2^23 + kOffset subtracted.
     const DU du;
     const auto nibble = kMaskLow ? hn::And(low, hn::Set(du, 0xF)) : low;
-    const auto top = hn::ShiftLeft<4>(hn::And(high, hn::Set(du, 3)));
+    const auto top = hn::ShiftLeft<4>(hn::And(high, hn::Set(du, (1u << kBits) - 1)));
     const auto magic = hn::Or(hn::Or(nibble, top), hn::Set(du, 0x4B000000));
-    return hn::Sub(hn::BitCast(d, magic), hn::Set(d, 8388608.0f + 32));  // 2^23 + 32
+    return hn::Sub(hn::BitCast(d, magic), hn::Set(d, 8388608.0f + kOffset));  // 2^23 + kOffset
 #endif
   }
 
-  // The high bits of vector v of half h of a row whose panel's 8 high-bit bytes are at
-  // `high_bytes`: lane i gets the word of half h shifted right by 2·(v·lanes + i).
+  // The high bits of vector v of half h of a row whose panel's high-bit bytes are at
+  // `high_bytes`: lane i gets those of column c = 16h + v·lanes + i at its bottom, the
+  // little-endian word that holds them shifted right by kBits·c mod 32 (q5_k: one word,
+  // bit c; q6_k: a word per half, bits 2·(c mod 16)).
   static HWY_INLINE hn::Vec<DU> HighBits(const uint8_t* high_bytes, size_t h, size_t v) {
     const DU du;
+    const size_t first_bit = kBits * (h * kCompressedPanelWidth / 2 + v * hn::Lanes(du));
     uint32_t word;
-    std::memcpy(&word, high_bytes + 4 * h, sizeof(word));
-    const auto shift = hn::Add(hn::ShiftLeft<1>(hn::Iota(du, 0)), hn::Set(du, static_cast<uint32_t>(2 * v * hn::Lanes(du))));
+    std::memcpy(&word, high_bytes + first_bit / 32 * sizeof(word), sizeof(word));
+    // kBits·i for kBits 1 or 2.
+    const auto lane_bits = hn::ShiftLeft<kBits - 1>(hn::Iota(du, 0));
+    const auto shift = hn::Add(lane_bits, hn::Set(du, static_cast<uint32_t>(first_bit % 32)));
     return hn::Set(du, word) >> shift;
   }
 
@@ -74,7 +93,7 @@ struct Q6KQuants {
   template <size_t kIndex, bool kByteLoads = false>
   static HWY_INLINE void DecodeLanes(D d, const uint8_t* row, hn::Vec<D>* q) {
     const uint8_t* high_bytes = row + compressed::kGroupPanels * compressed::kQ4RowBytes +
-                                kIndex * compressed::kQ6HighBytes;
+                                kIndex * compressed::HighBytes(kType);
     HWY_UNROLL(16)
     for (size_t v = 0; v < kVecs / 2; ++v) {
       hn::Vec<DU> low, high;
@@ -95,7 +114,7 @@ struct Q6KQuants {
       }
     }
     const uint8_t* row = panel.Row(b, r, kType);
-    const uint8_t* high_bytes = panel.Q6High(b, r);
+    const uint8_t* high_bytes = panel.HighBits(b, r);
     HWY_UNROLL(16)
     for (size_t v = 0; v < kVecs / 2; ++v) {
       hn::Vec<DU> low, high;
@@ -105,19 +124,23 @@ struct Q6KQuants {
     }
   }
 };
+template <class D>
+using Q5KQuants = HighBitQuants<D, CompressedFormat::kQ5_K, 0>;
+template <class D>
+using Q6KQuants = HighBitQuants<D, CompressedFormat::kQ6_K, 32>;
 
 // How a block-quantized type's sub-blocks are scaled (compressed_matrix.h, MatVec):
 // after the partial sums P of a sub-block of kSubRows rows, acc = fma(scale, P, acc),
-// and for kHasMin (q4_k) then acc = acc − min·S fused, S the sub-block's Σx
+// and for kHasMin (q4_k, q5_k) then acc = acc − min·S fused, S the sub-block's Σx
 // (SubBlockSum).
 template <CompressedFormat kType>
 struct BlockScales {
   static constexpr size_t kSubRows = kType == CompressedFormat::kQ6_K ? 16 : kQuantBlock;
   static constexpr size_t kSubBlocks = kQuantBlock / kSubRows;  // per block of 32 rows
-  static constexpr bool kHasMin = kType == CompressedFormat::kQ4_K;
+  static constexpr bool kHasMin = compressed::HasMin(kType);
 
-  // The column scales of sub-block s of block b as f32: q8_0/q4_0 the f16 d, q4_k
-  // d·sc, q6_k d·sc (exact products).
+  // The column scales of sub-block s of block b as f32: q8_0/q4_0 the f16 d, q4_k,
+  // q5_k and q6_k d·sc (exact products).
   template <class D>
   static HWY_INLINE void Scales(D d, const QuantPanel& panel, size_t b, size_t s, hn::Vec<D>* scale) {
     if constexpr (!compressed::IsKQuant(kType)) {
@@ -128,10 +151,10 @@ struct BlockScales {
       ScaleBytes<kType == CompressedFormat::kQ6_K>(d, panel.Scales(b) + s * kCompressedPanelWidth, super, scale);
     }
   }
-  // q4_k: the column minimums dmin·m of block b.
+  // q4_k, q5_k: the column minimums dmin·m of block b.
   template <class D>
   static HWY_INLINE void Mins(D d, const QuantPanel& panel, size_t b, hn::Vec<D>* min) {
-    static_assert(kHasMin, "q4_k only");
+    static_assert(kHasMin, "q4_k and q5_k only");
     hn::Vec<D> super[PanelVectors<D>()];
     LoadColumnScales(d, panel.Header(b) + compressed::kScaleBytes, super);
     ScaleBytes<false>(d, panel.Scales(b) + kCompressedPanelWidth, super, min);

@@ -30,13 +30,19 @@ HWY_TARGET_INSTANTIATE_TEST_SUITE_P(CompressedKernelsTest);
 
 constexpr CompressedFormat kAllTypes[] = {CompressedFormat::kBf16, CompressedFormat::kF16,
                                           CompressedFormat::kQ8_0, CompressedFormat::kQ4_0,
-                                          CompressedFormat::kQ4_K, CompressedFormat::kQ6_K};
+                                          CompressedFormat::kQ4_K, CompressedFormat::kQ5_K,
+                                          CompressedFormat::kQ6_K};
 
 bool IsKQuant(CompressedFormat type) {
-  return type == CompressedFormat::kQ4_K || type == CompressedFormat::kQ6_K;
+  return type == CompressedFormat::kQ4_K || type == CompressedFormat::kQ5_K ||
+         type == CompressedFormat::kQ6_K;
+}
+// The K-quants with a minimum per sub-block.
+bool HasMin(CompressedFormat type) {
+  return type == CompressedFormat::kQ4_K || type == CompressedFormat::kQ5_K;
 }
 
-// Σ of 32 activations in the tree compressed_matrix.h documents for q4_k.
+// Σ of 32 activations in the tree compressed_matrix.h documents for q4_k and q5_k.
 float DocumentedSubBlockSum(const float* x) {
   float t[16];
   for (size_t j = 0; j < 16; ++j) t[j] = x[j] + x[j + 16];
@@ -91,7 +97,7 @@ struct CompressedCase {
       sub_rows = type == CompressedFormat::kQ6_K ? 16 : 32;
       quants.resize(rows * cols);
       scales.resize(rows / sub_rows * cols);
-      if (type == CompressedFormat::kQ4_K) mins.resize(rows / kQuantBlock * cols);
+      if (HasMin(type)) mins.resize(rows / kQuantBlock * cols);
       std::vector<float> column(rows);
       std::vector<uint8_t> row(GgmlRowBytes(type, rows));
       const size_t block_bytes = GgmlRowBytes(type, kSuperBlock);
@@ -99,6 +105,7 @@ struct CompressedCase {
         for (size_t k = 0; k < rows; ++k) column[k] = dense[k * cols + n];
         for (size_t b = 0; b < rows / kSuperBlock; ++b) {
           if (type == CompressedFormat::kQ4_K) QuantizeBlockQ4_K(column.data() + kSuperBlock * b, row.data() + block_bytes * b);
+          if (type == CompressedFormat::kQ5_K) QuantizeBlockQ5_K(column.data() + kSuperBlock * b, row.data() + block_bytes * b);
           if (type == CompressedFormat::kQ6_K) QuantizeBlockQ6_K(column.data() + kSuperBlock * b, row.data() + block_bytes * b);
         }
         for (size_t k = 0; k < rows; ++k) {
@@ -155,11 +162,12 @@ struct CompressedCase {
       case CompressedFormat::kQ6_K:
         return (k + k / 16 + 18) * eps / 2 * AbsColumnSum(x, n) + (k + k / 16) * denorm;
       case CompressedFormat::kQ4_K:
+      case CompressedFormat::kQ5_K:
         return (k + k / 16 + 40) * eps / 2 * AbsTermSum(x, n) + (k + k / 16) * denorm;
     }
     return 0;
   }
-  // q4_k: Σ_k |x[k]|·(|d·sc·q| + |dmin·m|), the two terms the kernel sums apart.
+  // q4_k, q5_k: Σ_k |x[k]|·(|d·sc·q| + |dmin·m|), the two terms the kernel sums apart.
   long double AbsTermSum(const float* x, size_t n) const {
     long double sum = 0;
     for (size_t k = 0; k < view.rows; ++k) {
@@ -184,8 +192,8 @@ struct CompressedCase {
   GuardedBuffer<float> f32_storage;
   PackedMatrixView<float> f32_view;
   // The quantized types: [K, N] quants as the kernels multiply them (q8_0 q, q4_0 q − 8,
-  // q4_k q, q6_k q − 32), [K / sub_rows, N] scales (d, or d·sc), q4_k [K / 32, N]
-  // minimums dmin·m; all empty for bf16/f16.
+  // q4_k and q5_k q, q6_k q − 32), [K / sub_rows, N] scales (d, or d·sc), q4_k and q5_k
+  // [K / 32, N] minimums dmin·m; all empty for bf16/f16.
   size_t sub_rows = 0;
   std::vector<float> quants;
   std::vector<float> scales;

@@ -24,10 +24,12 @@ using simd_test::Inputs;
 
 constexpr CompressedFormat kAllTypes[] = {CompressedFormat::kBf16, CompressedFormat::kF16,
                                           CompressedFormat::kQ8_0, CompressedFormat::kQ4_0,
-                                          CompressedFormat::kQ4_K, CompressedFormat::kQ6_K};
+                                          CompressedFormat::kQ4_K, CompressedFormat::kQ5_K,
+                                          CompressedFormat::kQ6_K};
 
 bool IsKQuant(CompressedFormat type) {
-  return type == CompressedFormat::kQ4_K || type == CompressedFormat::kQ6_K;
+  return type == CompressedFormat::kQ4_K || type == CompressedFormat::kQ5_K ||
+         type == CompressedFormat::kQ6_K;
 }
 
 uint32_t Bits(float v) {
@@ -172,6 +174,9 @@ TEST(GgmlQuantizeTest, KQuantZeroBlocks) {
   QuantizeBlockQ4_K(zeros.data(), out);
   for (size_t i = 0; i < 144; ++i) EXPECT_EQ(out[i], 0) << i;
   std::memset(out, 0xFF, sizeof(out));
+  QuantizeBlockQ5_K(zeros.data(), out);
+  for (size_t i = 0; i < 176; ++i) EXPECT_EQ(out[i], 0) << i;
+  std::memset(out, 0xFF, sizeof(out));
   QuantizeBlockQ6_K(zeros.data(), out);
   for (size_t i = 0; i < 210; ++i) EXPECT_EQ(out[i], 0) << i;
 }
@@ -187,6 +192,24 @@ TEST(GgmlQuantizeTest, Q6_KRoundTripsItsOwnGrid) {
   for (size_t i = 0; i < 256; ++i) {
     const simd_test::KQuantElement e = simd_test::DecodeKQuant(CompressedFormat::kQ6_K, out, i);
     EXPECT_EQ(e.scale * static_cast<float>(e.q), x[i]) << i;
+  }
+}
+
+// Every sub-block of 32 holds the integers 0..31 (each once, in a scrambled order): the
+// search fits scale 1 and minimum 0, every sub-scale is 63 against d = 1/63, and each
+// value comes back as its own level, which puts every one of the 5 bits of every
+// position through ggml's packing (ql nibbles, qh masks u1/u2).
+TEST(GgmlQuantizeTest, Q5_KKeepsAnIntegerGrid) {
+  std::vector<float> x(256);
+  for (size_t i = 0; i < 256; ++i) x[i] = static_cast<float>((i * 7 + i / 32) % 32);
+  uint8_t out[176];
+  QuantizeBlockQ5_K(x.data(), out);
+  EXPECT_EQ(U16(out), F32ToF16(1.0f / 63.0f));
+  EXPECT_EQ(U16(out + 2), 0);  // dmin
+  for (size_t i = 0; i < 256; ++i) {
+    const simd_test::KQuantElement e = simd_test::DecodeKQuant(CompressedFormat::kQ5_K, out, i);
+    EXPECT_EQ(e.q, static_cast<int>(x[i])) << i;
+    EXPECT_EQ(e.min, 0.0f) << i;
   }
 }
 
@@ -218,6 +241,12 @@ TEST(CompressedMatrixTest, SizesAreGgmlBytesPerWeight) {
   EXPECT_EQ(CompressedRowMultiple(CompressedFormat::kQ8_0), 32u);
   EXPECT_EQ(CompressedRowMultiple(CompressedFormat::kBf16), 1u);
   EXPECT_EQ(CompressedMatrixBytes(CompressedFormat::kQ4_K, 768, 768), 768u * 768 * 148 / 256);
+  // q5_k: q4_k's scales plus 4 bytes of high bits per 32 values of a column.
+  EXPECT_FALSE(FitsCompressedFormat(CompressedFormat::kQ5_K, 512 + 128));
+  EXPECT_EQ(CompressedRowMultiple(CompressedFormat::kQ5_K), 256u);
+  EXPECT_EQ(CompressedMatrixBytes(CompressedFormat::kQ5_K, 768, 768), 768u * 768 * 180 / 256);
+  EXPECT_EQ(CompressedMatrixBytes(CompressedFormat::kQ5_K, 256, 33), 2u * 32 * 180);
+  EXPECT_EQ(GgmlRowBytes(CompressedFormat::kQ5_K, 512), 352u);
   EXPECT_EQ(CompressedMatrixBytes(CompressedFormat::kQ6_K, 768, 768), 768u * 768 * 210 / 256);
   EXPECT_EQ(CompressedMatrixBytes(CompressedFormat::kQ6_K, 256, 33), 2u * 32 * 210);
   EXPECT_EQ(GgmlRowBytes(CompressedFormat::kQ4_K, 512), 288u);
@@ -251,6 +280,9 @@ std::vector<uint8_t> GgmlRows(CompressedFormat type, const std::vector<float>& d
     for (size_t b = 0; b < rows / 256 && type == CompressedFormat::kQ4_K; ++b) {
       QuantizeBlockQ4_K(column.data() + 256 * b, row + 144 * b);
     }
+    for (size_t b = 0; b < rows / 256 && type == CompressedFormat::kQ5_K; ++b) {
+      QuantizeBlockQ5_K(column.data() + 256 * b, row + 176 * b);
+    }
     for (size_t b = 0; b < rows / 256 && type == CompressedFormat::kQ6_K; ++b) {
       QuantizeBlockQ6_K(column.data() + 256 * b, row + 210 * b);
     }
@@ -275,7 +307,8 @@ float GgmlElement(CompressedFormat type, const std::vector<uint8_t>& ggml, size_
       const int q = j < 16 ? block[2 + j] & 0xF : block[2 + j - 16] >> 4;
       return static_cast<float>(q - 8) * F16ToF32(U16(block));
     }
-    case CompressedFormat::kQ4_K: {
+    case CompressedFormat::kQ4_K:
+    case CompressedFormat::kQ5_K: {
       const simd_test::KQuantElement e = simd_test::DecodeKQuant(type, row, k);
       return e.scale * static_cast<float>(e.q) - e.min;
     }
@@ -381,14 +414,15 @@ TEST(CompressedMatrixTest, RepackIsLosslessForArbitraryBytes) {
       b = static_cast<uint8_t>(state >> 24);
     }
     // Keep the halves and scales finite (exponent field not all ones): every 16-bit
-    // value, q8_0/q4_0 d, q4_k d and dmin, q6_k d.
+    // value, q8_0/q4_0 d, q4_k/q5_k d and dmin, q6_k d.
     const size_t stride = type == CompressedFormat::kQ8_0   ? 34
                           : type == CompressedFormat::kQ4_0 ? 18
                           : type == CompressedFormat::kQ4_K ? 144
+                          : type == CompressedFormat::kQ5_K ? 176
                           : type == CompressedFormat::kQ6_K ? 210
                                                             : 2;
     std::vector<size_t> halves = {0};
-    if (type == CompressedFormat::kQ4_K) halves = {0, 2};
+    if (type == CompressedFormat::kQ4_K || type == CompressedFormat::kQ5_K) halves = {0, 2};
     if (type == CompressedFormat::kQ6_K) halves = {208};
     for (size_t i = 0; i < ggml.size(); i += stride) {
       for (size_t h : halves) {

@@ -1,5 +1,5 @@
-// ggml's q4_k and q6_k blocks read back as ggml's dequantize_row_q4_K / _q6_K read
-// them, written apart from the kernels' panel layout so that the simd tests check that
+// ggml's q4_k, q5_k and q6_k blocks read back as ggml's dequantize_row_q4_K / _q5_K /
+// _q6_K read them, written apart from the kernels' panel layout so that the simd tests check that
 // layout (at(), the kernels) against ggml's own bytes.
 #pragma once
 
@@ -10,9 +10,9 @@
 
 namespace kvrt::simd_test {
 
-// Element k of a ggml row: its quant as the kernels multiply it (q4_k q, q6_k q − 32),
-// the scale d·sc of its sub-block and (q4_k) the minimum dmin·m; the value ggml
-// dequantizes to is scale·q − min (q4_k) or scale·q (q6_k).
+// Element k of a ggml row: its quant as the kernels multiply it (q4_k and q5_k q, q6_k
+// q − 32), the scale d·sc of its sub-block and (q4_k, q5_k) the minimum dmin·m; the
+// value ggml dequantizes to is scale·q − min (q4_k, q5_k) or scale·q (q6_k).
 struct KQuantElement {
   int q;
   float scale;
@@ -23,14 +23,18 @@ inline uint16_t LoadHalf(const uint8_t* p) { return static_cast<uint16_t>(p[0] |
 
 inline KQuantElement DecodeKQuant(simd::CompressedFormat type, const uint8_t* row, size_t k) {
   const size_t e = k % 256;
-  if (type == simd::CompressedFormat::kQ4_K) {
-    const uint8_t* block = row + 144 * (k / 256);
+  if (type == simd::CompressedFormat::kQ4_K || type == simd::CompressedFormat::kQ5_K) {
+    const bool q5 = type == simd::CompressedFormat::kQ5_K;
+    const uint8_t* block = row + (q5 ? 176 : 144) * (k / 256);
     const uint8_t* packed = block + 4;
     const size_t j = e / 32;
     const int sc = j < 4 ? packed[j] & 63 : (packed[j + 4] & 0xF) | ((packed[j - 4] >> 6) << 4);
     const int m = j < 4 ? packed[j + 4] & 63 : (packed[j + 4] >> 4) | ((packed[j] >> 6) << 4);
-    const uint8_t qs = block[16 + e / 64 * 32 + e % 32];
-    const int q = e % 64 < 32 ? qs & 0xF : qs >> 4;
+    // q5_k: qh[32] before the nibbles; element e's fifth bit is bit e / 32 of qh[e % 32]
+    // (ggml's masks u1 = 1, 4, 16, 64 and u2 = 2·u1 for the four chunks of 64).
+    const uint8_t qs = block[(q5 ? 48 : 16) + e / 64 * 32 + e % 32];
+    int q = e % 64 < 32 ? qs & 0xF : qs >> 4;
+    if (q5 && (block[16 + e % 32] >> (e / 32) & 1) != 0) q += 16;
     return {q, simd::F16ToF32(LoadHalf(block)) * static_cast<float>(sc),
             simd::F16ToF32(LoadHalf(block + 2)) * static_cast<float>(m)};
   }

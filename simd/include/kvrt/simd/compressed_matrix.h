@@ -1,7 +1,7 @@
-// Weight matrices kept compressed: bf16, f16, q8_0, q4_0 and the K-quants q4_k and
-// q6_k in the column-panel layout of the fast matrix kernels, and their matrix–vector
-// (decode) and matrix–matrix (prefill) products with f32 activations and f32
-// accumulation.
+// Weight matrices kept compressed: bf16, f16, q8_0, q4_0 and the K-quants q4_k, q5_k
+// and q6_k in the column-panel layout of the fast matrix kernels, and their
+// matrix–vector (decode) and matrix–matrix (prefill) products with f32 activations and
+// f32 accumulation.
 //
 // A matrix W is [rows = K inputs, cols = N outputs], applied as y = x·W like the f32
 // kernels (matvec.h, matmul.h). It is stored as ceil(N / 32) column panels of 32
@@ -20,14 +20,20 @@
 //              dmin (128 bytes), then 8 blocks of 32 rows (576 bytes each): the
 //              block's 32 scale bytes sc and 32 minimum bytes m (6-bit, 0..63), then
 //              32 rows of 16 bytes of nibbles q (0..15) as q4_0's.
+//   q5_k:      K/256 super-blocks of 5760 bytes: q4_k's header, then 8 blocks of 32
+//              rows (704 bytes each): q4_k's 64-byte scale area, then 32 rows of 20
+//              bytes: 16 bytes of the quants' low 4 bits as q4_0's nibbles, then 4
+//              bytes of their high bit, one little-endian uint32, column c at bit c.
+//              q = low | high << 4 is in 0..31.
 //   q6_k:      K/256 super-blocks of 6720 bytes: 32 f16 d (64 bytes), then 8 blocks
 //              of 32 rows (832 bytes each): 32 int8 scales sc of the block's first 16
 //              rows and 32 of its last 16 rows, then 32 rows of 24 bytes: 16 bytes of
 //              the quants' low 4 bits as q4_0's nibbles, then 8 bytes of their high 2
 //              bits, two little-endian uint32 (columns 0..15, then 16..31), column c
 //              of a word at bits 2c..2c+1. q = low | high << 4 is in 0..63.
-//              The K-quants keep ggml's two levels of scales: 4.625 and 6.5625 bits
-//              per weight (ggml's: 4.5 and 6.5625).
+//              The K-quants keep ggml's two levels of scales: 4.625, 5.625 and
+//              6.5625 bits per weight (ggml's: 4.5, 5.5 and 6.5625; the panels keep
+//              q4_k's and q5_k's 6-bit scales and minimums a byte each).
 // Panels are stored in groups of four (the last group holds the one to three panels
 // left over) whose rows are interleaved: a group of W panels keeps row k of its W
 // panels side by side (bf16/f16: W × 64 bytes), and for the quantized types, block by
@@ -35,20 +41,21 @@
 // by side (and a K-quant super-block starts with its W panels' headers). The
 // matrix–vector kernels, which stream four panels at once, then read one sequential
 // stream (compressed_layout.h says how much that is worth). The nibbles of a q4_0,
-// q4_k or q6_k row of a group of four (64 bytes) are in lane order instead: byte
+// q4_k, q5_k or q6_k row of a group of four (64 bytes) are in lane order instead: byte
 // 4j + i holds columns j and j + 16 of the group's panel i, so that one 32-bit lane
-// holds column j of all four panels (a q6_k row of a group then has its four panels'
-// 8 high-bit bytes after those 64).
-// Bytes per weight are 2, 2, 34/32, 18/32, 148/256 and 210/256 (plus the padding of
-// the last panel). Every panel is a multiple of 64 bytes, so 64-byte aligned storage
+// holds column j of all four panels (a q5_k or q6_k row of a group then has its four
+// panels' 4 or 8 high-bit bytes after those 64).
+// Bytes per weight are 2, 2, 34/32, 18/32, 148/256, 180/256 and 210/256 (plus the
+// padding of the last panel). Every panel is a multiple of 64 bytes, so 64-byte aligned storage
 // keeps every panel, block and scale area aligned.
 //
 // Dequantized element (at(): what the scalar twins and the bf16/f16 kernels multiply
 // by; always the value ggml's dequantizer gives): bf16 and f16 widened; q8_0
-// float(q)·float(d); q4_0 float(q − 8)·float(d); q4_k (d·sc)·q − dmin·m, in f32 in
-// that order (d·sc, dmin·m and (d·sc)·q are exact, the subtraction rounds); q6_k
-// (d·sc)·(q − 32), exact. The block-quantized kernels sum x·q per block and apply the
-// scales once per block (MatVec below).
+// float(q)·float(d); q4_0 float(q − 8)·float(d); q4_k and q5_k (d·sc)·q − dmin·m, in
+// f32 in that order (d·sc, dmin·m and (d·sc)·q are exact: at most 11 + 6 + 5
+// significant bits; the subtraction rounds); q6_k (d·sc)·(q − 32), exact. The
+// block-quantized kernels sum x·q per block and apply the scales once per block
+// (MatVec below).
 #pragma once
 
 #include <cstddef>
@@ -56,7 +63,8 @@
 
 namespace kvrt::simd {
 
-enum class CompressedFormat : uint8_t { kBf16, kF16, kQ8_0, kQ4_0, kQ4_K, kQ6_K };  // compressed types only
+// Compressed types only. (kQ5_K came last; the order means nothing else.)
+enum class CompressedFormat : uint8_t { kBf16, kF16, kQ8_0, kQ4_0, kQ4_K, kQ6_K, kQ5_K };
 
 // How the blocks of a q8_0/q4_0 panel order their quants. kRows is the layout above,
 // the only one of bf16/f16 and the one every kernel of this header takes. kInt8Quads
@@ -72,10 +80,11 @@ inline constexpr size_t kSuperBlock = 256;
 // Columns per panel of every compressed type (the f32 kernels' kPanelWidth<float>).
 inline constexpr size_t kCompressedPanelWidth = 32;
 
-// "bf16", "f16", "q8_0", "q4_0", "q4_k", "q6_k".
+// "bf16", "f16", "q8_0", "q4_0", "q4_k", "q6_k", "q5_k".
 const char* CompressedFormatName(CompressedFormat type);
 
-// Rows (along K) a matrix in `type` must be a multiple of: 1, 1, 32, 32, 256, 256.
+// Rows (along K) a matrix in `type` must be a multiple of: bf16/f16 1, q8_0/q4_0 32,
+// the K-quants 256.
 size_t CompressedRowMultiple(CompressedFormat type);
 // True when a [rows=K, cols=N] matrix can be stored in `type`
 // (rows % CompressedRowMultiple(type) == 0).
@@ -87,7 +96,7 @@ size_t CompressedMatrixBytes(CompressedFormat type, size_t rows, size_t cols);
 
 // Bytes of one tensor row (K elements of one output column) as ggml stores it in a GGUF
 // file: 2·K for bf16/f16, 34·K/32 for q8_0, 18·K/32 for q4_0, 144·K/256 for q4_k,
-// 210·K/256 for q6_k; requires FitsCompressedFormat.
+// 176·K/256 for q5_k, 210·K/256 for q6_k; requires FitsCompressedFormat.
 size_t GgmlRowBytes(CompressedFormat type, size_t rows_k);
 
 struct CompressedMatrixView {
@@ -122,9 +131,10 @@ void PackCompressed(CompressedFormat type, const float* source, size_t rows, siz
 // blocks of {f16 d; int8 qs[32]} (34 bytes); q4_0: K/32 blocks of {f16 d; uint8 qs[16]} (18
 // bytes), element j of a block = (qs[j] & 0xF) − 8 for j < 16, (qs[j−16] >> 4) − 8 for
 // j ≥ 16; q4_k: K/256 blocks of {f16 d; f16 dmin; u8 scales[12]; u8 qs[128]} (144 bytes);
-// q6_k: K/256 blocks of {u8 ql[128]; u8 qh[64]; i8 scales[16]; f16 d} (210 bytes), the bit
-// order of ggml's dequantize_row_q4_K / _q6_K. Requires FitsCompressedFormat(type,
-// rows_k). `out` must not overlap `ggml_rows`.
+// q5_k: K/256 blocks of {f16 d; f16 dmin; u8 scales[12]; u8 qh[32]; u8 qs[128]} (176
+// bytes); q6_k: K/256 blocks of {u8 ql[128]; u8 qh[64]; i8 scales[16]; f16 d} (210
+// bytes), the bit order of ggml's dequantize_row_q4_K / _q5_K / _q6_K. Requires
+// FitsCompressedFormat(type, rows_k). `out` must not overlap `ggml_rows`.
 // PackCompressed(type, W) == RepackGgml(type, ggml quantization of Wᵀ's rows), byte for byte.
 void RepackGgml(CompressedFormat type, const uint8_t* ggml_rows, size_t rows_k, size_t cols_n,
                 uint8_t* out);
@@ -142,18 +152,22 @@ void GatherColumn(const CompressedMatrixView& w, size_t n, float* out);
 void QuantizeBlockQ8_0(const float* x, uint8_t* out);
 void QuantizeBlockQ4_0(const float* x, uint8_t* out);
 
-// ggml's reference K-quant quantizers (quantize_row_q4_K_ref / quantize_row_q6_K_ref, no
-// importance matrix), one super-block of 256 values into ggml's bytes, the same float
-// operations in the same order (ggml compiles them without fused multiply-adds):
+// ggml's reference K-quant quantizers (quantize_row_q4_K_ref / _q5_K_ref /
+// _q6_K_ref, no importance matrix), one super-block of 256 values into ggml's bytes,
+// the same float operations in the same order (ggml compiles them without fused
+// multiply-adds):
 //   q4_k: per 32 values a scale and a minimum fitted by ggml's weighted search
 //         (make_qkx2_quants, 15 levels), both quantized to 6 bits against the largest
 //         of each (d = max_scale/63, dmin = max_min/63), then q = clamp(round((x +
 //         dmin·m)/(d·sc)), 0, 15)                                            (144 bytes)
+//   q5_k: q4_k with 31 levels (and the search's own trial scales), q = clamp(…, 0, 31),
+//         its fifth bit in qh                                                (176 bytes)
 //   q6_k: per 16 values a scale by ggml's search (make_qx_quants, 32 levels, weights
 //         x²), the 16 scales quantized to int8 against the largest in magnitude
 //         (d = −max/128 as f16), then q = clamp(round(x/(d·sc)), −32, 31) + 32 (210 bytes)
 // Finite inputs.
 void QuantizeBlockQ4_K(const float* x, uint8_t* out);
+void QuantizeBlockQ5_K(const float* x, uint8_t* out);
 void QuantizeBlockQ6_K(const float* x, uint8_t* out);
 
 // Half-precision conversions. F32ToF16: IEEE round to nearest even (overflow → ±inf,
@@ -198,14 +212,16 @@ double RoundToBf16(double value);
 //                clearly more CPU time than this form from cache, q4_0 the most
 //                (bench/kernels/compressed_bench.cc; figures in
 //                docs/performance/design_measurements.md).
-//              q4_k, q6_k: block-scaled accumulation by sub-block (q4_k: 32 rows, q6_k:
-//                16), in ascending order from acc = 0: P_s = one FMA chain from 0 over
-//                the sub-block's rows of x[k]·q (q4_k: q; q6_k: q − 32), then
+//              q4_k, q5_k, q6_k: block-scaled accumulation by sub-block (q4_k, q5_k:
+//                32 rows, q6_k: 16), in ascending order from acc = 0: P_s = one FMA
+//                chain from 0 over the sub-block's rows of x[k]·q (q4_k, q5_k: q;
+//                q6_k: q − 32), then
 //                q6_k: acc = fma(d·sc_s, P_s, acc);
-//                q4_k: acc = fma(d·sc_s, P_s, acc), acc = acc − (dmin·m_s)·S_s fused,
-//                with S_s = Σ x[k] over the sub-block's 32 rows in a fixed tree,
-//                the same for every column and every target: t_j = x_j + x_{j+16}
-//                (j < 16), then t_j + t_{j+8} (j < 8), + 4, + 2, + 1.
+//                q4_k, q5_k: acc = fma(d·sc_s, P_s, acc), then acc = acc −
+//                (dmin·m_s)·S_s fused, with S_s = Σ x[k] over the sub-block's 32
+//                rows in a fixed tree, the same for every column and every target:
+//                t_j = x_j + x_{j+16} (j < 16), then t_j + t_{j+8} (j < 8), + 4, + 2,
+//                + 1.
 //                (d·sc and dmin·m are exact in f32: 11-bit significands times
 //                8-bit integers.) Since Σ_k x·((d·sc)·q − dmin·m) = (d·sc)·Σ x·q −
 //                (dmin·m)·Σ x per sub-block, two multiply-adds per sub-block and column
@@ -229,6 +245,9 @@ double RoundToBf16(double value);
 //                (+ (K + K/16)·denorm_min): P_s errs by ≤ γ_32, S_s by ≤ γ_5, the
 //                chain of 2·K/32 fused steps by ≤ γ_{K/16}, the twin by ≤ γ_K, and the
 //                rounding of at() by ≤ u, each times Σ'.
+//              q5_k: as q4_k, (K + K/16 + 40)·(ε/2)·Σ' (+ (K + K/16)·denorm_min): the
+//                same operations, and q ≤ 31 keeps (d·sc)·q exact (≤ 22 significant
+//                bits), so at() still rounds once.
 //              The scalar target has no FMA: bf16/f16 equal the twin there.
 void MatVec(const CompressedMatrixView& w, const float* x, float* y, size_t panel_begin,
             size_t panel_end);
@@ -245,12 +264,12 @@ void MatVecScalar(const CompressedMatrixView& w, const float* x, float* y, size_
 //   Method:    the f32 MatMul's loop nest (matmul.h). Each panel's K block (256 rows) is
 //              decoded once per M block (256 rows of A) into a 33 KiB stack tile (f32,
 //              f32 panel layout; for the quantized types the integers and the column
-//              scales per (sub-)block, for q4_k also dmin·m) and reused by every row
+//              scales per (sub-)block, for q4_k and q5_k also dmin·m) and reused by every row
 //              tile. bf16/f16 run the f32 register-blocked micro-kernel (AVX-512: 8
 //              rows × 32 columns) on the dequantized values, so C is the f32 MatMul on
 //              the dequantized matrix bit for bit; the quantized types a block-scaled
 //              micro-kernel (AVX-512: 6 rows × 32 columns, a partial sum and an
-//              accumulator per element) doing MatVec's arithmetic (q4_k with S_s of
+//              accumulator per element) doing MatVec's arithmetic (q4_k and q5_k with S_s of
 //              each row computed once per row and K block). Either way
 //              every row equals MatVec of that row bit for bit on the same target,
 //              independent of M, the panel range and the thread split.
