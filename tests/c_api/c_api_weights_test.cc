@@ -24,8 +24,9 @@ static_assert(KVRT_WEIGHTS_Q8_0 == static_cast<int>(WeightFormat::kQ8_0));
 static_assert(KVRT_WEIGHTS_Q4_0 == static_cast<int>(WeightFormat::kQ4_0));
 static_assert(KVRT_WEIGHTS_Q4_K == static_cast<int>(WeightFormat::kQ4_K));
 static_assert(KVRT_WEIGHTS_Q6_K == static_cast<int>(WeightFormat::kQ6_K));
+static_assert(KVRT_WEIGHTS_Q5_K == static_cast<int>(WeightFormat::kQ5_K));
 // The first number past the last format.
-constexpr int kUnknownWeights = KVRT_WEIGHTS_Q6_K + 1;
+constexpr int kUnknownWeights = KVRT_WEIGHTS_Q5_K + 1;
 
 const std::string kModel = testing::FixturePath("llama2c/gqa_untied.bin");
 constexpr size_t kVocabulary = 512;
@@ -33,7 +34,8 @@ constexpr size_t kVocabulary = 512;
 TEST(CApiWeightsTest, FastMatchesTheReferenceOnTheSameWeights) {
   const std::vector<uint32_t> tokens = {1, 17, 42, 99, 5};
   for (const int weights : {KVRT_WEIGHTS_AS_STORED, KVRT_WEIGHTS_F32, KVRT_WEIGHTS_BF16, KVRT_WEIGHTS_F16,
-                            KVRT_WEIGHTS_Q8_0, KVRT_WEIGHTS_Q4_0, KVRT_WEIGHTS_Q4_K, KVRT_WEIGHTS_Q6_K}) {
+                            KVRT_WEIGHTS_Q8_0, KVRT_WEIGHTS_Q4_0, KVRT_WEIGHTS_Q4_K, KVRT_WEIGHTS_Q5_K,
+                            KVRT_WEIGHTS_Q6_K}) {
     std::vector<double> fast(kVocabulary), reference(kVocabulary);
     ASSERT_EQ(CApiWeightsLogits(kModel.c_str(), tokens.data(), tokens.size(), KVRT_BACKEND_FAST, weights,
                                 fast.data(), kVocabulary),
@@ -82,7 +84,8 @@ TEST(CApiWeightsTest, PreparedWeightsGiveTheSameLogits) {
   const std::vector<uint32_t> tokens = {1, 17, 42, 99};
   for (const int backend : {KVRT_BACKEND_FAST, KVRT_BACKEND_REFERENCE}) {
     for (const int weights : {KVRT_WEIGHTS_AS_STORED, KVRT_WEIGHTS_F32, KVRT_WEIGHTS_BF16, KVRT_WEIGHTS_F16,
-                              KVRT_WEIGHTS_Q8_0, KVRT_WEIGHTS_Q4_0, KVRT_WEIGHTS_Q4_K, KVRT_WEIGHTS_Q6_K}) {
+                              KVRT_WEIGHTS_Q8_0, KVRT_WEIGHTS_Q4_0, KVRT_WEIGHTS_Q4_K, KVRT_WEIGHTS_Q5_K,
+                              KVRT_WEIGHTS_Q6_K}) {
       std::vector<double> bound(kVocabulary), prepared(kVocabulary);
       ASSERT_EQ(CApiWeightsLogits(kModel.c_str(), tokens.data(), tokens.size(), backend, weights,
                                   bound.data(), kVocabulary),

@@ -1,9 +1,10 @@
 // Compressed weights (kvrt/weight_format.h): the fast f32 engine on bf16, f16,
-// q8_0 and q4_0 matrices against the scalar f64 reference engine on the same
-// dequantized weights (the oracle), on the golden cases converted at load and on
-// the GGUF fixtures as stored and converted; fallbacks for widths that are not a
-// multiple of 32; bit-identical results for 1, 2 and 3 threads; and greedy
-// generation on the demo model with q8_0 against f32 weights.
+// q8_0, q4_0, q4_k, q5_k and q6_k matrices against the scalar f64 reference engine
+// on the same dequantized weights (the oracle), on the golden cases converted at
+// load and on the GGUF fixtures as stored and converted; fallbacks for widths that
+// are not a multiple of the format's block; bit-identical results for 1, 2 and 3
+// threads and (K-quants) for any prefill chunking; and greedy generation on the
+// demo model with q8_0 against f32 weights.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -40,13 +41,16 @@ using testing::SeededTokens;
 
 constexpr WeightFormat kConverted[] = {WeightFormat::kF32,  WeightFormat::kBf16, WeightFormat::kF16,
                                        WeightFormat::kQ8_0, WeightFormat::kQ4_0, WeightFormat::kQ4_K,
-                                       WeightFormat::kQ6_K};
+                                       WeightFormat::kQ5_K, WeightFormat::kQ6_K};
 constexpr WeightFormat kAll[] = {WeightFormat::kAsStored, WeightFormat::kF32,  WeightFormat::kBf16,
                                  WeightFormat::kF16,      WeightFormat::kQ8_0, WeightFormat::kQ4_0,
-                                 WeightFormat::kQ4_K,     WeightFormat::kQ6_K};
+                                 WeightFormat::kQ4_K,     WeightFormat::kQ5_K, WeightFormat::kQ6_K};
 // The formats that compress, every one packed by the fast f32 engine's kernels.
 constexpr WeightFormat kCompressed[] = {WeightFormat::kBf16, WeightFormat::kF16,  WeightFormat::kQ8_0,
-                                        WeightFormat::kQ4_0, WeightFormat::kQ4_K, WeightFormat::kQ6_K};
+                                        WeightFormat::kQ4_0, WeightFormat::kQ4_K, WeightFormat::kQ5_K,
+                                        WeightFormat::kQ6_K};
+// The K-quants.
+constexpr WeightFormat kKQuants[] = {WeightFormat::kQ4_K, WeightFormat::kQ5_K, WeightFormat::kQ6_K};
 
 EngineOptions Engine(Backend backend, Precision precision, WeightFormat weights,
                      threading::ThreadPool* pool = nullptr) {
@@ -92,7 +96,7 @@ TEST(WeightFormatTest, NamesParseBackAndUnknownValuesAreRefused) {
   EngineOptions options;
   EXPECT_EQ(options.weights, WeightFormat::kAsStored);
   EXPECT_TRUE(options.Validate());
-  options.weights = static_cast<WeightFormat>(static_cast<int>(WeightFormat::kQ6_K) + 1);
+  options.weights = static_cast<WeightFormat>(static_cast<int>(WeightFormat::kQ5_K) + 1);
   Result<void> refused = options.Validate();
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().code(), ErrorCode::kUnsupportedBackend);
@@ -198,8 +202,8 @@ INSTANTIATE_TEST_SUITE_P(GgufFixtures, CompressedGgufTest,
 class CompressedKQuantGgufTest : public ::testing::TestWithParam<std::string> {};
 
 // The K-quant fixtures made by llama-quantize (fixtures/gguf/modern): as stored, every
-// q4_k and q6_k tensor is kept in its own type (the others, q5_k here, in f32), and
-// the fast engine stays within 1e-4 of the oracle as stored and converted.
+// q4_k, q5_k and q6_k tensor is kept in its own type, and the fast engine stays within
+// 1e-4 of the oracle as stored and converted.
 TEST_P(CompressedKQuantGgufTest, FastMatchesTheOracleAsStoredAndConverted) {
   Result<ModelFile> loaded = ReadModelFile(testing::FixturePath("gguf/modern/kq-" + GetParam() + ".gguf"));
   ASSERT_TRUE(loaded) << loaded.error().message();
@@ -210,12 +214,14 @@ TEST_P(CompressedKQuantGgufTest, FastMatchesTheOracleAsStoredAndConverted) {
   for (const MatrixWeightFormat& matrix : PlanWeightFormats(model, WeightFormat::kAsStored)) {
     EXPECT_FALSE(matrix.fallback) << matrix.name;
     EXPECT_EQ(matrix.as_stored, matrix.effective != WeightFormat::kF32) << matrix.name;
-    k_quant += matrix.effective == WeightFormat::kQ4_K || matrix.effective == WeightFormat::kQ6_K;
+    k_quant += std::find(std::begin(kKQuants), std::end(kKQuants), matrix.effective) != std::end(kKQuants);
   }
-  EXPECT_GT(k_quant, 0u);
+  // Every matrix of these files is a K-quant (fixtures/gguf/modern's README lists them).
+  EXPECT_EQ(k_quant, PlanWeightFormats(model, WeightFormat::kAsStored).size());
 }
 
-INSTANTIATE_TEST_SUITE_P(GgufFixtures, CompressedKQuantGgufTest, ::testing::Values("q4_k_m", "q4_k_s", "q6_k"),
+INSTANTIATE_TEST_SUITE_P(GgufFixtures, CompressedKQuantGgufTest,
+                         ::testing::Values("q4_k_m", "q4_k_s", "q5_k_m", "q6_k"),
                          [](const ::testing::TestParamInfo<std::string>& type) { return type.param; });
 
 TEST(CompressedWeightsTest, StoredBytesAreDroppedOnceAParameterIsUpdated) {
@@ -305,7 +311,9 @@ TEST(CompressedWeightsTest, MatricesWithKNotAMultipleOf32FallBackToF16AndSaySo) 
 }
 
 
-bool IsKQuant(WeightFormat format) { return format == WeightFormat::kQ4_K || format == WeightFormat::kQ6_K; }
+bool IsKQuant(WeightFormat format) {
+  return std::find(std::begin(kKQuants), std::end(kKQuants), format) != std::end(kKQuants);
+}
 
 // D 96, F 160, V 300: several panels and task tiles per matrix. The K-quants need
 // every K a multiple of 256: D 256, F 512 for them.
@@ -318,11 +326,11 @@ DecoderModel ModelFor(WeightFormat format, bool tied = true) {
 }
 
 // The K-quants fall back as llama.cpp's quantizer does: q6_k to q8_0 where K is a
-// multiple of 32 (the down projection, K = F = 64), else f16; q4_k to f16 (its first
-// fallback, q5_0, is not a format here).
+// multiple of 32 (the down projection, K = F = 64), else f16; q4_k and q5_k to f16
+// (their first fallbacks, q5_0 and q5_1, are not formats here).
 TEST(CompressedWeightsTest, KQuantsFallBackLikeLlamaCpp) {
   const DecoderModel model = NarrowModel();
-  for (WeightFormat format : {WeightFormat::kQ4_K, WeightFormat::kQ6_K}) {
+  for (WeightFormat format : kKQuants) {
     for (const MatrixWeightFormat& matrix : PlanWeightFormats(model, format)) {
       const bool down = matrix.name.find("ffn.down") != std::string::npos;
       EXPECT_TRUE(matrix.fallback) << matrix.name;
@@ -381,7 +389,7 @@ TEST(CompressedWeightsTest, DecodingAllocatesNothing) {
 TEST(CompressedWeightsTest, KQuantsMatchTheOracleAndAreBatchInvariant) {
   const std::vector<uint32_t> prompt = SeededTokens(23, 11, 300), continuation = SeededTokens(3, 12, 300);
   threading::ThreadPool pool(2);
-  for (WeightFormat format : {WeightFormat::kQ4_K, WeightFormat::kQ6_K}) {
+  for (WeightFormat format : kKQuants) {
     const DecoderModel model = ModelFor(format);
     const EngineOptions fast = Engine(Backend::kFast, Precision::kF32, format, &pool);
     const auto oracle = SessionLogits(model, prompt, continuation, Engine(Backend::kReference, Precision::kF64, format));

@@ -26,7 +26,8 @@ int ReportError(const Error& error);
 int ReportRegression(const std::string& what);
 
 // The values --weights takes, for its error message.
-inline constexpr const char* kWeightFormatChoices = "as-stored, f32, bf16, f16, q8_0, q4_0, q4_k or q6_k";
+inline constexpr const char* kWeightFormatChoices =
+    "as-stored, f32, bf16, f16, q8_0, q4_0, q4_k, q5_k or q6_k";
 
 // The engine flags of `logits` and `generate`.
 inline constexpr FlagSpec kEngineFlags[] = {
@@ -34,9 +35,9 @@ inline constexpr FlagSpec kEngineFlags[] = {
     {"precision", true, "f32 (default) or f64, for the fast backend"},
     {"threads", true, "worker threads of the fast backend (default: $KVRT_THREADS, else all cores)", 't'},
     {"weights", true,
-     "weight matrices as-stored (default: a GGUF's bf16/f16/q8_0/q4_0/q4_k/q6_k as stored, else f32), f32, "
-     "bf16, f16, q8_0, q4_0, q4_k or q6_k (converted at load with ggml's reference quantizers; with --backend "
-     "reference: the f64 oracle on the dequantized values)"},
+     "weight matrices as-stored (default: a GGUF's bf16/f16/q8_0/q4_0/q4_k/q5_k/q6_k as stored, else f32), "
+     "f32, bf16, f16, q8_0, q4_0, q4_k, q5_k or q6_k (converted at load with ggml's reference quantizers; "
+     "with --backend reference: the f64 oracle on the dequantized values)"},
     {"max-rows-per-step", true,
      "most rows per sequence the fast engine forwards in one step, sizing its workspace (default 512); a "
      "longer prompt is prefilled in chunks and still committed once"},

@@ -3,22 +3,22 @@
 // Decode reads every weight once per token, so fewer bytes per weight is faster
 // decode: f32 costs 4 bytes, bf16 and f16 2, q8_0 1.0625 and q4_0 0.5625 (ggml's
 // block formats: 32 weights along the input dimension K share one f16 scale), q6_k
-// 0.82 and q4_k 0.58 (ggml's K-quants: 256 weights along K share an f16 scale, and
-// 16 or 32 of them an 8- or 6-bit sub-scale; q4_k also a minimum).
+// 0.82, q5_k 0.70 and q4_k 0.58 (ggml's K-quants: 256 weights along K share an f16
+// scale, and 16 or 32 of them an 8- or 6-bit sub-scale; q4_k and q5_k also a minimum).
 //
 // kAsStored keeps what the file holds: a GGUF tensor already in bf16, f16, q8_0,
-// q4_0, q4_k or q6_k is used as stored (repacked losslessly), everything else is
-// f32. An explicit format converts every matrix (the seven per block, the token
+// q4_0, q4_k, q5_k or q6_k is used as stored (repacked losslessly), everything else
+// is f32. An explicit format converts every matrix (the seven per block, the token
 // table and the vocabulary head) from its f32-rounded values when the weights are
 // packed, with ggml's reference quantizers (no importance matrix). Gains and RoPE
 // tables stay in the engine's precision.
 //
-// A q8_0 or q4_0 matrix needs K % 32 == 0, a q4_k or q6_k one K % 256 == 0. A matrix
-// that does not fit falls back as llama.cpp's quantizer does (llama_tensor_get_type):
-// q6_k to q8_0, and anything whose block does not divide K to f16, where llama.cpp's
-// chain ends (q4_k's first fallback there, q5_0, is not one of these formats, so
-// q4_k falls back to f16; for q8_0/q4_0 themselves llama.cpp refuses the tensor
-// instead). Fallbacks are never errors: Model::WeightPlan lists them, and the CLI
+// A q8_0 or q4_0 matrix needs K % 32 == 0, a q4_k, q5_k or q6_k one K % 256 == 0. A
+// matrix that does not fit falls back as llama.cpp's quantizer does
+// (llama_tensor_get_type): q6_k to q8_0, and anything whose block does not divide K
+// to f16, where llama.cpp's chain ends (q4_k's and q5_k's first fallbacks there, q5_0
+// and q5_1, are not among these formats, so q4_k and q5_k fall back to f16; for
+// q8_0/q4_0 themselves llama.cpp refuses the tensor instead). Fallbacks are never errors: Model::WeightPlan lists them, and the CLI
 // reports them.
 #pragma once
 
@@ -41,10 +41,11 @@ enum class WeightFormat : uint8_t {
   kQ4_0 = 5,
   kQ4_K = 6,
   kQ6_K = 7,
+  kQ5_K = 8,
 };
 
-// "as-stored", "f32", "bf16", "f16", "q8_0", "q4_0", "q4_k", "q6_k" ("unknown"
-// outside the enum).
+// "as-stored", "f32", "bf16", "f16", "q8_0", "q4_0", "q4_k", "q6_k", "q5_k"
+// ("unknown" outside the enum).
 std::string_view WeightFormatName(WeightFormat format);
 // The inverse of WeightFormatName for its names; nullopt for anything else.
 std::optional<WeightFormat> ParseWeightFormat(std::string_view name);
@@ -53,7 +54,7 @@ bool IsKnownWeightFormat(WeightFormat format);
 // Bytes per weight of a matrix kept in `format` (kAsStored: nan, it depends).
 double WeightFormatBytesPerWeight(WeightFormat format);
 // What K must be a multiple of for a matrix to be kept in `format`: 32 for q8_0 and
-// q4_0, 256 for q4_k and q6_k, 1 for the rest.
+// q4_0, 256 for q4_k, q5_k and q6_k, 1 for the rest.
 size_t WeightFormatRowMultiple(WeightFormat format);
 
 // The format one matrix of a model is kept in for a requested format.
@@ -73,7 +74,7 @@ struct MatrixWeightFormat {
 
 // Fallbacks of a plan as one line, e.g. "blocks.0.ffn.down.weight q8_0 -> f16
 // (K = 48 is not a multiple of 32)"; empty when there are none. (The multiple is
-// the one the wanted format needs: 256 for q4_k and q6_k.)
+// the one the wanted format needs: 256 for the K-quants.)
 std::string DescribeFallbacks(const std::vector<MatrixWeightFormat>& plan);
 
 }  // namespace kvrt

@@ -15,6 +15,7 @@ constexpr struct {
     {WeightFormat::kBf16, "bf16"},          {WeightFormat::kF16, "f16"},
     {WeightFormat::kQ8_0, "q8_0"},          {WeightFormat::kQ4_0, "q4_0"},
     {WeightFormat::kQ4_K, "q4_k"},          {WeightFormat::kQ6_K, "q6_k"},
+    {WeightFormat::kQ5_K, "q5_k"},
 };
 
 }  // namespace
@@ -42,9 +43,10 @@ double WeightFormatBytesPerWeight(WeightFormat format) {
     case WeightFormat::kF16: return 2.0;
     case WeightFormat::kQ8_0: return 34.0 / 32.0;
     case WeightFormat::kQ4_0: return 18.0 / 32.0;
-    // The panel layout keeps q4_k's scales and minimums unpacked: 148 bytes per 256
-    // weights (ggml packs them into 144).
+    // The panel layout keeps q4_k's and q5_k's scales and minimums unpacked: 148 and
+    // 180 bytes per 256 weights (ggml packs them into 144 and 176).
     case WeightFormat::kQ4_K: return 148.0 / 256.0;
+    case WeightFormat::kQ5_K: return 180.0 / 256.0;
     case WeightFormat::kQ6_K: return 210.0 / 256.0;
     default: return std::numeric_limits<double>::quiet_NaN();
   }
@@ -55,6 +57,7 @@ size_t WeightFormatRowMultiple(WeightFormat format) {
     case WeightFormat::kQ8_0:
     case WeightFormat::kQ4_0: return 32;
     case WeightFormat::kQ4_K:
+    case WeightFormat::kQ5_K:
     case WeightFormat::kQ6_K: return 256;
     default: return 1;
   }

@@ -9,8 +9,8 @@ namespace {
 
 // llama.cpp's fallback for a block type that does not divide a row of `rows`
 // (llama_tensor_get_type): q6_k becomes q8_0, and a type whose block still does not
-// divide the row f16, where ggml's chain ends. (q4_k's first fallback, q5_0, is not
-// a format here: q4_k goes straight to f16.)
+// divide the row f16, where ggml's chain ends. (q4_k's and q5_k's first fallbacks,
+// q5_0 and q5_1, are not formats here: q4_k and q5_k go straight to f16.)
 WeightFormat Fallback(WeightFormat wanted, size_t rows) {
   if (wanted == WeightFormat::kQ6_K && simd::FitsCompressedFormat(simd::CompressedFormat::kQ8_0, rows)) {
     return WeightFormat::kQ8_0;
