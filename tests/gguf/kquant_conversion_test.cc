@@ -1,10 +1,11 @@
 // Conversion at load to the K-quants is ggml's reference quantization bit for bit:
-// kq-f32.gguf converted by the engine's own path (--weights q4_k / q6_k: the plan,
-// then PackCompressedWeight from the parameter's f32 values) gives the same panels as
-// the bytes llama-quantize b4747 wrote into kq-q4_k_s.gguf and kq-q6_k.gguf, repacked
-// as stored. (llama-quantize without an importance matrix runs ggml's
-// quantize_row_q*_K_ref, so every tensor it kept in Q4_K or Q6_K is what --pure
-// writes.) Equal panels mean equal ggml blocks: the repack places every bit of a block.
+// kq-f32.gguf converted by the engine's own path (--weights q4_k / q5_k / q6_k: the
+// plan, then PackCompressedWeight from the parameter's f32 values) gives the same
+// panels as the bytes llama-quantize b4747 wrote into kq-q4_k_s.gguf, kq-q5_k_m.gguf,
+// kq-q3_k_m.gguf and kq-q6_k.gguf, repacked as stored. (llama-quantize without an
+// importance matrix runs ggml's quantize_row_q*_K_ref, so every tensor it kept in
+// Q4_K, Q5_K or Q6_K is what --pure writes.) Equal panels mean equal ggml blocks: the
+// repack places every bit of a block.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -34,7 +35,7 @@ size_t ExpectConversionEqualsFile(const std::string& quantized_file, WeightForma
   EXPECT_EQ(converted.size(), stored.size());
   size_t compared = 0;
   for (size_t i = 0; i < std::min(converted.size(), stored.size()); ++i) {
-    if (stored[i].effective != format) continue;  // e.g. kq-q4_k_s's Q5_K and Q6_K tensors
+    if (stored[i].effective != format) continue;  // e.g. kq-q4_k_s's Q6_K head
     EXPECT_TRUE(stored[i].as_stored) << stored[i].name;
     EXPECT_EQ(converted[i].effective, format) << converted[i].name;
     const bool transposed = i == 0;  // the token table is packed as its [D, V] transpose
@@ -67,6 +68,14 @@ TEST(KQuantConversionTest, Q6_KEqualsLlamaQuantize) {
 TEST(KQuantConversionTest, Q4_KEqualsLlamaQuantize) {
   // kq-q4_k_s keeps 13 in Q4_K (both attn_v are Q5_K, the head Q6_K).
   EXPECT_EQ(ExpectConversionEqualsFile("kq-q4_k_s.gguf", WeightFormat::kQ4_K), 13u);
+}
+
+TEST(KQuantConversionTest, Q5_KEqualsLlamaQuantize) {
+  // kq-q5_k_m keeps 13 in Q5_K (blk.1's attn_v and ffn_down and the head are Q6_K);
+  // kq-q4_k_s and kq-q3_k_m keep both attn_v in Q5_K.
+  EXPECT_EQ(ExpectConversionEqualsFile("kq-q5_k_m.gguf", WeightFormat::kQ5_K), 13u);
+  EXPECT_EQ(ExpectConversionEqualsFile("kq-q4_k_s.gguf", WeightFormat::kQ5_K), 2u);
+  EXPECT_EQ(ExpectConversionEqualsFile("kq-q3_k_m.gguf", WeightFormat::kQ5_K), 2u);
 }
 
 }  // namespace
