@@ -19,6 +19,7 @@ using testing::RunKvrt;
 
 const std::string kDemo = testing::FixturePath("demo/demo.ckpt");
 const std::string kTinyQ8 = testing::FixturePath("gguf/tiny-q8_0.gguf");
+const std::string kQ5_KM = testing::FixturePath("gguf/modern/kq-q5_k_m.gguf");
 
 TEST(CliWeightsTest, AnUnknownFormatIsATypedUsageError) {
   for (const char* command : {"logits", "generate"}) {
@@ -47,6 +48,19 @@ TEST(CliWeightsTest, TheEngineLineNamesTheFormatAndEveryFallback) {
                                           "2", "--threads", "1", "--no-eos"});
   ASSERT_EQ(stored.status, 0) << stored.err;
   EXPECT_NE(stored.err.find("; weights as-stored: q8_0 x16; no fallbacks"), std::string::npos) << stored.err;
+  // A Q5_K_M file runs as stored in its two K-quants; q5_k falls back to f16 where K
+  // (the demo's D = 64) is not a multiple of 256.
+  const testing::CliRun q5_k_m = RunKvrt({"generate", "--model", kQ5_KM, "--tokens", "1,450", "--max-new-tokens",
+                                          "2", "--threads", "1", "--no-eos"});
+  ASSERT_EQ(q5_k_m.status, 0) << q5_k_m.err;
+  EXPECT_NE(q5_k_m.err.find("; weights as-stored: q6_k x3 q5_k x13; no fallbacks"), std::string::npos) << q5_k_m.err;
+  const testing::CliRun q5_k = RunKvrt({"generate", "--model", kDemo, "--tokens", "67,118", "--max-new-tokens", "2",
+                                        "--weights", "q5_k", "--threads", "1"});
+  ASSERT_EQ(q5_k.status, 0) << q5_k.err;
+  EXPECT_NE(q5_k.err.find("; weights q5_k: f16 x15; fallbacks: token_embedding.weight q5_k -> f16 (K = 64 is not "
+                          "a multiple of 256)"),
+            std::string::npos)
+      << q5_k.err;
 }
 
 TEST(CliWeightsTest, InspectListsEachMatrixsEffectiveType) {
