@@ -63,6 +63,30 @@ TEST(CliWeightsTest, TheEngineLineNamesTheFormatAndEveryFallback) {
       << q5_k.err;
 }
 
+TEST(CliWeightsTest, AMixGivesEachMatrixLlamaQuantizesTypeAndSaysWhereKvrtHasNone) {
+  // kq-f32 (D 256, F 768) as Q4_K_M: every type is a format, as in kq-q4_k_m.gguf.
+  const std::string kF32 = testing::FixturePath("gguf/modern/kq-f32.gguf");
+  const testing::CliRun mixed = RunKvrt({"generate", "--model", kF32, "--tokens", "1,450", "--max-new-tokens", "2",
+                                         "--weights", "q4_k_m", "--threads", "1", "--no-eos"});
+  ASSERT_EQ(mixed.status, 0) << mixed.err;
+  EXPECT_NE(mixed.err.find("; weights q4_k_m: q4_k x13 q6_k x3; no fallbacks"), std::string::npos) << mixed.err;
+  // The demo (D 64): llama.cpp's q5_0 for a K that no K-quant block divides is kept in
+  // q8_0, and the inspect listing names each such matrix.
+  const testing::CliRun run = RunKvrt({"inspect", kDemo, "--weights", "q4_k_m", "--json"});
+  ASSERT_EQ(run.status, 0) << run.err;
+  const nlohmann::json weights = nlohmann::json::parse(run.out).at("weights");
+  EXPECT_EQ(weights.at("requested"), "q4_k_m");
+  size_t substituted = 0;
+  for (const nlohmann::json& matrix : weights.at("matrices")) {
+    if (!matrix.at("substituted").get<bool>()) continue;
+    ++substituted;
+    EXPECT_EQ(matrix.at("llama_quantize_type"), "q5_0") << matrix;
+    EXPECT_EQ(matrix.at("type"), "q8_0") << matrix;
+  }
+  EXPECT_GT(substituted, 0u);
+  EXPECT_EQ(weights.at("substitutions"), substituted);
+}
+
 TEST(CliWeightsTest, InspectListsEachMatrixsEffectiveType) {
   const testing::CliRun run = RunKvrt({"inspect", kDemo, "--weights", "q4_0", "--json"});
   ASSERT_EQ(run.status, 0) << run.err;

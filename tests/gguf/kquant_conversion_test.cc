@@ -25,19 +25,22 @@ DecoderModel LoadPanels(const std::string& name) {
   return std::move(*model);
 }
 
-// Every matrix the quantized file keeps in `format`, converted from kq-f32: returns how
-// many were compared.
-size_t ExpectConversionEqualsFile(const std::string& quantized_file, WeightFormat format) {
-  const DecoderModel f32 = LoadPanels("kq-f32.gguf");
+// Every matrix the quantized file keeps in `format` (for a mix: every matrix),
+// converted from the f32 file: returns how many were compared.
+size_t ExpectConversionEqualsFile(const std::string& quantized_file, WeightFormat format,
+                                  const std::string& f32_file = "kq-f32.gguf") {
+  const DecoderModel f32 = LoadPanels(f32_file);
   const DecoderModel quantized = LoadPanels(quantized_file);
   const std::vector<MatrixWeightFormat> converted = PlanWeightFormats(f32, format);
   const std::vector<MatrixWeightFormat> stored = PlanWeightFormats(quantized, WeightFormat::kAsStored);
   EXPECT_EQ(converted.size(), stored.size());
   size_t compared = 0;
   for (size_t i = 0; i < std::min(converted.size(), stored.size()); ++i) {
-    if (stored[i].effective != format) continue;  // e.g. kq-q4_k_s's Q6_K head
+    const bool mix = IsWeightMix(format);
+    if (!mix && stored[i].effective != format) continue;  // e.g. kq-q4_k_s's Q6_K head
     EXPECT_TRUE(stored[i].as_stored) << stored[i].name;
-    EXPECT_EQ(converted[i].effective, format) << converted[i].name;
+    EXPECT_EQ(converted[i].effective, mix ? stored[i].effective : format) << converted[i].name;
+    EXPECT_FALSE(converted[i].substituted) << converted[i].name;
     const bool transposed = i == 0;  // the token table is packed as its [D, V] transpose
     Result<detail::CompressedWeight> ours =
         detail::PackCompressedWeight(f32.parameter(converted[i].parameter), transposed, converted[i]);
@@ -76,6 +79,16 @@ TEST(KQuantConversionTest, Q5_KEqualsLlamaQuantize) {
   EXPECT_EQ(ExpectConversionEqualsFile("kq-q5_k_m.gguf", WeightFormat::kQ5_K), 13u);
   EXPECT_EQ(ExpectConversionEqualsFile("kq-q4_k_s.gguf", WeightFormat::kQ5_K), 2u);
   EXPECT_EQ(ExpectConversionEqualsFile("kq-q3_k_m.gguf", WeightFormat::kQ5_K), 2u);
+}
+
+// A mix converts every matrix to the type and the bytes llama-quantize gave it.
+TEST(KQuantConversionTest, MixesEqualLlamaQuantizeMatrixByMatrix) {
+  EXPECT_EQ(ExpectConversionEqualsFile("kq-q4_k_m.gguf", WeightFormat::kQ4_K_M), 16u);
+  EXPECT_EQ(ExpectConversionEqualsFile("kq-q4_k_s.gguf", WeightFormat::kQ4_K_S), 16u);
+  EXPECT_EQ(ExpectConversionEqualsFile("kq-q5_k_m.gguf", WeightFormat::kQ5_K_M), 16u);
+  // An untied head (Llama 3.1) and a tied one (Qwen2, whose token table is its head).
+  EXPECT_EQ(ExpectConversionEqualsFile("llama31-q4_k_m.gguf", WeightFormat::kQ4_K_M, "llama31-f32.gguf"), 16u);
+  EXPECT_EQ(ExpectConversionEqualsFile("qwen2-q4_k_m.gguf", WeightFormat::kQ4_K_M, "qwen2-f32.gguf"), 15u);
 }
 
 }  // namespace

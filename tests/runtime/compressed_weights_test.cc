@@ -89,6 +89,11 @@ std::vector<std::vector<double>> SessionLogits(const DecoderModel& model, const 
 TEST(WeightFormatTest, NamesParseBackAndUnknownValuesAreRefused) {
   for (WeightFormat format : kAll) {
     EXPECT_EQ(ParseWeightFormat(WeightFormatName(format)), format);
+    EXPECT_FALSE(IsWeightMix(format));
+  }
+  for (WeightFormat mix : {WeightFormat::kQ4_K_S, WeightFormat::kQ4_K_M, WeightFormat::kQ5_K_S, WeightFormat::kQ5_K_M}) {
+    EXPECT_EQ(ParseWeightFormat(WeightFormatName(mix)), mix);
+    EXPECT_TRUE(IsWeightMix(mix));
   }
   EXPECT_EQ(ParseWeightFormat("Q8_0"), std::nullopt);
   EXPECT_EQ(ParseWeightFormat("q8"), std::nullopt);
@@ -96,7 +101,7 @@ TEST(WeightFormatTest, NamesParseBackAndUnknownValuesAreRefused) {
   EngineOptions options;
   EXPECT_EQ(options.weights, WeightFormat::kAsStored);
   EXPECT_TRUE(options.Validate());
-  options.weights = static_cast<WeightFormat>(static_cast<int>(WeightFormat::kQ5_K) + 1);
+  options.weights = static_cast<WeightFormat>(static_cast<int>(WeightFormat::kQ5_K_M) + 1);
   Result<void> refused = options.Validate();
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().code(), ErrorCode::kUnsupportedBackend);

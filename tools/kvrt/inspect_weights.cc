@@ -17,11 +17,13 @@ int PrintWeightPlan(const std::string& path, WeightFormat format, bool json_outp
   if (!loaded) return ReportError(loaded.error());
   const std::vector<MatrixWeightFormat> plan = loaded->model.WeightPlan(format);
   double bytes = 0.0;  // of the matrices' values, block scales included (no panel padding)
-  size_t fallbacks = 0;
+  size_t fallbacks = 0, substitutions = 0;
   for (const MatrixWeightFormat& matrix : plan) {
     bytes += WeightFormatBytesPerWeight(matrix.effective) * static_cast<double>(matrix.rows * matrix.cols);
     fallbacks += matrix.fallback;
+    substitutions += matrix.substituted;
   }
+  const bool mix = IsWeightMix(format);
   const std::string requested(WeightFormatName(format));
   if (json_output) {
     JsonWriter json;
@@ -32,6 +34,7 @@ int PrintWeightPlan(const std::string& path, WeightFormat format, bool json_outp
     json.Key("requested").String(requested);
     json.Key("matrix_bytes").Unsigned(static_cast<uint64_t>(std::llround(bytes)));
     json.Key("fallbacks").Unsigned(fallbacks);
+    if (mix) json.Key("substitutions").Unsigned(substitutions);
     json.Key("matrices").BeginArray();
     for (const MatrixWeightFormat& matrix : plan) {
       json.BeginObject();
@@ -42,6 +45,8 @@ int PrintWeightPlan(const std::string& path, WeightFormat format, bool json_outp
       json.Key("as_stored").Bool(matrix.as_stored);
       json.Key("fallback").Bool(matrix.fallback);
       if (matrix.fallback) json.Key("wanted").String(WeightFormatName(matrix.wanted));
+      if (mix) json.Key("llama_quantize_type").String(matrix.mix_type);
+      if (mix) json.Key("substituted").Bool(matrix.substituted);
       json.EndObject();
     }
     json.EndArray();
@@ -50,8 +55,9 @@ int PrintWeightPlan(const std::string& path, WeightFormat format, bool json_outp
     PrintStdout("%s\n", json.text().c_str());
     return 0;
   }
-  PrintStdout("file: %s\nweights: %s (%zu matrices, %.0f bytes, %zu fallbacks)\n", path.c_str(),
-              requested.c_str(), plan.size(), bytes, fallbacks);
+  const std::string substituted = mix ? ", " + std::to_string(substitutions) + " substitutions" : "";
+  PrintStdout("file: %s\nweights: %s (%zu matrices, %.0f bytes, %zu fallbacks%s)\n", path.c_str(),
+              requested.c_str(), plan.size(), bytes, fallbacks, substituted.c_str());
   for (const MatrixWeightFormat& matrix : plan) {
     PrintStdout("  %-40s [%zu, %zu] %-5s%s", matrix.name.c_str(), matrix.rows, matrix.cols,
                 std::string(WeightFormatName(matrix.effective)).c_str(), matrix.as_stored ? " (as stored)" : "");
@@ -59,6 +65,9 @@ int PrintWeightPlan(const std::string& path, WeightFormat format, bool json_outp
       PrintStdout(" (fallback from %s: K = %zu is not a multiple of %zu)",
                   std::string(WeightFormatName(matrix.wanted)).c_str(), matrix.rows,
                   WeightFormatRowMultiple(matrix.wanted));
+    }
+    if (matrix.substituted) {
+      PrintStdout(" (llama-quantize: %s, not a kvrt format)", matrix.mix_type.c_str());
     }
     PrintStdout("\n");
   }

@@ -305,7 +305,12 @@ typedef enum kvrt_weights {
   KVRT_WEIGHTS_Q4_0 = 5,
   KVRT_WEIGHTS_Q4_K = 6,
   KVRT_WEIGHTS_Q6_K = 7,
-  KVRT_WEIGHTS_Q5_K = 8
+  KVRT_WEIGHTS_Q5_K = 8,
+  /* llama-quantize's mixes Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M (kvrt/weight_format.h) */
+  KVRT_WEIGHTS_Q4_K_S = 9,
+  KVRT_WEIGHTS_Q4_K_M = 10,
+  KVRT_WEIGHTS_Q5_K_S = 11,
+  KVRT_WEIGHTS_Q5_K_M = 12
 } kvrt_weights;
 
 /* The element type of the K/V cache's rows (KvType in kvrt/engine_options.h).

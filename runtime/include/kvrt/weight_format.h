@@ -20,6 +20,15 @@
 // and q5_1, are not among these formats, so q4_k and q5_k fall back to f16; for
 // q8_0/q4_0 themselves llama.cpp refuses the tensor instead). Fallbacks are never errors: Model::WeightPlan lists them, and the CLI
 // reports them.
+//
+// The mixes q4_k_s, q4_k_m, q5_k_s and q5_k_m are llama-quantize's Q4_K_S ... Q5_K_M:
+// each matrix gets the type llama.cpp b4747 gives it (llama_tensor_get_type: more bits
+// for the vocabulary head and for some layers' value and down projections, its
+// fallbacks for a K that no K-quant block divides), quantized as llama-quantize does
+// without an importance matrix, so a mix converts a model to the bytes of the file
+// llama-quantize would write. Where llama.cpp's choice is not one of these formats
+// (q5_0 and q5_1, its fallbacks of q4_k and q5_k) the matrix is kept in q8_0, which
+// holds every value of theirs more exactly, and the plan says so.
 #pragma once
 
 #include <cstddef>
@@ -42,16 +51,24 @@ enum class WeightFormat : uint8_t {
   kQ4_K = 6,
   kQ6_K = 7,
   kQ5_K = 8,
+  // llama-quantize's mixes (above): a choice per matrix, never a matrix's format.
+  kQ4_K_S = 9,
+  kQ4_K_M = 10,
+  kQ5_K_S = 11,
+  kQ5_K_M = 12,
 };
 
-// "as-stored", "f32", "bf16", "f16", "q8_0", "q4_0", "q4_k", "q6_k", "q5_k"
-// ("unknown" outside the enum).
+// "as-stored", "f32", "bf16", "f16", "q8_0", "q4_0", "q4_k", "q6_k", "q5_k", "q4_k_s",
+// "q4_k_m", "q5_k_s", "q5_k_m" ("unknown" outside the enum).
 std::string_view WeightFormatName(WeightFormat format);
 // The inverse of WeightFormatName for its names; nullopt for anything else.
 std::optional<WeightFormat> ParseWeightFormat(std::string_view name);
 // Within the enum.
 bool IsKnownWeightFormat(WeightFormat format);
-// Bytes per weight of a matrix kept in `format` (kAsStored: nan, it depends).
+// One of llama-quantize's mixes (q4_k_s ... q5_k_m).
+bool IsWeightMix(WeightFormat format);
+// Bytes per weight of a matrix kept in `format` (kAsStored and the mixes: nan, it
+// depends).
 double WeightFormatBytesPerWeight(WeightFormat format);
 // What K must be a multiple of for a matrix to be kept in `format`: 32 for q8_0 and
 // q4_0, 256 for q4_k, q5_k and q6_k, 1 for the rest.
@@ -70,11 +87,18 @@ struct MatrixWeightFormat {
   WeightFormat wanted = WeightFormat::kF32;
   // Kept in the file's own bytes (kAsStored on a compressed GGUF tensor).
   bool as_stored = false;
+  // A mix: the ggml type llama-quantize gives this matrix ("q4_k", "q6_k", "q5_0", ...);
+  // empty otherwise. When it is not one of the formats (q5_0, q5_1), `wanted` and
+  // `effective` are q8_0 and `substituted` is set.
+  std::string mix_type;
+  bool substituted = false;
 };
 
 // Fallbacks of a plan as one line, e.g. "blocks.0.ffn.down.weight q8_0 -> f16
-// (K = 48 is not a multiple of 32)"; empty when there are none. (The multiple is
-// the one the wanted format needs: 256 for the K-quants.)
+// (K = 48 is not a multiple of 32)", and a mix's substitutions, e.g.
+// "blocks.1.ffn.down.weight q5_0 -> q8_0 (q5_0 is not a kvrt format)"; empty when
+// there are none. (The multiple is the one the wanted format needs: 256 for the
+// K-quants.)
 std::string DescribeFallbacks(const std::vector<MatrixWeightFormat>& plan);
 
 }  // namespace kvrt

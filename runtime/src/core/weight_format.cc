@@ -15,7 +15,9 @@ constexpr struct {
     {WeightFormat::kBf16, "bf16"},          {WeightFormat::kF16, "f16"},
     {WeightFormat::kQ8_0, "q8_0"},          {WeightFormat::kQ4_0, "q4_0"},
     {WeightFormat::kQ4_K, "q4_k"},          {WeightFormat::kQ6_K, "q6_k"},
-    {WeightFormat::kQ5_K, "q5_k"},
+    {WeightFormat::kQ5_K, "q5_k"},          {WeightFormat::kQ4_K_S, "q4_k_s"},
+    {WeightFormat::kQ4_K_M, "q4_k_m"},      {WeightFormat::kQ5_K_S, "q5_k_s"},
+    {WeightFormat::kQ5_K_M, "q5_k_m"},
 };
 
 }  // namespace
@@ -35,6 +37,11 @@ std::optional<WeightFormat> ParseWeightFormat(std::string_view name) {
 }
 
 bool IsKnownWeightFormat(WeightFormat format) { return WeightFormatName(format) != "unknown"; }
+
+bool IsWeightMix(WeightFormat format) {
+  return format == WeightFormat::kQ4_K_S || format == WeightFormat::kQ4_K_M ||
+         format == WeightFormat::kQ5_K_S || format == WeightFormat::kQ5_K_M;
+}
 
 double WeightFormatBytesPerWeight(WeightFormat format) {
   switch (format) {
@@ -66,8 +73,13 @@ size_t WeightFormatRowMultiple(WeightFormat format) {
 std::string DescribeFallbacks(const std::vector<MatrixWeightFormat>& plan) {
   std::string text;
   for (const MatrixWeightFormat& matrix : plan) {
-    if (!matrix.fallback) continue;
+    if (!matrix.fallback && !matrix.substituted) continue;
     if (!text.empty()) text += ", ";
+    if (matrix.substituted) {
+      text += matrix.name + " " + matrix.mix_type + " -> " + std::string(WeightFormatName(matrix.effective)) +
+              " (" + matrix.mix_type + " is not a kvrt format)";
+      continue;
+    }
     text += matrix.name + " " + std::string(WeightFormatName(matrix.wanted)) + " -> " +
             std::string(WeightFormatName(matrix.effective)) + " (K = " +
             std::to_string(matrix.rows) + " is not a multiple of " +

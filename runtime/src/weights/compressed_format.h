@@ -18,7 +18,7 @@ inline constexpr std::array<BlockSlot, 7> kBlockMatrixSlots = {
     BlockSlot::kGate,  BlockSlot::kUp,   BlockSlot::kDown};
 
 // Values of WeightFormat (the enum's last one plus one), for tables indexed by format.
-inline constexpr size_t kWeightFormatCount = static_cast<size_t>(WeightFormat::kQ5_K) + 1;
+inline constexpr size_t kWeightFormatCount = static_cast<size_t>(WeightFormat::kQ5_K_M) + 1;
 
 // The kernels' type of a compressed format; nullopt for kF32 and kAsStored.
 inline std::optional<simd::CompressedFormat> CompressedFormatOf(WeightFormat format) {

@@ -1,8 +1,12 @@
 // The per-matrix weight plan (weights/weight_plan.h).
 #include "weights/weight_plan.h"
 
+#include <optional>
+#include <string>
+
 #include "kvrt/simd/compressed_matrix.h"
 #include "weights/compressed_format.h"
+#include "weights/k_quant_mix.h"
 
 namespace kvrt {
 namespace {
@@ -18,13 +22,68 @@ WeightFormat Fallback(WeightFormat wanted, size_t rows) {
   return WeightFormat::kF16;
 }
 
+detail::KQuantMix MixOf(WeightFormat mix) {
+  switch (mix) {
+    case WeightFormat::kQ4_K_S: return detail::KQuantMix::kQ4_K_S;
+    case WeightFormat::kQ4_K_M: return detail::KQuantMix::kQ4_K_M;
+    case WeightFormat::kQ5_K_S: return detail::KQuantMix::kQ5_K_S;
+    default: return detail::KQuantMix::kQ5_K_M;
+  }
+}
+
+// The format that keeps a mix's choice: itself where it is a format, else q8_0, whose
+// 8-bit quants on scales of 32 rows hold a q5_0/q5_1 matrix's values more exactly.
+// (The mixes kvrt offers choose no other type.)
+std::optional<WeightFormat> FormatOfMixType(detail::MixTensorType type) {
+  switch (type) {
+    case detail::MixTensorType::kF16: return WeightFormat::kF16;
+    case detail::MixTensorType::kQ8_0: return WeightFormat::kQ8_0;
+    case detail::MixTensorType::kQ4_K: return WeightFormat::kQ4_K;
+    case detail::MixTensorType::kQ5_K: return WeightFormat::kQ5_K;
+    case detail::MixTensorType::kQ6_K: return WeightFormat::kQ6_K;
+    default: return std::nullopt;
+  }
+}
+
+// Where a matrix sits in the model, for the mixes' rules.
+struct MatrixPlace {
+  detail::MixMatrix matrix = detail::MixMatrix::kTokenTable;
+  size_t layer = 0;
+};
+
+detail::MixMatrix MixMatrixOf(BlockSlot slot) {
+  switch (slot) {
+    case BlockSlot::kQuery: return detail::MixMatrix::kQuery;
+    case BlockSlot::kKey: return detail::MixMatrix::kKey;
+    case BlockSlot::kValue: return detail::MixMatrix::kValue;
+    case BlockSlot::kOutput: return detail::MixMatrix::kAttentionOutput;
+    case BlockSlot::kGate: return detail::MixMatrix::kGate;
+    case BlockSlot::kUp: return detail::MixMatrix::kUp;
+    default: return detail::MixMatrix::kDown;
+  }
+}
+
+void PlanMixed(WeightFormat mix, const MatrixPlace& place, const detail::MixModel& model,
+               MatrixWeightFormat& plan) {
+  const detail::MixTensorType type = detail::KQuantMixType(MixOf(mix), place.matrix, place.layer, plan.rows, model);
+  plan.mix_type = std::string(detail::MixTensorTypeName(type));
+  const std::optional<WeightFormat> format = FormatOfMixType(type);
+  plan.substituted = !format;
+  plan.wanted = format.value_or(WeightFormat::kQ8_0);
+  plan.effective = plan.wanted;
+}
+
 MatrixWeightFormat Plan(const Parameter& parameter, size_t index, bool transposed,
-                        WeightFormat requested) {
+                        WeightFormat requested, const MatrixPlace& place, const detail::MixModel& model) {
   MatrixWeightFormat plan;
   plan.parameter = index;
   plan.name = parameter.name();
   plan.rows = transposed ? parameter.shape()[1] : parameter.shape()[0];
   plan.cols = transposed ? parameter.shape()[0] : parameter.shape()[1];
+  if (IsWeightMix(requested)) {
+    PlanMixed(requested, place, model, plan);
+    return plan;
+  }
   WeightFormat wanted = requested;
   if (requested == WeightFormat::kAsStored) {
     const StoredWeights* stored = parameter.stored();
@@ -47,16 +106,21 @@ std::vector<MatrixWeightFormat> PlanWeightFormats(const DecoderModel& model,
                                                   WeightFormat requested) {
   std::vector<MatrixWeightFormat> plan;
   const ModelConfig& config = model.config();
-  plan.push_back(Plan(model.parameter(0), 0, true, requested));
+  detail::MixModel mix_model;
+  mix_model.layers = config.layers;
+  mix_model.heads = config.heads;
+  mix_model.kv_heads = config.kv_heads;
+  mix_model.head_is_token_table = model.output_head_is_embedding();
+  plan.push_back(Plan(model.parameter(0), 0, true, requested, {detail::MixMatrix::kTokenTable, 0}, mix_model));
   for (size_t layer = 0; layer < config.layers; ++layer) {
     for (BlockSlot slot : detail::kBlockMatrixSlots) {
       const size_t index = BlockParameterIndex(layer, slot);
-      plan.push_back(Plan(model.parameter(index), index, false, requested));
+      plan.push_back(Plan(model.parameter(index), index, false, requested, {MixMatrixOf(slot), layer}, mix_model));
     }
   }
   if (!model.output_head_is_embedding()) {
     const size_t index = OutputHeadIndex(config);
-    plan.push_back(Plan(model.parameter(index), index, false, requested));
+    plan.push_back(Plan(model.parameter(index), index, false, requested, {detail::MixMatrix::kHead, 0}, mix_model));
   }
   return plan;
 }
