@@ -53,7 +53,7 @@ struct CompressedWeights {
     const auto dense = RandomRow<float>(rows * cols, -1, 1, rows * 31 + cols);
     simd::PackCompressed(type, dense.get(), rows, cols, false, storage.get());
     view = {type, storage.get(), rows, cols};
-    if (type == CompressedFormat::kQ8_0 || type == CompressedFormat::kQ4_0) {
+    if (simd::HasInt8Quads(type)) {
       quad_storage = hwy::AllocateAligned<uint8_t>(bytes);
       quads = simd::PackInt8Quads(view, quad_storage.get());
     }
@@ -61,7 +61,7 @@ struct CompressedWeights {
   size_t bytes;
   hwy::AlignedFreeUniquePtr<uint8_t[]> storage, quad_storage;
   simd::CompressedMatrixView view;
-  simd::CompressedMatrixView quads;  // q8_0/q4_0: the int8-activation layout
+  simd::CompressedMatrixView quads;  // HasInt8Quads: the int8-activation layout
 };
 
 // Activation rows rounded to q8_0 blocks for the int8-activation kernel.
@@ -70,13 +70,15 @@ struct QuantizedRows {
       : quants(hwy::AllocateAligned<int8_t>(m * k)),
         scales(hwy::AllocateAligned<float>(m * k / simd::kQuantBlock)),
         sums(hwy::AllocateAligned<int32_t>(m * k / simd::kQuantBlock)),
-        rows{quants.get(), scales.get(), sums.get(), k} {}
+        half_sums(hwy::AllocateAligned<int32_t>(m * k / (simd::kQuantBlock / 2))),
+        rows{quants.get(), scales.get(), sums.get(), half_sums.get(), k} {}
   void From(const float* a, size_t m) {
     for (size_t r = 0; r < m; ++r) simd::QuantizeRow(a + r * rows.k, rows, r);
   }
   hwy::AlignedFreeUniquePtr<int8_t[]> quants;
   hwy::AlignedFreeUniquePtr<float[]> scales;
   hwy::AlignedFreeUniquePtr<int32_t[]> sums;
+  hwy::AlignedFreeUniquePtr<int32_t[]> half_sums;
   simd::Int8Rows rows;
 };
 
@@ -414,7 +416,8 @@ void RegisterCompressedBenchmarks(threading::ThreadPool& one_thread,
     RegisterMatMul(type, 512, 768, 768, two_threads, cache);
     RegisterMatMulAgainstF32(type, 512, 768, 768, one_thread, cache);
   }
-  for (CompressedFormat type : {CompressedFormat::kQ8_0, CompressedFormat::kQ4_0}) {
+  for (CompressedFormat type : kTypes) {
+    if (!simd::HasInt8Quads(type)) continue;
     for (size_t cols : {2048, 32000, 54000}) {
       RegisterRoofline(type, 768, cols, one_thread, cache, Activations::kInt8);
       RegisterRoofline(type, 768, cols, two_threads, cache, Activations::kInt8);

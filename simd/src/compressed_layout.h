@@ -266,39 +266,137 @@ inline void DequantizeRow(CompressedFormat type, const PanelRows& panel, size_t 
   for (size_t j = 0; j < kWidth; ++j) out[j] = DequantizeElement(type, panel, k, j);
 }
 
-// Offset of the block holding row k within one panel stored apart (the quad layout's
-// panels are not interleaved).
-inline size_t QuantBlockOffset(CompressedFormat type, size_t k) {
-  return k / kQuantBlock * QuantBlockBytes(type);
-}
-
-// The int8-activation layout (CompressedLayout::kInt8Quads, int8_activations.h): per
-// block the same 64 bytes of scales, then 8 quads of 4 rows; a q8_0 quad is 32 columns
-// × 4 bytes (128), a q4_0 quad 16 × 4 bytes of two nibbles (64).
+// The int8-activation layout (CompressedLayout::kInt8Quads, int8_activations.h) stores
+// each panel apart (not interleaved with its group) and keeps the row layout's blocks,
+// their scale areas and a K-quant super-block's header where they were, so a panel has
+// the row layout's size; only the quants of a block are reordered into quads of 4
+// rows, one 32-bit lane holding four consecutive rows of one column:
+//   q8_0:             8 quads of 32 columns × 4 bytes (128), the unsigned u = q + 128.
+//   q4_0, q4_k:       8 quads of 16 columns × 4 bytes (64), byte 4c + j holding row j of
+//                     column c in its low nibble and of column c + 16 in its high one.
+//   q5_k, q6_k:       q4_k's quads, with the high bits in planes of 64 bytes after
+//                     every kPlaneQuads(type) quads (q5_k 4: [4 quads][plane], twice;
+//                     q6_k 2: [2 quads][plane], four times). Byte 4c + j of a plane
+//                     holds, for the plane's quad i and h = HighBitsPerQuant (1 or 2),
+//                     the high bits of row j of column c at bits h·i.. and of column
+//                     c + 16 at bits 4 + h·i..: where the nibble byte has the same
+//                     index, so that a shift and a mask per 32-bit lane move them to
+//                     bit 4 (int8_matmul-inl.h, QuadWeights).
+// Block sizes stay 1088, 576, 576, 704 and 832 bytes.
 inline constexpr size_t kQuadRows = 4;
+inline constexpr size_t kQuadsPerBlock = kQuantBlock / kQuadRows;  // 8
 inline constexpr size_t kQ8QuadBytes = kWidth * kQuadRows;      // 128
 inline constexpr size_t kQ4QuadBytes = kWidth / 2 * kQuadRows;  // 64
+inline constexpr size_t kPlaneBytes = kQ4QuadBytes;             // one high-bit plane
 inline constexpr uint8_t kQ8Offset = 128;  // stored unsigned q8_0 quant u = q + 128
-static_assert(kScaleBytes + kQuantBlock / kQuadRows * kQ8QuadBytes == kQ8BlockBytes &&
-                  kScaleBytes + kQuantBlock / kQuadRows * kQ4QuadBytes == kQ4BlockBytes,
+static_assert(kScaleBytes + kQuadsPerBlock * kQ8QuadBytes == kQ8BlockBytes &&
+                  kScaleBytes + kQuadsPerBlock * kQ4QuadBytes == kQ4BlockBytes,
               "the quad layout keeps the row layout's block sizes");
 
-// Byte of row k, column j (< 32) in a quad-layout panel; a q4_0 column j ≥ 16 is the
-// high nibble of the byte of column j − 16.
+// The types that have a quad layout.
+constexpr bool HasQuadLayout(CompressedFormat type) {
+  return type == CompressedFormat::kQ8_0 || type == CompressedFormat::kQ4_0 ||
+         type == CompressedFormat::kQ4_K || type == CompressedFormat::kQ5_K ||
+         type == CompressedFormat::kQ6_K;
+}
+// High bits per quant kept in planes: q5_k 1, q6_k 2, else 0.
+constexpr size_t HighBitsPerQuant(CompressedFormat type) {
+  return type == CompressedFormat::kQ6_K ? 2 : type == CompressedFormat::kQ5_K ? 1 : 0;
+}
+// Quads sharing one high-bit plane (4 / h; 0 without planes).
+constexpr size_t PlaneQuads(CompressedFormat type) {
+  return HighBitsPerQuant(type) == 0 ? 0 : 4 / HighBitsPerQuant(type);
+}
+static_assert(kScaleBytes + kQuadsPerBlock * kQ4QuadBytes +
+                      kQuadsPerBlock / PlaneQuads(CompressedFormat::kQ5_K) * kPlaneBytes ==
+                  kQ5BlockBytes &&
+                  kScaleBytes + kQuadsPerBlock * kQ4QuadBytes +
+                          kQuadsPerBlock / PlaneQuads(CompressedFormat::kQ6_K) * kPlaneBytes ==
+                      kQ6BlockBytes,
+              "the high-bit planes fill the row layout's blocks exactly");
+
+// Offset, within one panel stored apart, of the block holding row k (its 64-byte scale
+// area; a K-quant super-block's header precedes its first block).
+inline size_t QuantBlockOffset(CompressedFormat type, size_t k) {
+  return k / SuperRows(type) * SuperBlockBytes(type) + HeaderBytes(type) +
+         k % SuperRows(type) / kQuantBlock * QuantBlockBytes(type);
+}
+// Offset of the super-block header holding row k (K-quants).
+inline size_t QuadHeaderOffset(CompressedFormat type, size_t k) {
+  return k / SuperRows(type) * SuperBlockBytes(type);
+}
+// Offsets, from its block's start, of quad t's quants and of the high-bit plane it
+// shares (q5_k, q6_k).
+inline size_t QuadOffset(CompressedFormat type, size_t t) {
+  if (type == CompressedFormat::kQ8_0) return kScaleBytes + t * kQ8QuadBytes;
+  const size_t group = PlaneQuads(type);
+  if (group == 0) return kScaleBytes + t * kQ4QuadBytes;
+  return kScaleBytes + t / group * (group * kQ4QuadBytes + kPlaneBytes) + t % group * kQ4QuadBytes;
+}
+inline size_t PlaneOffset(CompressedFormat type, size_t t) {
+  const size_t group = PlaneQuads(type);
+  return kScaleBytes + t / group * (group * kQ4QuadBytes + kPlaneBytes) + group * kQ4QuadBytes;
+}
+
+// Byte of row k, column j (< 32) in a quad-layout panel; a column j ≥ 16 of the
+// nibble types is the high nibble of the byte of column j − 16. The plane byte of
+// (k, j) has the same place in its plane.
 inline size_t QuadByteOffset(CompressedFormat type, size_t k, size_t j) {
-  const size_t quad = k % kQuantBlock / kQuadRows, within = k % kQuadRows;
+  const size_t t = k % kQuantBlock / kQuadRows, within = k % kQuadRows;
   const size_t column = type == CompressedFormat::kQ8_0 ? j : j % (kWidth / 2);
-  const size_t quad_bytes = type == CompressedFormat::kQ8_0 ? kQ8QuadBytes : kQ4QuadBytes;
-  return QuantBlockOffset(type, k) + kScaleBytes + quad * quad_bytes + column * kQuadRows + within;
+  return QuantBlockOffset(type, k) + QuadOffset(type, t) + column * kQuadRows + within;
+}
+inline size_t QuadPlaneByteOffset(CompressedFormat type, size_t k, size_t j) {
+  const size_t t = k % kQuantBlock / kQuadRows, within = k % kQuadRows;
+  return QuantBlockOffset(type, k) + PlaneOffset(type, t) + j % (kWidth / 2) * kQuadRows + within;
+}
+// Bit of (k, j)'s high bits in its plane byte.
+inline size_t QuadPlaneShift(CompressedFormat type, size_t k, size_t j) {
+  const size_t i = k % kQuantBlock / kQuadRows % PlaneQuads(type);
+  return (j < kWidth / 2 ? 0 : 4) + HighBitsPerQuant(type) * i;
+}
+
+// The stored unsigned quant u of (k, j) in a quad-layout panel: q8_0 q + 128, q4_0
+// q + 8, the K-quants their q (q4_k 0..15, q5_k 0..31, q6_k 0..63).
+inline int QuadQuant(CompressedFormat type, const uint8_t* panel, size_t k, size_t j) {
+  const uint8_t byte = panel[QuadByteOffset(type, k, j)];
+  if (type == CompressedFormat::kQ8_0) return byte;
+  int q = j < kWidth / 2 ? byte & 0xF : byte >> 4;
+  if (const size_t h = HighBitsPerQuant(type); h != 0) {
+    const uint8_t plane = panel[QuadPlaneByteOffset(type, k, j)];
+    q |= (plane >> QuadPlaneShift(type, k, j) & ((1 << h) - 1)) << 4;
+  }
+  return q;
 }
 
 // Element (k, j) of a quad-layout panel: the same value as DequantizeElement of the
-// row layout it was packed from.
+// row layout it was packed from (the same formulas on the same numbers).
 inline float DequantizeQuadElement(CompressedFormat type, const uint8_t* panel, size_t k, size_t j) {
-  const uint8_t byte = panel[QuadByteOffset(type, k, j)];
-  const int q = type == CompressedFormat::kQ8_0 ? int{byte} - kQ8Offset
-                                          : (j < kWidth / 2 ? byte & 0xF : byte >> 4) - 8;
-  return static_cast<float>(q) * F16ToF32(LoadU16(panel + QuantBlockOffset(type, k) + 2 * j));
+  const int u = QuadQuant(type, panel, k, j);
+  const uint8_t* scales = panel + QuantBlockOffset(type, k);
+  switch (type) {
+    case CompressedFormat::kQ8_0:
+    case CompressedFormat::kQ4_0: {
+      const int offset = type == CompressedFormat::kQ8_0 ? kQ8Offset : kQ4Zero;
+      return static_cast<float>(u - offset) * F16ToF32(LoadU16(scales + 2 * j));
+    }
+    case CompressedFormat::kQ4_K:
+    case CompressedFormat::kQ5_K: {
+      const uint8_t* header = panel + QuadHeaderOffset(type, k);
+      const float d = F16ToF32(LoadU16(header + 2 * j)) * static_cast<float>(scales[j]);
+      const float min = F16ToF32(LoadU16(header + kScaleBytes + 2 * j)) *
+                        static_cast<float>(scales[kWidth + j]);
+      return d * static_cast<float>(u) - min;
+    }
+    case CompressedFormat::kQ6_K: {
+      const auto sc = static_cast<int8_t>(scales[k % kQuantBlock / 16 * kWidth + j]);
+      const uint8_t* header = panel + QuadHeaderOffset(type, k);
+      const float d = F16ToF32(LoadU16(header + 2 * j)) * static_cast<float>(sc);
+      return d * static_cast<float>(u - 32);
+    }
+    default:
+      return 0.0f;
+  }
 }
 
 }  // namespace kvrt::simd::compressed

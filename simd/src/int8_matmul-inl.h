@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <algorithm>
 #include <cstring>
 
 #include "compressed_layout.h"
@@ -21,66 +22,133 @@ HWY_BEFORE_NAMESPACE();
 namespace kvrt::simd::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// One quad (4 rows) of a block of one panel as kVecs int32 vectors, columns in
-// order; every 32-bit lane holds the four unsigned quants u of its column, row 4t + j
-// in byte j.
-template <class DI>
-struct Q8QuadWeights {
-  static constexpr size_t kBlockBytes = compressed::kQ8BlockBytes;
-  static constexpr size_t kQuadBytes = compressed::kQ8QuadBytes;
-  static constexpr int32_t kOffset = compressed::kQ8Offset;
+// One quad (4 rows) of a block of one panel of `kFormat` as kVecs int32 vectors,
+// columns in order; every 32-bit lane holds the four unsigned quants u of its column,
+// row 4t + j in byte j (compressed_layout.h has the quad layout). Per block the
+// integer sums S_h of kHalves sub-blocks (q6_k: two of 16 rows, each with its own
+// scale; the others one of 32) start at −kOffset·Σa of their activations, and
+// Accumulate applies the block's scales to them.
+template <CompressedFormat kFormat, class DI>
+struct QuadWeights {
+  static constexpr bool kQ8 = kFormat == CompressedFormat::kQ8_0;
+  static constexpr size_t kHighBits = compressed::HighBitsPerQuant(kFormat);
+  static constexpr size_t kPlaneQuads = compressed::PlaneQuads(kFormat);
+  static constexpr size_t kHalves = kFormat == CompressedFormat::kQ6_K ? 2 : 1;
+  // q8_0 q + 128, q4_0 q + 8 and q6_k q + 32 are stored: the sums start at
+  // −kOffset·Σa; q4_k and q5_k store q itself (their minimum is Accumulate's).
+  static constexpr int32_t kOffset = kQ8                                  ? compressed::kQ8Offset
+                                     : kFormat == CompressedFormat::kQ4_0 ? compressed::kQ4Zero
+                                     : kFormat == CompressedFormat::kQ6_K ? 32
+                                                                          : 0;
+  static constexpr int32_t kMaxQuant = kQ8 ? 255 : (16 << kHighBits) - 1;
 
-  static HWY_INLINE void Load(DI di, const uint8_t* quad, hn::Vec<DI>* w) {
+  // A nibble type's quad (64 bytes) holds columns c and c + 16 in the low and high
+  // nibbles of the same byte, so one load gives two vectors: a mask, and a shift and
+  // a mask; q5_k's and q6_k's high bits come from their plane, where they sit at the
+  // same byte, by one shift to bit 4 and a mask per vector.
+  static HWY_INLINE void Load(DI di, const uint8_t* block, size_t t, hn::Vec<DI>* w) {
     constexpr size_t kVecs = PanelVectors<hn::RebindToFloat<DI>>();
-    const auto* lanes = reinterpret_cast<const int32_t*>(quad);
-    HWY_UNROLL(16)
-    for (size_t v = 0; v < kVecs; ++v) w[v] = hn::LoadU(di, lanes + v * hn::Lanes(di));
-  }
-
-#if HWY_TARGET == HWY_AVX2
-  // Int8Dot::kBytePairs. u = q + 128 reaches 255, and VPMADDUBSW's int16 pair of
-  // u·a would saturate (2·255·127 > 32767), so the pairs multiply |q| by a with q's
-  // sign: each product is q·a, |q·a| ≤ 128·127, a pair ≤ 32512 (|a| ≤ 127,
-  // int8_activations.h). One quad's pairs are widened at once, and the sums carry
-  // no offset.
-  static constexpr size_t kQuadsPerWidening = 1;
-  static constexpr int32_t kPairOffset = 0;
-  static HWY_INLINE hn::Vec<DI> BytePairs(hn::Vec<DI> u, hn::Vec<DI> a) {
-    const __m256i q = _mm256_xor_si256(u.raw, _mm256_set1_epi8(static_cast<char>(0x80)));
-    return hn::Vec<DI>{_mm256_maddubs_epi16(_mm256_abs_epi8(q), _mm256_sign_epi8(a.raw, q))};
-  }
-#endif
-};
-
-// A q4_0 quad's 64 bytes hold columns c and c + 16 in the low and high nibbles of the
-// same byte, so one load gives two vectors: a mask, and a shift and a mask.
-template <class DI>
-struct Q4QuadWeights {
-  static constexpr size_t kBlockBytes = compressed::kQ4BlockBytes;
-  static constexpr size_t kQuadBytes = compressed::kQ4QuadBytes;
-  static constexpr int32_t kOffset = compressed::kQ4Zero;
-
-  static HWY_INLINE void Load(DI di, const uint8_t* quad, hn::Vec<DI>* w) {
-    constexpr size_t kVecs = PanelVectors<hn::RebindToFloat<DI>>();
-    const auto* lanes = reinterpret_cast<const int32_t*>(quad);
-    const auto nibbles = hn::Set(di, 0x0F0F0F0F);
-    HWY_UNROLL(16)
-    for (size_t v = 0; v < kVecs / 2; ++v) {
-      const auto bytes = hn::LoadU(di, lanes + v * hn::Lanes(di));
-      w[v] = hn::And(bytes, nibbles);
-      w[v + kVecs / 2] = hn::And(hn::ShiftRight<4>(bytes), nibbles);
+    const auto* lanes = reinterpret_cast<const int32_t*>(block + compressed::QuadOffset(kFormat, t));
+    if constexpr (kQ8) {
+      HWY_UNROLL(16)
+      for (size_t v = 0; v < kVecs; ++v) w[v] = hn::LoadU(di, lanes + v * hn::Lanes(di));
+    } else {
+      const auto nibbles = hn::Set(di, 0x0F0F0F0F);
+      HWY_UNROLL(16)
+      for (size_t v = 0; v < kVecs / 2; ++v) {
+        const auto bytes = hn::LoadU(di, lanes + v * hn::Lanes(di));
+        w[v] = hn::And(bytes, nibbles);
+        w[v + kVecs / 2] = hn::And(hn::ShiftRight<4>(bytes), nibbles);
+      }
+      if constexpr (kHighBits != 0) {
+        const auto* plane = reinterpret_cast<const int32_t*>(block + compressed::PlaneOffset(kFormat, t));
+        const int at = static_cast<int>(kHighBits * (t % kPlaneQuads));  // column c's bits; c + 16's at 4 + at
+        const auto high = hn::Set(di, kHighBits == 1 ? 0x10101010 : 0x30303030);
+        HWY_UNROLL(16)
+        for (size_t v = 0; v < kVecs / 2; ++v) {
+          const auto bits = hn::LoadU(di, plane + v * hn::Lanes(di));
+          w[v] = hn::Or(w[v], hn::And(hn::ShiftLeftSame(bits, 4 - at), high));
+          w[v + kVecs / 2] = hn::Or(w[v + kVecs / 2], hn::And(hn::ShiftRightSame(bits, at), high));
+        }
+      }
     }
   }
 
 #if HWY_TARGET == HWY_AVX2
-  // Int8Dot::kBytePairs: u ≤ 15 and |a| ≤ 128 keep a pair within 2·15·128 = 3840 and
-  // the eight quads of a block within 30720, inside int16: one widening per block.
-  static constexpr size_t kQuadsPerWidening = kQuantBlock / compressed::kQuadRows;
-  static constexpr int32_t kPairOffset = kOffset;
+  // Int8Dot::kBytePairs. q8_0's u = q + 128 reaches 255, and VPMADDUBSW's int16 pair
+  // of u·a would saturate (2·255·127 > 32767), so its pairs multiply |q| by a with q's
+  // sign: each product is q·a, |q·a| ≤ 128·127, a pair ≤ 32512 (|a| ≤ 127,
+  // int8_activations.h); one quad's pairs are widened at once, and the sums carry no
+  // offset. The nibble types' u ≤ kMaxQuant (15, 31, 63) keep a quad's pair within
+  // 2·kMaxQuant·128 (3840, 7936, 16128), so 8, 4 and 2 quads add in int16 before a
+  // widening.
+  static constexpr size_t kQuadsPerWidening = kQ8 ? 1 : 32767 / (2 * kMaxQuant * 128);
+  static constexpr int32_t kPairOffset = kQ8 ? 0 : kOffset;
   static HWY_INLINE hn::Vec<DI> BytePairs(hn::Vec<DI> u, hn::Vec<DI> a) {
-    return hn::Vec<DI>{_mm256_maddubs_epi16(u.raw, a.raw)};
+    if constexpr (kQ8) {
+      const __m256i q = _mm256_xor_si256(u.raw, _mm256_set1_epi8(static_cast<char>(0x80)));
+      return hn::Vec<DI>{_mm256_maddubs_epi16(_mm256_abs_epi8(q), _mm256_sign_epi8(a.raw, q))};
+    } else {
+      return hn::Vec<DI>{_mm256_maddubs_epi16(u.raw, a.raw)};
+    }
   }
 #endif
+
+  // Where sub-block h of block b of row `row` starts its sum: −kOffset·Σa.
+  static HWY_INLINE int32_t Start(const Int8Rows& a, size_t row, size_t b, size_t h, int32_t offset) {
+    if (offset == 0) return 0;
+    const int32_t sum = kHalves == 1 ? a.sums[row * a.blocks() + b] : a.half_sums[(row * a.blocks() + b) * 2 + h];
+    return -offset * sum;
+  }
+
+  // acc + this block's part, from its integer sums s (int8_activations.h):
+  //   q8_0, q4_0: acc + (d_w·d_a)·float(S)
+  //   q6_k:       acc + (d·d_a)·float(sc_0·S_0 + sc_1·S_1)
+  //   q4_k, q5_k: acc + ((d·d_a)·float(sc·S) − (dmin·d_a)·float(m·Σa))
+  // each operation rounded to f32 (no FMA), d·d_a and dmin·d_a exact.
+  template <class D, size_t kVecs>
+  static HWY_INLINE void Accumulate(D d, const uint8_t* panel, const uint8_t* block, size_t k0,
+                                    float activation_scale, int32_t activation_sum,
+                                    const hn::Vec<DI> (&s)[kHalves][kVecs], hn::Vec<D>* acc) {
+    const DI di;
+    const size_t lanes = hn::Lanes(d);
+    const auto da = hn::Set(d, activation_scale);
+    if constexpr (kFormat == CompressedFormat::kQ8_0 || kFormat == CompressedFormat::kQ4_0) {
+      hn::Vec<D> weight_scale[kVecs];
+      LoadColumnScales(d, block, weight_scale);
+      for (size_t v = 0; v < kVecs; ++v) {
+        const auto scale = hn::Mul(weight_scale[v], da);  // exact
+        acc[v] = hn::Add(acc[v], hn::Mul(scale, hn::ConvertTo(d, s[0][v])));
+      }
+    } else {
+      const uint8_t* header = panel + compressed::QuadHeaderOffset(kFormat, k0);
+      hn::Vec<D> super_scale[kVecs];
+      LoadColumnScales(d, header, super_scale);
+      if constexpr (kFormat == CompressedFormat::kQ6_K) {
+        const hn::Rebind<int8_t, DI> d8;
+        for (size_t v = 0; v < kVecs; ++v) {
+          const auto sc0 = hn::PromoteTo(di, hn::LoadU(d8, reinterpret_cast<const int8_t*>(block) + v * lanes));
+          const auto sc1 = hn::PromoteTo(
+              di, hn::LoadU(d8, reinterpret_cast<const int8_t*>(block) + kCompressedPanelWidth + v * lanes));
+          const auto total = hn::Add(hn::Mul(s[0][v], sc0), hn::Mul(s[1][v], sc1));  // exact
+          const auto scale = hn::Mul(super_scale[v], da);                           // exact
+          acc[v] = hn::Add(acc[v], hn::Mul(scale, hn::ConvertTo(d, total)));
+        }
+      } else {
+        const hn::Rebind<uint8_t, DI> d8;
+        hn::Vec<D> min_scale[kVecs];
+        LoadColumnScales(d, header + compressed::kScaleBytes, min_scale);
+        const auto sum = hn::Set(di, activation_sum);
+        for (size_t v = 0; v < kVecs; ++v) {
+          const auto sc = hn::PromoteTo(di, hn::LoadU(d8, block + v * lanes));
+          const auto m = hn::PromoteTo(di, hn::LoadU(d8, block + kCompressedPanelWidth + v * lanes));
+          const auto scaled = hn::Mul(hn::Mul(super_scale[v], da), hn::ConvertTo(d, hn::Mul(s[0][v], sc)));
+          const auto mins = hn::Mul(hn::Mul(min_scale[v], da), hn::ConvertTo(d, hn::Mul(m, sum)));
+          acc[v] = hn::Add(acc[v], hn::Sub(scaled, mins));
+        }
+      }
+    }
+  }
 };
 
 // How a target forms the exact integer block sums S_b (int8_activations.h).
@@ -138,17 +206,16 @@ HWY_INLINE hn::Vec<DI> Dot4(DI di, hn::Vec<DI> acc, hn::Vec<DI> w, const Activat
 // The operands of quad t of one block: for every panel g, its weights' kVecs vectors
 // (loaded once), and for every row r, the row's four activation quants; visit(r, g,
 // weights, quad) consumes them.
-template <template <class> class Weights, Int8Dot kDot, size_t kRows, size_t kPanels, class DI,
+template <CompressedFormat kFormat, Int8Dot kDot, size_t kRows, size_t kPanels, class DI,
           class Visit>
-HWY_INLINE void ForQuadOperands(DI di, const uint8_t* const* panel, size_t block_offset,
-                                const int8_t* const* quants, size_t t, const Visit& visit) {
-  using W = Weights<DI>;
+HWY_INLINE void ForQuadOperands(DI di, const uint8_t* const* block, const int8_t* const* quants,
+                                size_t t, const Visit& visit) {
+  using W = QuadWeights<kFormat, DI>;
   constexpr size_t kVecs = PanelVectors<hn::RebindToFloat<DI>>();
-  const size_t quad_offset = block_offset + compressed::kScaleBytes + t * W::kQuadBytes;
   HWY_UNROLL(4)
   for (size_t g = 0; g < kPanels; ++g) {
     hn::Vec<DI> weights[kVecs];
-    W::Load(di, panel[g] + quad_offset, weights);
+    W::Load(di, block[g], t, weights);
     HWY_UNROLL(4)
     for (size_t r = 0; r < kRows; ++r) {
       visit(r, g, weights, ActivationQuad<kDot, DI>(di, quants[r] + t * compressed::kQuadRows));
@@ -156,17 +223,16 @@ HWY_INLINE void ForQuadOperands(DI di, const uint8_t* const* panel, size_t block
   }
 }
 
-// sum += the int8 dot products of one block (Int8Dot::kLanes / kVnni): one Dot4 per
-// quad, row and vector.
-template <template <class> class Weights, Int8Dot kDot, size_t kRows, size_t kPanels, class DI>
-HWY_INLINE void BlockSumsByQuads(DI di, const uint8_t* const* panel, size_t block_offset,
-                                 const int8_t* const* quants,
+// sum += the int8 dot products of quads [t_begin, t_end) of one block (Int8Dot::kLanes
+// / kVnni): one Dot4 per quad, row and vector.
+template <CompressedFormat kFormat, Int8Dot kDot, size_t kRows, size_t kPanels, class DI>
+HWY_INLINE void BlockSumsByQuads(DI di, const uint8_t* const* block, const int8_t* const* quants,
+                                 size_t t_begin, size_t t_end,
                                  hn::Vec<DI> (&sum)[kRows][kPanels][PanelVectors<hn::RebindToFloat<DI>>()]) {
   constexpr size_t kVecs = PanelVectors<hn::RebindToFloat<DI>>();
-  constexpr size_t kQuads = kQuantBlock / compressed::kQuadRows;
-  for (size_t t = 0; t < kQuads; ++t) {
-    ForQuadOperands<Weights, kDot, kRows, kPanels>(
-        di, panel, block_offset, quants, t,
+  for (size_t t = t_begin; t < t_end; ++t) {
+    ForQuadOperands<kFormat, kDot, kRows, kPanels>(
+        di, block, quants, t,
         [&](size_t r, size_t g, const hn::Vec<DI>* weights, const ActivationQuad<kDot, DI>& quad) HWY_ATTR {
           for (size_t v = 0; v < kVecs; ++v) sum[r][g][v] = Dot4(di, sum[r][g][v], weights[v], quad);
         });
@@ -176,18 +242,17 @@ HWY_INLINE void BlockSumsByQuads(DI di, const uint8_t* const* panel, size_t bloc
 #if HWY_TARGET == HWY_AVX2
 // The same sums by byte pairs (Int8Dot::kBytePairs): W::BytePairs gives the int16
 // pair sums of one quad; W::kQuadsPerWidening quads of them are added in int16
-// (VPADDW: the Weights' ranges keep them exact), then widened by VPMADDWD with ones,
+// (VPADDW: the weights' ranges keep them exact), then widened by VPMADDWD with ones,
 // which adds each lane's two int16 halves into int32: every lane ends with the same
 // integer as four VPDPBUSD steps.
-template <template <class> class Weights, size_t kRows, size_t kPanels, class DI>
-HWY_INLINE void BlockSumsByPairs(DI di, const uint8_t* const* panel, size_t block_offset,
-                                 const int8_t* const* quants,
+template <CompressedFormat kFormat, size_t kRows, size_t kPanels, class DI>
+HWY_INLINE void BlockSumsByPairs(DI di, const uint8_t* const* block, const int8_t* const* quants,
+                                 size_t t_begin, size_t t_end,
                                  hn::Vec<DI> (&sum)[kRows][kPanels][PanelVectors<hn::RebindToFloat<DI>>()]) {
-  using W = Weights<DI>;
+  using W = QuadWeights<kFormat, DI>;
   constexpr size_t kVecs = PanelVectors<hn::RebindToFloat<DI>>();
-  constexpr size_t kQuads = kQuantBlock / compressed::kQuadRows;
   const __m256i ones = _mm256_set1_epi16(1);
-  for (size_t t0 = 0; t0 < kQuads; t0 += W::kQuadsPerWidening) {
+  for (size_t t0 = t_begin; t0 < t_end; t0 += W::kQuadsPerWidening) {
     __m256i pairs[kRows][kPanels][kVecs];
     for (size_t r = 0; r < kRows; ++r) {
       for (size_t g = 0; g < kPanels; ++g) {
@@ -196,9 +261,9 @@ HWY_INLINE void BlockSumsByPairs(DI di, const uint8_t* const* panel, size_t bloc
     }
     // Not unrolled: a whole block's eight quads unrolled spill the int16 sums.
     HWY_UNROLL(1)
-    for (size_t t = t0; t < t0 + W::kQuadsPerWidening; ++t) {
-      ForQuadOperands<Weights, Int8Dot::kBytePairs, kRows, kPanels>(
-          di, panel, block_offset, quants, t,
+    for (size_t t = t0; t < std::min(t_end, t0 + W::kQuadsPerWidening); ++t) {
+      ForQuadOperands<kFormat, Int8Dot::kBytePairs, kRows, kPanels>(
+          di, block, quants, t,
           [&](size_t r, size_t g, const hn::Vec<DI>* weights,
               const ActivationQuad<Int8Dot::kBytePairs, DI>& quad) HWY_ATTR {
             for (size_t v = 0; v < kVecs; ++v) {
@@ -217,7 +282,7 @@ HWY_INLINE void BlockSumsByPairs(DI di, const uint8_t* const* panel, size_t bloc
 }
 #endif
 
-// The offset o of the block sums' start −o·Σa: the stored weights' (Int8Dot::kLanes,
+// The offset o of the sums' start −o·Σa: the stored weights' (Int8Dot::kLanes,
 // kVnni), or what the byte pairs leave in them.
 template <class W, Int8Dot kDot>
 constexpr int32_t SumOffset() {
@@ -228,16 +293,18 @@ constexpr int32_t SumOffset() {
 }
 
 // C rows [row0, row0 + kRows) × the columns of kPanels panels from first_panel: per
-// block the integer sums S_b in int32 lanes (from −o·Σa), then
-// acc = acc + (d_w·d_a)·float(S_b) as two rounded operations (no FMA, so that every
-// target and the twin agree bit for bit).
-template <template <class> class Weights, Int8Dot kDot, size_t kRows, size_t kPanels, class D>
+// block and sub-block the integer sums in int32 lanes (from −o·Σa), then
+// W::Accumulate's rounded f32 operations (no FMA, so that every target and the twin
+// agree bit for bit).
+template <CompressedFormat kFormat, Int8Dot kDot, size_t kRows, size_t kPanels, class D>
 HWY_INLINE void Int8Tile(D d, const Int8Rows& a, size_t row0, const CompressedMatrixView& w,
                          float* c, size_t ldc, size_t first_panel) {
   using DI = hn::RebindToSigned<D>;
   const DI di;
-  using W = Weights<DI>;
+  using W = QuadWeights<kFormat, DI>;
   constexpr size_t kVecs = PanelVectors<D>();
+  constexpr size_t kHalves = W::kHalves;
+  constexpr size_t kHalfQuads = compressed::kQuadsPerBlock / kHalves;
   const size_t blocks = a.blocks();
   const uint8_t* panel[kPanels];
   for (size_t g = 0; g < kPanels; ++g) panel[g] = w.panel(first_panel + g);
@@ -248,33 +315,39 @@ HWY_INLINE void Int8Tile(D d, const Int8Rows& a, size_t row0, const CompressedMa
     }
   }
   for (size_t b = 0; b < blocks; ++b) {
-    const size_t block_offset = b * W::kBlockBytes;
-    hn::Vec<DI> sum[kRows][kPanels][kVecs];
+    const size_t k0 = b * kQuantBlock;
+    const uint8_t* block[kPanels];
+    for (size_t g = 0; g < kPanels; ++g) block[g] = panel[g] + compressed::QuantBlockOffset(kFormat, k0);
     const int8_t* quants[kRows];
-    for (size_t r = 0; r < kRows; ++r) {
-      quants[r] = a.quants + (row0 + r) * a.k + b * kQuantBlock;
-      const auto start = hn::Set(di, -SumOffset<W, kDot>() * a.sums[(row0 + r) * blocks + b]);
-      for (size_t g = 0; g < kPanels; ++g) {
-        for (size_t v = 0; v < kVecs; ++v) sum[r][g][v] = start;
+    for (size_t r = 0; r < kRows; ++r) quants[r] = a.quants + (row0 + r) * a.k + k0;
+    hn::Vec<DI> sums[kHalves][kRows][kPanels][kVecs];
+    for (size_t h = 0; h < kHalves; ++h) {
+      for (size_t r = 0; r < kRows; ++r) {
+        const auto start = hn::Set(di, W::Start(a, row0 + r, b, h, SumOffset<W, kDot>()));
+        for (size_t g = 0; g < kPanels; ++g) {
+          for (size_t v = 0; v < kVecs; ++v) sums[h][r][g][v] = start;
+        }
+      }
+#if HWY_TARGET == HWY_AVX2
+      if constexpr (kDot == Int8Dot::kBytePairs) {
+        BlockSumsByPairs<kFormat, kRows, kPanels>(di, block, quants, h * kHalfQuads, (h + 1) * kHalfQuads,
+                                                  sums[h]);
+      } else  // NOLINT(readability/braces): the other forms follow
+#endif
+      {
+        BlockSumsByQuads<kFormat, kDot, kRows, kPanels>(di, block, quants, h * kHalfQuads,
+                                                         (h + 1) * kHalfQuads, sums[h]);
       }
     }
-#if HWY_TARGET == HWY_AVX2
-    if constexpr (kDot == Int8Dot::kBytePairs) {
-      BlockSumsByPairs<Weights, kRows, kPanels>(di, panel, block_offset, quants, sum);
-    } else  // NOLINT(readability/braces): the other forms follow
-#endif
-    {
-      BlockSumsByQuads<Weights, kDot, kRows, kPanels>(di, panel, block_offset, quants, sum);
-    }
-    for (size_t g = 0; g < kPanels; ++g) {
-      hn::Vec<D> weight_scale[kVecs];
-      LoadColumnScales(d, panel[g] + block_offset, weight_scale);
-      for (size_t r = 0; r < kRows; ++r) {
-        const auto activation_scale = hn::Set(d, a.scales[(row0 + r) * blocks + b]);
-        for (size_t v = 0; v < kVecs; ++v) {
-          const auto scale = hn::Mul(weight_scale[v], activation_scale);  // exact
-          acc[r][g][v] = hn::Add(acc[r][g][v], hn::Mul(scale, hn::ConvertTo(d, sum[r][g][v])));
+    for (size_t r = 0; r < kRows; ++r) {
+      const float activation_scale = a.scales[(row0 + r) * blocks + b];
+      const int32_t activation_sum = a.sums[(row0 + r) * blocks + b];
+      for (size_t g = 0; g < kPanels; ++g) {
+        hn::Vec<DI> s[kHalves][kVecs];
+        for (size_t h = 0; h < kHalves; ++h) {
+          for (size_t v = 0; v < kVecs; ++v) s[h][v] = sums[h][r][g][v];
         }
+        W::Accumulate(d, panel[g], block[g], k0, activation_scale, activation_sum, s, acc[r][g]);
       }
     }
   }
@@ -288,8 +361,9 @@ HWY_INLINE void Int8Tile(D d, const Int8Rows& a, size_t row0, const CompressedMa
 }
 
 // Independent integer sums per vector in Int8RowPanel: a block's 8 quads give each
-// vector 8 dependent VPDPBUSD, and four chains keep enough of them in flight. Byte
-// pairs (AVX2) use two: with 16 registers, four chains of four vectors would spill.
+// vector 8 dependent VPDPBUSD, and four chains keep enough of them in flight (q6_k:
+// two per sub-block). Byte pairs (AVX2) use two: with 16 registers, four chains of
+// four vectors would spill.
 template <Int8Dot kDot>
 constexpr size_t QuadChains() { return kDot == Int8Dot::kBytePairs ? 2 : 4; }
 // How far ahead of its block Int8RowPanel asks for the weights (11 q8_0 or 21 q4_0
@@ -303,64 +377,73 @@ inline constexpr size_t kInt8PrefetchBytes = 12288;
 // panel at a time reads the matrix as one sequential stream, which a software
 // prefetch kInt8PrefetchBytes ahead keeps fed. (Four panels side by side, as Int8Tile
 // reads them, are four streams 14-26 KB apart, which made the decode of a large q4_0
-// matrix slower than the f32-activation kernel's.) The quads of a block go
-// round-robin to QuadChains() integer sums, added at the block's end; by byte pairs
-// (AVX2) a chain adds its quads' int16 pairs while W::kQuadsPerWidening of them fit
-// and widens them into its int32 sum (BlockSumsByPairs has the ranges). Integer
-// addition is exact in any order, so S_b, and every bit of y, are those of Int8Tile.
-template <template <class> class Weights, Int8Dot kDot, class D>
+// matrix slower than the f32-activation kernel's.) The quads of a sub-block go
+// round-robin to its share of QuadChains() integer sums, added at its end; by byte
+// pairs (AVX2) a chain adds its quads' int16 pairs while W::kQuadsPerWidening of them
+// fit and widens them into its int32 sum (BlockSumsByPairs has the ranges). Integer
+// addition is exact in any order, so the sums, and every bit of y, are those of
+// Int8Tile.
+template <CompressedFormat kFormat, Int8Dot kDot, class D>
 HWY_INLINE void Int8RowPanel(D d, const Int8Rows& a, size_t row, const CompressedMatrixView& w,
                              float* c, size_t p) {
   using DI = hn::RebindToSigned<D>;
   const DI di;
-  using W = Weights<DI>;
+  using W = QuadWeights<kFormat, DI>;
   constexpr size_t kVecs = PanelVectors<D>();
-  constexpr size_t kQuads = kQuantBlock / compressed::kQuadRows;
-  constexpr size_t kQuadChains = QuadChains<kDot>();
-  static_assert(kQuads % kQuadChains == 0, "every chain takes the same number of quads");
+  constexpr size_t kQuads = compressed::kQuadsPerBlock;
+  constexpr size_t kHalves = W::kHalves;
+  constexpr size_t kHalfQuads = kQuads / kHalves;
+  constexpr size_t kChains = QuadChains<kDot>() / kHalves;  // per sub-block
+  static_assert(kHalfQuads % kChains == 0, "every chain takes the same number of quads");
   const size_t blocks = a.blocks();
+  const size_t block_bytes = compressed::QuantBlockBytes(kFormat);
   const uint8_t* panel = w.panel(p);
   const size_t matrix_bytes = w.panels() * compressed::PanelBytes(w.type, w.rows);
   const int8_t* quants = a.quants + row * a.k;
   hn::Vec<D> acc[kVecs];
   for (size_t v = 0; v < kVecs; ++v) acc[v] = hn::Zero(d);
   for (size_t b = 0; b < blocks; ++b) {
-    const uint8_t* block = panel + b * W::kBlockBytes;
-    hn::Vec<DI> sum[kQuadChains][kVecs];
-    for (size_t v = 0; v < kVecs; ++v) {
-      sum[0][v] = hn::Set(di, -SumOffset<W, kDot>() * a.sums[row * blocks + b]);
-      for (size_t chain = 1; chain < kQuadChains; ++chain) sum[chain][v] = hn::Zero(di);
+    const size_t k0 = b * kQuantBlock;
+    const uint8_t* block = panel + compressed::QuantBlockOffset(kFormat, k0);
+    hn::Vec<DI> sum[kHalves][kChains][kVecs];
+    for (size_t h = 0; h < kHalves; ++h) {
+      const auto start = hn::Set(di, W::Start(a, row, b, h, SumOffset<W, kDot>()));
+      for (size_t v = 0; v < kVecs; ++v) {
+        sum[h][0][v] = start;
+        for (size_t chain = 1; chain < kChains; ++chain) sum[h][chain][v] = hn::Zero(di);
+      }
     }
 #if HWY_TARGET == HWY_AVX2
-    __m256i pairs[kQuadChains][kVecs];
-    for (size_t chain = 0; chain < kQuadChains; ++chain) {
+    __m256i pairs[kChains][kVecs];
+    for (size_t chain = 0; chain < kChains; ++chain) {
       for (size_t v = 0; v < kVecs; ++v) pairs[chain][v] = _mm256_setzero_si256();
     }
 #endif
-    // Two lines per quad cover a block's 9 (q4_0) or 17 (q8_0) lines.
+    // Two lines per quad cover a block's 9 (q4_0) to 17 (q8_0) lines.
     const size_t ahead = static_cast<size_t>(block - w.data) + kInt8PrefetchBytes;
     HWY_UNROLL(8)
     for (size_t t = 0; t < kQuads; ++t) {
-      const size_t line = ahead + t * (W::kBlockBytes / kQuads);
+      const size_t line = ahead + t * (block_bytes / kQuads);
       if (line + 64 < matrix_bytes) {
         hwy::Prefetch(w.data + line);
         hwy::Prefetch(w.data + line + 64);
       }
       hn::Vec<DI> weights[kVecs];
-      W::Load(di, block + compressed::kScaleBytes + t * W::kQuadBytes, weights);
-      const ActivationQuad<kDot, DI> quad(di, quants + b * kQuantBlock + t * compressed::kQuadRows);
-      const size_t chain = t % kQuadChains;
+      W::Load(di, block, t, weights);
+      const ActivationQuad<kDot, DI> quad(di, quants + k0 + t * compressed::kQuadRows);
+      const size_t h = t / kHalfQuads, within = t % kHalfQuads, chain = within % kChains;
 #if HWY_TARGET == HWY_AVX2
       if constexpr (kDot == Int8Dot::kBytePairs) {
-        // This chain's quads so far, counting this one; widened when they fill an
-        // int16 budget or the block ends.
-        const size_t taken = t / kQuadChains + 1;
-        const bool widen = taken % W::kQuadsPerWidening == 0 || t + kQuadChains >= kQuads;
+        // This chain's quads of the sub-block so far, counting this one; widened
+        // when they fill an int16 budget or the sub-block ends.
+        const size_t taken = within / kChains + 1;
+        const bool widen = taken % W::kQuadsPerWidening == 0 || within + kChains >= kHalfQuads;
         const __m256i ones = _mm256_set1_epi16(1);
         for (size_t v = 0; v < kVecs; ++v) {
           pairs[chain][v] = _mm256_add_epi16(pairs[chain][v], W::BytePairs(weights[v], quad.v[0]).raw);
           if (widen) {
-            sum[chain][v] = hn::Add(sum[chain][v], hn::Vec<DI>{_mm256_madd_epi16(pairs[chain][v], ones)});
+            sum[h][chain][v] =
+                hn::Add(sum[h][chain][v], hn::Vec<DI>{_mm256_madd_epi16(pairs[chain][v], ones)});
             pairs[chain][v] = _mm256_setzero_si256();
           }
         }
@@ -368,18 +451,17 @@ HWY_INLINE void Int8RowPanel(D d, const Int8Rows& a, size_t row, const Compresse
       }
 #endif
       if constexpr (kDot != Int8Dot::kBytePairs) {
-        for (size_t v = 0; v < kVecs; ++v) sum[chain][v] = Dot4(di, sum[chain][v], weights[v], quad);
+        for (size_t v = 0; v < kVecs; ++v) sum[h][chain][v] = Dot4(di, sum[h][chain][v], weights[v], quad);
       }
     }
-    hn::Vec<D> weight_scale[kVecs];
-    LoadColumnScales(d, block, weight_scale);
-    const auto activation_scale = hn::Set(d, a.scales[row * blocks + b]);
-    for (size_t v = 0; v < kVecs; ++v) {
-      auto total = sum[0][v];
-      for (size_t chain = 1; chain < kQuadChains; ++chain) total = hn::Add(total, sum[chain][v]);
-      const auto scale = hn::Mul(weight_scale[v], activation_scale);  // exact
-      acc[v] = hn::Add(acc[v], hn::Mul(scale, hn::ConvertTo(d, total)));
+    hn::Vec<DI> totals[kHalves][kVecs];
+    for (size_t h = 0; h < kHalves; ++h) {
+      for (size_t v = 0; v < kVecs; ++v) {
+        totals[h][v] = sum[h][0][v];
+        for (size_t chain = 1; chain < kChains; ++chain) totals[h][v] = hn::Add(totals[h][v], sum[h][chain][v]);
+      }
     }
+    W::Accumulate(d, panel, block, k0, a.scales[row * blocks + b], a.sums[row * blocks + b], totals, acc);
   }
   const size_t first_col = p * kCompressedPanelWidth;
   StorePanelRow<kVecs>(d, acc, std::min(kCompressedPanelWidth, w.cols - first_col), c + first_col);
@@ -387,18 +469,18 @@ HWY_INLINE void Int8RowPanel(D d, const Int8Rows& a, size_t row, const Compresse
 
 // One row (decode): one panel at a time (Int8RowPanel). Several rows: per panel,
 // tiles of four rows sharing every weight load, then one smaller tile for the rest.
-template <template <class> class Weights, Int8Dot kDot, class D>
+template <CompressedFormat kFormat, Int8Dot kDot, class D>
 HWY_INLINE void Int8Panels(D d, const Int8Rows& a, size_t first_row, size_t m,
                            const CompressedMatrixView& w, float* c, size_t ldc,
                            size_t panel_begin, size_t panel_end) {
   if (m == 1) {
-    for (size_t p = panel_begin; p < panel_end; ++p) Int8RowPanel<Weights, kDot>(d, a, first_row, w, c, p);
+    for (size_t p = panel_begin; p < panel_end; ++p) Int8RowPanel<kFormat, kDot>(d, a, first_row, w, c, p);
     return;
   }
   constexpr size_t kRowTile = 4;
   for (size_t p = panel_begin; p < panel_end; ++p) {
     ForPanelGroups<kRowTile>(0, m, [&](size_t r, auto rows) {
-      Int8Tile<Weights, kDot, decltype(rows)::value, 1>(d, a, first_row + r, w, c + r * ldc, ldc, p);
+      Int8Tile<kFormat, kDot, decltype(rows)::value, 1>(d, a, first_row + r, w, c + r * ldc, ldc, p);
     });
   }
 }
@@ -424,17 +506,21 @@ HWY_INLINE void QuantizeRowFor(D d, const float* x, const Int8Rows& out, size_t 
     const float inverse = scale != 0.0f ? 1.0f / scale : 0.0f;
     out.scales[row * out.blocks() + b] = F16ToF32(F32ToF16(scale));
     const auto id = hn::Set(d, inverse), half = hn::Set(d, 0.5f), one = hn::Set(d, 1.0f);
-    auto sum = hn::Zero(di);
+    hn::Vec<decltype(di)> sum[2] = {hn::Zero(di), hn::Zero(di)};  // the block's two halves
     for (size_t i = 0; i < kQuantBlock; i += lanes) {
       const auto scaled = hn::Mul(hn::LoadU(d, block + i), id);
       const auto whole = hn::Trunc(scaled);
       const auto away = hn::Ge(hn::Abs(hn::Sub(scaled, whole)), half);
       const auto rounded = hn::IfThenElse(away, hn::Add(whole, hn::CopySignToAbs(one, scaled)), whole);
       const auto q = hn::ConvertTo(di, rounded);
-      sum = hn::Add(sum, q);
+      sum[i / (kQuantBlock / 2)] = hn::Add(sum[i / (kQuantBlock / 2)], q);
       hn::StoreU(hn::DemoteTo(di8, q), di8, quants + b * kQuantBlock + i);
     }
-    out.sums[row * out.blocks() + b] = hn::GetLane(hn::SumOfLanes(di, sum));
+    const int32_t first = hn::GetLane(hn::SumOfLanes(di, sum[0]));
+    const int32_t second = hn::GetLane(hn::SumOfLanes(di, sum[1]));
+    out.half_sums[(row * out.blocks() + b) * 2] = first;
+    out.half_sums[(row * out.blocks() + b) * 2 + 1] = second;
+    out.sums[row * out.blocks() + b] = first + second;
   }
 }
 
@@ -442,10 +528,19 @@ template <Int8Dot kDot, class D>
 HWY_INLINE void Int8MatMulFor(D d, const Int8Rows& a, size_t first_row, size_t m,
                               const CompressedMatrixView& w, float* c, size_t ldc,
                               size_t panel_begin, size_t panel_end) {
-  if (w.type == CompressedFormat::kQ8_0) {
-    Int8Panels<Q8QuadWeights, kDot>(d, a, first_row, m, w, c, ldc, panel_begin, panel_end);
-  } else {
-    Int8Panels<Q4QuadWeights, kDot>(d, a, first_row, m, w, c, ldc, panel_begin, panel_end);
+  switch (w.type) {
+    case CompressedFormat::kQ8_0:
+      return Int8Panels<CompressedFormat::kQ8_0, kDot>(d, a, first_row, m, w, c, ldc, panel_begin, panel_end);
+    case CompressedFormat::kQ4_0:
+      return Int8Panels<CompressedFormat::kQ4_0, kDot>(d, a, first_row, m, w, c, ldc, panel_begin, panel_end);
+    case CompressedFormat::kQ4_K:
+      return Int8Panels<CompressedFormat::kQ4_K, kDot>(d, a, first_row, m, w, c, ldc, panel_begin, panel_end);
+    case CompressedFormat::kQ5_K:
+      return Int8Panels<CompressedFormat::kQ5_K, kDot>(d, a, first_row, m, w, c, ldc, panel_begin, panel_end);
+    case CompressedFormat::kQ6_K:
+      return Int8Panels<CompressedFormat::kQ6_K, kDot>(d, a, first_row, m, w, c, ldc, panel_begin, panel_end);
+    default:
+      return;  // no quad layout (HasInt8Quads)
   }
 }
 

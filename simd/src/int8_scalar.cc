@@ -1,44 +1,84 @@
 // Scalar twin of the int8-activation kernel (int8_activations.h): the integer sums one
-// product at a time in ascending k, then the header's two f32 roundings per block.
+// product at a time in ascending k, then the header's rounded f32 operations per block.
 #include <algorithm>
 
 #include "compressed_layout.h"
 #include "kvrt/simd/int8_activations.h"
 
 namespace kvrt::simd {
+namespace {
+
+// The integer sum of rows [k_begin, k_end) of column j: Σ u·a from `start`.
+int32_t QuadSum(const CompressedMatrixView& w, const uint8_t* panel, const int8_t* quants, size_t j,
+                size_t k_begin, size_t k_end, int32_t start) {
+  int32_t sum = start;
+  for (size_t k = k_begin; k < k_end; ++k) sum += compressed::QuadQuant(w.type, panel, k, j) * quants[k];
+  return sum;
+}
+
+float ColumnScale(const uint8_t* scales, size_t j) { return F16ToF32(compressed::LoadU16(scales + 2 * j)); }
+
+// y for column j of one panel and one activation row.
+float Column(const Int8Rows& a, size_t row, const CompressedMatrixView& w, const uint8_t* panel, size_t j) {
+  using compressed::kWidth;
+  const int8_t* quants = a.quants + row * a.k;
+  float acc = 0.0f;
+  for (size_t b = 0; b < a.blocks(); ++b) {
+    const size_t k0 = b * kQuantBlock;
+    const uint8_t* block = panel + compressed::QuantBlockOffset(w.type, k0);
+    const uint8_t* header = panel + compressed::QuadHeaderOffset(w.type, k0);
+    const float da = a.scales[row * a.blocks() + b];
+    const int32_t block_sum = a.sums[row * a.blocks() + b];
+    switch (w.type) {
+      case CompressedFormat::kQ8_0:
+      case CompressedFormat::kQ4_0: {
+        const int32_t offset = w.type == CompressedFormat::kQ8_0 ? compressed::kQ8Offset : compressed::kQ4Zero;
+        const int32_t sum = QuadSum(w, panel, quants, j, k0, k0 + kQuantBlock, -offset * block_sum);
+        const float scale = ColumnScale(block, j) * da;
+        const float product = scale * static_cast<float>(sum);
+        acc = acc + product;
+        break;
+      }
+      case CompressedFormat::kQ6_K: {
+        int32_t total = 0;
+        for (size_t h = 0; h < 2; ++h) {
+          const size_t begin = k0 + h * kQuantBlock / 2;
+          const int32_t half_sum = a.half_sums[(row * a.blocks() + b) * 2 + h];
+          const int32_t sum = QuadSum(w, panel, quants, j, begin, begin + kQuantBlock / 2, -32 * half_sum);
+          total += static_cast<int8_t>(block[h * kWidth + j]) * sum;
+        }
+        const float scale = ColumnScale(header, j) * da;
+        const float product = scale * static_cast<float>(total);
+        acc = acc + product;
+        break;
+      }
+      case CompressedFormat::kQ4_K:
+      case CompressedFormat::kQ5_K: {
+        const int32_t sum = QuadSum(w, panel, quants, j, k0, k0 + kQuantBlock, 0);
+        const float scaled = (ColumnScale(header, j) * da) * static_cast<float>(block[j] * sum);
+        const float mins = (ColumnScale(header + compressed::kScaleBytes, j) * da) *
+                           static_cast<float>(block[kWidth + j] * block_sum);
+        acc = acc + (scaled - mins);
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  return acc;
+}
+
+}  // namespace
 
 void MatMulInt8Scalar(const Int8Rows& a, size_t first_row, size_t m, const CompressedMatrixView& w,
                       float* c, size_t ldc, size_t panel_begin, size_t panel_end) {
   using compressed::kWidth;
-  const bool q8 = w.type == CompressedFormat::kQ8_0;
-  const int32_t offset = q8 ? compressed::kQ8Offset : compressed::kQ4Zero;
   for (size_t r = 0; r < m; ++r) {
-    const size_t row = first_row + r;
-    const int8_t* quants = a.quants + row * a.k;
-    const float* scales = a.scales + row * a.blocks();
-    const int32_t* sums = a.sums + row * a.blocks();
     for (size_t p = panel_begin; p < panel_end; ++p) {
       const uint8_t* panel = w.panel(p);
       const size_t first = p * kWidth;
       const size_t width = std::min(kWidth, w.cols - first);
-      for (size_t j = 0; j < width; ++j) {
-        float acc = 0.0f;
-        for (size_t b = 0; b < a.blocks(); ++b) {
-          const size_t k0 = b * kQuantBlock;
-          int32_t sum = -offset * sums[b];
-          for (size_t k = k0; k < k0 + kQuantBlock; ++k) {
-            const uint8_t byte = panel[compressed::QuadByteOffset(w.type, k, j)];
-            const int32_t u = q8 ? byte : (j < kWidth / 2 ? byte & 0xF : byte >> 4);
-            sum += u * quants[k];
-          }
-          const float weight_scale =
-              F16ToF32(compressed::LoadU16(panel + compressed::QuantBlockOffset(w.type, k0) + 2 * j));
-          const float scale = weight_scale * scales[b];
-          const float product = scale * static_cast<float>(sum);
-          acc = acc + product;
-        }
-        c[r * ldc + first + j] = acc;
-      }
+      for (size_t j = 0; j < width; ++j) c[r * ldc + first + j] = Column(a, first_row + r, w, panel, j);
     }
   }
 }

@@ -22,12 +22,10 @@ Error OutOfMemory(const std::string& what, size_t elements) {
 // A parameter as a [K, N] matrix for x·W: the matrix itself, or the transpose of a
 // [V, D] table (transposed = true gives the [D, V] head), in the format `plan`
 // gives it for the requested `format`.
-// A q8_0/q4_0 matrix moved into the int8-activation kernels' quad layout (the row
-// layout's buffer is released once the copy is made).
+// A q8_0, q4_0 or K-quant matrix moved into the int8-activation kernels' quad layout
+// (the row layout's buffer is released once the copy is made).
 Result<void> RelayoutForInt8(const std::string& name, CompressedWeight& weight) {
-  if (weight.view.type != simd::CompressedFormat::kQ8_0 && weight.view.type != simd::CompressedFormat::kQ4_0) {
-    return {};
-  }
+  if (!simd::HasInt8Quads(weight.view.type)) return {};
   std::optional<Buffer<uint8_t>> quads =
       Buffer<uint8_t>::Allocate(weight.owned.size(), Pages::kHuge);
   if (!quads) return Fail(OutOfMemory(name + " (int8-activation layout)", weight.owned.size()));

@@ -154,7 +154,9 @@ class FastEngine final : public Engine {
       allocate(int8_quants_, rows * int8_k);
       allocate(int8_scales_, rows * int8_k / simd::kQuantBlock);
       allocate(int8_sums_, rows * int8_k / simd::kQuantBlock);
-      int8_rows_ = {int8_quants_.data(), int8_scales_.data(), int8_sums_.data(), int8_k};
+      allocate(int8_half_sums_, rows * int8_k / (simd::kQuantBlock / 2));
+      int8_rows_ = {int8_quants_.data(), int8_scales_.data(), int8_sums_.data(),
+                    int8_half_sums_.data(), int8_k};
     }
     if (!ok) {
       return Fail(ErrorCode::kAllocationFailed,
@@ -551,6 +553,7 @@ class FastEngine final : public Engine {
   Buffer<int8_t> int8_quants_;     // [rows, K]: int8 activations only
   Buffer<float> int8_scales_;      // [rows, K/32]
   Buffer<int32_t> int8_sums_;      // [rows, K/32]
+  Buffer<int32_t> int8_half_sums_; // [rows, K/16]
   simd::Int8Rows int8_rows_;       // the three above (k: the largest K)
 };
 

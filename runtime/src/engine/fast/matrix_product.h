@@ -83,7 +83,7 @@ class MatrixProduct {
     simd::Int8Rows quantized;
     if constexpr (std::is_same_v<T, float>) {
       if (int8_rows_k_ != 0) {
-        quantized = {int8->quants, int8->scales, int8->sums, int8_rows_k_};
+        quantized = {int8->quants, int8->scales, int8->sums, int8->half_sums, int8_rows_k_};
         if (m == 1) {
           simd::QuantizeRow(a, quantized, 0);
         } else {

@@ -1,36 +1,44 @@
-// q8_0 / q4_0 weights times activations rounded to 8 bits: the opt-in int8-activation
-// path (EngineOptions::int8_activations). It does llama.cpp's arithmetic for these
-// weight types: each activation row is rounded to ggml's q8_0 blocks (32 values, one
-// f16 scale each), and every block's dot product is an exact integer sum. It is LESS
+// Weights times activations rounded to 8 bits: the opt-in int8-activation path
+// (EngineOptions::int8_activations) for q8_0, q4_0 and the K-quants q4_k, q5_k and
+// q6_k. Each activation row is rounded to ggml's q8_0 blocks (32 values, one f16
+// scale each), and every block's dot product is an exact integer sum. It is LESS
 // EXACT than the f32-activation kernels (compressed_matrix.h), whose only rounding
 // is the f32 arithmetic: rounding an activation to 8 bits errs by up to half a step
-// of its block, amax/254. In exchange a block of 32 weights of one column costs 8
-// integer multiply-adds of four products each (AVX-512 VNNI VPDPBUSD) instead of 32
-// conversions and 32 FMAs, so the kernels read the weights at memory speed.
+// of its block, amax/254. (llama.cpp rounds the activations of a K-quant product to
+// q8_K, one f32 scale per 256 values; a block of 32 has a step no larger than its
+// super-block's, so kvrt's rounding errs no more.) In exchange a block of 32 weights
+// of one column costs 8 integer multiply-adds of four products each (AVX-512 VNNI
+// VPDPBUSD) instead of 32 conversions and 32 FMAs, so the kernels read the weights
+// at memory speed.
 //
-// Weights: a CompressedMatrixView of type q8_0 or q4_0 in CompressedLayout::kInt8Quads
-// (the same blocks, scales and bytes per weight as the row layout, reordered so that
-// one 32-bit lane holds four consecutive k of one column, the operand shape of
-// VPDPBUSD). Per panel, per block of 32 rows: the 32 f16 column scales (64 bytes),
-// then 8 quads t = 0..7 of rows k = 4t..4t+3 of the block:
-//   q8_0: 128 bytes; byte 4c + j = q[4t + j][c] + 128 (unsigned), columns c = 0..31.
-//   q4_0: 64 bytes; byte 4c + j holds column c (c < 16) in its low nibble and column
-//         c + 16 in its high nibble, the stored unsigned quant q + 8 (0..15).
-// PackInt8Quads makes it from the row layout, losslessly.
+// Weights: a CompressedMatrixView of one of those types in CompressedLayout::kInt8Quads
+// (the same blocks, scales, super-block headers and bytes per weight as the row
+// layout, each panel stored apart and its quants reordered so that one 32-bit lane
+// holds four consecutive k of one column, the operand shape of VPDPBUSD;
+// compressed_layout.h has the bytes). PackInt8Quads makes it from the row layout,
+// losslessly. The stored unsigned quant u is q8_0's q + 128, q4_0's q + 8, q6_k's q
+// (q − 32 being its value) and q4_k's and q5_k's q.
 //
 // Activations: Int8Rows, M rows of K (a multiple of 32) as ggml's block_q8_0 holds
 // them: per block b, d_b = the f16 rounding of amax/127 and quants a = round(x/d)
-// in [−127, 127] (QuantizeBlockQ8_0, ggml's quantize_row_q8_0_ref), plus the block's Σa.
+// in [−127, 127] (QuantizeBlockQ8_0, ggml's quantize_row_q8_0_ref), plus the Σa of
+// the block and of its two halves.
 //
 // Result (every target and the scalar twin alike, bit for bit): for row r and column
-// n, with u the stored unsigned weight quant (q8_0: q + 128, q4_0: q + 8) and o its
-// offset (128, 8), per block b in ascending order from acc = +0:
-//   S_b = Σ_{k in b} u[k][n]·a[k] − o·Σ_{k in b} a[k]    (exact in int32: |S_b| < 2^21)
-//   acc = acc + (d_w[b][n]·d_a[b]) · float(S_b)         (each operation rounded to f32)
-// d_w·d_a is exact (two 11-bit significands), float(S_b) is exact, so per block there
-// are two roundings, and no fused multiply-add anywhere: the scalar target and the
-// twin give the same bits as AVX-512. y depends only on the row, the column and K,
-// never on M, the panel range or the thread split.
+// n, per block b in ascending order from acc = +0, with integer sums
+//   S   = Σ_{k in b} u[k][n]·a[k] − o·Σ_{k in b} a[k]   (o: q8_0 128, q4_0 8, else 0)
+//   S_h = Σ_{k in half h of b} u[k][n]·a[k] − 32·Σ_{k in half h} a[k]       (q6_k)
+// and the block's f32 scales d_w (q8_0, q4_0), or its super-block's d, dmin and the
+// block's sc, m (sc_0, sc_1 for q6_k's halves):
+//   q8_0, q4_0: acc = acc + (d_w·d_a)·float(S)
+//   q6_k:       acc = acc + (d·d_a)·float(sc_0·S_0 + sc_1·S_1)
+//   q4_k, q5_k: acc = acc + ((d·d_a)·float(sc·S) − (dmin·d_a)·float(m·Σa))
+// each operation rounded to f32 and no fused multiply-add anywhere, so the scalar
+// target and the twin give the same bits as AVX-512. The integers are exact in int32
+// and in f32 (|S| < 2^21; sc·S < 2^23, |sc_0·S_0 + sc_1·S_1| ≤ 2·128·65024 < 2^24,
+// m·Σa < 2^18), and so are d_w·d_a, d·d_a and dmin·d_a (two 11-bit significands):
+// per block there are two (q8_0, q4_0, q6_k) or five roundings. y depends only on the
+// row, the column and K, never on M, the panel range or the thread split.
 #pragma once
 
 #include <cstddef>
@@ -41,12 +49,14 @@
 namespace kvrt::simd {
 
 // M activation rows rounded to q8_0 blocks, row-major: row r's quants at quants + r·k,
-// its block scales and sums at scales/sums + r·k/32.
+// its block scales and sums at scales/sums + r·k/32, the sums of its halves of blocks
+// (16 quants, q6_k's sub-blocks) at half_sums + r·k/16.
 struct Int8Rows {
-  int8_t* quants = nullptr;   // [M, K]
-  float* scales = nullptr;    // [M, K/32] d of each block: an f16 value as f32
-  int32_t* sums = nullptr;    // [M, K/32] Σ of each block's quants
-  size_t k = 0;               // K, a multiple of kQuantBlock
+  int8_t* quants = nullptr;     // [M, K]
+  float* scales = nullptr;      // [M, K/32] d of each block: an f16 value as f32
+  int32_t* sums = nullptr;      // [M, K/32] Σ of each block's quants
+  int32_t* half_sums = nullptr; // [M, K/16] Σ of each half block's quants
+  size_t k = 0;                 // K, a multiple of kQuantBlock
 
   size_t blocks() const { return k / kQuantBlock; }
 };
@@ -57,14 +67,17 @@ struct Int8Rows {
 void QuantizeRow(const float* x, const Int8Rows& out, size_t row);
 void QuantizeRowScalar(const float* x, const Int8Rows& out, size_t row);
 
-// The row-layout q8_0/q4_0 matrix `w` in CompressedLayout::kInt8Quads, into `out`
+// Whether `type` has a quad layout: q8_0, q4_0, q4_k, q5_k, q6_k.
+bool HasInt8Quads(CompressedFormat type);
+
+// The row-layout matrix `w` (HasInt8Quads(w.type)) in CompressedLayout::kInt8Quads, into `out`
 // (CompressedMatrixBytes(w.type, w.rows, w.cols) bytes, not overlapping w). Lossless:
 // the returned view's at() equals w's everywhere.
 CompressedMatrixView PackInt8Quads(const CompressedMatrixView& w, uint8_t* out);
 
 // C[r][n] for the rows r of `a` in [first_row, first_row + m) (C row r − first_row at
 // c + (r − first_row)·ldc) and the columns n of the panels [panel_begin, panel_end),
-// as the header says. `w` is q8_0 or q4_0 in kInt8Quads with w.rows == a.k.
+// as the header says. `w` is in kInt8Quads (HasInt8Quads) with w.rows == a.k.
 //
 // MatMulInt8 (Highway, dispatched at run time; VPDPBUSD by CPUID where AVX-512 VNNI
 // exists, which Highway 1.0.3 has no op for): one row (the decode shape) reads one

@@ -1,0 +1,313 @@
+// The int8-activation path for the K-quants (q4_k, q5_k, q6_k; int8_activations.h) on
+// every compiled target: the quad relayout (nibbles and high-bit planes) is lossless,
+// MatMulInt8 equals its scalar twin BIT FOR BIT for every row count, column remainder
+// and panel range, one row alone equals the same row inside a tile, and the twin equals
+// the header's formula evaluated from ggml's own blocks of each column (decoded here,
+// independently of the panel layout), also where the quants and activations sit at the
+// ends of their ranges (the int16 budgets of AVX2's byte pairs).
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "hwy/aligned_allocator.h"
+#include "hwy/tests/hwy_gtest.h"
+#include "kvrt/simd/compressed_matrix.h"
+#include "kvrt/simd/int8_activations.h"
+#include "simd_test_support.h"
+
+namespace kvrt::simd {
+namespace {
+
+using simd_test::GuardedBuffer;
+using simd_test::Inputs;
+
+class Int8KQuantTest : public hwy::TestWithParamTarget {};
+HWY_TARGET_INSTANTIATE_TEST_SUITE_P(Int8KQuantTest);
+
+constexpr CompressedFormat kTypes[] = {CompressedFormat::kQ4_K, CompressedFormat::kQ5_K,
+                                       CompressedFormat::kQ6_K};
+constexpr float kUntouched = -5.0f;
+
+size_t GgmlBlockBytes(CompressedFormat type) {
+  return type == CompressedFormat::kQ4_K ? 144 : type == CompressedFormat::kQ5_K ? 176 : 210;
+}
+
+// One ggml super-block of 256 values decoded into its parts (ggml-common.h's layouts,
+// the order of dequantize_row_q4_K / _q5_K / _q6_K): q4_k/q5_k x = d·sc_s·q − dmin·m_s
+// per sub-block s of 32; q6_k x = d·sc_s·(q − 32) per sub-block s of 16.
+struct SuperBlockParts {
+  float d = 0, dmin = 0;
+  int sc[16] = {}, m[16] = {};
+  int q[256] = {};
+};
+
+SuperBlockParts Decode(CompressedFormat type, const uint8_t* block) {
+  SuperBlockParts parts;
+  auto f16 = [](const uint8_t* p) { return F16ToF32(static_cast<uint16_t>(p[0] | p[1] << 8)); };
+  if (type == CompressedFormat::kQ6_K) {
+    const uint8_t* ql = block;
+    const uint8_t* qh = block + 128;
+    const auto* scales = reinterpret_cast<const int8_t*>(block + 192);
+    parts.d = f16(block + 208);
+    for (int s = 0; s < 16; ++s) parts.sc[s] = scales[s];
+    for (int half = 0; half < 2; ++half) {
+      for (int l = 0; l < 32; ++l) {
+        const uint8_t* low = ql + 64 * half;
+        const uint8_t high = qh[32 * half + l];
+        int* q = parts.q + 128 * half;
+        q[l] = (low[l] & 0xF) | (high & 3) << 4;
+        q[l + 32] = (low[l + 32] & 0xF) | (high >> 2 & 3) << 4;
+        q[l + 64] = (low[l] >> 4) | (high >> 4 & 3) << 4;
+        q[l + 96] = (low[l + 32] >> 4) | (high >> 6 & 3) << 4;
+      }
+    }
+    return parts;
+  }
+  parts.d = f16(block);
+  parts.dmin = f16(block + 2);
+  const uint8_t* scales = block + 4;
+  for (int s = 0; s < 8; ++s) {
+    if (s < 4) {
+      parts.sc[s] = scales[s] & 63;
+      parts.m[s] = scales[s + 4] & 63;
+    } else {
+      parts.sc[s] = (scales[s + 4] & 0xF) | (scales[s - 4] >> 6) << 4;
+      parts.m[s] = (scales[s + 4] >> 4) | (scales[s] >> 6) << 4;
+    }
+  }
+  const bool five = type == CompressedFormat::kQ5_K;
+  const uint8_t* qh = block + 16;
+  const uint8_t* qs = block + (five ? 48 : 16);
+  for (int chunk = 0; chunk < 4; ++chunk) {
+    for (int l = 0; l < 32; ++l) {
+      const uint8_t byte = qs[32 * chunk + l];
+      int low = byte & 0xF, high = byte >> 4;
+      if (five) {
+        low |= (qh[l] >> (2 * chunk) & 1) << 4;
+        high |= (qh[l] >> (2 * chunk + 1) & 1) << 4;
+      }
+      parts.q[64 * chunk + l] = low;
+      parts.q[64 * chunk + 32 + l] = high;
+    }
+  }
+  return parts;
+}
+
+// A [K, N] K-quant matrix from ggml rows (one per column), in the row layout and in the
+// quad layout, with every column's decoded super-blocks.
+struct KQuantCase {
+  KQuantCase(CompressedFormat format, size_t rows, size_t cols, std::vector<uint8_t> ggml_rows)
+      : type(format),
+        ggml(std::move(ggml_rows)),
+        bytes(CompressedMatrixBytes(type, rows, cols)),
+        row_storage(hwy::AllocateAligned<uint8_t>(bytes)),
+        quad_storage(hwy::AllocateAligned<uint8_t>(bytes)) {
+    RepackGgml(type, ggml.data(), rows, cols, row_storage.get());
+    row_view = {type, row_storage.get(), rows, cols};
+    quads = PackInt8Quads(row_view, quad_storage.get());
+    for (size_t n = 0; n < cols; ++n) {
+      for (size_t s = 0; s < rows / 256; ++s) {
+        parts.push_back(Decode(type, ggml.data() + (n * rows / 256 + s) * GgmlBlockBytes(type)));
+      }
+    }
+  }
+  // From random values, quantized by ggml's reference quantizer column by column.
+  static KQuantCase Random(CompressedFormat type, size_t rows, size_t cols, Inputs& inputs) {
+    auto dense = inputs.Uniform<float>(rows * cols, -1, 1);
+    for (size_t i = 0; i < dense.size(); i += 89) dense[i] *= 30.0f;
+    std::vector<uint8_t> ggml(cols * rows / 256 * GgmlBlockBytes(type));
+    for (size_t n = 0; n < cols; ++n) {
+      for (size_t s = 0; s < rows / 256; ++s) {
+        const float* x = dense.data() + n * rows + s * 256;  // column n's values along K
+        uint8_t* out = ggml.data() + (n * rows / 256 + s) * GgmlBlockBytes(type);
+        if (type == CompressedFormat::kQ4_K) QuantizeBlockQ4_K(x, out);
+        if (type == CompressedFormat::kQ5_K) QuantizeBlockQ5_K(x, out);
+        if (type == CompressedFormat::kQ6_K) QuantizeBlockQ6_K(x, out);
+      }
+    }
+    return KQuantCase(type, rows, cols, std::move(ggml));
+  }
+  const SuperBlockParts& Parts(size_t k, size_t n) const { return parts[n * (row_view.rows / 256) + k / 256]; }
+
+  CompressedFormat type;
+  std::vector<uint8_t> ggml;
+  size_t bytes;
+  hwy::AlignedFreeUniquePtr<uint8_t[]> row_storage, quad_storage;
+  CompressedMatrixView row_view, quads;
+  std::vector<SuperBlockParts> parts;
+};
+
+// Activation rows of K values and their Int8Rows.
+struct Activations {
+  Activations(size_t m, size_t k, Inputs& inputs)
+      : x(inputs.Uniform<float>(m * k, -1, 1)), quants(m * k), scales(m * k / 32), sums(m * k / 32),
+        half_sums(m * k / 16) {
+    for (size_t i = 0; i < x.size(); i += 61) x[i] *= 40.0f;
+    if (x.size() >= 64) std::fill(x.begin() + 32, x.begin() + 64, 0.0f);  // d_a = 0
+    Quantize(m);
+  }
+  void Quantize(size_t m) {
+    rows = {quants.data(), scales.data(), sums.data(), half_sums.data(), x.size() / m};
+    for (size_t r = 0; r < m; ++r) QuantizeRow(x.data() + r * rows.k, rows, r);
+  }
+  std::vector<float> x;
+  std::vector<int8_t> quants;
+  std::vector<float> scales;
+  std::vector<int32_t> sums, half_sums;
+  Int8Rows rows;
+};
+
+// The header's formula from the decoded ggml parts, every integer and product exact in
+// long double, each rounding where the header puts one.
+float Formula(const KQuantCase& w, const Activations& act, size_t row, size_t n) {
+  const int8_t* a = act.quants.data() + row * act.rows.k;
+  float acc = 0.0f;
+  for (size_t b = 0; b < act.rows.blocks(); ++b) {
+    const size_t k0 = b * 32;
+    const SuperBlockParts& parts = w.Parts(k0, n);
+    const long double da = act.scales[row * act.rows.blocks() + b];
+    if (w.type == CompressedFormat::kQ6_K) {
+      long double total = 0;
+      for (size_t k = k0; k < k0 + 32; ++k) total += parts.sc[k % 256 / 16] * (parts.q[k % 256] - 32) * a[k];
+      acc = acc + static_cast<float>(parts.d * da * total);
+    } else {
+      long double sum = 0, activation_sum = 0;
+      for (size_t k = k0; k < k0 + 32; ++k) {
+        sum += parts.q[k % 256] * a[k];
+        activation_sum += a[k];
+      }
+      const size_t s = k0 % 256 / 32;
+      const auto scaled = static_cast<float>(parts.d * da * parts.sc[s] * sum);
+      const auto mins = static_cast<float>(parts.dmin * da * parts.m[s] * activation_sum);
+      acc = acc + (scaled - mins);
+    }
+  }
+  return acc;
+}
+
+std::vector<size_t> ColumnCounts() { return {1, 17, 32, 33, 64, 100, 161}; }
+
+TEST(Int8KQuantPackTest, QuadRelayoutIsLossless) {
+  for (CompressedFormat type : kTypes) {
+    ASSERT_TRUE(HasInt8Quads(type));
+    for (size_t cols : ColumnCounts()) {
+      Inputs inputs(simd_test::CaseSeed(512, cols, static_cast<size_t>(type)));
+      const KQuantCase w = KQuantCase::Random(type, 512, cols, inputs);
+      for (size_t k = 0; k < 512; ++k) {
+        for (size_t n = 0; n < w.quads.panels() * 32; ++n) {
+          ASSERT_EQ(w.quads.at(k, n), w.row_view.at(k, n))
+              << CompressedFormatName(type) << " N=" << cols << " k=" << k << " n=" << n;
+        }
+      }
+      std::vector<float> column(512), expected(512);
+      for (size_t n = 0; n < cols; n += 5) {
+        GatherColumn(w.quads, n, column.data());
+        GatherColumn(w.row_view, n, expected.data());
+        ASSERT_EQ(column, expected);
+      }
+    }
+  }
+}
+
+TEST_P(Int8KQuantTest, MatMulEqualsTwinAndFormulaForEveryShape) {
+  for (CompressedFormat type : kTypes) {
+    for (size_t rows : {256, 512}) {
+      for (size_t cols : ColumnCounts()) {
+        for (size_t m : {1, 2, 3, 4, 5, 9}) {
+          Inputs inputs(simd_test::CaseSeed(rows * 7 + m, cols, static_cast<size_t>(type)));
+          const KQuantCase w = KQuantCase::Random(type, rows, cols, inputs);
+          Activations act(m + 2, rows, inputs);
+          const size_t ldc = cols + 3, first_row = 1;
+          GuardedBuffer<float> c(m * ldc, 1);
+          for (size_t i = 0; i < m * ldc; ++i) c[i] = kUntouched;
+          std::vector<float> twin(m * ldc, kUntouched);
+          MatMulInt8(act.rows, first_row, m, w.quads, c.data(), ldc, 0, w.quads.panels());
+          MatMulInt8Scalar(act.rows, first_row, m, w.quads, twin.data(), ldc, 0, w.quads.panels());
+          const auto where = ::testing::Message()
+                             << CompressedFormatName(type) << " K=" << rows << " N=" << cols << " M=" << m;
+          ASSERT_TRUE(c.GuardsIntact()) << where;
+          ASSERT_TRUE(simd_test::SameBits(c.data(), twin.data(), m * ldc)) << where;
+          std::vector<float> alone(cols);
+          MatMulInt8(act.rows, first_row + m - 1, 1, w.quads, alone.data(), cols, 0, w.quads.panels());
+          ASSERT_TRUE(simd_test::SameBits(alone.data(), c.data() + (m - 1) * ldc, cols)) << where;
+          if (m == 3) {
+            for (size_t n = 0; n < cols; ++n) {
+              const float expected = Formula(w, act, first_row + 2, n);
+              ASSERT_TRUE(simd_test::SameBits(&twin[2 * ldc + n], &expected, 1))
+                  << where << " n=" << n << ": " << twin[2 * ldc + n] << " vs " << expected;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// Every quant at the top of its range (q4_k 15, q5_k 31, q6_k 63; q6_k's scales ±127
+// and −128) against activation quants of +127 and of ±127 in pairs: the largest int16
+// pair sums AVX2's byte pairs add before widening, and the largest integers the header
+// says stay exact. Fast == twin == formula.
+TEST_P(Int8KQuantTest, ExtremeQuantsSumExactly) {
+  const size_t rows = 512, cols = 64;
+  std::vector<float> x(rows);
+  for (size_t k = 0; k < rows; ++k) x[k] = k < 256 || (k / 2) % 2 == 0 ? 1.0f : -1.0f;
+  for (CompressedFormat type : kTypes) {
+    const size_t block_bytes = GgmlBlockBytes(type);
+    std::vector<uint8_t> ggml(cols * rows / 256 * block_bytes, 0xFF);
+    for (size_t i = 0; i < cols * rows / 256; ++i) {
+      uint8_t* block = ggml.data() + i * block_bytes;
+      const size_t n = i / (rows / 256);
+      if (type == CompressedFormat::kQ6_K) {
+        for (size_t s = 0; s < 16; ++s) block[192 + s] = static_cast<uint8_t>(n % 3 == 0 ? -128 : n % 3 == 1 ? 127 : -127);
+        if (n % 4 == 3) std::memset(block, 0x00, 192);  // q = 0: value −32
+        block[208] = 0x00;  // d = 1.0
+        block[209] = 0x3C;
+      } else {
+        block[0] = 0x00;  // d = 1.0
+        block[1] = 0x3C;
+        block[2] = 0x00;  // dmin = 0.5
+        block[3] = 0x38;
+        if (n % 4 == 3) std::memset(block + 4, 0x00, 12);  // sc = m = 0
+      }
+    }
+    KQuantCase w(type, rows, cols, ggml);
+    Inputs inputs(simd_test::CaseSeed(rows, cols, 71));
+    Activations act(1, rows, inputs);
+    act.x = x;
+    act.Quantize(1);
+    ASSERT_EQ(act.quants[0], 127);
+    ASSERT_EQ(act.quants[258], -127);
+    std::vector<float> y(cols), twin(cols);
+    MatMulInt8(act.rows, 0, 1, w.quads, y.data(), cols, 0, w.quads.panels());
+    MatMulInt8Scalar(act.rows, 0, 1, w.quads, twin.data(), cols, 0, w.quads.panels());
+    ASSERT_TRUE(simd_test::SameBits(y.data(), twin.data(), cols)) << CompressedFormatName(type);
+    for (size_t n = 0; n < cols; ++n) {
+      const float expected = Formula(w, act, 0, n);
+      ASSERT_TRUE(simd_test::SameBits(&twin[n], &expected, 1))
+          << CompressedFormatName(type) << " n=" << n << ": " << twin[n] << " vs " << expected;
+    }
+  }
+}
+
+TEST_P(Int8KQuantTest, PanelRangesWriteOnlyTheirColumns) {
+  for (CompressedFormat type : kTypes) {
+    const size_t rows = 256, cols = 300;  // 10 panels, the last one partial
+    Inputs inputs(simd_test::CaseSeed(rows, cols, 40 + static_cast<size_t>(type)));
+    const KQuantCase w = KQuantCase::Random(type, rows, cols, inputs);
+    Activations act(2, rows, inputs);
+    for (size_t m : {1, 2}) {
+      std::vector<float> whole(m * cols), split(m * cols, kUntouched);
+      MatMulInt8(act.rows, 0, m, w.quads, whole.data(), cols, 0, w.quads.panels());
+      for (const auto& [begin, end] : {std::pair<size_t, size_t>{0, 3}, {3, 4}, {4, 9}, {9, 10}}) {
+        MatMulInt8(act.rows, 0, m, w.quads, split.data(), cols, begin, end);
+        for (size_t r = 0; r < m; ++r) {
+          for (size_t n = end * 32; n < cols; ++n) ASSERT_EQ(split[r * cols + n], kUntouched);
+        }
+      }
+      ASSERT_TRUE(simd_test::SameBits(whole.data(), split.data(), m * cols)) << CompressedFormatName(type);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kvrt::simd
