@@ -1,5 +1,6 @@
 // The opt-in int8 activations (EngineOptions::int8_activations) in the engine: they
-// reach the q8_0/q4_0 matrices (the logits move off the f32-activation ones, and stay
+// reach the q8_0, q4_0 and K-quant matrices (q4_k, q5_k, q6_k, and llama-quantize's
+// Q4_K_M mix of them) (the logits move off the f32-activation ones, and stay
 // near the oracle), they keep every determinism promise — the same bits for 1–3
 // threads, for a prompt prefilled at once, in chunks or token by token, and for a
 // sequence alone or beside another slot — and they allocate nothing per decode step.
@@ -38,12 +39,25 @@ EngineOptions Int8(WeightFormat format, threading::ThreadPool* pool = nullptr, s
 }
 
 // D 96, F 160 (q8_0/q4_0 everywhere: both multiples of 32), V 300, untied head:
-// several panels and task tiles per matrix.
-DecoderModel Model() {
+// several panels and task tiles per matrix. The K-quants need K a multiple of 256:
+// D 256, F 512.
+DecoderModel Model(bool k_quant = false) {
   SplitMix64 rng(77);
-  ModelConfig config = ModelConfig::Create(300, 96, 3, 160, 2, 80, 10000.0, 1e-5);
+  ModelConfig config = k_quant ? ModelConfig::Create(300, 256, 4, 512, 2, 80, 10000.0, 1e-5)
+                               : ModelConfig::Create(300, 96, 3, 160, 2, 80, 10000.0, 1e-5);
   config.tied_output = false;
   return *DecoderModel::FromSeed(config, rng);
+}
+
+constexpr WeightFormat kFormats[] = {WeightFormat::kQ8_0, WeightFormat::kQ4_0, WeightFormat::kQ4_K,
+                                     WeightFormat::kQ5_K, WeightFormat::kQ6_K, WeightFormat::kQ4_K_M};
+
+bool IsKQuant(WeightFormat format) { return format != WeightFormat::kQ8_0 && format != WeightFormat::kQ4_0; }
+
+// The model each format is tested on (built once).
+const DecoderModel& ModelFor(WeightFormat format) {
+  static const DecoderModel small = Model(), k_quant = Model(true);
+  return IsKQuant(format) ? k_quant : small;
 }
 
 // Logits after a prefill of `prompt` in chunks of `chunk` tokens, then per decode.
@@ -96,9 +110,9 @@ TEST(Int8ActivationsTest, OutsideTheFastF32EngineIsUnsupportedBackend) {
 }
 
 TEST(Int8ActivationsTest, MoveTheLogitsButStayNearTheOracle) {
-  const DecoderModel model = Model();
   const std::vector<uint32_t> prompt = SeededTokens(21, 3, 300), continuation = SeededTokens(5, 4, 300);
-  for (WeightFormat format : {WeightFormat::kQ8_0, WeightFormat::kQ4_0}) {
+  for (WeightFormat format : kFormats) {
+    const DecoderModel& model = ModelFor(format);
     EngineOptions f32 = Int8(format);
     f32.int8_activations = false;
     EngineOptions oracle{Backend::kReference, Precision::kF64, 0, nullptr};
@@ -124,9 +138,9 @@ TEST(Int8ActivationsTest, MoveTheLogitsButStayNearTheOracle) {
 }
 
 TEST(Int8ActivationsTest, BitIdenticalForThreadsChunksAndTokenByToken) {
-  const DecoderModel model = Model();
   const std::vector<uint32_t> prompt = SeededTokens(37, 7, 300), continuation = SeededTokens(4, 8, 300);
-  for (WeightFormat format : {WeightFormat::kQ8_0, WeightFormat::kQ4_0}) {
+  for (WeightFormat format : kFormats) {
+    const DecoderModel& model = ModelFor(format);
     const auto serial = SessionLogits(model, prompt, continuation, Int8(format));
     for (size_t threads : {1, 2, 3}) {
       threading::ThreadPool pool(threads);
@@ -141,9 +155,9 @@ TEST(Int8ActivationsTest, BitIdenticalForThreadsChunksAndTokenByToken) {
 }
 
 TEST(Int8ActivationsTest, ASequenceGetsTheSameBitsBesideAnother) {
-  const DecoderModel model = Model();
   const std::vector<uint32_t> prompt = SeededTokens(19, 9, 300), other = SeededTokens(30, 10, 300);
-  for (WeightFormat format : {WeightFormat::kQ8_0, WeightFormat::kQ4_0}) {
+  for (WeightFormat format : kFormats) {
+    const DecoderModel& model = ModelFor(format);
     const Logits alone = SessionLogits(model, prompt, {}, Int8(format)).front();
     CacheOptions cache_options;
     cache_options.precision = Precision::kF32;
@@ -160,9 +174,9 @@ TEST(Int8ActivationsTest, ASequenceGetsTheSameBitsBesideAnother) {
 }
 
 TEST(Int8ActivationsTest, DecodingAllocatesNothing) {
-  const DecoderModel model = Model();
   threading::ThreadPool pool(2);
-  for (WeightFormat format : {WeightFormat::kQ8_0, WeightFormat::kQ4_0}) {
+  for (WeightFormat format : kFormats) {
+    const DecoderModel& model = ModelFor(format);
     CacheOptions cache_options;
     cache_options.precision = Precision::kF32;
     DecoderKvCache cache = *DecoderKvCache::Create(model, cache_options);
