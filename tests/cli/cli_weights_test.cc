@@ -20,6 +20,7 @@ using testing::RunKvrt;
 const std::string kDemo = testing::FixturePath("demo/demo.ckpt");
 const std::string kTinyQ8 = testing::FixturePath("gguf/tiny-q8_0.gguf");
 const std::string kQ5_KM = testing::FixturePath("gguf/modern/kq-q5_k_m.gguf");
+const std::string kQ5_0 = testing::FixturePath("gguf/modern/kq-q5_0.gguf");
 
 TEST(CliWeightsTest, AnUnknownFormatIsATypedUsageError) {
   for (const char* command : {"logits", "generate"}) {
@@ -61,6 +62,30 @@ TEST(CliWeightsTest, TheEngineLineNamesTheFormatAndEveryFallback) {
                           "a multiple of 256)"),
             std::string::npos)
       << q5_k.err;
+  // A Q5_0 file runs as stored (its head in Q6_K), and q4_k falls back to q5_0 where K
+  // (the demo's D = 64) is a multiple of 32 but not of 256, to f16 where it is neither
+  // (the demo's F = 172), as llama.cpp's quantizer does.
+  const testing::CliRun q5_0 = RunKvrt({"generate", "--model", kQ5_0, "--tokens", "1,450", "--max-new-tokens",
+                                        "2", "--threads", "1", "--no-eos"});
+  ASSERT_EQ(q5_0.status, 0) << q5_0.err;
+  EXPECT_NE(q5_0.err.find("; weights as-stored: q6_k x1 q5_0 x15; no fallbacks"), std::string::npos) << q5_0.err;
+  const testing::CliRun q4_k = RunKvrt({"generate", "--model", kDemo, "--tokens", "67,118", "--max-new-tokens", "2",
+                                        "--weights", "q4_k", "--threads", "1"});
+  ASSERT_EQ(q4_k.status, 0) << q4_k.err;
+  EXPECT_NE(q4_k.err.find("; weights q4_k: f16 x2 q5_0 x13; fallbacks: token_embedding.weight q4_k -> q5_0 (K = "
+                          "64 is not a multiple of 256)"),
+            std::string::npos)
+      << q4_k.err;
+  EXPECT_NE(q4_k.err.find("blocks.0.ffn.down.weight q4_k -> f16 (K = 172 is not a multiple of 256)"),
+            std::string::npos)
+      << q4_k.err;
+  const testing::CliRun explicit_q5_0 = RunKvrt({"generate", "--model", kDemo, "--tokens", "67,118",
+                                                 "--max-new-tokens", "2", "--weights", "q5_0", "--threads", "1"});
+  ASSERT_EQ(explicit_q5_0.status, 0) << explicit_q5_0.err;
+  EXPECT_NE(explicit_q5_0.err.find("; weights q5_0: f16 x2 q5_0 x13; fallbacks: blocks.0.ffn.down.weight q5_0 -> "
+                                   "f16 (K = 172 is not a multiple of 32)"),
+            std::string::npos)
+      << explicit_q5_0.err;
 }
 
 TEST(CliWeightsTest, AMixGivesEachMatrixLlamaQuantizesTypeAndSaysWhereKvrtHasNone) {
@@ -134,7 +159,7 @@ std::vector<double> Logits(const std::vector<std::string>& args) {
 }
 
 TEST(CliWeightsTest, FastLogitsAreWithinToleranceOfTheReferenceOracle) {
-  for (const std::string format : {"bf16", "q8_0", "q4_0"}) {
+  for (const std::string format : {"bf16", "q8_0", "q4_0", "q5_0"}) {
     const std::vector<std::string> base = {"logits", "--model", kDemo, "--tokens", "67,118,34,102", "--json",
                                            "--weights", format};
     std::vector<std::string> fast = base, reference = base, uncached = base;
