@@ -26,6 +26,7 @@ inline constexpr size_t kQ6BlockBytes = kScaleBytes + kQuantBlock * kQ6RowBytes;
 inline constexpr size_t kQ5BlockBytes = kScaleBytes + kQuantBlock * kQ5RowBytes;  // 704
 inline constexpr size_t kGgmlQ8BlockBytes = 2 + kQuantBlock;      // {f16 d; int8 qs[32]}
 inline constexpr size_t kGgmlQ4BlockBytes = 2 + kQuantBlock / 2;  // {f16 d; uint8 qs[16]}
+inline constexpr size_t kGgmlQ5_0BlockBytes = 2 + 4 + kQuantBlock / 2;  // {f16 d; u8 qh[4], qs[16]}
 inline constexpr size_t kGgmlQ4KBlockBytes = 144;  // {f16 d, dmin; u8 scales[12], qs[128]}
 inline constexpr size_t kGgmlQ5KBlockBytes = 176;  // {f16 d, dmin; u8 scales[12], qh[32], qs[128]}
 inline constexpr size_t kGgmlQ6KBlockBytes = 210;  // {u8 ql[128], qh[64]; i8 scales[16]; f16 d}
@@ -35,6 +36,8 @@ inline constexpr size_t kGgmlMaxBlockBytes = kGgmlQ6KBlockBytes;
 inline constexpr uint8_t kQ4Zero = 8;
 // The q6_k high bits of a padding column: q = 32, (32 − 32)·0 = +0 (q = 0 would be −0).
 inline constexpr uint8_t kQ6HighZero = 0xAA;
+// The q5_0 high bits of a padding column (with a zero nibble): q = 16, (16 − 16)·0 = +0.
+inline constexpr uint8_t kQ5_0HighZero = 0xFF;
 // Blocks of 32 rows per K-quant super-block.
 inline constexpr size_t kSuperBlockBlocks = kSuperBlock / kQuantBlock;  // 8
 
@@ -52,14 +55,14 @@ constexpr bool IsKQuant(CompressedFormat type) {
          type == CompressedFormat::kQ6_K;
 }
 // Bytes of high bits one panel's row keeps after its nibbles: q6_k 8 (2 bits a
-// column), q5_k 4 (1 bit a column), the others none.
+// column), q5_k and q5_0 4 (1 bit a column), the others none.
 constexpr size_t HighBytes(CompressedFormat type) {
-  return type == CompressedFormat::kQ6_K   ? kQ6HighBytes
-         : type == CompressedFormat::kQ5_K ? kQ5HighBytes
-                                           : 0;
+  return type == CompressedFormat::kQ6_K                                         ? kQ6HighBytes
+         : type == CompressedFormat::kQ5_K || type == CompressedFormat::kQ5_0 ? kQ5HighBytes
+                                                                                 : 0;
 }
-// Bytes of one panel's row, per type: q8_0 32 int8; q4_0, q4_k, q5_k and q6_k 16
-// bytes of nibbles and then their high bits (q5_k 4 bytes, q6_k 8).
+// Bytes of one panel's row, per type: q8_0 32 int8; q4_0, q5_0, q4_k, q5_k and q6_k 16
+// bytes of nibbles and then their high bits (q5_0 and q5_k 4 bytes, q6_k 8).
 constexpr size_t QuantRowBytes(CompressedFormat type) {
   return type == CompressedFormat::kQ8_0 ? kQ8RowBytes : kQ4RowBytes + HighBytes(type);
 }
@@ -77,7 +80,7 @@ constexpr bool HasMin(CompressedFormat type) {
 constexpr size_t HeaderBytes(CompressedFormat type) {
   return HasMin(type) ? 2 * kScaleBytes : type == CompressedFormat::kQ6_K ? kScaleBytes : 0;
 }
-// Rows per super-block: 256 for the K-quants; q8_0/q4_0 blocks are their own.
+// Rows per super-block: 256 for the K-quants; q8_0/q4_0/q5_0 blocks are their own.
 constexpr size_t SuperRows(CompressedFormat type) { return IsKQuant(type) ? kSuperBlock : kQuantBlock; }
 // One panel's super-block: header and blocks (q4_k 4736 bytes, q5_k 5760, q6_k 6720).
 constexpr size_t SuperBlockBytes(CompressedFormat type) {
@@ -119,8 +122,8 @@ inline void StoreU16(uint8_t* p, uint16_t v) { std::memcpy(p, &v, sizeof(v)); }
 // stream, with software prefetch or not; interleaving the four panels' rows makes one
 // stream, which the prefetchers follow.
 //
-// The nibbles of a q4_0, q4_k, q5_k or q6_k row of a whole group (W = 4: 64 bytes; a
-// q5_k or q6_k row's four 4- or 8-byte high-bit parts follow them) are in lane order:
+// The nibbles of a q4_0, q5_0, q4_k, q5_k or q6_k row of a whole group (W = 4: 64
+// bytes; a q5_0, q5_k or q6_k row's four 4- or 8-byte high-bit parts follow them) are in lane order:
 // byte 4j + i holds column j (low nibble) and column j + 16 (high nibble) of the group's panel i, j < 16,
 // so that 32-bit lane j of the row holds column j of all four panels, nibble 2i + h
 // being column 16h + j of panel i. One 64-byte load then feeds all eight vectors of
@@ -142,7 +145,7 @@ struct PanelRowsOf {
 
   // bf16/f16: row k (64 bytes).
   Byte* HalfRow(size_t k) const { return group + (k * width + index) * kHalfRowBytes; }
-  // The quantized types: the group's super-block holding row k (for q8_0/q4_0 its
+  // The quantized types: the group's super-block holding row k (for q8_0/q4_0/q5_0 its
   // block), this panel's header of it (K-quants), and the group's block of 32 rows
   // holding row k (after the super-block's W headers).
   Byte* Super(CompressedFormat type, size_t k) const {
@@ -155,7 +158,7 @@ struct PanelRowsOf {
     return Super(type, k) + width * HeaderBytes(type) +
            k % SuperRows(type) / kQuantBlock * width * QuantBlockBytes(type);
   }
-  // This panel's 64-byte scale area of the block holding row k: q8_0/q4_0 32 f16
+  // This panel's 64-byte scale area of the block holding row k: q8_0/q4_0/q5_0 32 f16
   // scales; q4_k and q5_k 32 sc bytes, then 32 m bytes; q6_k 32 int8 sc of the block's first 16
   // rows, then 32 of its last 16.
   Byte* Scales(CompressedFormat type, size_t k) const {
@@ -169,18 +172,18 @@ struct PanelRowsOf {
   Byte* QuantRow(CompressedFormat type, size_t k) const {
     return GroupRow(type, k) + index * QuantRowBytes(type);
   }
-  // q4_0, q4_k, q5_k, q6_k: whether this panel's nibbles are in lane order (a whole
-  // group), and the byte of row k that holds column j (< 32) in its low (j < 16) or
-  // high nibble. The nibbles of a group's row come first (q5_k's and q6_k's high bits
-  // follow them).
+  // q4_0, q5_0, q4_k, q5_k, q6_k: whether this panel's nibbles are in lane order (a
+  // whole group), and the byte of row k that holds column j (< 32) in its low (j < 16)
+  // or high nibble. The nibbles of a group's row come first (q5_0's, q5_k's and q6_k's
+  // high bits follow them).
   bool LaneOrder() const { return width == kGroupPanels; }
   Byte* NibbleByte(CompressedFormat type, size_t k, size_t j) const {
     const size_t column = j % (kWidth / 2);
     return GroupRow(type, k) +
            (LaneOrder() ? column * kGroupPanels + index : index * kQ4RowBytes + column);
   }
-  // q5_k, q6_k: this panel's HighBytes(type) bytes of row k's high bits (after the
-  // group's nibbles): little-endian uint32s, q5_k one with column c at bit c, q6_k two
+  // q5_0, q5_k, q6_k: this panel's HighBytes(type) bytes of row k's high bits (after the
+  // group's nibbles): little-endian uint32s, q5_0/q5_k one with column c at bit c, q6_k two
   // (columns 0..15, then 16..31) with column c of a word at bits 2c..2c+1.
   Byte* HighBits(CompressedFormat type, size_t k) const {
     return GroupRow(type, k) + width * kQ4RowBytes + index * HighBytes(type);
@@ -219,6 +222,13 @@ inline float DequantizeElement(CompressedFormat type, const PanelRows& panel, si
       const uint8_t byte = *panel.NibbleByte(type, k, j);
       const int q = j < kWidth / 2 ? byte & 0xF : byte >> 4;
       return static_cast<float>(q - 8) * F16ToF32(LoadU16(panel.Scales(type, k) + 2 * j));
+    }
+    case CompressedFormat::kQ5_0: {
+      // ggml's dequantize_row_q5_0: float(q − 16)·d, q the nibble plus 16 for its high bit.
+      const uint8_t byte = *panel.NibbleByte(type, k, j);
+      int q = j < kWidth / 2 ? byte & 0xF : byte >> 4;
+      q += ((panel.HighBits(type, k)[j / 8] >> (j % 8)) & 1) << 4;
+      return static_cast<float>(q - 16) * F16ToF32(LoadU16(panel.Scales(type, k) + 2 * j));
     }
     case CompressedFormat::kQ4_K:
     case CompressedFormat::kQ5_K: {

@@ -96,7 +96,7 @@ HWY_INLINE void ExactMatVecGroup(D d, const CompressedMatrixView& w, const float
   }
 }
 
-// Panels kG.. of a lane-order row (q4_0, q4_k, q5_k, q6_k) whose panels start at group
+// Panels kG.. of a lane-order row (q4_0, q5_0, q4_k, q5_k, q6_k) whose panels start at group
 // panel kFirst, decoded with their shifts known at compile time (Q4Quants::DecodeLanes).
 // kByteLoads: Q4Quants::DecodeLanes reading past the row (never on a group's last).
 template <class Q, size_t kFirst, size_t kG, bool kByteLoads, size_t kPanels, size_t kVecs, class D>
@@ -174,7 +174,7 @@ struct QuantBlockPrefetch {
 
 // The block-quantized types: block-scaled accumulation by sub-block (BlockScales: 32
 // rows, 16 for q6_k). Per sub-block, one FMA chain over its rows in ascending k of
-// x[k]·q (q8_0: q; q4_0: q − 8; q4_k, q5_k: q; q6_k: q − 32; exact floats) from 0
+// x[k]·q (q8_0: q; q4_0: q − 8; q5_0: q − 16; q4_k, q5_k: q; q6_k: q − 32; exact floats) from 0
 // gives the partial sum P, and the column's accumulator becomes fma(scale, P, acc) (and
 // for q4_k and q5_k then acc − min·S fused), sub-blocks in ascending order from 0. One multiply per
 // sub-block instead of per weight.

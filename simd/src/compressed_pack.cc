@@ -49,6 +49,24 @@ struct PanelWriter {
       SetNibble(*panel.NibbleByte(type, k0 + r, j), j, q);
     }
   }
+  // One ggml q5_0 block: q4_0's scale and nibbles (qs after the 4 bytes of qh), and
+  // element r's fifth bit at bit r of qh read as a little-endian uint32.
+  void Q50Block(size_t k0, size_t n, const uint8_t* block) const {
+    const compressed::PanelRowsOf<uint8_t> panel = Panel(n);
+    const size_t j = n % kWidth;
+    std::memcpy(panel.Scales(type, k0) + 2 * j, block, 2);
+    const uint8_t* qh = block + 2;
+    const uint8_t* qs = block + 6;
+    constexpr size_t kHalf = kQuantBlock / 2;
+    for (size_t r = 0; r < kQuantBlock; ++r) {
+      const uint8_t packed = qs[r % kHalf];
+      SetNibble(*panel.NibbleByte(type, k0 + r, j), j, r < kHalf ? packed & 0xF : packed >> 4);
+      const unsigned high = (qh[r / 8] >> (r % 8)) & 1;
+      uint8_t& high_byte = panel.HighBits(type, k0 + r)[j / 8];
+      const unsigned bit = j % 8;
+      high_byte = static_cast<uint8_t>((high_byte & ~(1u << bit)) | (high << bit));
+    }
+  }
   // The header and scale areas of one ggml q4_k or q5_k super-block of column n, rows
   // k0..k0+256: f16 d and dmin, and the eight 6-bit (scale, min) pairs of ggml's
   // get_scale_min_k4 packing, a byte each.
@@ -130,6 +148,7 @@ struct PanelWriter {
     switch (type) {
       case CompressedFormat::kQ8_0: return Q8Block(k0, n, block);
       case CompressedFormat::kQ4_0: return Q4Block(k0, n, block);
+      case CompressedFormat::kQ5_0: return Q50Block(k0, n, block);
       case CompressedFormat::kQ4_K: return Q4KBlock(k0, n, block);
       case CompressedFormat::kQ5_K: return Q5KBlock(k0, n, block);
       case CompressedFormat::kQ6_K: return Q6KBlock(k0, n, block);
@@ -142,12 +161,15 @@ struct PanelWriter {
                           : static_cast<uint8_t>((byte & 0x0F) | (q << 4));
   }
 
-  // Zeroes the whole storage and gives the q4_0 quants and the q6_k high bits their
-  // zero values (q4_0 8, q6_k 32), so that padding columns dequantize to +0 and every
-  // byte is written.
+  // Zeroes the whole storage and gives the q4_0 quants and the q5_0 and q6_k high bits
+  // their zero values (q4_0 8, q5_0 16, q6_k 32), so that padding columns dequantize to
+  // +0 and every byte is written.
   void Clear() const {
     std::memset(out, 0, panels * compressed::PanelBytes(type, rows));
-    if (type != CompressedFormat::kQ4_0 && type != CompressedFormat::kQ6_K) return;
+    if (type != CompressedFormat::kQ4_0 && type != CompressedFormat::kQ5_0 &&
+        type != CompressedFormat::kQ6_K) {
+      return;
+    }
     for (size_t p = 0; p < panels; p += compressed::kGroupPanels) {
       const compressed::PanelRowsOf<uint8_t> group =
           compressed::RowsOfPanel(out, type, rows, panels, p);
@@ -156,8 +178,10 @@ struct PanelWriter {
           std::memset(group.GroupRow(type, k), compressed::kQ4Zero * 0x11,
                       group.width * compressed::kQ4RowBytes);
         } else {
-          std::memset(group.GroupRow(type, k) + group.width * compressed::kQ4RowBytes,
-                      compressed::kQ6HighZero, group.width * compressed::kQ6HighBytes);
+          const uint8_t zero = type == CompressedFormat::kQ5_0 ? compressed::kQ5_0HighZero
+                                                               : compressed::kQ6HighZero;
+          std::memset(group.GroupRow(type, k) + group.width * compressed::kQ4RowBytes, zero,
+                      group.width * compressed::HighBytes(type));
         }
       }
     }
@@ -169,6 +193,7 @@ void QuantizeBlock(CompressedFormat type, const float* values, uint8_t* out) {
   switch (type) {
     case CompressedFormat::kQ8_0: return QuantizeBlockQ8_0(values, out);
     case CompressedFormat::kQ4_0: return QuantizeBlockQ4_0(values, out);
+    case CompressedFormat::kQ5_0: return QuantizeBlockQ5_0(values, out);
     case CompressedFormat::kQ4_K: return QuantizeBlockQ4_K(values, out);
     case CompressedFormat::kQ5_K: return QuantizeBlockQ5_K(values, out);
     case CompressedFormat::kQ6_K: return QuantizeBlockQ6_K(values, out);
@@ -191,6 +216,7 @@ const char* CompressedFormatName(CompressedFormat type) {
     case CompressedFormat::kQ4_K: return "q4_k";
     case CompressedFormat::kQ6_K: return "q6_k";
     case CompressedFormat::kQ5_K: return "q5_k";
+    case CompressedFormat::kQ5_0: return "q5_0";
   }
   return "?";
 }
@@ -223,6 +249,8 @@ size_t GgmlRowBytes(CompressedFormat type, size_t rows_k) {
       return rows_k / kQuantBlock * compressed::kGgmlQ8BlockBytes;
     case CompressedFormat::kQ4_0:
       return rows_k / kQuantBlock * compressed::kGgmlQ4BlockBytes;
+    case CompressedFormat::kQ5_0:
+      return rows_k / kQuantBlock * compressed::kGgmlQ5_0BlockBytes;
     case CompressedFormat::kQ4_K:
       return rows_k / kSuperBlock * compressed::kGgmlQ4KBlockBytes;
     case CompressedFormat::kQ5_K:

@@ -45,4 +45,36 @@ void QuantizeBlockQ4_0(const float* x, uint8_t* out) {
   }
 }
 
+void QuantizeBlockQ5_0(const float* x, uint8_t* out) {
+  // q4_0's search and rounding with 32 levels: the first element of largest magnitude
+  // maps to q = 0 (−16·d).
+  float amax = 0.0f, max = 0.0f;
+  for (size_t j = 0; j < kQuantBlock; ++j) {
+    if (amax < std::fabs(x[j])) {
+      amax = std::fabs(x[j]);
+      max = x[j];
+    }
+  }
+  const float d = max / -16.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  compressed::StoreU16(out, F32ToF16(d));
+  const auto quant = [id](float v) {
+    // x·id + 16.5 lies in [0.5, 32.5] for finite input: truncation is floor, then
+    // clamp; anything else (a non-finite block) is clamped instead of cast.
+    const float shifted = v * id + 16.5f;
+    if (!(shifted >= 0.0f)) return uint32_t{0};
+    return static_cast<uint32_t>(shifted >= 31.0f ? 31 : static_cast<int>(shifted));
+  };
+  constexpr size_t kHalf = kQuantBlock / 2;
+  uint32_t high = 0;
+  for (size_t j = 0; j < kHalf; ++j) {
+    const uint32_t q0 = quant(x[j]), q1 = quant(x[kHalf + j]);
+    out[6 + j] = static_cast<uint8_t>((q0 & 0xF) | (q1 & 0xF) << 4);
+    high |= (q0 >> 4) << j;
+    high |= (q1 >> 4) << (kHalf + j);
+  }
+  // qh: the fifth bits as a little-endian uint32, element j at bit j.
+  for (size_t b = 0; b < 4; ++b) out[2 + b] = static_cast<uint8_t>(high >> (8 * b));
+}
+
 }  // namespace kvrt::simd

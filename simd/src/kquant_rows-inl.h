@@ -1,14 +1,15 @@
 // Per-target decoders of the K-quant panel rows (q4_k, q5_k, q6_k; layout:
-// compressed_matrix.h) and the per-(sub-)block scales of every block-quantized type,
-// shared by the compressed MatVec and MatMul.
+// compressed_matrix.h) and of q5_0's, which are q5_k's, and the per-(sub-)block scales
+// of every block-quantized type, shared by the compressed MatVec and MatMul.
 //   Q4KQuants: q (0..15) as f32, the q4_0 nibble decoder without its offset.
-//   Q5KQuants, Q6KQuants (HighBitQuants): q (0..31) and q − 32 (q in 0..63) as f32,
-//              from a row's nibble (the low 4 bits, as q4_0's) and its high bits (q5_k:
-//              1 a column, one word, column c at bit c; q6_k: 2, a word per half panel,
+//   Q5KQuants, Q50Quants, Q6KQuants (HighBitQuants): q (0..31), q − 16 (q in 0..31)
+//              and q − 32 (q in 0..63) as f32, from a row's nibble (the low 4 bits, as
+//              q4_0's) and its high bits (q5_k, q5_0: 1 a column, one word, column c at
+//              bit c; q6_k: 2, a word per half panel,
 //              column c at bits 2c): on AVX-512 two VPERMPS table lookups, nibble −
 //              offset and 16·high, and an add; elsewhere the 5 or 6 bits ORed into the
 //              mantissa of 2^23, then 2^23 + offset subtracted.
-// The kernels apply the scales per sub-block (BlockScales): q8_0/q4_0 d per 32 rows,
+// The kernels apply the scales per sub-block (BlockScales): q8_0/q4_0/q5_0 d per 32 rows,
 // q4_k and q5_k d·sc and dmin·m per 32 rows, q6_k d·sc per 16 rows.
 #if defined(KVRT_SIMD_KQUANT_ROWS_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef KVRT_SIMD_KQUANT_ROWS_INL_H_
@@ -35,14 +36,14 @@ template <class D>
 using Q4KQuants = NibbleQuants<D, CompressedFormat::kQ4_K, 0>;
 
 // A row's quants from its nibble (the low 4 bits, as q4_0's) and its high bits after
-// the group's nibbles: q5_k 1 bit a column (q in 0..31, as is), q6_k 2 bits (q in
-// 0..63, less kOffset = 32). kBits, the high bits per column, follows from the layout.
+// the group's nibbles: q5_k and q5_0 1 bit a column (q in 0..31, as is or less kOffset
+// = 16), q6_k 2 bits (q in 0..63, less kOffset = 32). kBits, the high bits per column, follows from the layout.
 template <class D, CompressedFormat kFormat, int kOffset>
 struct HighBitQuants {
   static constexpr CompressedFormat kType = kFormat;
   static constexpr size_t kVecs = PanelVectors<D>();
   static constexpr size_t kBits = compressed::HighBytes(kFormat) * 8 / kCompressedPanelWidth;
-  static_assert(kBits == 1 || kBits == 2, "q5_k or q6_k");
+  static_assert(kBits == 1 || kBits == 2, "q5_k, q5_0 or q6_k");
   using DU = hn::RebindToUnsigned<D>;
   using Bits = NibbleBits<D>;
 
@@ -75,7 +76,7 @@ struct HighBitQuants {
 
   // The high bits of vector v of half h of a row whose panel's high-bit bytes are at
   // `high_bytes`: lane i gets those of column c = 16h + v·lanes + i at its bottom, the
-  // little-endian word that holds them shifted right by kBits·c mod 32 (q5_k: one word,
+  // little-endian word that holds them shifted right by kBits·c mod 32 (q5_k, q5_0: one word,
   // bit c; q6_k: a word per half, bits 2·(c mod 16)).
   static HWY_INLINE hn::Vec<DU> HighBits(const uint8_t* high_bytes, size_t h, size_t v) {
     const DU du;
@@ -128,6 +129,9 @@ template <class D>
 using Q5KQuants = HighBitQuants<D, CompressedFormat::kQ5_K, 0>;
 template <class D>
 using Q6KQuants = HighBitQuants<D, CompressedFormat::kQ6_K, 32>;
+// q5_0's rows are q5_k's with ggml's offset: q − 16, scaled by q4_0's f16 d per block.
+template <class D>
+using Q50Quants = HighBitQuants<D, CompressedFormat::kQ5_0, 16>;
 
 // How a block-quantized type's sub-blocks are scaled (compressed_matrix.h, MatVec):
 // after the partial sums P of a sub-block of kSubRows rows, acc = fma(scale, P, acc),
@@ -139,7 +143,7 @@ struct BlockScales {
   static constexpr size_t kSubBlocks = kQuantBlock / kSubRows;  // per block of 32 rows
   static constexpr bool kHasMin = compressed::HasMin(kType);
 
-  // The column scales of sub-block s of block b as f32: q8_0/q4_0 the f16 d, q4_k,
+  // The column scales of sub-block s of block b as f32: q8_0/q4_0/q5_0 the f16 d, q4_k,
   // q5_k and q6_k d·sc (exact products).
   template <class D>
   static HWY_INLINE void Scales(D d, const QuantPanel& panel, size_t b, size_t s, hn::Vec<D>* scale) {

@@ -20,10 +20,11 @@ using testing::RunKvrt;
 const std::string kDemo = testing::FixturePath("demo/demo.ckpt");
 const std::string kTinyQ8 = testing::FixturePath("gguf/tiny-q8_0.gguf");
 const std::string kQ5_KM = testing::FixturePath("gguf/modern/kq-q5_k_m.gguf");
+const std::string kQ5_0 = testing::FixturePath("gguf/modern/kq-q5_0.gguf");
 
 TEST(CliWeightsTest, AnUnknownFormatIsATypedUsageError) {
   for (const char* command : {"logits", "generate"}) {
-    for (const char* bad : {"q5_0", "Q8_0", "", "f32,q8_0"}) {
+    for (const char* bad : {"q5_1", "Q5_0", "", "f32,q8_0"}) {
       const testing::CliRun run = RunKvrt({command, "--model", kDemo, "--tokens", "1,2", "--weights", bad});
       EXPECT_EQ(run.status, 2) << command << " " << bad;
       EXPECT_NE(run.err.find("error: InvalidArgument: "), std::string::npos) << run.err;
@@ -61,6 +62,30 @@ TEST(CliWeightsTest, TheEngineLineNamesTheFormatAndEveryFallback) {
                           "a multiple of 256)"),
             std::string::npos)
       << q5_k.err;
+  // A Q5_0 file runs as stored (its head in Q6_K), and q4_k falls back to q5_0 where K
+  // (the demo's D = 64) is a multiple of 32 but not of 256, to f16 where it is neither
+  // (the demo's F = 172), as llama.cpp's quantizer does.
+  const testing::CliRun q5_0 = RunKvrt({"generate", "--model", kQ5_0, "--tokens", "1,450", "--max-new-tokens",
+                                        "2", "--threads", "1", "--no-eos"});
+  ASSERT_EQ(q5_0.status, 0) << q5_0.err;
+  EXPECT_NE(q5_0.err.find("; weights as-stored: q6_k x1 q5_0 x15; no fallbacks"), std::string::npos) << q5_0.err;
+  const testing::CliRun q4_k = RunKvrt({"generate", "--model", kDemo, "--tokens", "67,118", "--max-new-tokens", "2",
+                                        "--weights", "q4_k", "--threads", "1"});
+  ASSERT_EQ(q4_k.status, 0) << q4_k.err;
+  EXPECT_NE(q4_k.err.find("; weights q4_k: f16 x2 q5_0 x13; fallbacks: token_embedding.weight q4_k -> q5_0 (K = "
+                          "64 is not a multiple of 256)"),
+            std::string::npos)
+      << q4_k.err;
+  EXPECT_NE(q4_k.err.find("blocks.0.ffn.down.weight q4_k -> f16 (K = 172 is not a multiple of 256)"),
+            std::string::npos)
+      << q4_k.err;
+  const testing::CliRun explicit_q5_0 = RunKvrt({"generate", "--model", kDemo, "--tokens", "67,118",
+                                                 "--max-new-tokens", "2", "--weights", "q5_0", "--threads", "1"});
+  ASSERT_EQ(explicit_q5_0.status, 0) << explicit_q5_0.err;
+  EXPECT_NE(explicit_q5_0.err.find("; weights q5_0: f16 x2 q5_0 x13; fallbacks: blocks.0.ffn.down.weight q5_0 -> "
+                                   "f16 (K = 172 is not a multiple of 32)"),
+            std::string::npos)
+      << explicit_q5_0.err;
 }
 
 TEST(CliWeightsTest, AMixGivesEachMatrixLlamaQuantizesTypeAndSaysWhereKvrtHasNone) {
@@ -70,21 +95,39 @@ TEST(CliWeightsTest, AMixGivesEachMatrixLlamaQuantizesTypeAndSaysWhereKvrtHasNon
                                          "--weights", "q4_k_m", "--threads", "1", "--no-eos"});
   ASSERT_EQ(mixed.status, 0) << mixed.err;
   EXPECT_NE(mixed.err.find("; weights q4_k_m: q4_k x13 q6_k x3; no fallbacks"), std::string::npos) << mixed.err;
-  // The demo (D 64): llama.cpp's q5_0 for a K that no K-quant block divides is kept in
-  // q8_0, and the inspect listing names each such matrix.
-  const testing::CliRun run = RunKvrt({"inspect", kDemo, "--weights", "q4_k_m", "--json"});
+  // The demo (D 64): llama.cpp's q5_0 for a K that no K-quant block divides (q4_k's
+  // fallback) is kept as q5_0, no substitution.
+  const testing::CliRun q4_k_m = RunKvrt({"inspect", kDemo, "--weights", "q4_k_m", "--json"});
+  ASSERT_EQ(q4_k_m.status, 0) << q4_k_m.err;
+  const nlohmann::json q4_weights = nlohmann::json::parse(q4_k_m.out).at("weights");
+  EXPECT_EQ(q4_weights.at("requested"), "q4_k_m");
+  EXPECT_EQ(q4_weights.at("substitutions"), 0);
+  size_t q5_0 = 0;
+  for (const nlohmann::json& matrix : q4_weights.at("matrices")) {
+    EXPECT_FALSE(matrix.at("substituted").get<bool>()) << matrix;
+    if (matrix.at("llama_quantize_type") != "q5_0") continue;
+    ++q5_0;
+    EXPECT_EQ(matrix.at("type"), "q5_0") << matrix;
+  }
+  EXPECT_GT(q5_0, 0u);
+  // q5_k's fallback there, q5_1, is kept in q8_0, and the inspect listing names each
+  // such matrix.
+  const testing::CliRun run = RunKvrt({"inspect", kDemo, "--weights", "q5_k_m", "--json"});
   ASSERT_EQ(run.status, 0) << run.err;
   const nlohmann::json weights = nlohmann::json::parse(run.out).at("weights");
-  EXPECT_EQ(weights.at("requested"), "q4_k_m");
+  EXPECT_EQ(weights.at("requested"), "q5_k_m");
   size_t substituted = 0;
   for (const nlohmann::json& matrix : weights.at("matrices")) {
     if (!matrix.at("substituted").get<bool>()) continue;
     ++substituted;
-    EXPECT_EQ(matrix.at("llama_quantize_type"), "q5_0") << matrix;
+    EXPECT_EQ(matrix.at("llama_quantize_type"), "q5_1") << matrix;
     EXPECT_EQ(matrix.at("type"), "q8_0") << matrix;
   }
   EXPECT_GT(substituted, 0u);
   EXPECT_EQ(weights.at("substitutions"), substituted);
+  const testing::CliRun text = RunKvrt({"inspect", kDemo, "--weights", "q5_k_m"});
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_NE(text.out.find("(llama-quantize: q5_1, not a kvrt format)"), std::string::npos) << text.out;
 }
 
 TEST(CliWeightsTest, InspectListsEachMatrixsEffectiveType) {
@@ -116,7 +159,7 @@ std::vector<double> Logits(const std::vector<std::string>& args) {
 }
 
 TEST(CliWeightsTest, FastLogitsAreWithinToleranceOfTheReferenceOracle) {
-  for (const std::string format : {"bf16", "q8_0", "q4_0"}) {
+  for (const std::string format : {"bf16", "q8_0", "q4_0", "q5_0"}) {
     const std::vector<std::string> base = {"logits", "--model", kDemo, "--tokens", "67,118,34,102", "--json",
                                            "--weights", format};
     std::vector<std::string> fast = base, reference = base, uncached = base;

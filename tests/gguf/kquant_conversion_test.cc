@@ -1,10 +1,10 @@
-// Conversion at load to the K-quants is ggml's reference quantization bit for bit:
-// kq-f32.gguf converted by the engine's own path (--weights q4_k / q5_k / q6_k: the
-// plan, then PackCompressedWeight from the parameter's f32 values) gives the same
-// panels as the bytes llama-quantize b4747 wrote into kq-q4_k_s.gguf, kq-q5_k_m.gguf,
-// kq-q3_k_m.gguf and kq-q6_k.gguf, repacked as stored. (llama-quantize without an
-// importance matrix runs ggml's quantize_row_q*_K_ref, so every tensor it kept in
-// Q4_K, Q5_K or Q6_K is what --pure writes.) Equal panels mean equal ggml blocks: the
+// Conversion at load to the K-quants and q5_0 is ggml's reference quantization bit for
+// bit: kq-f32.gguf converted by the engine's own path (--weights q4_k / q5_k / q6_k /
+// q5_0: the plan, then PackCompressedWeight from the parameter's f32 values) gives the
+// same panels as the bytes llama-quantize b4747 wrote into kq-q4_k_s.gguf,
+// kq-q5_k_m.gguf, kq-q3_k_m.gguf, kq-q6_k.gguf and kq-q5_0.gguf, repacked as stored.
+// (llama-quantize without an importance matrix runs ggml's quantize_row_q*_ref, so
+// every tensor it kept in Q4_K, Q5_K, Q6_K or Q5_0 is what --pure writes.) Equal panels mean equal ggml blocks: the
 // repack places every bit of a block.
 #include <gtest/gtest.h>
 
@@ -79,6 +79,12 @@ TEST(KQuantConversionTest, Q5_KEqualsLlamaQuantize) {
   EXPECT_EQ(ExpectConversionEqualsFile("kq-q5_k_m.gguf", WeightFormat::kQ5_K), 13u);
   EXPECT_EQ(ExpectConversionEqualsFile("kq-q4_k_s.gguf", WeightFormat::kQ5_K), 2u);
   EXPECT_EQ(ExpectConversionEqualsFile("kq-q3_k_m.gguf", WeightFormat::kQ5_K), 2u);
+}
+
+TEST(KQuantConversionTest, Q5_0EqualsLlamaQuantize) {
+  // kq-q5_0 keeps 15 in Q5_0 (the token table too; the head is Q6_K). No other fixture
+  // holds a Q5_0 tensor (every K of the mixes' files is a multiple of 256).
+  EXPECT_EQ(ExpectConversionEqualsFile("kq-q5_0.gguf", WeightFormat::kQ5_0), 15u);
 }
 
 // A mix converts every matrix to the type and the bytes llama-quantize gave it.

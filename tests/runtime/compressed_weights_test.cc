@@ -1,5 +1,5 @@
 // Compressed weights (kvrt/weight_format.h): the fast f32 engine on bf16, f16,
-// q8_0, q4_0, q4_k, q5_k and q6_k matrices against the scalar f64 reference engine
+// q8_0, q4_0, q5_0, q4_k, q5_k and q6_k matrices against the scalar f64 reference engine
 // on the same dequantized weights (the oracle), on the golden cases converted at
 // load and on the GGUF fixtures as stored and converted; fallbacks for widths that
 // are not a multiple of the format's block; bit-identical results for 1, 2 and 3
@@ -40,15 +40,16 @@ using testing::MaxAbsDiff;
 using testing::SeededTokens;
 
 constexpr WeightFormat kConverted[] = {WeightFormat::kF32,  WeightFormat::kBf16, WeightFormat::kF16,
-                                       WeightFormat::kQ8_0, WeightFormat::kQ4_0, WeightFormat::kQ4_K,
-                                       WeightFormat::kQ5_K, WeightFormat::kQ6_K};
+                                       WeightFormat::kQ8_0, WeightFormat::kQ4_0, WeightFormat::kQ5_0,
+                                       WeightFormat::kQ4_K, WeightFormat::kQ5_K, WeightFormat::kQ6_K};
 constexpr WeightFormat kAll[] = {WeightFormat::kAsStored, WeightFormat::kF32,  WeightFormat::kBf16,
                                  WeightFormat::kF16,      WeightFormat::kQ8_0, WeightFormat::kQ4_0,
-                                 WeightFormat::kQ4_K,     WeightFormat::kQ5_K, WeightFormat::kQ6_K};
+                                 WeightFormat::kQ5_0,     WeightFormat::kQ4_K, WeightFormat::kQ5_K,
+                                 WeightFormat::kQ6_K};
 // The formats that compress, every one packed by the fast f32 engine's kernels.
 constexpr WeightFormat kCompressed[] = {WeightFormat::kBf16, WeightFormat::kF16,  WeightFormat::kQ8_0,
-                                        WeightFormat::kQ4_0, WeightFormat::kQ4_K, WeightFormat::kQ5_K,
-                                        WeightFormat::kQ6_K};
+                                        WeightFormat::kQ4_0, WeightFormat::kQ5_0, WeightFormat::kQ4_K,
+                                        WeightFormat::kQ5_K, WeightFormat::kQ6_K};
 // The K-quants.
 constexpr WeightFormat kKQuants[] = {WeightFormat::kQ4_K, WeightFormat::kQ5_K, WeightFormat::kQ6_K};
 
@@ -101,7 +102,7 @@ TEST(WeightFormatTest, NamesParseBackAndUnknownValuesAreRefused) {
   EngineOptions options;
   EXPECT_EQ(options.weights, WeightFormat::kAsStored);
   EXPECT_TRUE(options.Validate());
-  options.weights = static_cast<WeightFormat>(static_cast<int>(WeightFormat::kQ5_K_M) + 1);
+  options.weights = static_cast<WeightFormat>(static_cast<int>(WeightFormat::kQ5_0) + 1);
   Result<void> refused = options.Validate();
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().code(), ErrorCode::kUnsupportedBackend);
@@ -229,6 +230,31 @@ INSTANTIATE_TEST_SUITE_P(GgufFixtures, CompressedKQuantGgufTest,
                          ::testing::Values("q4_k_m", "q4_k_s", "q5_k_m", "q6_k"),
                          [](const ::testing::TestParamInfo<std::string>& type) { return type.param; });
 
+// kq-q5_0.gguf (llama-quantize Q5_0, fixtures/gguf/modern): as stored, its Q5_0 tensors
+// are kept as q5_0 (the rest in their own types), and the fast engine stays within 1e-4
+// of the oracle as stored and converted.
+TEST(CompressedQ5_0GgufTest, FastMatchesTheOracleAsStoredAndConverted) {
+  Result<ModelFile> loaded = ReadModelFile(testing::FixturePath("gguf/modern/kq-q5_0.gguf"));
+  ASSERT_TRUE(loaded) << loaded.error().message();
+  const DecoderModel& model = loaded->model;
+  const std::vector<uint32_t> prompt = SeededTokens(19, 3, 512), continuation = SeededTokens(3, 5, 512);
+  ExpectFastWithinTheOracleInEveryFormat(model, prompt, continuation, "q5_0");
+  threading::ThreadPool pool(2);
+  for (WeightFormat format : {WeightFormat::kAsStored, WeightFormat::kQ5_0}) {
+    const double diff =
+        MaxAbsDiff(SessionLogits(model, prompt, continuation, Engine(Backend::kFast, Precision::kF32, format, &pool)),
+                   SessionLogits(model, prompt, continuation, Engine(Backend::kReference, Precision::kF64, format)));
+    std::cout << "[ q5_0    ] kq-q5_0 " << WeightFormatName(format) << ": |fast f32 - oracle| " << diff << "\n";
+  }
+  size_t q5_0 = 0;
+  for (const MatrixWeightFormat& matrix : PlanWeightFormats(model, WeightFormat::kAsStored)) {
+    EXPECT_FALSE(matrix.fallback) << matrix.name;
+    EXPECT_TRUE(matrix.as_stored) << matrix.name;
+    q5_0 += matrix.effective == WeightFormat::kQ5_0;
+  }
+  EXPECT_EQ(q5_0, 15u);  // all but the head, which llama-quantize keeps in Q6_K
+}
+
 TEST(CompressedWeightsTest, StoredBytesAreDroppedOnceAParameterIsUpdated) {
   Result<ModelFile> loaded = ReadModelFile(testing::FixturePath("gguf/tiny-q8_0.gguf"));
   ASSERT_TRUE(loaded) << loaded.error().message();
@@ -287,7 +313,7 @@ DecoderModel NarrowModel() {
 
 TEST(CompressedWeightsTest, MatricesWithKNotAMultipleOf32FallBackToF16AndSaySo) {
   const DecoderModel model = NarrowModel();
-  for (WeightFormat format : {WeightFormat::kQ8_0, WeightFormat::kQ4_0}) {
+  for (WeightFormat format : {WeightFormat::kQ8_0, WeightFormat::kQ4_0, WeightFormat::kQ5_0}) {
     const std::vector<MatrixWeightFormat> plan = PlanWeightFormats(model, format);
     ASSERT_EQ(plan.size(), 1 + 7 * model.config().layers);
     for (const MatrixWeightFormat& matrix : plan) {
@@ -330,27 +356,62 @@ DecoderModel ModelFor(WeightFormat format, bool tied = true) {
   return *DecoderModel::FromSeed(config, rng);
 }
 
-// The K-quants fall back as llama.cpp's quantizer does: q6_k to q8_0 where K is a
-// multiple of 32 (the down projection, K = F = 64), else f16; q4_k and q5_k to f16
-// (their first fallbacks, q5_0 and q5_1, are not formats here).
+// The K-quants fall back as llama.cpp's quantizer does where K is a multiple of 32
+// (the down projection, K = F = 64): q6_k to q8_0, q4_k to q5_0, q5_k to f16 (its
+// first fallback, q5_1, is not a format here); elsewhere (K = 48) all to f16.
 TEST(CompressedWeightsTest, KQuantsFallBackLikeLlamaCpp) {
   const DecoderModel model = NarrowModel();
+  const auto down_fallback = [](WeightFormat format) {
+    return format == WeightFormat::kQ6_K   ? WeightFormat::kQ8_0
+           : format == WeightFormat::kQ4_K ? WeightFormat::kQ5_0
+                                           : WeightFormat::kF16;
+  };
   for (WeightFormat format : kKQuants) {
     for (const MatrixWeightFormat& matrix : PlanWeightFormats(model, format)) {
       const bool down = matrix.name.find("ffn.down") != std::string::npos;
       EXPECT_TRUE(matrix.fallback) << matrix.name;
-      const WeightFormat expected = format == WeightFormat::kQ6_K && down ? WeightFormat::kQ8_0 : WeightFormat::kF16;
+      const WeightFormat expected = down ? down_fallback(format) : WeightFormat::kF16;
       EXPECT_EQ(matrix.effective, expected) << WeightFormatName(format) << " " << matrix.name;
     }
     const std::string report = DescribeFallbacks(PlanWeightFormats(model, format));
     EXPECT_NE(report.find("blocks.0.ffn.down.weight " + std::string(WeightFormatName(format)) + " -> " +
-                          (format == WeightFormat::kQ6_K ? "q8_0" : "f16") + " (K = 64 is not a multiple of 256)"),
+                          std::string(WeightFormatName(down_fallback(format))) +
+                          " (K = 64 is not a multiple of 256)"),
               std::string::npos)
         << report;
     const std::vector<uint32_t> prompt = {3, 14, 15, 92, 65};
     const auto oracle = SessionLogits(model, prompt, {35, 89}, Engine(Backend::kReference, Precision::kF64, format));
     const auto fast = SessionLogits(model, prompt, {35, 89}, Engine(Backend::kFast, Precision::kF32, format));
     EXPECT_LE(MaxAbsDiff(fast, oracle), 1e-4) << WeightFormatName(format);
+  }
+}
+
+// llama-quantize's mixes on a model whose every K is a multiple of 32 but not of 256
+// (D 64, F 96): llama.cpp's q4_k fallback, q5_0, is kept as q5_0 (no substitution),
+// and only q5_k's, q5_1, is substituted by q8_0; the fast engine runs the plan within
+// 1e-4 of the oracle.
+TEST(CompressedWeightsTest, MixesKeepQ5_0AndSubstituteOnlyQ5_1) {
+  SplitMix64 rng(64);
+  const DecoderModel model = *DecoderModel::FromSeed(ModelConfig::Create(100, 64, 4, 96, 2, 40, 10000.0, 1e-5), rng);
+  for (WeightFormat mix : {WeightFormat::kQ4_K_S, WeightFormat::kQ4_K_M, WeightFormat::kQ5_K_S, WeightFormat::kQ5_K_M}) {
+    size_t q5_0 = 0;
+    for (const MatrixWeightFormat& matrix : PlanWeightFormats(model, mix)) {
+      if (matrix.mix_type == "q5_0") {
+        ++q5_0;
+        EXPECT_EQ(matrix.effective, WeightFormat::kQ5_0) << WeightFormatName(mix) << " " << matrix.name;
+        EXPECT_FALSE(matrix.substituted) << WeightFormatName(mix) << " " << matrix.name;
+      }
+      if (matrix.substituted) {
+        EXPECT_EQ(matrix.mix_type, "q5_1") << WeightFormatName(mix) << " " << matrix.name;
+        EXPECT_EQ(matrix.effective, WeightFormat::kQ8_0) << WeightFormatName(mix) << " " << matrix.name;
+      }
+    }
+    const bool q4 = mix == WeightFormat::kQ4_K_S || mix == WeightFormat::kQ4_K_M;
+    EXPECT_EQ(q5_0 > 0, q4) << WeightFormatName(mix);
+    const std::vector<uint32_t> prompt = {3, 14, 15, 92, 65};
+    const auto oracle = SessionLogits(model, prompt, {35, 89}, Engine(Backend::kReference, Precision::kF64, mix));
+    const auto fast = SessionLogits(model, prompt, {35, 89}, Engine(Backend::kFast, Precision::kF32, mix));
+    EXPECT_LE(MaxAbsDiff(fast, oracle), 1e-4) << WeightFormatName(mix);
   }
 }
 
@@ -388,13 +449,14 @@ TEST(CompressedWeightsTest, DecodingAllocatesNothing) {
   }
 }
 
-// The K-quants on a model whose every K holds super-blocks: fast f32 within 1e-4 of the
-// oracle on the same dequantized weights, a prompt prefilled at once, in chunks and
-// token by token giving the same bits (the kernels' MatMul rows are their MatVec).
+// The K-quants on a model whose every K holds super-blocks, and q5_0 (on q5_k's rows):
+// fast f32 within 1e-4 of the oracle on the same dequantized weights, a prompt
+// prefilled at once, in chunks and token by token giving the same bits (the kernels'
+// MatMul rows are their MatVec).
 TEST(CompressedWeightsTest, KQuantsMatchTheOracleAndAreBatchInvariant) {
   const std::vector<uint32_t> prompt = SeededTokens(23, 11, 300), continuation = SeededTokens(3, 12, 300);
   threading::ThreadPool pool(2);
-  for (WeightFormat format : kKQuants) {
+  for (WeightFormat format : {WeightFormat::kQ4_K, WeightFormat::kQ5_K, WeightFormat::kQ6_K, WeightFormat::kQ5_0}) {
     const DecoderModel model = ModelFor(format);
     const EngineOptions fast = Engine(Backend::kFast, Precision::kF32, format, &pool);
     const auto oracle = SessionLogits(model, prompt, continuation, Engine(Backend::kReference, Precision::kF64, format));

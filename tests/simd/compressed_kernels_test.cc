@@ -30,8 +30,8 @@ HWY_TARGET_INSTANTIATE_TEST_SUITE_P(CompressedKernelsTest);
 
 constexpr CompressedFormat kAllTypes[] = {CompressedFormat::kBf16, CompressedFormat::kF16,
                                           CompressedFormat::kQ8_0, CompressedFormat::kQ4_0,
-                                          CompressedFormat::kQ4_K, CompressedFormat::kQ5_K,
-                                          CompressedFormat::kQ6_K};
+                                          CompressedFormat::kQ5_0, CompressedFormat::kQ4_K,
+                                          CompressedFormat::kQ5_K, CompressedFormat::kQ6_K};
 
 bool IsKQuant(CompressedFormat type) {
   return type == CompressedFormat::kQ4_K || type == CompressedFormat::kQ5_K ||
@@ -72,7 +72,8 @@ struct CompressedCase {
     f32_view = PackMatrix(dequantized.data(), rows, cols, false, f32_storage.data());
     // The quantized types' integers, scales and minimums, from ggml's quantizers
     // (which PackCompressed follows bit for bit: compressed_pack_test.cc).
-    if (type == CompressedFormat::kQ8_0 || type == CompressedFormat::kQ4_0) {
+    if (type == CompressedFormat::kQ8_0 || type == CompressedFormat::kQ4_0 ||
+        type == CompressedFormat::kQ5_0) {
       sub_rows = kQuantBlock;
       quants.resize(rows * cols);
       scales.resize(rows / kQuantBlock * cols);
@@ -83,11 +84,19 @@ struct CompressedCase {
           for (size_t r = 0; r < kQuantBlock; ++r) column[r] = dense[(b * kQuantBlock + r) * cols + n];
           if (type == CompressedFormat::kQ8_0) QuantizeBlockQ8_0(column.data(), block);
           if (type == CompressedFormat::kQ4_0) QuantizeBlockQ4_0(column.data(), block);
+          if (type == CompressedFormat::kQ5_0) QuantizeBlockQ5_0(column.data(), block);
           scales[b * cols + n] = F16ToF32(static_cast<uint16_t>(block[0] | block[1] << 8));
           for (size_t r = 0; r < kQuantBlock; ++r) {
-            const int q = type == CompressedFormat::kQ8_0 ? static_cast<int8_t>(block[2 + r])
-                          : r < 16                  ? (block[2 + r] & 0xF) - 8
-                                                    : (block[2 + r - 16] >> 4) - 8;
+            int q = 0;
+            if (type == CompressedFormat::kQ8_0) {
+              q = static_cast<int8_t>(block[2 + r]);
+            } else if (type == CompressedFormat::kQ4_0) {
+              q = (r < 16 ? block[2 + r] & 0xF : block[2 + r - 16] >> 4) - 8;
+            } else {
+              // ggml's block_q5_0: qh[4] (bit r of the little-endian word), then qs[16].
+              const int low = r < 16 ? block[6 + r] & 0xF : block[6 + r - 16] >> 4;
+              q = (low | ((block[2 + r / 8] >> (r % 8)) & 1) << 4) - 16;
+            }
             quants[(b * kQuantBlock + r) * cols + n] = static_cast<float>(q);
           }
         }
@@ -158,6 +167,7 @@ struct CompressedCase {
         return simd_test::SumOfProductsBound<float>(view.rows, AbsColumnSum(x, n));
       case CompressedFormat::kQ8_0:
       case CompressedFormat::kQ4_0:
+      case CompressedFormat::kQ5_0:
         return (k + k / 32 + 34) * eps / 2 * AbsColumnSum(x, n) + (k + k / 32) * denorm;
       case CompressedFormat::kQ6_K:
         return (k + k / 16 + 18) * eps / 2 * AbsColumnSum(x, n) + (k + k / 16) * denorm;
@@ -192,7 +202,7 @@ struct CompressedCase {
   GuardedBuffer<float> f32_storage;
   PackedMatrixView<float> f32_view;
   // The quantized types: [K, N] quants as the kernels multiply them (q8_0 q, q4_0 q − 8,
-  // q4_k and q5_k q, q6_k q − 32), [K / sub_rows, N] scales (d, or d·sc), q4_k and q5_k
+  // q5_0 q − 16, q4_k and q5_k q, q6_k q − 32), [K / sub_rows, N] scales (d, or d·sc), q4_k and q5_k
   // [K / 32, N] minimums dmin·m; all empty for bf16/f16.
   size_t sub_rows = 0;
   std::vector<float> quants;
@@ -202,7 +212,10 @@ struct CompressedCase {
 
 std::vector<size_t> RowCounts(CompressedFormat type) {
   if (IsKQuant(type)) return {0, 256, 512, 1024};
-  if (type == CompressedFormat::kQ8_0 || type == CompressedFormat::kQ4_0) return {0, 32, 64, 96, 160, 288, 544};
+  if (type == CompressedFormat::kQ8_0 || type == CompressedFormat::kQ4_0 ||
+      type == CompressedFormat::kQ5_0) {
+    return {0, 32, 64, 96, 160, 288, 544};
+  }
   return {0, 1, 2, 7, 32, 33, 100, 255, 257, 544};
 }
 

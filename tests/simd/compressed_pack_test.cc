@@ -24,8 +24,8 @@ using simd_test::Inputs;
 
 constexpr CompressedFormat kAllTypes[] = {CompressedFormat::kBf16, CompressedFormat::kF16,
                                           CompressedFormat::kQ8_0, CompressedFormat::kQ4_0,
-                                          CompressedFormat::kQ4_K, CompressedFormat::kQ5_K,
-                                          CompressedFormat::kQ6_K};
+                                          CompressedFormat::kQ5_0, CompressedFormat::kQ4_K,
+                                          CompressedFormat::kQ5_K, CompressedFormat::kQ6_K};
 
 bool IsKQuant(CompressedFormat type) {
   return type == CompressedFormat::kQ4_K || type == CompressedFormat::kQ5_K ||
@@ -164,6 +164,35 @@ TEST(GgmlQuantizeTest, Q4_0SignOfTheFirstLargestElement) {
   EXPECT_EQ(U16(out), 0x3800);  // −4 first: d = 0.5
 }
 
+// q5_0 is q4_0 with 32 levels: the largest |x| is −16 (first), so d = 1, id = 1 and
+// q = min(31, trunc(x + 16.5)); q's fifth bit goes to bit j of qh (little-endian).
+TEST(GgmlQuantizeTest, Q5_0HandBlockNegativeMax) {
+  float x[32] = {-16.0f, 15.0f, 15.9f, 0.0f, -0.5f, -0.51f, 0.49f, 0.5f, 16.0f};
+  const int expected_low[9] = {0, 31, 31, 16, 16, 15, 16, 17, 31};
+  for (int j = 16; j < 32; ++j) x[j] = static_cast<float>(2 * (j - 16) - 16);  // q 0, 2, .., 30
+  uint8_t out[22];
+  QuantizeBlockQ5_0(x, out);
+  EXPECT_EQ(U16(out), 0x3C00);  // d = −16 / −16 = 1
+  const uint32_t qh = out[2] | out[3] << 8 | out[4] << 16 | static_cast<uint32_t>(out[5]) << 24;
+  for (int j = 0; j < 32; ++j) {
+    const int q = j < 9 ? expected_low[j] : j < 16 ? 16 : 2 * (j - 16);
+    const int low = j < 16 ? out[6 + j] & 0xF : out[6 + j - 16] >> 4;
+    EXPECT_EQ(low | static_cast<int>((qh >> j) & 1) << 4, q) << j;
+  }
+  // A positive maximum gives a negative scale, and an all-zero block d = 0/−16 = −0
+  // (ggml's sign too) and q = 16.
+  float positive[32] = {};
+  positive[7] = 16.0f;
+  QuantizeBlockQ5_0(positive, out);
+  EXPECT_EQ(U16(out), 0xBC00);
+  EXPECT_EQ(out[6 + 7] & 0xF, 0);  // trunc(−16 + 16.5) = 0
+  const float zeros[32] = {};
+  QuantizeBlockQ5_0(zeros, out);
+  EXPECT_EQ(U16(out), 0x8000);
+  for (int b = 2; b < 6; ++b) EXPECT_EQ(out[b], 0xFF) << b;
+  for (int b = 6; b < 22; ++b) EXPECT_EQ(out[b], 0) << b;
+}
+
 // All-zero super-blocks quantize to all-zero bytes (ggml: scale 0 keeps the levels of
 // the search, which are 0), and a block whose 16-value groups are each one value times
 // ±(0..15) in q4_k / a multiple of one step in q6_k comes back exactly.
@@ -231,6 +260,13 @@ TEST(CompressedMatrixTest, SizesAreGgmlBytesPerWeight) {
   EXPECT_EQ(CompressedMatrixBytes(CompressedFormat::kQ8_0, 1u << 20, huge), SIZE_MAX);
   EXPECT_EQ(GgmlRowBytes(CompressedFormat::kQ8_0, 64), 68u);
   EXPECT_EQ(GgmlRowBytes(CompressedFormat::kQ4_0, 64), 36u);
+  // q5_0: q4_0's blocks with 4 bytes of high bits per 32 values of a column.
+  EXPECT_TRUE(FitsCompressedFormat(CompressedFormat::kQ5_0, 96));
+  EXPECT_FALSE(FitsCompressedFormat(CompressedFormat::kQ5_0, 48));
+  EXPECT_EQ(CompressedRowMultiple(CompressedFormat::kQ5_0), 32u);
+  EXPECT_EQ(CompressedMatrixBytes(CompressedFormat::kQ5_0, 768, 768), 768u * 768 * 22 / 32);
+  EXPECT_EQ(CompressedMatrixBytes(CompressedFormat::kQ5_0, 64, 33), 2u * 2 * 704);
+  EXPECT_EQ(GgmlRowBytes(CompressedFormat::kQ5_0, 64), 44u);
   EXPECT_EQ(GgmlRowBytes(CompressedFormat::kF16, 5), 10u);
   // The K-quants: whole super-blocks of 256 rows, ggml's 144 and 210 bytes per 256
   // weights, plus 4 bytes of unpacked scales and minimums per column for q4_k.
@@ -277,6 +313,9 @@ std::vector<uint8_t> GgmlRows(CompressedFormat type, const std::vector<float>& d
     for (size_t b = 0; b < rows / 32 && type == CompressedFormat::kQ4_0; ++b) {
       QuantizeBlockQ4_0(column.data() + 32 * b, row + 18 * b);
     }
+    for (size_t b = 0; b < rows / 32 && type == CompressedFormat::kQ5_0; ++b) {
+      QuantizeBlockQ5_0(column.data() + 32 * b, row + 22 * b);
+    }
     for (size_t b = 0; b < rows / 256 && type == CompressedFormat::kQ4_K; ++b) {
       QuantizeBlockQ4_K(column.data() + 256 * b, row + 144 * b);
     }
@@ -306,6 +345,15 @@ float GgmlElement(CompressedFormat type, const std::vector<uint8_t>& ggml, size_
       const size_t j = k % 32;
       const int q = j < 16 ? block[2 + j] & 0xF : block[2 + j - 16] >> 4;
       return static_cast<float>(q - 8) * F16ToF32(U16(block));
+    }
+    case CompressedFormat::kQ5_0: {
+      // ggml's dequantize_row_q5_0: qh a little-endian uint32 after d, element j's fifth
+      // bit at bit j.
+      const uint8_t* block = row + 22 * (k / 32);
+      const size_t j = k % 32;
+      const int low = j < 16 ? block[6 + j] & 0xF : block[6 + j - 16] >> 4;
+      const int high = (block[2 + j / 8] >> (j % 8)) & 1;
+      return static_cast<float>((low | high << 4) - 16) * F16ToF32(U16(block));
     }
     case CompressedFormat::kQ4_K:
     case CompressedFormat::kQ5_K: {
@@ -414,9 +462,10 @@ TEST(CompressedMatrixTest, RepackIsLosslessForArbitraryBytes) {
       b = static_cast<uint8_t>(state >> 24);
     }
     // Keep the halves and scales finite (exponent field not all ones): every 16-bit
-    // value, q8_0/q4_0 d, q4_k/q5_k d and dmin, q6_k d.
+    // value, q8_0/q4_0/q5_0 d, q4_k/q5_k d and dmin, q6_k d.
     const size_t stride = type == CompressedFormat::kQ8_0   ? 34
                           : type == CompressedFormat::kQ4_0 ? 18
+                          : type == CompressedFormat::kQ5_0 ? 22
                           : type == CompressedFormat::kQ4_K ? 144
                           : type == CompressedFormat::kQ5_K ? 176
                           : type == CompressedFormat::kQ6_K ? 210

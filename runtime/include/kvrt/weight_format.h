@@ -1,25 +1,26 @@
 // The number format the fast engine keeps a model's weight matrices in.
 //
 // Decode reads every weight once per token, so fewer bytes per weight is faster
-// decode: f32 costs 4 bytes, bf16 and f16 2, q8_0 1.0625 and q4_0 0.5625 (ggml's
-// block formats: 32 weights along the input dimension K share one f16 scale), q6_k
+// decode: f32 costs 4 bytes, bf16 and f16 2, q8_0 1.0625, q5_0 0.6875 and q4_0
+// 0.5625 (ggml's block formats: 32 weights along the input dimension K share one f16
+// scale), q6_k
 // 0.82, q5_k 0.70 and q4_k 0.58 (ggml's K-quants: 256 weights along K share an f16
 // scale, and 16 or 32 of them an 8- or 6-bit sub-scale; q4_k and q5_k also a minimum).
 //
 // kAsStored keeps what the file holds: a GGUF tensor already in bf16, f16, q8_0,
-// q4_0, q4_k, q5_k or q6_k is used as stored (repacked losslessly), everything else
+// q4_0, q5_0, q4_k, q5_k or q6_k is used as stored (repacked losslessly), everything else
 // is f32. An explicit format converts every matrix (the seven per block, the token
 // table and the vocabulary head) from its f32-rounded values when the weights are
 // packed, with ggml's reference quantizers (no importance matrix). Gains and RoPE
 // tables stay in the engine's precision.
 //
-// A q8_0 or q4_0 matrix needs K % 32 == 0, a q4_k, q5_k or q6_k one K % 256 == 0. A
-// matrix that does not fit falls back as llama.cpp's quantizer does
-// (llama_tensor_get_type): q6_k to q8_0, and anything whose block does not divide K
-// to f16, where llama.cpp's chain ends (q4_k's and q5_k's first fallbacks there, q5_0
-// and q5_1, are not among these formats, so q4_k and q5_k fall back to f16; for
-// q8_0/q4_0 themselves llama.cpp refuses the tensor instead). Fallbacks are never errors: Model::WeightPlan lists them, and the CLI
-// reports them.
+// A q8_0, q4_0 or q5_0 matrix needs K % 32 == 0, a q4_k, q5_k or q6_k one K % 256 ==
+// 0. A matrix that does not fit falls back as llama.cpp's quantizer does
+// (llama_tensor_get_type): q6_k to q8_0, q4_k to q5_0, and anything whose block does
+// not divide K to f16, where llama.cpp's chain ends (q5_k's first fallback there,
+// q5_1, is not among these formats, so q5_k falls back to f16; for q8_0/q4_0/q5_0
+// themselves llama.cpp refuses the tensor instead). Fallbacks are never errors:
+// Model::WeightPlan lists them, and the CLI reports them.
 //
 // The mixes q4_k_s, q4_k_m, q5_k_s and q5_k_m are llama-quantize's Q4_K_S ... Q5_K_M:
 // each matrix gets the type llama.cpp b4747 gives it (llama_tensor_get_type: more bits
@@ -27,8 +28,8 @@
 // fallbacks for a K that no K-quant block divides), quantized as llama-quantize does
 // without an importance matrix, so a mix converts a model to the bytes of the file
 // llama-quantize would write. Where llama.cpp's choice is not one of these formats
-// (q5_0 and q5_1, its fallbacks of q4_k and q5_k) the matrix is kept in q8_0, which
-// holds every value of theirs more exactly, and the plan says so.
+// (q5_1, its fallback of q5_k) the matrix is kept in q8_0, which holds every value of
+// q5_1's more exactly, and the plan says so.
 #pragma once
 
 #include <cstddef>
@@ -56,10 +57,11 @@ enum class WeightFormat : uint8_t {
   kQ4_K_M = 10,
   kQ5_K_S = 11,
   kQ5_K_M = 12,
+  kQ5_0 = 13,
 };
 
 // "as-stored", "f32", "bf16", "f16", "q8_0", "q4_0", "q4_k", "q6_k", "q5_k", "q4_k_s",
-// "q4_k_m", "q5_k_s", "q5_k_m" ("unknown" outside the enum).
+// "q4_k_m", "q5_k_s", "q5_k_m", "q5_0" ("unknown" outside the enum).
 std::string_view WeightFormatName(WeightFormat format);
 // The inverse of WeightFormatName for its names; nullopt for anything else.
 std::optional<WeightFormat> ParseWeightFormat(std::string_view name);
@@ -70,8 +72,8 @@ bool IsWeightMix(WeightFormat format);
 // Bytes per weight of a matrix kept in `format` (kAsStored and the mixes: nan, it
 // depends).
 double WeightFormatBytesPerWeight(WeightFormat format);
-// What K must be a multiple of for a matrix to be kept in `format`: 32 for q8_0 and
-// q4_0, 256 for q4_k, q5_k and q6_k, 1 for the rest.
+// What K must be a multiple of for a matrix to be kept in `format`: 32 for q8_0,
+// q4_0 and q5_0, 256 for q4_k, q5_k and q6_k, 1 for the rest.
 size_t WeightFormatRowMultiple(WeightFormat format);
 
 // The format one matrix of a model is kept in for a requested format.
@@ -88,7 +90,7 @@ struct MatrixWeightFormat {
   // Kept in the file's own bytes (kAsStored on a compressed GGUF tensor).
   bool as_stored = false;
   // A mix: the ggml type llama-quantize gives this matrix ("q4_k", "q6_k", "q5_0", ...);
-  // empty otherwise. When it is not one of the formats (q5_0, q5_1), `wanted` and
+  // empty otherwise. When it is not one of the formats (q5_1), `wanted` and
   // `effective` are q8_0 and `substituted` is set.
   std::string mix_type;
   bool substituted = false;
@@ -96,7 +98,7 @@ struct MatrixWeightFormat {
 
 // Fallbacks of a plan as one line, e.g. "blocks.0.ffn.down.weight q8_0 -> f16
 // (K = 48 is not a multiple of 32)", and a mix's substitutions, e.g.
-// "blocks.1.ffn.down.weight q5_0 -> q8_0 (q5_0 is not a kvrt format)"; empty when
+// "blocks.1.ffn.down.weight q5_1 -> q8_0 (q5_1 is not a kvrt format)"; empty when
 // there are none. (The multiple is the one the wanted format needs: 256 for the
 // K-quants.)
 std::string DescribeFallbacks(const std::vector<MatrixWeightFormat>& plan);

@@ -17,7 +17,7 @@ constexpr struct {
     {WeightFormat::kQ4_K, "q4_k"},          {WeightFormat::kQ6_K, "q6_k"},
     {WeightFormat::kQ5_K, "q5_k"},          {WeightFormat::kQ4_K_S, "q4_k_s"},
     {WeightFormat::kQ4_K_M, "q4_k_m"},      {WeightFormat::kQ5_K_S, "q5_k_s"},
-    {WeightFormat::kQ5_K_M, "q5_k_m"},
+    {WeightFormat::kQ5_K_M, "q5_k_m"},      {WeightFormat::kQ5_0, "q5_0"},
 };
 
 }  // namespace
@@ -50,6 +50,7 @@ double WeightFormatBytesPerWeight(WeightFormat format) {
     case WeightFormat::kF16: return 2.0;
     case WeightFormat::kQ8_0: return 34.0 / 32.0;
     case WeightFormat::kQ4_0: return 18.0 / 32.0;
+    case WeightFormat::kQ5_0: return 22.0 / 32.0;
     // The panel layout keeps q4_k's and q5_k's scales and minimums unpacked: 148 and
     // 180 bytes per 256 weights (ggml packs them into 144 and 176).
     case WeightFormat::kQ4_K: return 148.0 / 256.0;
@@ -62,7 +63,8 @@ double WeightFormatBytesPerWeight(WeightFormat format) {
 size_t WeightFormatRowMultiple(WeightFormat format) {
   switch (format) {
     case WeightFormat::kQ8_0:
-    case WeightFormat::kQ4_0: return 32;
+    case WeightFormat::kQ4_0:
+    case WeightFormat::kQ5_0: return 32;
     case WeightFormat::kQ4_K:
     case WeightFormat::kQ5_K:
     case WeightFormat::kQ6_K: return 256;

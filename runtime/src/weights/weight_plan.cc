@@ -12,12 +12,15 @@ namespace kvrt {
 namespace {
 
 // llama.cpp's fallback for a block type that does not divide a row of `rows`
-// (llama_tensor_get_type): q6_k becomes q8_0, and a type whose block still does not
-// divide the row f16, where ggml's chain ends. (q4_k's and q5_k's first fallbacks,
-// q5_0 and q5_1, are not formats here: q4_k and q5_k go straight to f16.)
+// (llama_tensor_get_type): q6_k becomes q8_0, q4_k q5_0, and a type whose block still
+// does not divide the row f16, where ggml's chain ends. (q5_k's first fallback, q5_1,
+// is not a format here: q5_k goes straight to f16.)
 WeightFormat Fallback(WeightFormat wanted, size_t rows) {
   if (wanted == WeightFormat::kQ6_K && simd::FitsCompressedFormat(simd::CompressedFormat::kQ8_0, rows)) {
     return WeightFormat::kQ8_0;
+  }
+  if (wanted == WeightFormat::kQ4_K && simd::FitsCompressedFormat(simd::CompressedFormat::kQ5_0, rows)) {
+    return WeightFormat::kQ5_0;
   }
   return WeightFormat::kF16;
 }
@@ -32,12 +35,13 @@ detail::KQuantMix MixOf(WeightFormat mix) {
 }
 
 // The format that keeps a mix's choice: itself where it is a format, else q8_0, whose
-// 8-bit quants on scales of 32 rows hold a q5_0/q5_1 matrix's values more exactly.
+// 8-bit quants on scales of 32 rows hold a q5_1 matrix's values more exactly.
 // (The mixes kvrt offers choose no other type.)
 std::optional<WeightFormat> FormatOfMixType(detail::MixTensorType type) {
   switch (type) {
     case detail::MixTensorType::kF16: return WeightFormat::kF16;
     case detail::MixTensorType::kQ8_0: return WeightFormat::kQ8_0;
+    case detail::MixTensorType::kQ5_0: return WeightFormat::kQ5_0;
     case detail::MixTensorType::kQ4_K: return WeightFormat::kQ4_K;
     case detail::MixTensorType::kQ5_K: return WeightFormat::kQ5_K;
     case detail::MixTensorType::kQ6_K: return WeightFormat::kQ6_K;

@@ -1,5 +1,5 @@
-// Weight matrices kept compressed: bf16, f16, q8_0, q4_0 and the K-quants q4_k, q5_k
-// and q6_k in the column-panel layout of the fast matrix kernels, and their
+// Weight matrices kept compressed: bf16, f16, q8_0, q4_0, q5_0 and the K-quants q4_k,
+// q5_k and q6_k in the column-panel layout of the fast matrix kernels, and their
 // matrix–vector (decode) and matrix–matrix (prefill) products with f32 activations and
 // f32 accumulation.
 //
@@ -16,6 +16,10 @@
 //   q4_0:      K/32 blocks of 576 bytes: 32 f16 scales, then 32 rows of 16 bytes;
 //              byte j of a row holds column j in its low nibble and column j+16 in
 //              its high nibble (unsigned quants q in 0..15).
+//   q5_0:      K/32 blocks of 704 bytes: q4_0's 32 f16 scales, then 32 rows of 20
+//              bytes as q5_k's (below): 16 bytes of the quants' low 4 bits as q4_0's
+//              nibbles, then one little-endian uint32 of their high bit, column c at
+//              bit c. q = low | high << 4 is in 0..31.
 //   q4_k:      K/256 super-blocks of 4736 bytes: a header of 32 f16 d and 32 f16
 //              dmin (128 bytes), then 8 blocks of 32 rows (576 bytes each): the
 //              block's 32 scale bytes sc and 32 minimum bytes m (6-bit, 0..63), then
@@ -41,17 +45,18 @@
 // by side (and a K-quant super-block starts with its W panels' headers). The
 // matrix–vector kernels, which stream four panels at once, then read one sequential
 // stream (compressed_layout.h says how much that is worth). The nibbles of a q4_0,
-// q4_k, q5_k or q6_k row of a group of four (64 bytes) are in lane order instead: byte
-// 4j + i holds columns j and j + 16 of the group's panel i, so that one 32-bit lane
-// holds column j of all four panels (a q5_k or q6_k row of a group then has its four
-// panels' 4 or 8 high-bit bytes after those 64).
-// Bytes per weight are 2, 2, 34/32, 18/32, 148/256, 180/256 and 210/256 (plus the
-// padding of the last panel). Every panel is a multiple of 64 bytes, so 64-byte aligned storage
+// q5_0, q4_k, q5_k or q6_k row of a group of four (64 bytes) are in lane order instead:
+// byte 4j + i holds columns j and j + 16 of the group's panel i, so that one 32-bit
+// lane holds column j of all four panels (a q5_0, q5_k or q6_k row of a group then has
+// its four panels' 4 or 8 high-bit bytes after those 64).
+// Bytes per weight are 2, 2, 34/32, 18/32, 22/32, 148/256, 180/256 and 210/256 (plus
+// the padding of the last panel). Every panel is a multiple of 64 bytes, so 64-byte aligned storage
 // keeps every panel, block and scale area aligned.
 //
 // Dequantized element (at(): what the scalar twins and the bf16/f16 kernels multiply
 // by; always the value ggml's dequantizer gives): bf16 and f16 widened; q8_0
-// float(q)·float(d); q4_0 float(q − 8)·float(d); q4_k and q5_k (d·sc)·q − dmin·m, in
+// float(q)·float(d); q4_0 float(q − 8)·float(d); q5_0 float(q − 16)·float(d) (all
+// three exact); q4_k and q5_k (d·sc)·q − dmin·m, in
 // f32 in that order (d·sc, dmin·m and (d·sc)·q are exact: at most 11 + 6 + 5
 // significant bits; the subtraction rounds); q6_k (d·sc)·(q − 32), exact. The
 // block-quantized kernels sum x·q per block and apply the scales once per block
@@ -63,10 +68,10 @@
 
 namespace kvrt::simd {
 
-// Compressed types only. (kQ5_K came last; the order means nothing else.)
-enum class CompressedFormat : uint8_t { kBf16, kF16, kQ8_0, kQ4_0, kQ4_K, kQ6_K, kQ5_K };
+// Compressed types only. (kQ5_K and kQ5_0 came last; the order means nothing else.)
+enum class CompressedFormat : uint8_t { kBf16, kF16, kQ8_0, kQ4_0, kQ4_K, kQ6_K, kQ5_K, kQ5_0 };
 
-// How the blocks of a q8_0/q4_0 panel order their quants. kRows is the layout above,
+// How the blocks of a q8_0/q4_0 panel order their quants (q5_0: kRows only). kRows is the layout above,
 // the only one of bf16/f16 and the one every kernel of this header takes. kInt8Quads
 // (int8_activations.h) orders four consecutive rows of a column into one 32-bit lane
 // for the int8-activation kernels; at() and GatherColumn read both.
@@ -80,11 +85,11 @@ inline constexpr size_t kSuperBlock = 256;
 // Columns per panel of every compressed type (the f32 kernels' kPanelWidth<float>).
 inline constexpr size_t kCompressedPanelWidth = 32;
 
-// "bf16", "f16", "q8_0", "q4_0", "q4_k", "q6_k", "q5_k".
+// "bf16", "f16", "q8_0", "q4_0", "q4_k", "q6_k", "q5_k", "q5_0".
 const char* CompressedFormatName(CompressedFormat type);
 
-// Rows (along K) a matrix in `type` must be a multiple of: bf16/f16 1, q8_0/q4_0 32,
-// the K-quants 256.
+// Rows (along K) a matrix in `type` must be a multiple of: bf16/f16 1, q8_0/q4_0/q5_0
+// 32, the K-quants 256.
 size_t CompressedRowMultiple(CompressedFormat type);
 // True when a [rows=K, cols=N] matrix can be stored in `type`
 // (rows % CompressedRowMultiple(type) == 0).
@@ -95,7 +100,8 @@ bool FitsCompressedFormat(CompressedFormat type, size_t rows);
 size_t CompressedMatrixBytes(CompressedFormat type, size_t rows, size_t cols);
 
 // Bytes of one tensor row (K elements of one output column) as ggml stores it in a GGUF
-// file: 2·K for bf16/f16, 34·K/32 for q8_0, 18·K/32 for q4_0, 144·K/256 for q4_k,
+// file: 2·K for bf16/f16, 34·K/32 for q8_0, 18·K/32 for q4_0, 22·K/32 for q5_0,
+// 144·K/256 for q4_k,
 // 176·K/256 for q5_k, 210·K/256 for q6_k; requires FitsCompressedFormat.
 size_t GgmlRowBytes(CompressedFormat type, size_t rows_k);
 
@@ -130,7 +136,8 @@ void PackCompressed(CompressedFormat type, const float* source, size_t rows, siz
 // is N rows of K elements each (ne0 = K contiguous); bf16/f16: K uint16 per row; q8_0: K/32
 // blocks of {f16 d; int8 qs[32]} (34 bytes); q4_0: K/32 blocks of {f16 d; uint8 qs[16]} (18
 // bytes), element j of a block = (qs[j] & 0xF) − 8 for j < 16, (qs[j−16] >> 4) − 8 for
-// j ≥ 16; q4_k: K/256 blocks of {f16 d; f16 dmin; u8 scales[12]; u8 qs[128]} (144 bytes);
+// j ≥ 16; q5_0: K/32 blocks of {f16 d; uint8 qh[4]; uint8 qs[16]} (22 bytes), element j
+// = q4_0's nibble | (bit j of qh as a little-endian uint32) << 4, less 16; q4_k: K/256 blocks of {f16 d; f16 dmin; u8 scales[12]; u8 qs[128]} (144 bytes);
 // q5_k: K/256 blocks of {f16 d; f16 dmin; u8 scales[12]; u8 qh[32]; u8 qs[128]} (176
 // bytes); q6_k: K/256 blocks of {u8 ql[128]; u8 qh[64]; i8 scales[16]; f16 d} (210
 // bytes), the bit order of ggml's dequantize_row_q4_K / _q5_K / _q6_K. Requires
@@ -143,14 +150,17 @@ void RepackGgml(CompressedFormat type, const uint8_t* ggml_rows, size_t rows_k, 
 // table): out[k] = w.at(k, n).
 void GatherColumn(const CompressedMatrixView& w, size_t n, float* out);
 
-// ggml's reference block quantizers (quantize_row_q8_0_ref / quantize_row_q4_0_ref), one
+// ggml's reference block quantizers (quantize_row_q8_0_ref / _q4_0_ref / _q5_0_ref), one
 // block of 32 values into ggml's bytes (little-endian f16 d first):
 //   q8_0: d = amax/127, id = d ? 1/d : 0, q = roundf(x·id)                  (34 bytes)
 //   q4_0: m = the first element of largest |x| (sign kept), d = m/−8, id = d ? 1/d : 0,
 //         q = min(15, (int8_t)(x·id + 8.5f)), qs[j] = q[j] | q[j+16] << 4  (18 bytes)
+//   q5_0: q4_0 with d = m/−16 and q = min(31, (int8_t)(x·id + 16.5f)); the low 4 bits
+//         in qs as q4_0's, the fifth bit of element j at bit j of qh     (22 bytes)
 // d is rounded to f16 only when stored: the quants use the f32 id. Finite inputs.
 void QuantizeBlockQ8_0(const float* x, uint8_t* out);
 void QuantizeBlockQ4_0(const float* x, uint8_t* out);
+void QuantizeBlockQ5_0(const float* x, uint8_t* out);
 
 // ggml's reference K-quant quantizers (quantize_row_q4_K_ref / _q5_K_ref /
 // _q6_K_ref, no importance matrix), one super-block of 256 values into ggml's bytes,
@@ -203,9 +213,9 @@ double RoundToBf16(double value);
 //              bf16, f16: the exact form, ONE chain of fused multiply-adds of
 //                x[k]·at(k, n) over k = 0..K−1 ascending from 0: bit for bit the f32
 //                MatVec (matvec.h) on the dequantized matrix.
-//              q8_0, q4_0: block-scaled accumulation. For each block b of 32 rows in
-//                ascending order, P_b = one FMA chain from 0 over its rows of x[k]·q
-//                (q8_0: q; q4_0: q − 8; exact small integers), then
+//              q8_0, q4_0, q5_0: block-scaled accumulation. For each block b of 32
+//                rows in ascending order, P_b = one FMA chain from 0 over its rows of
+//                x[k]·q (q8_0: q; q4_0: q − 8; q5_0: q − 16; exact small integers), then
 //                acc = fma(d_b, P_b, acc) from acc = 0. One multiply per 32 weights
 //                instead of one per weight. The exact form (one chain of x·(q·d)) is
 //                bound by the decode arithmetic, not by memory, on AVX-512, and takes
@@ -236,6 +246,10 @@ double RoundToBf16(double value);
 //                (+ (K + K/32)·denorm_min): the P_b err by ≤ γ_32·Σ_b, the block chain
 //                by ≤ γ_{K/32}·Σ, the twin by ≤ γ_K·Σ (γ_n = n·u/(1 − n·u)); for
 //                K ≥ 32 this is within the f32 kernels' (K + 2)·ε·Σ.
+//              q5_0: as q4_0, (K + K/32 + 34)·(ε/2)·Σ (+ (K + K/32)·denorm_min): the
+//                same operations, q − 16 an exact integer in −16..15, and at() =
+//                float(q − 16)·float(d) exact (5 + 11 significant bits), so the twin
+//                sums the same exact products.
 //              q6_k: |y[n] − twin| ≤ (K + K/16 + 18)·(ε/2)·Σ (+ (K + K/16)·denorm_min),
 //                as q8_0 with sub-blocks of 16.
 //              q4_k: the twin sums x·at(), where at() is (d·sc)·q − dmin·m rounded once,
