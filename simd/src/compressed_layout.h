@@ -284,15 +284,15 @@ inline void DequantizeRow(CompressedFormat type, const PanelRows& panel, size_t 
 //   q8_0:             8 quads of 32 columns × 4 bytes (128), the unsigned u = q + 128.
 //   q4_0, q4_k:       8 quads of 16 columns × 4 bytes (64), byte 4c + j holding row j of
 //                     column c in its low nibble and of column c + 16 in its high one.
-//   q5_k, q6_k:       q4_k's quads, with the high bits in planes of 64 bytes after
-//                     every kPlaneQuads(type) quads (q5_k 4: [4 quads][plane], twice;
+//   q5_0, q5_k, q6_k: those quads, with the high bits in planes of 64 bytes after
+//                     every kPlaneQuads(type) quads (q5_0, q5_k 4: [4 quads][plane], twice;
 //                     q6_k 2: [2 quads][plane], four times). Byte 4c + j of a plane
 //                     holds, for the plane's quad i and h = HighBitsPerQuant (1 or 2),
 //                     the high bits of row j of column c at bits h·i.. and of column
 //                     c + 16 at bits 4 + h·i..: where the nibble byte has the same
 //                     index, so that a shift and a mask per 32-bit lane move them to
 //                     bit 4 (int8_matmul-inl.h, QuadWeights).
-// Block sizes stay 1088, 576, 576, 704 and 832 bytes.
+// Block sizes stay 1088, 576 (q4_0, q4_k), 704 (q5_0, q5_k) and 832 bytes.
 inline constexpr size_t kQuadRows = 4;
 inline constexpr size_t kQuadsPerBlock = kQuantBlock / kQuadRows;  // 8
 inline constexpr size_t kQ8QuadBytes = kWidth * kQuadRows;      // 128
@@ -306,12 +306,14 @@ static_assert(kScaleBytes + kQuadsPerBlock * kQ8QuadBytes == kQ8BlockBytes &&
 // The types that have a quad layout.
 constexpr bool HasQuadLayout(CompressedFormat type) {
   return type == CompressedFormat::kQ8_0 || type == CompressedFormat::kQ4_0 ||
-         type == CompressedFormat::kQ4_K || type == CompressedFormat::kQ5_K ||
-         type == CompressedFormat::kQ6_K;
+         type == CompressedFormat::kQ5_0 || type == CompressedFormat::kQ4_K ||
+         type == CompressedFormat::kQ5_K || type == CompressedFormat::kQ6_K;
 }
-// High bits per quant kept in planes: q5_k 1, q6_k 2, else 0.
+// High bits per quant kept in planes: q5_0 and q5_k 1, q6_k 2, else 0.
 constexpr size_t HighBitsPerQuant(CompressedFormat type) {
-  return type == CompressedFormat::kQ6_K ? 2 : type == CompressedFormat::kQ5_K ? 1 : 0;
+  return type == CompressedFormat::kQ6_K                                        ? 2
+         : type == CompressedFormat::kQ5_K || type == CompressedFormat::kQ5_0 ? 1
+                                                                               : 0;
 }
 // Quads sharing one high-bit plane (4 / h; 0 without planes).
 constexpr size_t PlaneQuads(CompressedFormat type) {
@@ -367,7 +369,7 @@ inline size_t QuadPlaneShift(CompressedFormat type, size_t k, size_t j) {
 }
 
 // The stored unsigned quant u of (k, j) in a quad-layout panel: q8_0 q + 128, q4_0
-// q + 8, the K-quants their q (q4_k 0..15, q5_k 0..31, q6_k 0..63).
+// q + 8, q5_0 q + 16, the K-quants their q (q4_k 0..15, q5_k 0..31, q6_k 0..63).
 inline int QuadQuant(CompressedFormat type, const uint8_t* panel, size_t k, size_t j) {
   const uint8_t byte = panel[QuadByteOffset(type, k, j)];
   if (type == CompressedFormat::kQ8_0) return byte;
@@ -386,8 +388,9 @@ inline float DequantizeQuadElement(CompressedFormat type, const uint8_t* panel, 
   const uint8_t* scales = panel + QuantBlockOffset(type, k);
   switch (type) {
     case CompressedFormat::kQ8_0:
-    case CompressedFormat::kQ4_0: {
-      const int offset = type == CompressedFormat::kQ8_0 ? kQ8Offset : kQ4Zero;
+    case CompressedFormat::kQ4_0:
+    case CompressedFormat::kQ5_0: {
+      const int offset = type == CompressedFormat::kQ8_0 ? kQ8Offset : type == CompressedFormat::kQ4_0 ? kQ4Zero : 16;
       return static_cast<float>(u - offset) * F16ToF32(LoadU16(scales + 2 * j));
     }
     case CompressedFormat::kQ4_K:

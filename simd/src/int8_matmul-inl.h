@@ -34,10 +34,13 @@ struct QuadWeights {
   static constexpr size_t kHighBits = compressed::HighBitsPerQuant(kFormat);
   static constexpr size_t kPlaneQuads = compressed::PlaneQuads(kFormat);
   static constexpr size_t kHalves = kFormat == CompressedFormat::kQ6_K ? 2 : 1;
-  // q8_0 q + 128, q4_0 q + 8 and q6_k q + 32 are stored: the sums start at
-  // −kOffset·Σa; q4_k and q5_k store q itself (their minimum is Accumulate's).
+  // q8_0 q + 128, q4_0 q + 8, q5_0 q + 16 and q6_k q + 32 are stored: the sums start
+  // at −kOffset·Σa; q4_k and q5_k store q itself (their minimum is Accumulate's).
+  static constexpr bool kBlockScaled = kQ8 || kFormat == CompressedFormat::kQ4_0 ||
+                                       kFormat == CompressedFormat::kQ5_0;  // one f16 d per column and block
   static constexpr int32_t kOffset = kQ8                                  ? compressed::kQ8Offset
                                      : kFormat == CompressedFormat::kQ4_0 ? compressed::kQ4Zero
+                                     : kFormat == CompressedFormat::kQ5_0 ? 16
                                      : kFormat == CompressedFormat::kQ6_K ? 32
                                                                           : 0;
   static constexpr int32_t kMaxQuant = kQ8 ? 255 : (16 << kHighBits) - 1;
@@ -81,7 +84,7 @@ struct QuadWeights {
   // int8_activations.h); one quad's pairs are widened at once, and the sums carry no
   // offset. The nibble types' u ≤ kMaxQuant (15, 31, 63) keep a quad's pair within
   // 2·kMaxQuant·128 (3840, 7936, 16128), so 8, 4 and 2 quads add in int16 before a
-  // widening.
+  // widening (q5_0 like q5_k).
   static constexpr size_t kQuadsPerWidening = kQ8 ? 1 : 32767 / (2 * kMaxQuant * 128);
   static constexpr int32_t kPairOffset = kQ8 ? 0 : kOffset;
   static HWY_INLINE hn::Vec<DI> BytePairs(hn::Vec<DI> u, hn::Vec<DI> a) {
@@ -102,7 +105,7 @@ struct QuadWeights {
   }
 
   // acc + this block's part, from its integer sums s (int8_activations.h):
-  //   q8_0, q4_0: acc + (d_w·d_a)·float(S)
+  //   q8_0, q4_0, q5_0: acc + (d_w·d_a)·float(S)
   //   q6_k:       acc + (d·d_a)·float(sc_0·S_0 + sc_1·S_1)
   //   q4_k, q5_k: acc + ((d·d_a)·float(sc·S) − (dmin·d_a)·float(m·Σa))
   // each operation rounded to f32 (no FMA), d·d_a and dmin·d_a exact.
@@ -113,7 +116,7 @@ struct QuadWeights {
     const DI di;
     const size_t lanes = hn::Lanes(d);
     const auto da = hn::Set(d, activation_scale);
-    if constexpr (kFormat == CompressedFormat::kQ8_0 || kFormat == CompressedFormat::kQ4_0) {
+    if constexpr (kBlockScaled) {
       hn::Vec<D> weight_scale[kVecs];
       LoadColumnScales(d, block, weight_scale);
       for (size_t v = 0; v < kVecs; ++v) {
@@ -533,6 +536,8 @@ HWY_INLINE void Int8MatMulFor(D d, const Int8Rows& a, size_t first_row, size_t m
       return Int8Panels<CompressedFormat::kQ8_0, kDot>(d, a, first_row, m, w, c, ldc, panel_begin, panel_end);
     case CompressedFormat::kQ4_0:
       return Int8Panels<CompressedFormat::kQ4_0, kDot>(d, a, first_row, m, w, c, ldc, panel_begin, panel_end);
+    case CompressedFormat::kQ5_0:
+      return Int8Panels<CompressedFormat::kQ5_0, kDot>(d, a, first_row, m, w, c, ldc, panel_begin, panel_end);
     case CompressedFormat::kQ4_K:
       return Int8Panels<CompressedFormat::kQ4_K, kDot>(d, a, first_row, m, w, c, ldc, panel_begin, panel_end);
     case CompressedFormat::kQ5_K:

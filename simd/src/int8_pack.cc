@@ -31,15 +31,13 @@ void QuantizeRowScalar(const float* x, const Int8Rows& out, size_t row) {
 
 namespace {
 
-// The unsigned quant of (k, j) in a row-layout panel: the nibble and, for q5_k and
-// q6_k, its high bits (compressed_layout.h, PanelRows::HighBits).
+// The unsigned quant of (k, j) in a row-layout panel: the nibble and, for q5_0, q5_k
+// and q6_k, its high bits (compressed_layout.h, PanelRows::HighBits).
 int RowQuant(CompressedFormat type, const compressed::PanelRows& source, size_t k, size_t j) {
   const uint8_t byte = *source.NibbleByte(type, k, j);
   int q = j < compressed::kWidth / 2 ? byte & 0xF : byte >> 4;
-  const uint8_t* high = type == CompressedFormat::kQ5_K || type == CompressedFormat::kQ6_K
-                            ? source.HighBits(type, k)
-                            : nullptr;
-  if (type == CompressedFormat::kQ5_K) q |= (high[j / 8] >> (j % 8) & 1) << 4;
+  const uint8_t* high = compressed::HighBitsPerQuant(type) != 0 ? source.HighBits(type, k) : nullptr;
+  if (type == CompressedFormat::kQ5_K || type == CompressedFormat::kQ5_0) q |= (high[j / 8] >> (j % 8) & 1) << 4;
   if (type == CompressedFormat::kQ6_K) q |= (high[j / 4] >> (2 * (j % 4)) & 3) << 4;
   return q;
 }

@@ -31,8 +31,11 @@ float Column(const Int8Rows& a, size_t row, const CompressedMatrixView& w, const
     const int32_t block_sum = a.sums[row * a.blocks() + b];
     switch (w.type) {
       case CompressedFormat::kQ8_0:
-      case CompressedFormat::kQ4_0: {
-        const int32_t offset = w.type == CompressedFormat::kQ8_0 ? compressed::kQ8Offset : compressed::kQ4Zero;
+      case CompressedFormat::kQ4_0:
+      case CompressedFormat::kQ5_0: {
+        const int32_t offset = w.type == CompressedFormat::kQ8_0   ? compressed::kQ8Offset
+                               : w.type == CompressedFormat::kQ4_0 ? compressed::kQ4Zero
+                                                                   : 16;
         const int32_t sum = QuadSum(w, panel, quants, j, k0, k0 + kQuantBlock, -offset * block_sum);
         const float scale = ColumnScale(block, j) * da;
         const float product = scale * static_cast<float>(sum);

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <set>
+#include <string>
 
 #include "gguf_test_support.h"
 
@@ -79,8 +81,8 @@ TEST_P(LlamaCppFixture, GreedyContinuationsAgreeWithLlamaCpp) {
 }
 
 // The opt-in int8 activations (EngineOptions::int8_activations) do llama.cpp's
-// arithmetic for q8_0/q4_0 weights (activations rounded to q8_0 blocks, integer block
-// sums), so they must stay within the same bound of llama.cpp. For the K-quants kvrt
+// arithmetic for q8_0/q4_0/q5_0 weights (activations rounded to q8_0 blocks, integer
+// block sums), so they must stay within the same bound of llama.cpp. For the K-quants kvrt
 // rounds the activations to q8_0 blocks too, llama.cpp to q8_K super-blocks: two
 // different roundings, each its own distance from the exact logits, so kvrt's
 // distance from exact stays within the q8_0 rounding's kQ8BlockBound and its distance
@@ -90,8 +92,9 @@ TEST_P(LlamaCppFixture, GreedyContinuationsAgreeWithLlamaCpp) {
 TEST_P(LlamaCppFixture, Int8ActivationsStayWithinTheBoundOfLlamaCpp) {
   const FixtureType t = GetParam();
   const std::string type = t.type;
-  if (type != "q8_0" && type != "q4_0" && type != "q2_k" && type != "q3_k_m" && type != "q4_k_s" &&
-      type != "q4_k_m" && type != "q5_k_m" && type != "q6_k") {
+  static const std::set<std::string> kReached = {"q8_0",   "q4_0",   "q5_0",   "q2_k", "q3_k_m",
+                                                  "q4_k_s", "q4_k_m", "q5_k_m", "q6_k"};
+  if (!kReached.contains(type)) {
     GTEST_SKIP() << "no matrix the int8 activations reach";
   }
   const Models& models = LoadModels(t);
@@ -110,7 +113,7 @@ TEST_P(LlamaCppFixture, Int8ActivationsStayWithinTheBoundOfLlamaCpp) {
                 "|fast - plain f64| %.3g (f32 activations %.3g)\n",
                 t.type, sequence["name"].get<std::string>().c_str(), int8_llama, f32_llama,
                 MaxDifference(ours, expected), MaxDifference(f32, expected));
-    const bool same_rounding = type == "q8_0" || type == "q4_0";
+    const bool same_rounding = type == "q8_0" || type == "q4_0" || type == "q5_0";
     EXPECT_LE(int8_llama, same_rounding ? t.bound : t.bound + kQ8BlockBound) << sequence["name"];
     EXPECT_LE(MaxDifference(ours, expected), kQ8BlockBound) << sequence["name"];
     EXPECT_NE(ours, f32) << "the int8 activations did not reach the engine";

@@ -28,7 +28,7 @@ using simd_test::Inputs;
 class Int8ActivationsTest : public hwy::TestWithParamTarget {};
 HWY_TARGET_INSTANTIATE_TEST_SUITE_P(Int8ActivationsTest);
 
-constexpr CompressedFormat kTypes[] = {CompressedFormat::kQ8_0, CompressedFormat::kQ4_0};
+constexpr CompressedFormat kTypes[] = {CompressedFormat::kQ8_0, CompressedFormat::kQ4_0, CompressedFormat::kQ5_0};
 constexpr float kUntouched = -5.0f;
 
 // Activation rows of K values and their Int8Rows.
@@ -53,7 +53,7 @@ struct Activations {
   Int8Rows rows;
 };
 
-// A random q8_0/q4_0 matrix in the row layout and its quad relayout.
+// A random q8_0/q4_0/q5_0 matrix in the row layout and its quad relayout.
 struct QuadCase {
   QuadCase(CompressedFormat type, size_t rows, size_t cols, Inputs& inputs)
       : bytes(CompressedMatrixBytes(type, rows, cols)),
@@ -214,7 +214,8 @@ TEST_P(Int8ActivationsTest, ExtremeQuantsSumExactly) {
   for (size_t k = 0; k < rows; ++k) x[k] = k < 32 || (k / 2) % 2 == 0 ? 1.0f : -1.0f;
   for (CompressedFormat type : kTypes) {
     // ggml rows (one per column n) of two blocks: scale 1.0 (f16 0x3C00), then quants.
-    const size_t block_bytes = type == CompressedFormat::kQ8_0 ? 34 : 18;
+    const size_t block_bytes = type == CompressedFormat::kQ8_0 ? 34 : type == CompressedFormat::kQ4_0 ? 18 : 22;
+    const size_t quants_at = type == CompressedFormat::kQ5_0 ? 6 : 2;  // q5_0: qh[4] first
     std::vector<uint8_t> ggml(cols * 2 * block_bytes);
     for (size_t n = 0; n < cols; ++n) {
       for (size_t b = 0; b < 2; ++b) {
@@ -227,10 +228,12 @@ TEST_P(Int8ActivationsTest, ExtremeQuantsSumExactly) {
             const int8_t q[4] = {-128, -127, 127, -128};
             block[2 + j] = static_cast<uint8_t>(n % 3 == 0 ? q[0] : q[pattern]);
           } else if (j < 16) {
-            // Column n % 3 == 0 all 7 (u = 15: the largest int16 pair sums).
+            // Column n % 3 == 0 all 7 (u = 15: the largest int16 pair sums); q5_0's
+            // high bits all set, u = 31 there.
             const uint8_t low = n % 3 == 0 || pattern % 2 == 0 ? 0x0F : 0x00;
-            block[2 + j] = low | static_cast<uint8_t>(n % 3 != 2 ? 0xF0 : 0x00);
+            block[quants_at + j] = low | static_cast<uint8_t>(n % 3 != 2 ? 0xF0 : 0x00);
           }
+          if (type == CompressedFormat::kQ5_0 && j < 4) block[2 + j] = 0xFF;
         }
       }
     }
@@ -255,8 +258,10 @@ TEST_P(Int8ActivationsTest, ExtremeQuantsSumExactly) {
           << CompressedFormatName(type) << " n=" << n << ": " << twin[n] << " vs " << expected;
     }
     // Column 0 against block 0's +127 activations (block 1's cancel): q8_0 all −128,
-    // −128·127·32·d_a ≈ −4096; q4_0 all 7, 7·127·32·d_a ≈ 224 (d_a ≈ 1/127).
-    ASSERT_NEAR(y[0], type == CompressedFormat::kQ8_0 ? -4096.0f : 224.0f, 0.5f) << CompressedFormatName(type);
+    // −128·127·32·d_a ≈ −4096; q4_0 all 7, 7·127·32·d_a ≈ 224; q5_0 all 15, ≈ 480
+    // (d_a ≈ 1/127).
+    const float column0 = type == CompressedFormat::kQ8_0 ? -4096.0f : type == CompressedFormat::kQ4_0 ? 224.0f : 480.0f;
+    ASSERT_NEAR(y[0], column0, 0.5f) << CompressedFormatName(type);
   }
 }
 
@@ -284,8 +289,8 @@ TEST_P(Int8ActivationsTest, PanelRangesWriteOnlyTheirColumns) {
 // its block's step d_a errs by ≤ d_a/2, so |y − x·W| ≤ Σ_b (d_a,b/2)·Σ_{k∈b}|W[k][n]|
 // plus the f32 roundings (≤ (blocks + 1)·u per |term|, far smaller; 2·ε·Σ|x·W| covers it).
 TEST(Int8ActivationsAccuracyTest, WithinTheActivationRoundingBound) {
-  for (CompressedFormat type : {CompressedFormat::kQ8_0, CompressedFormat::kQ4_0, CompressedFormat::kQ4_K,
-                                CompressedFormat::kQ5_K, CompressedFormat::kQ6_K}) {
+  for (CompressedFormat type : {CompressedFormat::kQ8_0, CompressedFormat::kQ4_0, CompressedFormat::kQ5_0,
+                                CompressedFormat::kQ4_K, CompressedFormat::kQ5_K, CompressedFormat::kQ6_K}) {
     const size_t rows = 256, cols = 96;
     Inputs inputs(simd_test::CaseSeed(rows, cols, 90 + static_cast<size_t>(type)));
     QuadCase w(type, rows, cols, inputs);
