@@ -6,9 +6,9 @@
 #define KVRT_SIMD_INT8_MATMUL_INL_H_
 #endif
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <algorithm>
 #include <cstring>
 
 #include "compressed_layout.h"
@@ -36,8 +36,9 @@ struct QuadWeights {
   static constexpr size_t kHalves = kFormat == CompressedFormat::kQ6_K ? 2 : 1;
   // q8_0 q + 128, q4_0 q + 8, q5_0 q + 16 and q6_k q + 32 are stored: the sums start
   // at −kOffset·Σa; q4_k and q5_k store q itself (their minimum is Accumulate's).
-  static constexpr bool kBlockScaled = kQ8 || kFormat == CompressedFormat::kQ4_0 ||
-                                       kFormat == CompressedFormat::kQ5_0;  // one f16 d per column and block
+  // One f16 d per column and block (the legacy types), or two levels (the K-quants).
+  static constexpr bool kBlockScaled =
+      kQ8 || kFormat == CompressedFormat::kQ4_0 || kFormat == CompressedFormat::kQ5_0;
   static constexpr int32_t kOffset = kQ8                                  ? compressed::kQ8Offset
                                      : kFormat == CompressedFormat::kQ4_0 ? compressed::kQ4Zero
                                      : kFormat == CompressedFormat::kQ5_0 ? 16
@@ -51,7 +52,8 @@ struct QuadWeights {
   // same byte, by one shift to bit 4 and a mask per vector.
   static HWY_INLINE void Load(DI di, const uint8_t* block, size_t t, hn::Vec<DI>* w) {
     constexpr size_t kVecs = PanelVectors<hn::RebindToFloat<DI>>();
-    const auto* lanes = reinterpret_cast<const int32_t*>(block + compressed::QuadOffset(kFormat, t));
+    const auto* lanes =
+        reinterpret_cast<const int32_t*>(block + compressed::QuadOffset(kFormat, t));
     if constexpr (kQ8) {
       HWY_UNROLL(16)
       for (size_t v = 0; v < kVecs; ++v) w[v] = hn::LoadU(di, lanes + v * hn::Lanes(di));
@@ -64,8 +66,10 @@ struct QuadWeights {
         w[v + kVecs / 2] = hn::And(hn::ShiftRight<4>(bytes), nibbles);
       }
       if constexpr (kHighBits != 0) {
-        const auto* plane = reinterpret_cast<const int32_t*>(block + compressed::PlaneOffset(kFormat, t));
-        const int at = static_cast<int>(kHighBits * (t % kPlaneQuads));  // column c's bits; c + 16's at 4 + at
+        const auto* plane =
+            reinterpret_cast<const int32_t*>(block + compressed::PlaneOffset(kFormat, t));
+        // Column c's bits sit at `at`, column c + 16's at 4 + at.
+        const int at = static_cast<int>(kHighBits * (t % kPlaneQuads));
         const auto high = hn::Set(di, kHighBits == 1 ? 0x10101010 : 0x30303030);
         HWY_UNROLL(16)
         for (size_t v = 0; v < kVecs / 2; ++v) {
@@ -98,9 +102,11 @@ struct QuadWeights {
 #endif
 
   // Where sub-block h of block b of row `row` starts its sum: −kOffset·Σa.
-  static HWY_INLINE int32_t Start(const Int8Rows& a, size_t row, size_t b, size_t h, int32_t offset) {
+  static HWY_INLINE int32_t Start(const Int8Rows& a, size_t row, size_t b, size_t h,
+                                  int32_t offset) {
     if (offset == 0) return 0;
-    const int32_t sum = kHalves == 1 ? a.sums[row * a.blocks() + b] : a.half_sums[(row * a.blocks() + b) * 2 + h];
+    const int32_t sum =
+        kHalves == 1 ? a.sums[row * a.blocks() + b] : a.half_sums[(row * a.blocks() + b) * 2 + h];
     return -offset * sum;
   }
 
@@ -130,11 +136,12 @@ struct QuadWeights {
       if constexpr (kFormat == CompressedFormat::kQ6_K) {
         const hn::Rebind<int8_t, DI> d8;
         for (size_t v = 0; v < kVecs; ++v) {
-          const auto sc0 = hn::PromoteTo(di, hn::LoadU(d8, reinterpret_cast<const int8_t*>(block) + v * lanes));
-          const auto sc1 = hn::PromoteTo(
-              di, hn::LoadU(d8, reinterpret_cast<const int8_t*>(block) + kCompressedPanelWidth + v * lanes));
+          const auto sc0 =
+              hn::PromoteTo(di, hn::LoadU(d8, reinterpret_cast<const int8_t*>(block) + v * lanes));
+          const auto sc1 = hn::PromoteTo(di, hn::LoadU(d8, reinterpret_cast<const int8_t*>(block) +
+                                                               kCompressedPanelWidth + v * lanes));
           const auto total = hn::Add(hn::Mul(s[0][v], sc0), hn::Mul(s[1][v], sc1));  // exact
-          const auto scale = hn::Mul(super_scale[v], da);                           // exact
+          const auto scale = hn::Mul(super_scale[v], da);                            // exact
           acc[v] = hn::Add(acc[v], hn::Mul(scale, hn::ConvertTo(d, total)));
         }
       } else {
@@ -144,8 +151,10 @@ struct QuadWeights {
         const auto sum = hn::Set(di, activation_sum);
         for (size_t v = 0; v < kVecs; ++v) {
           const auto sc = hn::PromoteTo(di, hn::LoadU(d8, block + v * lanes));
-          const auto m = hn::PromoteTo(di, hn::LoadU(d8, block + kCompressedPanelWidth + v * lanes));
-          const auto scaled = hn::Mul(hn::Mul(super_scale[v], da), hn::ConvertTo(d, hn::Mul(s[0][v], sc)));
+          const auto m =
+              hn::PromoteTo(di, hn::LoadU(d8, block + kCompressedPanelWidth + v * lanes));
+          const auto scaled =
+              hn::Mul(hn::Mul(super_scale[v], da), hn::ConvertTo(d, hn::Mul(s[0][v], sc)));
           const auto mins = hn::Mul(hn::Mul(min_scale[v], da), hn::ConvertTo(d, hn::Mul(m, sum)));
           acc[v] = hn::Add(acc[v], hn::Sub(scaled, mins));
         }
@@ -183,7 +192,8 @@ struct ActivationQuad {
 // acc + Σ_j u_j·a_j per lane, u_j the unsigned byte j of w, a_j the signed quant j:
 // exact (the sums stay far inside int32, int8_activations.h).
 template <Int8Dot kDot, class DI>
-HWY_INLINE hn::Vec<DI> Dot4(DI di, hn::Vec<DI> acc, hn::Vec<DI> w, const ActivationQuad<kDot, DI>& a) {
+HWY_INLINE hn::Vec<DI> Dot4(DI di, hn::Vec<DI> acc, hn::Vec<DI> w,
+                            const ActivationQuad<kDot, DI>& a) {
   if constexpr (kDot == Int8Dot::kVnni) {
 #if HWY_TARGET == HWY_AVX3
     // VPDPBUSD: unsigned bytes of w times signed bytes of a, four per lane, added
@@ -229,16 +239,18 @@ HWY_INLINE void ForQuadOperands(DI di, const uint8_t* const* block, const int8_t
 // sum += the int8 dot products of quads [t_begin, t_end) of one block (Int8Dot::kLanes
 // / kVnni): one Dot4 per quad, row and vector.
 template <CompressedFormat kFormat, Int8Dot kDot, size_t kRows, size_t kPanels, class DI>
-HWY_INLINE void BlockSumsByQuads(DI di, const uint8_t* const* block, const int8_t* const* quants,
-                                 size_t t_begin, size_t t_end,
-                                 hn::Vec<DI> (&sum)[kRows][kPanels][PanelVectors<hn::RebindToFloat<DI>>()]) {
+HWY_INLINE void BlockSumsByQuads(
+    DI di, const uint8_t* const* block, const int8_t* const* quants, size_t t_begin, size_t t_end,
+    hn::Vec<DI> (&sum)[kRows][kPanels][PanelVectors<hn::RebindToFloat<DI>>()]) {
   constexpr size_t kVecs = PanelVectors<hn::RebindToFloat<DI>>();
   for (size_t t = t_begin; t < t_end; ++t) {
     ForQuadOperands<kFormat, kDot, kRows, kPanels>(
         di, block, quants, t,
-        [&](size_t r, size_t g, const hn::Vec<DI>* weights, const ActivationQuad<kDot, DI>& quad) HWY_ATTR {
-          for (size_t v = 0; v < kVecs; ++v) sum[r][g][v] = Dot4(di, sum[r][g][v], weights[v], quad);
-        });
+        [&](size_t r, size_t g, const hn::Vec<DI>* weights, const ActivationQuad<kDot, DI>& quad)
+            HWY_ATTR {
+              for (size_t v = 0; v < kVecs; ++v)
+                sum[r][g][v] = Dot4(di, sum[r][g][v], weights[v], quad);
+            });
   }
 }
 
@@ -249,9 +261,9 @@ HWY_INLINE void BlockSumsByQuads(DI di, const uint8_t* const* block, const int8_
 // which adds each lane's two int16 halves into int32: every lane ends with the same
 // integer as four VPDPBUSD steps.
 template <CompressedFormat kFormat, size_t kRows, size_t kPanels, class DI>
-HWY_INLINE void BlockSumsByPairs(DI di, const uint8_t* const* block, const int8_t* const* quants,
-                                 size_t t_begin, size_t t_end,
-                                 hn::Vec<DI> (&sum)[kRows][kPanels][PanelVectors<hn::RebindToFloat<DI>>()]) {
+HWY_INLINE void BlockSumsByPairs(
+    DI di, const uint8_t* const* block, const int8_t* const* quants, size_t t_begin, size_t t_end,
+    hn::Vec<DI> (&sum)[kRows][kPanels][PanelVectors<hn::RebindToFloat<DI>>()]) {
   using W = QuadWeights<kFormat, DI>;
   constexpr size_t kVecs = PanelVectors<hn::RebindToFloat<DI>>();
   const __m256i ones = _mm256_set1_epi16(1);
@@ -270,14 +282,16 @@ HWY_INLINE void BlockSumsByPairs(DI di, const uint8_t* const* block, const int8_
           [&](size_t r, size_t g, const hn::Vec<DI>* weights,
               const ActivationQuad<Int8Dot::kBytePairs, DI>& quad) HWY_ATTR {
             for (size_t v = 0; v < kVecs; ++v) {
-              pairs[r][g][v] = _mm256_add_epi16(pairs[r][g][v], W::BytePairs(weights[v], quad.v[0]).raw);
+              pairs[r][g][v] =
+                  _mm256_add_epi16(pairs[r][g][v], W::BytePairs(weights[v], quad.v[0]).raw);
             }
           });
     }
     for (size_t r = 0; r < kRows; ++r) {
       for (size_t g = 0; g < kPanels; ++g) {
         for (size_t v = 0; v < kVecs; ++v) {
-          sum[r][g][v] = hn::Add(sum[r][g][v], hn::Vec<DI>{_mm256_madd_epi16(pairs[r][g][v], ones)});
+          sum[r][g][v] =
+              hn::Add(sum[r][g][v], hn::Vec<DI>{_mm256_madd_epi16(pairs[r][g][v], ones)});
         }
       }
     }
@@ -320,7 +334,8 @@ HWY_INLINE void Int8Tile(D d, const Int8Rows& a, size_t row0, const CompressedMa
   for (size_t b = 0; b < blocks; ++b) {
     const size_t k0 = b * kQuantBlock;
     const uint8_t* block[kPanels];
-    for (size_t g = 0; g < kPanels; ++g) block[g] = panel[g] + compressed::QuantBlockOffset(kFormat, k0);
+    for (size_t g = 0; g < kPanels; ++g)
+      block[g] = panel[g] + compressed::QuantBlockOffset(kFormat, k0);
     const int8_t* quants[kRows];
     for (size_t r = 0; r < kRows; ++r) quants[r] = a.quants + (row0 + r) * a.k + k0;
     hn::Vec<DI> sums[kHalves][kRows][kPanels][kVecs];
@@ -333,13 +348,13 @@ HWY_INLINE void Int8Tile(D d, const Int8Rows& a, size_t row0, const CompressedMa
       }
 #if HWY_TARGET == HWY_AVX2
       if constexpr (kDot == Int8Dot::kBytePairs) {
-        BlockSumsByPairs<kFormat, kRows, kPanels>(di, block, quants, h * kHalfQuads, (h + 1) * kHalfQuads,
-                                                  sums[h]);
+        BlockSumsByPairs<kFormat, kRows, kPanels>(di, block, quants, h * kHalfQuads,
+                                                  (h + 1) * kHalfQuads, sums[h]);
       } else  // NOLINT(readability/braces): the other forms follow
 #endif
       {
         BlockSumsByQuads<kFormat, kDot, kRows, kPanels>(di, block, quants, h * kHalfQuads,
-                                                         (h + 1) * kHalfQuads, sums[h]);
+                                                        (h + 1) * kHalfQuads, sums[h]);
       }
     }
     for (size_t r = 0; r < kRows; ++r) {
@@ -368,7 +383,9 @@ HWY_INLINE void Int8Tile(D d, const Int8Rows& a, size_t row0, const CompressedMa
 // two per sub-block). Byte pairs (AVX2) use two: with 16 registers, four chains of
 // four vectors would spill.
 template <Int8Dot kDot>
-constexpr size_t QuadChains() { return kDot == Int8Dot::kBytePairs ? 2 : 4; }
+constexpr size_t QuadChains() {
+  return kDot == Int8Dot::kBytePairs ? 2 : 4;
+}
 // How far ahead of its block Int8RowPanel asks for the weights (11 q8_0 or 21 q4_0
 // blocks): one sequential stream needs more bytes in flight than the hardware
 // prefetcher keeps. The read rate of a large matrix climbs with the distance up to
@@ -443,7 +460,8 @@ HWY_INLINE void Int8RowPanel(D d, const Int8Rows& a, size_t row, const Compresse
         const bool widen = taken % W::kQuadsPerWidening == 0 || within + kChains >= kHalfQuads;
         const __m256i ones = _mm256_set1_epi16(1);
         for (size_t v = 0; v < kVecs; ++v) {
-          pairs[chain][v] = _mm256_add_epi16(pairs[chain][v], W::BytePairs(weights[v], quad.v[0]).raw);
+          pairs[chain][v] =
+              _mm256_add_epi16(pairs[chain][v], W::BytePairs(weights[v], quad.v[0]).raw);
           if (widen) {
             sum[h][chain][v] =
                 hn::Add(sum[h][chain][v], hn::Vec<DI>{_mm256_madd_epi16(pairs[chain][v], ones)});
@@ -454,17 +472,20 @@ HWY_INLINE void Int8RowPanel(D d, const Int8Rows& a, size_t row, const Compresse
       }
 #endif
       if constexpr (kDot != Int8Dot::kBytePairs) {
-        for (size_t v = 0; v < kVecs; ++v) sum[h][chain][v] = Dot4(di, sum[h][chain][v], weights[v], quad);
+        for (size_t v = 0; v < kVecs; ++v)
+          sum[h][chain][v] = Dot4(di, sum[h][chain][v], weights[v], quad);
       }
     }
     hn::Vec<DI> totals[kHalves][kVecs];
     for (size_t h = 0; h < kHalves; ++h) {
       for (size_t v = 0; v < kVecs; ++v) {
         totals[h][v] = sum[h][0][v];
-        for (size_t chain = 1; chain < kChains; ++chain) totals[h][v] = hn::Add(totals[h][v], sum[h][chain][v]);
+        for (size_t chain = 1; chain < kChains; ++chain)
+          totals[h][v] = hn::Add(totals[h][v], sum[h][chain][v]);
       }
     }
-    W::Accumulate(d, panel, block, k0, a.scales[row * blocks + b], a.sums[row * blocks + b], totals, acc);
+    W::Accumulate(d, panel, block, k0, a.scales[row * blocks + b], a.sums[row * blocks + b], totals,
+                  acc);
   }
   const size_t first_col = p * kCompressedPanelWidth;
   StorePanelRow<kVecs>(d, acc, std::min(kCompressedPanelWidth, w.cols - first_col), c + first_col);
@@ -474,16 +495,18 @@ HWY_INLINE void Int8RowPanel(D d, const Int8Rows& a, size_t row, const Compresse
 // tiles of four rows sharing every weight load, then one smaller tile for the rest.
 template <CompressedFormat kFormat, Int8Dot kDot, class D>
 HWY_INLINE void Int8Panels(D d, const Int8Rows& a, size_t first_row, size_t m,
-                           const CompressedMatrixView& w, float* c, size_t ldc,
-                           size_t panel_begin, size_t panel_end) {
+                           const CompressedMatrixView& w, float* c, size_t ldc, size_t panel_begin,
+                           size_t panel_end) {
   if (m == 1) {
-    for (size_t p = panel_begin; p < panel_end; ++p) Int8RowPanel<kFormat, kDot>(d, a, first_row, w, c, p);
+    for (size_t p = panel_begin; p < panel_end; ++p)
+      Int8RowPanel<kFormat, kDot>(d, a, first_row, w, c, p);
     return;
   }
   constexpr size_t kRowTile = 4;
   for (size_t p = panel_begin; p < panel_end; ++p) {
     ForPanelGroups<kRowTile>(0, m, [&](size_t r, auto rows) {
-      Int8Tile<kFormat, kDot, decltype(rows)::value, 1>(d, a, first_row + r, w, c + r * ldc, ldc, p);
+      Int8Tile<kFormat, kDot, decltype(rows)::value, 1>(d, a, first_row + r, w, c + r * ldc, ldc,
+                                                        p);
     });
   }
 }
@@ -503,7 +526,8 @@ HWY_INLINE void QuantizeRowFor(D d, const float* x, const Int8Rows& out, size_t 
   for (size_t b = 0; b < out.blocks(); ++b) {
     const float* block = x + b * kQuantBlock;
     auto amax = hn::Zero(d);
-    for (size_t i = 0; i < kQuantBlock; i += lanes) amax = hn::Max(amax, hn::Abs(hn::LoadU(d, block + i)));
+    for (size_t i = 0; i < kQuantBlock; i += lanes)
+      amax = hn::Max(amax, hn::Abs(hn::LoadU(d, block + i)));
     const float block_max = hn::GetLane(hn::MaxOfLanes(d, amax));
     const float scale = block_max / 127.0f;
     const float inverse = scale != 0.0f ? 1.0f / scale : 0.0f;
@@ -514,7 +538,8 @@ HWY_INLINE void QuantizeRowFor(D d, const float* x, const Int8Rows& out, size_t 
       const auto scaled = hn::Mul(hn::LoadU(d, block + i), id);
       const auto whole = hn::Trunc(scaled);
       const auto away = hn::Ge(hn::Abs(hn::Sub(scaled, whole)), half);
-      const auto rounded = hn::IfThenElse(away, hn::Add(whole, hn::CopySignToAbs(one, scaled)), whole);
+      const auto rounded =
+          hn::IfThenElse(away, hn::Add(whole, hn::CopySignToAbs(one, scaled)), whole);
       const auto q = hn::ConvertTo(di, rounded);
       sum[i / (kQuantBlock / 2)] = hn::Add(sum[i / (kQuantBlock / 2)], q);
       hn::StoreU(hn::DemoteTo(di8, q), di8, quants + b * kQuantBlock + i);
@@ -533,17 +558,23 @@ HWY_INLINE void Int8MatMulFor(D d, const Int8Rows& a, size_t first_row, size_t m
                               size_t panel_begin, size_t panel_end) {
   switch (w.type) {
     case CompressedFormat::kQ8_0:
-      return Int8Panels<CompressedFormat::kQ8_0, kDot>(d, a, first_row, m, w, c, ldc, panel_begin, panel_end);
+      return Int8Panels<CompressedFormat::kQ8_0, kDot>(d, a, first_row, m, w, c, ldc, panel_begin,
+                                                       panel_end);
     case CompressedFormat::kQ4_0:
-      return Int8Panels<CompressedFormat::kQ4_0, kDot>(d, a, first_row, m, w, c, ldc, panel_begin, panel_end);
+      return Int8Panels<CompressedFormat::kQ4_0, kDot>(d, a, first_row, m, w, c, ldc, panel_begin,
+                                                       panel_end);
     case CompressedFormat::kQ5_0:
-      return Int8Panels<CompressedFormat::kQ5_0, kDot>(d, a, first_row, m, w, c, ldc, panel_begin, panel_end);
+      return Int8Panels<CompressedFormat::kQ5_0, kDot>(d, a, first_row, m, w, c, ldc, panel_begin,
+                                                       panel_end);
     case CompressedFormat::kQ4_K:
-      return Int8Panels<CompressedFormat::kQ4_K, kDot>(d, a, first_row, m, w, c, ldc, panel_begin, panel_end);
+      return Int8Panels<CompressedFormat::kQ4_K, kDot>(d, a, first_row, m, w, c, ldc, panel_begin,
+                                                       panel_end);
     case CompressedFormat::kQ5_K:
-      return Int8Panels<CompressedFormat::kQ5_K, kDot>(d, a, first_row, m, w, c, ldc, panel_begin, panel_end);
+      return Int8Panels<CompressedFormat::kQ5_K, kDot>(d, a, first_row, m, w, c, ldc, panel_begin,
+                                                       panel_end);
     case CompressedFormat::kQ6_K:
-      return Int8Panels<CompressedFormat::kQ6_K, kDot>(d, a, first_row, m, w, c, ldc, panel_begin, panel_end);
+      return Int8Panels<CompressedFormat::kQ6_K, kDot>(d, a, first_row, m, w, c, ldc, panel_begin,
+                                                       panel_end);
     default:
       return;  // no quad layout (HasInt8Quads)
   }

@@ -36,8 +36,10 @@ namespace {
 int RowQuant(CompressedFormat type, const compressed::PanelRows& source, size_t k, size_t j) {
   const uint8_t byte = *source.NibbleByte(type, k, j);
   int q = j < compressed::kWidth / 2 ? byte & 0xF : byte >> 4;
-  const uint8_t* high = compressed::HighBitsPerQuant(type) != 0 ? source.HighBits(type, k) : nullptr;
-  if (type == CompressedFormat::kQ5_K || type == CompressedFormat::kQ5_0) q |= (high[j / 8] >> (j % 8) & 1) << 4;
+  const uint8_t* high =
+      compressed::HighBitsPerQuant(type) != 0 ? source.HighBits(type, k) : nullptr;
+  if (type == CompressedFormat::kQ5_K || type == CompressedFormat::kQ5_0)
+    q |= (high[j / 8] >> (j % 8) & 1) << 4;
   if (type == CompressedFormat::kQ6_K) q |= (high[j / 4] >> (2 * (j % 4)) & 3) << 4;
   return q;
 }
@@ -82,7 +84,8 @@ CompressedMatrixView PackInt8Quads(const CompressedMatrixView& w, uint8_t* out) 
           for (size_t j = 0; j < kWidth; ++j) {
             const int q = RowQuant(w.type, source, k, j);
             const int shift = j < kWidth / 2 ? 0 : 4;
-            target[compressed::QuadByteOffset(w.type, k, j)] |= static_cast<uint8_t>((q & 0xF) << shift);
+            target[compressed::QuadByteOffset(w.type, k, j)] |=
+                static_cast<uint8_t>((q & 0xF) << shift);
             target[compressed::QuadPlaneByteOffset(w.type, k, j)] |=
                 static_cast<uint8_t>((q >> 4) << compressed::QuadPlaneShift(w.type, k, j));
           }

@@ -12,14 +12,18 @@ namespace {
 int32_t QuadSum(const CompressedMatrixView& w, const uint8_t* panel, const int8_t* quants, size_t j,
                 size_t k_begin, size_t k_end, int32_t start) {
   int32_t sum = start;
-  for (size_t k = k_begin; k < k_end; ++k) sum += compressed::QuadQuant(w.type, panel, k, j) * quants[k];
+  for (size_t k = k_begin; k < k_end; ++k)
+    sum += compressed::QuadQuant(w.type, panel, k, j) * quants[k];
   return sum;
 }
 
-float ColumnScale(const uint8_t* scales, size_t j) { return F16ToF32(compressed::LoadU16(scales + 2 * j)); }
+float ColumnScale(const uint8_t* scales, size_t j) {
+  return F16ToF32(compressed::LoadU16(scales + 2 * j));
+}
 
 // y for column j of one panel and one activation row.
-float Column(const Int8Rows& a, size_t row, const CompressedMatrixView& w, const uint8_t* panel, size_t j) {
+float Column(const Int8Rows& a, size_t row, const CompressedMatrixView& w, const uint8_t* panel,
+             size_t j) {
   using compressed::kWidth;
   const int8_t* quants = a.quants + row * a.k;
   float acc = 0.0f;
@@ -47,7 +51,8 @@ float Column(const Int8Rows& a, size_t row, const CompressedMatrixView& w, const
         for (size_t h = 0; h < 2; ++h) {
           const size_t begin = k0 + h * kQuantBlock / 2;
           const int32_t half_sum = a.half_sums[(row * a.blocks() + b) * 2 + h];
-          const int32_t sum = QuadSum(w, panel, quants, j, begin, begin + kQuantBlock / 2, -32 * half_sum);
+          const int32_t sum =
+              QuadSum(w, panel, quants, j, begin, begin + kQuantBlock / 2, -32 * half_sum);
           total += static_cast<int8_t>(block[h * kWidth + j]) * sum;
         }
         const float scale = ColumnScale(header, j) * da;
@@ -81,7 +86,8 @@ void MatMulInt8Scalar(const Int8Rows& a, size_t first_row, size_t m, const Compr
       const uint8_t* panel = w.panel(p);
       const size_t first = p * kWidth;
       const size_t width = std::min(kWidth, w.cols - first);
-      for (size_t j = 0; j < width; ++j) c[r * ldc + first + j] = Column(a, first_row + r, w, panel, j);
+      for (size_t j = 0; j < width; ++j)
+        c[r * ldc + first + j] = Column(a, first_row + r, w, panel, j);
     }
   }
 }

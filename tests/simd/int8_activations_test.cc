@@ -17,41 +17,20 @@
 #include "hwy/tests/hwy_gtest.h"
 #include "kvrt/simd/compressed_matrix.h"
 #include "kvrt/simd/int8_activations.h"
+#include "int8_test_support.h"
 #include "simd_test_support.h"
 
 namespace kvrt::simd {
 namespace {
 
-using simd_test::GuardedBuffer;
 using simd_test::Inputs;
 
 class Int8ActivationsTest : public hwy::TestWithParamTarget {};
 HWY_TARGET_INSTANTIATE_TEST_SUITE_P(Int8ActivationsTest);
 
 constexpr CompressedFormat kTypes[] = {CompressedFormat::kQ8_0, CompressedFormat::kQ4_0, CompressedFormat::kQ5_0};
-constexpr float kUntouched = -5.0f;
-
-// Activation rows of K values and their Int8Rows.
-struct Activations {
-  Activations(size_t m, size_t k, Inputs& inputs)
-      : x(inputs.Uniform<float>(m * k, -1, 1)),
-        quants(m * k),
-        scales(m * k / 32),
-        sums(m * k / 32),
-        half_sums(m * k / 16) {
-    // Blocks of very different magnitudes, and one all-zero block (d = 0).
-    for (size_t i = 0; i < x.size(); i += 61) x[i] *= 40.0f;
-    if (x.size() >= 64) std::fill(x.begin() + 32, x.begin() + 64, 0.0f);
-    rows = {quants.data(), scales.data(), sums.data(), half_sums.data(), k};
-    for (size_t r = 0; r < m; ++r) QuantizeRow(x.data() + r * k, rows, r);
-  }
-  std::vector<float> x;
-  std::vector<int8_t> quants;
-  std::vector<float> scales;
-  std::vector<int32_t> sums;
-  std::vector<int32_t> half_sums;
-  Int8Rows rows;
-};
+using int8_test::Activations;
+using int8_test::kUntouched;
 
 // A random q8_0/q4_0/q5_0 matrix in the row layout and its quad relayout.
 struct QuadCase {
@@ -175,25 +154,13 @@ TEST_P(Int8ActivationsTest, MatMulEqualsTwinForEveryShape) {
           QuadCase w(type, rows, cols, inputs);
           Activations act(m + 2, rows, inputs);
           const size_t ldc = cols + 3, first_row = 1;
-          GuardedBuffer<float> c(m * ldc, 1);
-          for (size_t i = 0; i < m * ldc; ++i) c[i] = kUntouched;
-          std::vector<float> twin(m * ldc, kUntouched);
-          MatMulInt8(act.rows, first_row, m, w.quads, c.data(), ldc, 0, w.quads.panels());
-          MatMulInt8Scalar(act.rows, first_row, m, w.quads, twin.data(), ldc, 0, w.quads.panels());
-          const auto where = ::testing::Message()
-                             << CompressedFormatName(type) << " K=" << rows << " N=" << cols << " M=" << m;
-          ASSERT_TRUE(c.GuardsIntact()) << where;
-          ASSERT_TRUE(simd_test::SameBits(c.data(), twin.data(), m * ldc)) << where;
-          // One row alone gives the same bits as inside the tile.
-          std::vector<float> alone(cols);
-          MatMulInt8(act.rows, first_row + m - 1, 1, w.quads, alone.data(), cols, 0, w.quads.panels());
-          ASSERT_TRUE(simd_test::SameBits(alone.data(), c.data() + (m - 1) * ldc, cols)) << where;
+          std::vector<float> twin;
+          ASSERT_TRUE(int8_test::MatMulMatchesTwin(act, first_row, m, w.quads, &twin))
+              << CompressedFormatName(type) << " K=" << rows << " N=" << cols << " M=" << m;
           if (m == 3) {
-            for (size_t n = 0; n < cols; ++n) {
-              const float expected = Formula(act, first_row + 2, w.quads, n);
-              ASSERT_TRUE(simd_test::SameBits(&twin[2 * ldc + n], &expected, 1))
-                  << where << " n=" << n << ": " << twin[2 * ldc + n] << " vs " << expected;
-            }
+            const auto formula = [&](size_t n) { return Formula(act, first_row + 2, w.quads, n); };
+            ASSERT_TRUE(int8_test::RowEqualsFormula(&twin[2 * ldc], cols, formula))
+                << CompressedFormatName(type) << " K=" << rows << " N=" << cols;
           }
         }
       }
@@ -252,11 +219,8 @@ TEST_P(Int8ActivationsTest, ExtremeQuantsSumExactly) {
     MatMulInt8(act.rows, 0, 1, quads, y.data(), cols, 0, quads.panels());
     MatMulInt8Scalar(act.rows, 0, 1, quads, twin.data(), cols, 0, quads.panels());
     ASSERT_TRUE(simd_test::SameBits(y.data(), twin.data(), cols)) << CompressedFormatName(type);
-    for (size_t n = 0; n < cols; ++n) {
-      const float expected = Formula(act, 0, quads, n);
-      ASSERT_TRUE(simd_test::SameBits(&twin[n], &expected, 1))
-          << CompressedFormatName(type) << " n=" << n << ": " << twin[n] << " vs " << expected;
-    }
+    ASSERT_TRUE(int8_test::RowEqualsFormula(twin.data(), cols, [&](size_t n) { return Formula(act, 0, quads, n); }))
+        << CompressedFormatName(type);
     // Column 0 against block 0's +127 activations (block 1's cancel): q8_0 all −128,
     // −128·127·32·d_a ≈ −4096; q4_0 all 7, 7·127·32·d_a ≈ 224; q5_0 all 15, ≈ 480
     // (d_a ≈ 1/127).

@@ -11,6 +11,7 @@
 
 #include "hwy/aligned_allocator.h"
 #include "hwy/tests/hwy_gtest.h"
+#include "int8_test_support.h"
 #include "kvrt/simd/compressed_matrix.h"
 #include "kvrt/simd/int8_activations.h"
 #include "simd_test_support.h"
@@ -18,7 +19,6 @@
 namespace kvrt::simd {
 namespace {
 
-using simd_test::GuardedBuffer;
 using simd_test::Inputs;
 
 class Int8KQuantTest : public hwy::TestWithParamTarget {};
@@ -26,7 +26,8 @@ HWY_TARGET_INSTANTIATE_TEST_SUITE_P(Int8KQuantTest);
 
 constexpr CompressedFormat kTypes[] = {CompressedFormat::kQ4_K, CompressedFormat::kQ5_K,
                                        CompressedFormat::kQ6_K};
-constexpr float kUntouched = -5.0f;
+using int8_test::Activations;
+using int8_test::kUntouched;
 
 size_t GgmlBlockBytes(CompressedFormat type) {
   return type == CompressedFormat::kQ4_K ? 144 : type == CompressedFormat::kQ5_K ? 176 : 210;
@@ -127,7 +128,9 @@ struct KQuantCase {
     }
     return KQuantCase(type, rows, cols, std::move(ggml));
   }
-  const SuperBlockParts& Parts(size_t k, size_t n) const { return parts[n * (row_view.rows / 256) + k / 256]; }
+  const SuperBlockParts& Parts(size_t k, size_t n) const {
+    return parts[n * (row_view.rows / 256) + k / 256];
+  }
 
   CompressedFormat type;
   std::vector<uint8_t> ggml;
@@ -135,26 +138,6 @@ struct KQuantCase {
   hwy::AlignedFreeUniquePtr<uint8_t[]> row_storage, quad_storage;
   CompressedMatrixView row_view, quads;
   std::vector<SuperBlockParts> parts;
-};
-
-// Activation rows of K values and their Int8Rows.
-struct Activations {
-  Activations(size_t m, size_t k, Inputs& inputs)
-      : x(inputs.Uniform<float>(m * k, -1, 1)), quants(m * k), scales(m * k / 32), sums(m * k / 32),
-        half_sums(m * k / 16) {
-    for (size_t i = 0; i < x.size(); i += 61) x[i] *= 40.0f;
-    if (x.size() >= 64) std::fill(x.begin() + 32, x.begin() + 64, 0.0f);  // d_a = 0
-    Quantize(m);
-  }
-  void Quantize(size_t m) {
-    rows = {quants.data(), scales.data(), sums.data(), half_sums.data(), x.size() / m};
-    for (size_t r = 0; r < m; ++r) QuantizeRow(x.data() + r * rows.k, rows, r);
-  }
-  std::vector<float> x;
-  std::vector<int8_t> quants;
-  std::vector<float> scales;
-  std::vector<int32_t> sums, half_sums;
-  Int8Rows rows;
 };
 
 // The header's formula from the decoded ggml parts, every integer and product exact in
@@ -168,7 +151,8 @@ float Formula(const KQuantCase& w, const Activations& act, size_t row, size_t n)
     const long double da = act.scales[row * act.rows.blocks() + b];
     if (w.type == CompressedFormat::kQ6_K) {
       long double total = 0;
-      for (size_t k = k0; k < k0 + 32; ++k) total += parts.sc[k % 256 / 16] * (parts.q[k % 256] - 32) * a[k];
+      for (size_t k = k0; k < k0 + 32; ++k)
+        total += parts.sc[k % 256 / 16] * (parts.q[k % 256] - 32) * a[k];
       acc = acc + static_cast<float>(parts.d * da * total);
     } else {
       long double sum = 0, activation_sum = 0;
@@ -218,24 +202,13 @@ TEST_P(Int8KQuantTest, MatMulEqualsTwinAndFormulaForEveryShape) {
           const KQuantCase w = KQuantCase::Random(type, rows, cols, inputs);
           Activations act(m + 2, rows, inputs);
           const size_t ldc = cols + 3, first_row = 1;
-          GuardedBuffer<float> c(m * ldc, 1);
-          for (size_t i = 0; i < m * ldc; ++i) c[i] = kUntouched;
-          std::vector<float> twin(m * ldc, kUntouched);
-          MatMulInt8(act.rows, first_row, m, w.quads, c.data(), ldc, 0, w.quads.panels());
-          MatMulInt8Scalar(act.rows, first_row, m, w.quads, twin.data(), ldc, 0, w.quads.panels());
-          const auto where = ::testing::Message()
-                             << CompressedFormatName(type) << " K=" << rows << " N=" << cols << " M=" << m;
-          ASSERT_TRUE(c.GuardsIntact()) << where;
-          ASSERT_TRUE(simd_test::SameBits(c.data(), twin.data(), m * ldc)) << where;
-          std::vector<float> alone(cols);
-          MatMulInt8(act.rows, first_row + m - 1, 1, w.quads, alone.data(), cols, 0, w.quads.panels());
-          ASSERT_TRUE(simd_test::SameBits(alone.data(), c.data() + (m - 1) * ldc, cols)) << where;
+          std::vector<float> twin;
+          ASSERT_TRUE(int8_test::MatMulMatchesTwin(act, first_row, m, w.quads, &twin))
+              << CompressedFormatName(type) << " K=" << rows << " N=" << cols << " M=" << m;
           if (m == 3) {
-            for (size_t n = 0; n < cols; ++n) {
-              const float expected = Formula(w, act, first_row + 2, n);
-              ASSERT_TRUE(simd_test::SameBits(&twin[2 * ldc + n], &expected, 1))
-                  << where << " n=" << n << ": " << twin[2 * ldc + n] << " vs " << expected;
-            }
+            const auto formula = [&](size_t n) { return Formula(w, act, first_row + 2, n); };
+            ASSERT_TRUE(int8_test::RowEqualsFormula(&twin[2 * ldc], cols, formula))
+                << CompressedFormatName(type) << " K=" << rows << " N=" << cols;
           }
         }
       }
@@ -258,9 +231,10 @@ TEST_P(Int8KQuantTest, ExtremeQuantsSumExactly) {
       uint8_t* block = ggml.data() + i * block_bytes;
       const size_t n = i / (rows / 256);
       if (type == CompressedFormat::kQ6_K) {
-        for (size_t s = 0; s < 16; ++s) block[192 + s] = static_cast<uint8_t>(n % 3 == 0 ? -128 : n % 3 == 1 ? 127 : -127);
+        for (size_t s = 0; s < 16; ++s)
+          block[192 + s] = static_cast<uint8_t>(n % 3 == 0 ? -128 : n % 3 == 1 ? 127 : -127);
         if (n % 4 == 3) std::memset(block, 0x00, 192);  // q = 0: value −32
-        block[208] = 0x00;  // d = 1.0
+        block[208] = 0x00;                              // d = 1.0
         block[209] = 0x3C;
       } else {
         block[0] = 0x00;  // d = 1.0
@@ -281,11 +255,9 @@ TEST_P(Int8KQuantTest, ExtremeQuantsSumExactly) {
     MatMulInt8(act.rows, 0, 1, w.quads, y.data(), cols, 0, w.quads.panels());
     MatMulInt8Scalar(act.rows, 0, 1, w.quads, twin.data(), cols, 0, w.quads.panels());
     ASSERT_TRUE(simd_test::SameBits(y.data(), twin.data(), cols)) << CompressedFormatName(type);
-    for (size_t n = 0; n < cols; ++n) {
-      const float expected = Formula(w, act, 0, n);
-      ASSERT_TRUE(simd_test::SameBits(&twin[n], &expected, 1))
-          << CompressedFormatName(type) << " n=" << n << ": " << twin[n] << " vs " << expected;
-    }
+    ASSERT_TRUE(int8_test::RowEqualsFormula(twin.data(), cols, [&](size_t n) {
+      return Formula(w, act, 0, n);
+    })) << CompressedFormatName(type);
   }
 }
 
@@ -304,7 +276,8 @@ TEST_P(Int8KQuantTest, PanelRangesWriteOnlyTheirColumns) {
           for (size_t n = end * 32; n < cols; ++n) ASSERT_EQ(split[r * cols + n], kUntouched);
         }
       }
-      ASSERT_TRUE(simd_test::SameBits(whole.data(), split.data(), m * cols)) << CompressedFormatName(type);
+      ASSERT_TRUE(simd_test::SameBits(whole.data(), split.data(), m * cols))
+          << CompressedFormatName(type);
     }
   }
 }

@@ -1,0 +1,84 @@
+// Shared by the int8-activation kernel tests (int8_activations_test.cc for q8_0, q4_0
+// and q5_0; int8_kquant_test.cc for the K-quants): activation rows rounded to q8_0
+// blocks, and the check every shape of MatMulInt8 must pass.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "kvrt/simd/compressed_matrix.h"
+#include "kvrt/simd/int8_activations.h"
+#include "simd_test_support.h"
+
+namespace kvrt::simd::int8_test {
+
+// Written where a kernel must not write.
+inline constexpr float kUntouched = -5.0f;
+
+// M activation rows of K values and their Int8Rows.
+struct Activations {
+  Activations(size_t m, size_t k, simd_test::Inputs& inputs)
+      : x(inputs.Uniform<float>(m * k, -1, 1)),
+        quants(m * k),
+        scales(m * k / 32),
+        sums(m * k / 32),
+        half_sums(m * k / 16) {
+    // Blocks of very different magnitudes, and one all-zero block (d = 0).
+    for (size_t i = 0; i < x.size(); i += 61) x[i] *= 40.0f;
+    if (x.size() >= 64) std::fill(x.begin() + 32, x.begin() + 64, 0.0f);
+    Quantize(m);
+  }
+  // Rounds x (M rows) again, after a test replaced it.
+  void Quantize(size_t m) {
+    rows = {quants.data(), scales.data(), sums.data(), half_sums.data(), x.size() / m};
+    for (size_t r = 0; r < m; ++r) QuantizeRow(x.data() + r * rows.k, rows, r);
+  }
+  std::vector<float> x;
+  std::vector<int8_t> quants;
+  std::vector<float> scales;
+  std::vector<int32_t> sums, half_sums;
+  Int8Rows rows;
+};
+
+// MatMulInt8 of rows [first_row, first_row + m) against `quads` (N = quads.cols)
+// equals MatMulInt8Scalar bit for bit, writes nothing outside its rows and columns,
+// and its last row computed alone equals the same row inside the tile. The twin's
+// output (row r at r·(N + 3)) is left in *twin for formula checks.
+inline ::testing::AssertionResult MatMulMatchesTwin(const Activations& act, size_t first_row,
+                                                    size_t m, const CompressedMatrixView& quads,
+                                                    std::vector<float>* twin) {
+  const size_t cols = quads.cols, ldc = cols + 3;
+  simd_test::GuardedBuffer<float> c(m * ldc, 1);
+  for (size_t i = 0; i < m * ldc; ++i) c[i] = kUntouched;
+  twin->assign(m * ldc, kUntouched);
+  MatMulInt8(act.rows, first_row, m, quads, c.data(), ldc, 0, quads.panels());
+  MatMulInt8Scalar(act.rows, first_row, m, quads, twin->data(), ldc, 0, quads.panels());
+  if (!c.GuardsIntact()) return ::testing::AssertionFailure() << "wrote outside its rows";
+  if (!simd_test::SameBits(c.data(), twin->data(), m * ldc))
+    return ::testing::AssertionFailure() << "fast != twin";
+  std::vector<float> alone(cols);
+  MatMulInt8(act.rows, first_row + m - 1, 1, quads, alone.data(), cols, 0, quads.panels());
+  if (!simd_test::SameBits(alone.data(), c.data() + (m - 1) * ldc, cols)) {
+    return ::testing::AssertionFailure() << "a row alone != the same row in the tile";
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// Every column n < cols of `row` has the bits of expected(n), the header's formula.
+template <class Expected>
+::testing::AssertionResult RowEqualsFormula(const float* row, size_t cols,
+                                            const Expected& expected) {
+  for (size_t n = 0; n < cols; ++n) {
+    const float value = expected(n);
+    if (!simd_test::SameBits(&row[n], &value, 1)) {
+      return ::testing::AssertionFailure()
+             << "n=" << n << ": " << row[n] << " vs the formula's " << value;
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+}  // namespace kvrt::simd::int8_test
