@@ -43,7 +43,7 @@ using simd::CompressedFormat;
 constexpr CompressedFormat kTypes[] = {CompressedFormat::kBf16, CompressedFormat::kF16,
                                        CompressedFormat::kQ8_0, CompressedFormat::kQ4_0,
                                        CompressedFormat::kQ4_K, CompressedFormat::kQ5_K,
-                                       CompressedFormat::kQ6_K};
+                                       CompressedFormat::kQ6_K, CompressedFormat::kQ3_K};
 
 // A random [K, N] matrix quantized and packed by PackCompressed, 64-byte aligned.
 struct CompressedWeights {
