@@ -41,16 +41,21 @@ using testing::SeededTokens;
 
 constexpr WeightFormat kConverted[] = {WeightFormat::kF32,  WeightFormat::kBf16, WeightFormat::kF16,
                                        WeightFormat::kQ8_0, WeightFormat::kQ4_0, WeightFormat::kQ4_K,
-                                       WeightFormat::kQ5_K, WeightFormat::kQ6_K};
+                                       WeightFormat::kQ5_K, WeightFormat::kQ6_K, WeightFormat::kQ3_K};
 constexpr WeightFormat kAll[] = {WeightFormat::kAsStored, WeightFormat::kF32,  WeightFormat::kBf16,
                                  WeightFormat::kF16,      WeightFormat::kQ8_0, WeightFormat::kQ4_0,
-                                 WeightFormat::kQ4_K,     WeightFormat::kQ5_K, WeightFormat::kQ6_K};
+                                 WeightFormat::kQ4_K,     WeightFormat::kQ5_K, WeightFormat::kQ6_K,
+                                 WeightFormat::kQ3_K};
 // The formats that compress, every one packed by the fast f32 engine's kernels.
 constexpr WeightFormat kCompressed[] = {WeightFormat::kBf16, WeightFormat::kF16,  WeightFormat::kQ8_0,
                                         WeightFormat::kQ4_0, WeightFormat::kQ4_K, WeightFormat::kQ5_K,
-                                        WeightFormat::kQ6_K};
+                                        WeightFormat::kQ6_K, WeightFormat::kQ3_K};
 // The K-quants.
-constexpr WeightFormat kKQuants[] = {WeightFormat::kQ4_K, WeightFormat::kQ5_K, WeightFormat::kQ6_K};
+constexpr WeightFormat kKQuants[] = {WeightFormat::kQ4_K, WeightFormat::kQ5_K, WeightFormat::kQ6_K,
+                                     WeightFormat::kQ3_K};
+// llama-quantize's mixes.
+constexpr WeightFormat kMixes[] = {WeightFormat::kQ4_K_S, WeightFormat::kQ4_K_M, WeightFormat::kQ5_K_S,
+                                   WeightFormat::kQ5_K_M, WeightFormat::kQ3_K_M};
 
 EngineOptions Engine(Backend backend, Precision precision, WeightFormat weights,
                      threading::ThreadPool* pool = nullptr) {
@@ -91,7 +96,7 @@ TEST(WeightFormatTest, NamesParseBackAndUnknownValuesAreRefused) {
     EXPECT_EQ(ParseWeightFormat(WeightFormatName(format)), format);
     EXPECT_FALSE(IsWeightMix(format));
   }
-  for (WeightFormat mix : {WeightFormat::kQ4_K_S, WeightFormat::kQ4_K_M, WeightFormat::kQ5_K_S, WeightFormat::kQ5_K_M}) {
+  for (WeightFormat mix : kMixes) {
     EXPECT_EQ(ParseWeightFormat(WeightFormatName(mix)), mix);
     EXPECT_TRUE(IsWeightMix(mix));
   }
@@ -101,10 +106,15 @@ TEST(WeightFormatTest, NamesParseBackAndUnknownValuesAreRefused) {
   EngineOptions options;
   EXPECT_EQ(options.weights, WeightFormat::kAsStored);
   EXPECT_TRUE(options.Validate());
-  options.weights = static_cast<WeightFormat>(static_cast<int>(WeightFormat::kQ5_K_M) + 1);
-  Result<void> refused = options.Validate();
-  ASSERT_FALSE(refused);
-  EXPECT_EQ(refused.error().code(), ErrorCode::kUnsupportedBackend);
+  // 13 lies between the formats but is none of them; 16 is past the last.
+  for (int unknown : {13, static_cast<int>(WeightFormat::kQ3_K_M) + 1}) {
+    options.weights = static_cast<WeightFormat>(unknown);
+    EXPECT_FALSE(IsKnownWeightFormat(options.weights)) << unknown;
+    EXPECT_EQ(WeightFormatName(options.weights), "unknown") << unknown;
+    Result<void> refused = options.Validate();
+    ASSERT_FALSE(refused) << unknown;
+    EXPECT_EQ(refused.error().code(), ErrorCode::kUnsupportedBackend);
+  }
 }
 
 class CompressedGoldenTest : public ::testing::TestWithParam<std::string> {};
@@ -226,7 +236,7 @@ TEST_P(CompressedKQuantGgufTest, FastMatchesTheOracleAsStoredAndConverted) {
 }
 
 INSTANTIATE_TEST_SUITE_P(GgufFixtures, CompressedKQuantGgufTest,
-                         ::testing::Values("q4_k_m", "q4_k_s", "q5_k_m", "q6_k"),
+                         ::testing::Values("q3_k_m", "q4_k_m", "q4_k_s", "q5_k_m", "q6_k"),
                          [](const ::testing::TestParamInfo<std::string>& type) { return type.param; });
 
 TEST(CompressedWeightsTest, StoredBytesAreDroppedOnceAParameterIsUpdated) {
@@ -332,19 +342,28 @@ DecoderModel ModelFor(WeightFormat format, bool tied = true) {
 
 // The K-quants fall back as llama.cpp's quantizer does: q6_k to q8_0 where K is a
 // multiple of 32 (the down projection, K = F = 64), else f16; q4_k and q5_k to f16
-// (their first fallbacks, q5_0 and q5_1, are not formats here).
+// (their first fallbacks, q5_0 and q5_1, are not formats here); q3_k's first, iq4_nl,
+// is not one either, but q8_0 stands in for it where K is a multiple of 32 (as the
+// mixes substitute), and the report says so.
 TEST(CompressedWeightsTest, KQuantsFallBackLikeLlamaCpp) {
   const DecoderModel model = NarrowModel();
   for (WeightFormat format : kKQuants) {
     for (const MatrixWeightFormat& matrix : PlanWeightFormats(model, format)) {
       const bool down = matrix.name.find("ffn.down") != std::string::npos;
       EXPECT_TRUE(matrix.fallback) << matrix.name;
-      const WeightFormat expected = format == WeightFormat::kQ6_K && down ? WeightFormat::kQ8_0 : WeightFormat::kF16;
-      EXPECT_EQ(matrix.effective, expected) << WeightFormatName(format) << " " << matrix.name;
+      const bool to_q8_0 = (format == WeightFormat::kQ6_K || format == WeightFormat::kQ3_K) && down;
+      EXPECT_EQ(matrix.effective, to_q8_0 ? WeightFormat::kQ8_0 : WeightFormat::kF16)
+          << WeightFormatName(format) << " " << matrix.name;
+      EXPECT_EQ(matrix.substituted, to_q8_0 && format == WeightFormat::kQ3_K) << matrix.name;
+      EXPECT_EQ(matrix.mix_type, matrix.substituted ? "iq4_nl" : "") << matrix.name;
     }
     const std::string report = DescribeFallbacks(PlanWeightFormats(model, format));
+    const std::string reason = format == WeightFormat::kQ3_K
+                                   ? "(K = 64 is not a multiple of 256; llama.cpp's iq4_nl is not a kvrt format)"
+                                   : "(K = 64 is not a multiple of 256)";
     EXPECT_NE(report.find("blocks.0.ffn.down.weight " + std::string(WeightFormatName(format)) + " -> " +
-                          (format == WeightFormat::kQ6_K ? "q8_0" : "f16") + " (K = 64 is not a multiple of 256)"),
+                          (format == WeightFormat::kQ6_K || format == WeightFormat::kQ3_K ? "q8_0" : "f16") + " " +
+                          reason),
               std::string::npos)
         << report;
     const std::vector<uint32_t> prompt = {3, 14, 15, 92, 65};
