@@ -30,6 +30,7 @@ inline constexpr size_t kGgmlQ5_0BlockBytes = 2 + 4 + kQuantBlock / 2;  // {f16 
 inline constexpr size_t kGgmlQ4KBlockBytes = 144;  // {f16 d, dmin; u8 scales[12], qs[128]}
 inline constexpr size_t kGgmlQ5KBlockBytes = 176;  // {f16 d, dmin; u8 scales[12], qh[32], qs[128]}
 inline constexpr size_t kGgmlQ6KBlockBytes = 210;  // {u8 ql[128], qh[64]; i8 scales[16]; f16 d}
+inline constexpr size_t kGgmlQ3KBlockBytes = 110;  // {u8 hmask[32], qs[64], scales[12]; f16 d}
 // The largest ggml block of any quantized type (a packer's buffer).
 inline constexpr size_t kGgmlMaxBlockBytes = kGgmlQ6KBlockBytes;
 // The q4_0 quant of a padding (or all-zero) column: (8 − 8)·0 = +0.
@@ -38,6 +39,8 @@ inline constexpr uint8_t kQ4Zero = 8;
 inline constexpr uint8_t kQ6HighZero = 0xAA;
 // The q5_0 high bits of a padding column (with a zero nibble): q = 16, (16 − 16)·0 = +0.
 inline constexpr uint8_t kQ5_0HighZero = 0xFF;
+// The q3_k nibble of a padding column: q = 4, (4 − 4)·0 = +0.
+inline constexpr uint8_t kQ3Zero = 4;
 // Blocks of 32 rows per K-quant super-block.
 inline constexpr size_t kSuperBlockBlocks = kSuperBlock / kQuantBlock;  // 8
 
@@ -52,7 +55,12 @@ constexpr bool IsBlockQuantized(CompressedFormat type) {
 }
 constexpr bool IsKQuant(CompressedFormat type) {
   return type == CompressedFormat::kQ4_K || type == CompressedFormat::kQ5_K ||
-         type == CompressedFormat::kQ6_K;
+         type == CompressedFormat::kQ6_K || type == CompressedFormat::kQ3_K;
+}
+// q6_k and q3_k: a signed int8 scale per sub-block of 16 rows (q3_k's ggml 6-bit sc
+// stored as sc − 32), x = (d·sc)·(q − offset).
+constexpr bool HasSignedScales16(CompressedFormat type) {
+  return type == CompressedFormat::kQ6_K || type == CompressedFormat::kQ3_K;
 }
 // Bytes of high bits one panel's row keeps after its nibbles: q6_k 8 (2 bits a
 // column), q5_k and q5_0 4 (1 bit a column), the others none.
@@ -75,20 +83,23 @@ constexpr size_t QuantBlockBytes(CompressedFormat type) {
 constexpr bool HasMin(CompressedFormat type) {
   return type == CompressedFormat::kQ4_K || type == CompressedFormat::kQ5_K;
 }
-// One panel's super-block header: q4_k and q5_k 32 f16 d and 32 f16 dmin, q6_k 32
-// f16 d, else none.
+// One panel's super-block header: q4_k and q5_k 32 f16 d and 32 f16 dmin, q6_k and
+// q3_k 32 f16 d, else none.
 constexpr size_t HeaderBytes(CompressedFormat type) {
-  return HasMin(type) ? 2 * kScaleBytes : type == CompressedFormat::kQ6_K ? kScaleBytes : 0;
+  return HasMin(type) ? 2 * kScaleBytes : HasSignedScales16(type) ? kScaleBytes : 0;
 }
 // Rows per super-block: 256 for the K-quants; q8_0/q4_0/q5_0 blocks are their own.
 constexpr size_t SuperRows(CompressedFormat type) { return IsKQuant(type) ? kSuperBlock : kQuantBlock; }
-// One panel's super-block: header and blocks (q4_k 4736 bytes, q5_k 5760, q6_k 6720).
+// One panel's super-block: header and blocks (q4_k 4736 bytes, q5_k 5760, q6_k 6720,
+// q3_k 4672).
 constexpr size_t SuperBlockBytes(CompressedFormat type) {
   return HeaderBytes(type) + SuperRows(type) / kQuantBlock * QuantBlockBytes(type);
 }
 static_assert(SuperBlockBytes(CompressedFormat::kQ4_K) == 4736 &&
                   SuperBlockBytes(CompressedFormat::kQ5_K) == 5760 &&
                   SuperBlockBytes(CompressedFormat::kQ6_K) == 6720 &&
+                  SuperBlockBytes(CompressedFormat::kQ3_K) == 4672 &&
+                  SuperBlockBytes(CompressedFormat::kQ3_K) % 64 == 0 &&
                   SuperBlockBytes(CompressedFormat::kQ4_K) % 64 == 0 &&
                   SuperBlockBytes(CompressedFormat::kQ5_K) % 64 == 0 &&
                   SuperBlockBytes(CompressedFormat::kQ6_K) % 64 == 0,
@@ -159,8 +170,8 @@ struct PanelRowsOf {
            k % SuperRows(type) / kQuantBlock * width * QuantBlockBytes(type);
   }
   // This panel's 64-byte scale area of the block holding row k: q8_0/q4_0/q5_0 32 f16
-  // scales; q4_k and q5_k 32 sc bytes, then 32 m bytes; q6_k 32 int8 sc of the block's first 16
-  // rows, then 32 of its last 16.
+  // scales; q4_k and q5_k 32 sc bytes, then 32 m bytes; q6_k and q3_k 32 int8 sc of the
+  // block's first 16 rows, then 32 of its last 16.
   Byte* Scales(CompressedFormat type, size_t k) const {
     return Block(type, k) + index * kScaleBytes;
   }
@@ -172,10 +183,10 @@ struct PanelRowsOf {
   Byte* QuantRow(CompressedFormat type, size_t k) const {
     return GroupRow(type, k) + index * QuantRowBytes(type);
   }
-  // q4_0, q5_0, q4_k, q5_k, q6_k: whether this panel's nibbles are in lane order (a
-  // whole group), and the byte of row k that holds column j (< 32) in its low (j < 16)
-  // or high nibble. The nibbles of a group's row come first (q5_0's, q5_k's and q6_k's
-  // high bits follow them).
+  // q4_0, q5_0, q4_k, q5_k, q6_k, q3_k: whether this panel's nibbles are in lane order
+  // (a whole group), and the byte of row k that holds column j (< 32) in its low
+  // (j < 16) or high nibble. The nibbles of a group's row come first (q5_0's, q5_k's
+  // and q6_k's high bits follow them).
   bool LaneOrder() const { return width == kGroupPanels; }
   Byte* NibbleByte(CompressedFormat type, size_t k, size_t j) const {
     const size_t column = j % (kWidth / 2);
@@ -255,6 +266,15 @@ inline float DequantizeElement(CompressedFormat type, const PanelRows& panel, si
       const auto sc = static_cast<int8_t>(panel.Scales(type, k)[k % kQuantBlock / 16 * kWidth + j]);
       const float d = F16ToF32(LoadU16(panel.Header(type, k) + 2 * j)) * static_cast<float>(sc);
       return d * static_cast<float>(q - 32);
+    }
+    case CompressedFormat::kQ3_K: {
+      // ggml's dequantize_row_q3_K: d·(sc − 32)·(q − 4), q = low 2 bits | high bit << 2
+      // kept whole in the nibble (bit 3 zero); sc − 32 stored as int8. Exact.
+      const uint8_t byte = *panel.NibbleByte(type, k, j);
+      const int q = j < kWidth / 2 ? byte & 0xF : byte >> 4;
+      const auto sc = static_cast<int8_t>(panel.Scales(type, k)[k % kQuantBlock / 16 * kWidth + j]);
+      const float d = F16ToF32(LoadU16(panel.Header(type, k) + 2 * j)) * static_cast<float>(sc);
+      return d * static_cast<float>(q - 4);
     }
   }
   return 0.0f;

@@ -29,6 +29,8 @@ void CompressedMatVec(const CompressedMatrixView& w, const float* x, float* y,
       return CompressedMatVecPanels<Q5KQuants, true>(d, w, x, y, panel_begin, panel_end);
     case CompressedFormat::kQ5_0:
       return CompressedMatVecPanels<Q50Quants, true>(d, w, x, y, panel_begin, panel_end);
+    case CompressedFormat::kQ3_K:
+      return CompressedMatVecPanels<Q3KQuants, true>(d, w, x, y, panel_begin, panel_end);
   }
 }
 

@@ -143,6 +143,31 @@ struct PanelWriter {
       high_byte = static_cast<uint8_t>((high_byte & ~(3u << shift)) | (high << shift));
     }
   }
+  // One ggml q3_k super-block of column n: element 128c + 32t + l (c < 2, t < 4,
+  // l < 32) has its low 2 bits at bit 2t of qs[32c + l] and its high bit at bit 4c + t
+  // of hmask[l]; sub-block s (16 elements) has the 6-bit scale whose low 4 bits are
+  // the low (s < 8) or high nibble of scales[s % 8] and whose high 2 bits are bits
+  // 2·(s / 4) of scales[8 + s % 4], stored as the int8 sc − 32; f16 d last.
+  void Q3KBlock(size_t k0, size_t n, const uint8_t* block) const {
+    const compressed::PanelRowsOf<uint8_t> panel = Panel(n);
+    const size_t j = n % kWidth;
+    const uint8_t* hmask = block;
+    const uint8_t* qs = block + 32;
+    const uint8_t* scales = block + 96;
+    std::memcpy(panel.Header(type, k0) + 2 * j, block + 108, 2);
+    for (size_t sub = 0; sub < kSuperBlock / 16; ++sub) {
+      const unsigned low = sub < 8 ? scales[sub] & 0xF : scales[sub - 8] >> 4;
+      const unsigned high = (scales[8 + sub % 4] >> (2 * (sub / 4))) & 3;
+      const int sc = static_cast<int>(low | high << 4) - 32;
+      panel.Scales(type, k0 + sub * 16)[sub % 2 * kWidth + j] = static_cast<uint8_t>(static_cast<int8_t>(sc));
+    }
+    for (size_t e = 0; e < kSuperBlock; ++e) {
+      const size_t c = e / 128, t = e % 128 / 32, l = e % 32;
+      const unsigned low = (qs[32 * c + l] >> (2 * t)) & 3;
+      const unsigned high = (hmask[l] >> (4 * c + t)) & 1;
+      SetNibble(*panel.NibbleByte(type, k0 + e, j), j, static_cast<uint8_t>(low | high << 2));
+    }
+  }
   // One ggml block of the writer's quantized type (ggml's bytes), column n, from row k0.
   void Block(size_t k0, size_t n, const uint8_t* block) const {
     switch (type) {
@@ -152,6 +177,7 @@ struct PanelWriter {
       case CompressedFormat::kQ4_K: return Q4KBlock(k0, n, block);
       case CompressedFormat::kQ5_K: return Q5KBlock(k0, n, block);
       case CompressedFormat::kQ6_K: return Q6KBlock(k0, n, block);
+      case CompressedFormat::kQ3_K: return Q3KBlock(k0, n, block);
       case CompressedFormat::kBf16:
       case CompressedFormat::kF16: return;
     }
@@ -161,22 +187,22 @@ struct PanelWriter {
                           : static_cast<uint8_t>((byte & 0x0F) | (q << 4));
   }
 
-  // Zeroes the whole storage and gives the q4_0 quants and the q5_0 and q6_k high bits
-  // their zero values (q4_0 8, q5_0 16, q6_k 32), so that padding columns dequantize to
-  // +0 and every byte is written.
+  // Zeroes the whole storage and gives the q4_0 and q3_k quants and the q5_0 and q6_k
+  // high bits their zero values (q4_0 8, q3_k 4, q5_0 16, q6_k 32), so that padding
+  // columns dequantize to +0 and every byte is written.
   void Clear() const {
     std::memset(out, 0, panels * compressed::PanelBytes(type, rows));
     if (type != CompressedFormat::kQ4_0 && type != CompressedFormat::kQ5_0 &&
-        type != CompressedFormat::kQ6_K) {
+        type != CompressedFormat::kQ6_K && type != CompressedFormat::kQ3_K) {
       return;
     }
     for (size_t p = 0; p < panels; p += compressed::kGroupPanels) {
       const compressed::PanelRowsOf<uint8_t> group =
           compressed::RowsOfPanel(out, type, rows, panels, p);
       for (size_t k = 0; k < rows; ++k) {
-        if (type == CompressedFormat::kQ4_0) {
-          std::memset(group.GroupRow(type, k), compressed::kQ4Zero * 0x11,
-                      group.width * compressed::kQ4RowBytes);
+        if (type == CompressedFormat::kQ4_0 || type == CompressedFormat::kQ3_K) {
+          const uint8_t zero = type == CompressedFormat::kQ4_0 ? compressed::kQ4Zero : compressed::kQ3Zero;
+          std::memset(group.GroupRow(type, k), zero * 0x11, group.width * compressed::kQ4RowBytes);
         } else {
           const uint8_t zero = type == CompressedFormat::kQ5_0 ? compressed::kQ5_0HighZero
                                                                : compressed::kQ6HighZero;
@@ -197,6 +223,7 @@ void QuantizeBlock(CompressedFormat type, const float* values, uint8_t* out) {
     case CompressedFormat::kQ4_K: return QuantizeBlockQ4_K(values, out);
     case CompressedFormat::kQ5_K: return QuantizeBlockQ5_K(values, out);
     case CompressedFormat::kQ6_K: return QuantizeBlockQ6_K(values, out);
+    case CompressedFormat::kQ3_K: return QuantizeBlockQ3_K(values, out);
     case CompressedFormat::kBf16:
     case CompressedFormat::kF16: return;
   }
@@ -217,6 +244,7 @@ const char* CompressedFormatName(CompressedFormat type) {
     case CompressedFormat::kQ6_K: return "q6_k";
     case CompressedFormat::kQ5_K: return "q5_k";
     case CompressedFormat::kQ5_0: return "q5_0";
+    case CompressedFormat::kQ3_K: return "q3_k";
   }
   return "?";
 }
@@ -257,6 +285,8 @@ size_t GgmlRowBytes(CompressedFormat type, size_t rows_k) {
       return rows_k / kSuperBlock * compressed::kGgmlQ5KBlockBytes;
     case CompressedFormat::kQ6_K:
       return rows_k / kSuperBlock * compressed::kGgmlQ6KBlockBytes;
+    case CompressedFormat::kQ3_K:
+      return rows_k / kSuperBlock * compressed::kGgmlQ3KBlockBytes;
   }
   return 0;
 }

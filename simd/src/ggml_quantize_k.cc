@@ -1,4 +1,4 @@
-// ggml's reference K-quant quantizers (compressed_matrix.h: QuantizeBlockQ4_K/Q5_K/Q6_K),
+// ggml's reference K-quant quantizers (compressed_matrix.h: QuantizeBlockQ3_K/Q4_K/Q5_K/Q6_K),
 // written from the published algorithm: the same float operations in the same order,
 // unfused (ggml builds them into ggml-base without -march flags, so without FMA), so
 // that the bytes equal llama-quantize's. The searches look odd in places (a scale
@@ -151,6 +151,62 @@ float FitSignedScale(int n, int nmax, const float* x, int8_t* levels) {
   return scale;
 }
 
+// ggml's make_q3_quants with do_rmse: signed levels in [−nmax, nmax − 1] from
+// −nmax/max, then up to 5 passes that move single levels to where the least-squares
+// scale (weights x²) puts them, kept when they raise sumlx²/suml2; levels stored + nmax
+// in L, except for an all-zero group (0, and scale 0).
+float FitQ3Scale(int n, int nmax, const float* x, int8_t* levels) {
+  float max = 0;
+  float amax = 0;
+  for (int i = 0; i < n; ++i) {
+    const float ax = std::fabs(x[i]);
+    if (ax > amax) {
+      amax = ax;
+      max = x[i];
+    }
+  }
+  if (amax < kGroupMaxEps) {
+    for (int i = 0; i < n; ++i) levels[i] = 0;
+    return 0.0f;
+  }
+  const float iscale = static_cast<float>(-nmax) / max;
+  float sumlx = 0;
+  float suml2 = 0;
+  for (int i = 0; i < n; ++i) {
+    const int l = Clamp(NearestInt(iscale * x[i]), -nmax, nmax - 1);
+    levels[i] = static_cast<int8_t>(l);
+    const float w = x[i] * x[i];
+    sumlx += w * x[i] * static_cast<float>(l);
+    suml2 += w * static_cast<float>(l) * static_cast<float>(l);
+  }
+  for (int itry = 0; itry < 5; ++itry) {
+    int changed = 0;
+    for (int i = 0; i < n; ++i) {
+      const float w = x[i] * x[i];
+      const auto old_level = static_cast<float>(levels[i]);
+      float slx = sumlx - w * x[i] * old_level;
+      if (slx > 0) {
+        float sl2 = suml2 - w * old_level * old_level;
+        const int new_l = Clamp(NearestInt(x[i] * sl2 / slx), -nmax, nmax - 1);
+        if (new_l != levels[i]) {
+          const auto level = static_cast<float>(new_l);
+          slx += w * x[i] * level;
+          sl2 += w * level * level;
+          if (sl2 > 0 && slx * slx * suml2 > sumlx * sumlx * sl2) {
+            levels[i] = static_cast<int8_t>(new_l);
+            sumlx = slx;
+            suml2 = sl2;
+            ++changed;
+          }
+        }
+      }
+    }
+    if (changed == 0) break;
+  }
+  for (int i = 0; i < n; ++i) levels[i] = static_cast<int8_t>(levels[i] + nmax);
+  return sumlx / suml2;
+}
+
 // The scale and minimum of sub-block j from ggml's 12-byte q4_k packing
 // (get_scale_min_k4).
 void ScaleMinK4(size_t j, const uint8_t* packed, uint8_t& scale, uint8_t& min) {
@@ -223,6 +279,65 @@ void ScaleMinSuperBlock(const float* x, int nmax, float rmin, float rdelta, int 
 }
 
 }  // namespace
+
+void QuantizeBlockQ3_K(const float* x, uint8_t* out) {
+  constexpr int kSub = 16, kSubs = kSuperBlock / kSub;
+  int8_t levels[kSuperBlock];
+  float scales[kSubs];
+  float max_scale = 0;
+  float max_abs_scale = 0;
+  for (int j = 0; j < kSubs; ++j) {
+    scales[j] = FitQ3Scale(kSub, 4, x + kSub * j, levels + kSub * j);
+    const float abs_scale = std::fabs(scales[j]);
+    if (abs_scale > max_abs_scale) {
+      max_abs_scale = abs_scale;
+      max_scale = scales[j];
+    }
+  }
+  uint8_t* hmask = out;
+  uint8_t* qs = out + 32;
+  uint8_t* packed = out + 96;
+  std::memset(packed, 0, 12);
+  uint16_t d = F32ToF16(0.0f);
+  if (max_scale != 0) {
+    const float iscale = -32.0f / max_scale;
+    for (int j = 0; j < kSubs; ++j) {
+      const int l = Clamp(NearestInt(iscale * scales[j]), -32, 31) + 32;
+      if (j < 8) {
+        packed[j] = static_cast<uint8_t>(l & 0xF);
+      } else {
+        packed[j - 8] = static_cast<uint8_t>(packed[j - 8] | ((l & 0xF) << 4));
+      }
+      packed[j % 4 + 8] = static_cast<uint8_t>(packed[j % 4 + 8] | ((l >> 4) << (2 * (j / 4))));
+    }
+    d = F32ToF16(1 / iscale);
+  }
+  compressed::StoreU16(out + 108, d);
+  for (int j = 0; j < kSubs; ++j) {
+    const int low = j < 8 ? packed[j] & 0xF : packed[j - 8] >> 4;
+    const int sc = (low | (((packed[8 + j % 4] >> (2 * (j / 4))) & 3) << 4)) - 32;
+    const float dl = F16ToF32(d) * static_cast<float>(sc);
+    if (dl == 0) continue;  // keeps the search's levels
+    for (int i = 0; i < kSub; ++i) {
+      levels[kSub * j + i] = static_cast<int8_t>(Clamp(NearestInt(x[kSub * j + i] / dl), -4, 3) + 4);
+    }
+  }
+  // Element e's high bit (level > 3) at bit e / 32 of hmask[e % 32], its low 2 bits at
+  // bit 2·(e % 128 / 32) of qs[32·(e / 128) + e % 32].
+  std::memset(hmask, 0, kSuperBlock / 8);
+  for (int e = 0; e < static_cast<int>(kSuperBlock); ++e) {
+    if (levels[e] > 3) {
+      hmask[e % 32] = static_cast<uint8_t>(hmask[e % 32] | (1 << (e / 32)));
+      levels[e] = static_cast<int8_t>(levels[e] - 4);
+    }
+  }
+  for (int j = 0; j < static_cast<int>(kSuperBlock); j += 128) {
+    for (int l = 0; l < 32; ++l) {
+      qs[j / 4 + l] = static_cast<uint8_t>(levels[j + l] | (levels[j + l + 32] << 2) |
+                                           (levels[j + l + 64] << 4) | (levels[j + l + 96] << 6));
+    }
+  }
+}
 
 void QuantizeBlockQ4_K(const float* x, uint8_t* out) {
   uint8_t levels[kSuperBlock];

@@ -2,6 +2,7 @@
 // compressed_matrix.h) and of q5_0's, which are q5_k's, and the per-(sub-)block scales
 // of every block-quantized type, shared by the compressed MatVec and MatMul.
 //   Q4KQuants: q (0..15) as f32, the q4_0 nibble decoder without its offset.
+//   Q3KQuants: q − 4 (q in 0..7) as f32, the q4_0 nibble decoder with offset 4.
 //   Q5KQuants, Q50Quants, Q6KQuants (HighBitQuants): q (0..31), q − 16 (q in 0..31)
 //              and q − 32 (q in 0..63) as f32, from a row's nibble (the low 4 bits, as
 //              q4_0's) and its high bits (q5_k, q5_0: 1 a column, one word, column c at
@@ -10,7 +11,7 @@
 //              offset and 16·high, and an add; elsewhere the 5 or 6 bits ORed into the
 //              mantissa of 2^23, then 2^23 + offset subtracted.
 // The kernels apply the scales per sub-block (BlockScales): q8_0/q4_0/q5_0 d per 32 rows,
-// q4_k and q5_k d·sc and dmin·m per 32 rows, q6_k d·sc per 16 rows.
+// q4_k and q5_k d·sc and dmin·m per 32 rows, q6_k and q3_k d·sc per 16 rows.
 #if defined(KVRT_SIMD_KQUANT_ROWS_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef KVRT_SIMD_KQUANT_ROWS_INL_H_
 #undef KVRT_SIMD_KQUANT_ROWS_INL_H_
@@ -34,6 +35,9 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 template <class D>
 using Q4KQuants = NibbleQuants<D, CompressedFormat::kQ4_K, 0>;
+// q3_k keeps its whole 3-bit quant in the nibble (compressed_matrix.h): q − 4.
+template <class D>
+using Q3KQuants = NibbleQuants<D, CompressedFormat::kQ3_K, 4>;
 
 // A row's quants from its nibble (the low 4 bits, as q4_0's) and its high bits after
 // the group's nibbles: q5_k and q5_0 1 bit a column (q in 0..31, as is or less kOffset
@@ -139,12 +143,12 @@ using Q50Quants = HighBitQuants<D, CompressedFormat::kQ5_0, 16>;
 // (SubBlockSum).
 template <CompressedFormat kType>
 struct BlockScales {
-  static constexpr size_t kSubRows = kType == CompressedFormat::kQ6_K ? 16 : kQuantBlock;
+  static constexpr size_t kSubRows = compressed::HasSignedScales16(kType) ? 16 : kQuantBlock;
   static constexpr size_t kSubBlocks = kQuantBlock / kSubRows;  // per block of 32 rows
   static constexpr bool kHasMin = compressed::HasMin(kType);
 
-  // The column scales of sub-block s of block b as f32: q8_0/q4_0/q5_0 the f16 d, q4_k,
-  // q5_k and q6_k d·sc (exact products).
+  // The column scales of sub-block s of block b as f32: q8_0/q4_0/q5_0 the f16 d, the
+  // K-quants d·sc (exact products).
   template <class D>
   static HWY_INLINE void Scales(D d, const QuantPanel& panel, size_t b, size_t s, hn::Vec<D>* scale) {
     if constexpr (!compressed::IsKQuant(kType)) {
@@ -152,7 +156,7 @@ struct BlockScales {
     } else {
       hn::Vec<D> super[PanelVectors<D>()];
       LoadColumnScales(d, panel.Header(b), super);
-      ScaleBytes<kType == CompressedFormat::kQ6_K>(d, panel.Scales(b) + s * kCompressedPanelWidth, super, scale);
+      ScaleBytes<compressed::HasSignedScales16(kType)>(d, panel.Scales(b) + s * kCompressedPanelWidth, super, scale);
     }
   }
   // q4_k, q5_k: the column minimums dmin·m of block b.
@@ -165,7 +169,7 @@ struct BlockScales {
   }
 
  private:
-  // out[v] = super[v]·float(byte of each column), the bytes signed (q6_k) or not.
+  // out[v] = super[v]·float(byte of each column), the bytes signed (q6_k, q3_k) or not.
   template <bool kSigned, class D>
   static HWY_INLINE void ScaleBytes(D d, const uint8_t* bytes, const hn::Vec<D>* super, hn::Vec<D>* out) {
     constexpr size_t kVecs = PanelVectors<D>();

@@ -31,8 +31,10 @@ static_assert(KVRT_WEIGHTS_Q5_K_S == static_cast<int>(WeightFormat::kQ5_K_S));
 static_assert(KVRT_WEIGHTS_Q5_K_M == static_cast<int>(WeightFormat::kQ5_K_M));
 static_assert(KVRT_WEIGHTS_Q5_0 == static_cast<int>(WeightFormat::kQ5_0));
 static_assert(KVRT_WEIGHTS_Q5_0 == 13);
+static_assert(KVRT_WEIGHTS_Q3_K == 14 && KVRT_WEIGHTS_Q3_K == static_cast<int>(WeightFormat::kQ3_K));
+static_assert(KVRT_WEIGHTS_Q3_K_M == 15 && KVRT_WEIGHTS_Q3_K_M == static_cast<int>(WeightFormat::kQ3_K_M));
 // The first number past the last format.
-constexpr int kUnknownWeights = KVRT_WEIGHTS_Q5_0 + 1;
+constexpr int kUnknownWeights = KVRT_WEIGHTS_Q3_K_M + 1;
 
 const std::string kModel = testing::FixturePath("llama2c/gqa_untied.bin");
 constexpr size_t kVocabulary = 512;
@@ -41,7 +43,8 @@ TEST(CApiWeightsTest, FastMatchesTheReferenceOnTheSameWeights) {
   const std::vector<uint32_t> tokens = {1, 17, 42, 99, 5};
   for (const int weights : {KVRT_WEIGHTS_AS_STORED, KVRT_WEIGHTS_F32, KVRT_WEIGHTS_BF16, KVRT_WEIGHTS_F16,
                             KVRT_WEIGHTS_Q8_0, KVRT_WEIGHTS_Q4_0, KVRT_WEIGHTS_Q5_0, KVRT_WEIGHTS_Q4_K,
-                            KVRT_WEIGHTS_Q5_K, KVRT_WEIGHTS_Q6_K, KVRT_WEIGHTS_Q4_K_M, KVRT_WEIGHTS_Q5_K_S}) {
+                            KVRT_WEIGHTS_Q5_K, KVRT_WEIGHTS_Q6_K, KVRT_WEIGHTS_Q4_K_M, KVRT_WEIGHTS_Q5_K_S,
+                            KVRT_WEIGHTS_Q3_K, KVRT_WEIGHTS_Q3_K_M}) {
     std::vector<double> fast(kVocabulary), reference(kVocabulary);
     ASSERT_EQ(CApiWeightsLogits(kModel.c_str(), tokens.data(), tokens.size(), KVRT_BACKEND_FAST, weights,
                                 fast.data(), kVocabulary),
@@ -91,7 +94,8 @@ TEST(CApiWeightsTest, PreparedWeightsGiveTheSameLogits) {
   for (const int backend : {KVRT_BACKEND_FAST, KVRT_BACKEND_REFERENCE}) {
     for (const int weights : {KVRT_WEIGHTS_AS_STORED, KVRT_WEIGHTS_F32, KVRT_WEIGHTS_BF16, KVRT_WEIGHTS_F16,
                               KVRT_WEIGHTS_Q8_0, KVRT_WEIGHTS_Q4_0, KVRT_WEIGHTS_Q5_0, KVRT_WEIGHTS_Q4_K,
-                              KVRT_WEIGHTS_Q5_K, KVRT_WEIGHTS_Q6_K, KVRT_WEIGHTS_Q4_K_S, KVRT_WEIGHTS_Q5_K_M}) {
+                              KVRT_WEIGHTS_Q5_K, KVRT_WEIGHTS_Q6_K, KVRT_WEIGHTS_Q4_K_S, KVRT_WEIGHTS_Q5_K_M,
+                              KVRT_WEIGHTS_Q3_K, KVRT_WEIGHTS_Q3_K_M}) {
       std::vector<double> bound(kVocabulary), prepared(kVocabulary);
       ASSERT_EQ(CApiWeightsLogits(kModel.c_str(), tokens.data(), tokens.size(), backend, weights,
                                   bound.data(), kVocabulary),
@@ -103,9 +107,12 @@ TEST(CApiWeightsTest, PreparedWeightsGiveTheSameLogits) {
       EXPECT_EQ(bound, prepared) << "backend " << backend << " weights " << weights;
     }
     std::vector<double> logits(kVocabulary);
-    EXPECT_EQ(CApiPreparedWeightsLogits(kModel.c_str(), tokens.data(), tokens.size(), backend, kUnknownWeights,
-                                        logits.data(), kVocabulary),
-              -1);
+    for (const int unknown : {kUnknownWeights, -1}) {
+      EXPECT_EQ(CApiPreparedWeightsLogits(kModel.c_str(), tokens.data(), tokens.size(), backend, unknown,
+                                          logits.data(), kVocabulary),
+                -1)
+          << unknown;
+    }
   }
   kvrt_error* no_model = kvrt_model_prepare_weights(nullptr, nullptr);
   EXPECT_EQ(kvrt_error_code(no_model), KVRT_ERR_INVALID_ARGUMENT);

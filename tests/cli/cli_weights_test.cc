@@ -21,6 +21,7 @@ const std::string kDemo = testing::FixturePath("demo/demo.ckpt");
 const std::string kTinyQ8 = testing::FixturePath("gguf/tiny-q8_0.gguf");
 const std::string kQ5_KM = testing::FixturePath("gguf/modern/kq-q5_k_m.gguf");
 const std::string kQ5_0 = testing::FixturePath("gguf/modern/kq-q5_0.gguf");
+const std::string kQ3_KM = testing::FixturePath("gguf/modern/kq-q3_k_m.gguf");
 
 TEST(CliWeightsTest, AnUnknownFormatIsATypedUsageError) {
   for (const char* command : {"logits", "generate"}) {
@@ -86,6 +87,46 @@ TEST(CliWeightsTest, TheEngineLineNamesTheFormatAndEveryFallback) {
                                    "f16 (K = 172 is not a multiple of 32)"),
             std::string::npos)
       << explicit_q5_0.err;
+}
+
+TEST(CliWeightsTest, TheEngineLineNamesAQ3_K_MFilesMatricesAndQ3_KsStandIn) {
+  // A Q3_K_M file runs as stored in its four K-quants.
+  const testing::CliRun stored = RunKvrt({"generate", "--model", kQ3_KM, "--tokens", "1,450", "--max-new-tokens",
+                                          "2", "--threads", "1", "--no-eos"});
+  ASSERT_EQ(stored.status, 0) << stored.err;
+  EXPECT_NE(stored.err.find("; weights as-stored: q4_k x4 q6_k x1 q5_k x2 q3_k x9; no fallbacks"), std::string::npos) << stored.err;
+  // The demo (D 64, F 172) in q3_k: where K = 64 q8_0 stands in for llama.cpp's iq4_nl,
+  // and the down projections (K = 172) are f16.
+  const testing::CliRun q3_k = RunKvrt({"generate", "--model", kDemo, "--tokens", "67,118", "--max-new-tokens", "2",
+                                        "--weights", "q3_k", "--threads", "1"});
+  ASSERT_EQ(q3_k.status, 0) << q3_k.err;
+  EXPECT_NE(q3_k.err.find("; weights q3_k: f16 x2 q8_0 x13; fallbacks: token_embedding.weight q3_k -> q8_0 (K = 64 "
+                          "is not a multiple of 256; llama.cpp's iq4_nl is not a kvrt format)"),
+            std::string::npos)
+      << q3_k.err;
+  EXPECT_NE(q3_k.err.find("blocks.1.ffn.down.weight q3_k -> f16 (K = 172 is not a multiple of 256)"),
+            std::string::npos)
+      << q3_k.err;
+  // kq-f32 as Q3_K_M: the types of kq-q3_k_m.gguf.
+  const testing::CliRun mixed = RunKvrt({"generate", "--model", testing::FixturePath("gguf/modern/kq-f32.gguf"),
+                                         "--tokens", "1,450", "--max-new-tokens", "2", "--weights", "q3_k_m",
+                                         "--threads", "1", "--no-eos"});
+  ASSERT_EQ(mixed.status, 0) << mixed.err;
+  EXPECT_NE(mixed.err.find("; weights q3_k_m: q4_k x4 q6_k x1 q5_k x2 q3_k x9; no fallbacks"), std::string::npos) << mixed.err;
+  const testing::CliRun inspect = RunKvrt({"inspect", kDemo, "--weights", "q3_k", "--json"});
+  ASSERT_EQ(inspect.status, 0) << inspect.err;
+  const nlohmann::json weights = nlohmann::json::parse(inspect.out).at("weights");
+  size_t substituted = 0;
+  for (const nlohmann::json& matrix : weights.at("matrices")) {
+    if (!matrix.at("substituted").get<bool>()) continue;
+    ++substituted;
+    EXPECT_EQ(matrix.at("llama_quantize_type"), "iq4_nl") << matrix;
+    EXPECT_EQ(matrix.at("type"), "q8_0") << matrix;
+    EXPECT_EQ(matrix.at("wanted"), "q3_k") << matrix;
+  }
+  EXPECT_EQ(substituted, 13u);
+  EXPECT_EQ(weights.at("substitutions"), substituted);
+  EXPECT_EQ(weights.at("fallbacks"), 15u);
 }
 
 TEST(CliWeightsTest, AMixGivesEachMatrixLlamaQuantizesTypeAndSaysWhereKvrtHasNone) {

@@ -1,10 +1,10 @@
 // Conversion at load to the K-quants and q5_0 is ggml's reference quantization bit for
-// bit: kq-f32.gguf converted by the engine's own path (--weights q4_k / q5_k / q6_k /
-// q5_0: the plan, then PackCompressedWeight from the parameter's f32 values) gives the
-// same panels as the bytes llama-quantize b4747 wrote into kq-q4_k_s.gguf,
-// kq-q5_k_m.gguf, kq-q3_k_m.gguf, kq-q6_k.gguf and kq-q5_0.gguf, repacked as stored.
-// (llama-quantize without an importance matrix runs ggml's quantize_row_q*_ref, so
-// every tensor it kept in Q4_K, Q5_K, Q6_K or Q5_0 is what --pure writes.) Equal panels mean equal ggml blocks: the
+// bit: kq-f32.gguf converted by the engine's own path (--weights q3_k / q4_k / q5_k /
+// q6_k / q5_0: the plan, then PackCompressedWeight from the parameter's f32 values) gives
+// the same panels as the bytes llama-quantize b4747 wrote into kq-q4_k_s.gguf,
+// kq-q5_k_m.gguf, kq-q3_k_m.gguf, kq-q2_k.gguf, kq-q6_k.gguf and kq-q5_0.gguf, repacked
+// as stored. (llama-quantize without an importance matrix runs ggml's quantize_row_q*_ref,
+// so every tensor it kept in Q3_K, Q4_K, Q5_K, Q6_K or Q5_0 is what --pure writes.) Equal panels mean equal ggml blocks: the
 // repack places every bit of a block.
 #include <gtest/gtest.h>
 
@@ -87,11 +87,20 @@ TEST(KQuantConversionTest, Q5_0EqualsLlamaQuantize) {
   EXPECT_EQ(ExpectConversionEqualsFile("kq-q5_0.gguf", WeightFormat::kQ5_0), 15u);
 }
 
+TEST(KQuantConversionTest, Q3_KEqualsLlamaQuantize) {
+  // kq-q3_k_m keeps 9 matrices in Q3_K (the token table, and attn_q/k and ffn_gate/up
+  // of both layers; attn_v is Q5_K, attn_output and ffn_down Q4_K, the head Q6_K);
+  // kq-q2_k keeps the attn_v, attn_output and ffn_down of both layers in Q3_K.
+  EXPECT_EQ(ExpectConversionEqualsFile("kq-q3_k_m.gguf", WeightFormat::kQ3_K), 9u);
+  EXPECT_EQ(ExpectConversionEqualsFile("kq-q2_k.gguf", WeightFormat::kQ3_K), 6u);
+}
+
 // A mix converts every matrix to the type and the bytes llama-quantize gave it.
 TEST(KQuantConversionTest, MixesEqualLlamaQuantizeMatrixByMatrix) {
   EXPECT_EQ(ExpectConversionEqualsFile("kq-q4_k_m.gguf", WeightFormat::kQ4_K_M), 16u);
   EXPECT_EQ(ExpectConversionEqualsFile("kq-q4_k_s.gguf", WeightFormat::kQ4_K_S), 16u);
   EXPECT_EQ(ExpectConversionEqualsFile("kq-q5_k_m.gguf", WeightFormat::kQ5_K_M), 16u);
+  EXPECT_EQ(ExpectConversionEqualsFile("kq-q3_k_m.gguf", WeightFormat::kQ3_K_M), 16u);
   // An untied head (Llama 3.1) and a tied one (Qwen2, whose token table is its head).
   EXPECT_EQ(ExpectConversionEqualsFile("llama31-q4_k_m.gguf", WeightFormat::kQ4_K_M, "llama31-f32.gguf"), 16u);
   EXPECT_EQ(ExpectConversionEqualsFile("qwen2-q4_k_m.gguf", WeightFormat::kQ4_K_M, "qwen2-f32.gguf"), 15u);

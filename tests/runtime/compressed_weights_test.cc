@@ -41,17 +41,22 @@ using testing::SeededTokens;
 
 constexpr WeightFormat kConverted[] = {WeightFormat::kF32,  WeightFormat::kBf16, WeightFormat::kF16,
                                        WeightFormat::kQ8_0, WeightFormat::kQ4_0, WeightFormat::kQ5_0,
-                                       WeightFormat::kQ4_K, WeightFormat::kQ5_K, WeightFormat::kQ6_K};
+                                       WeightFormat::kQ4_K, WeightFormat::kQ5_K, WeightFormat::kQ6_K,
+                                       WeightFormat::kQ3_K};
 constexpr WeightFormat kAll[] = {WeightFormat::kAsStored, WeightFormat::kF32,  WeightFormat::kBf16,
                                  WeightFormat::kF16,      WeightFormat::kQ8_0, WeightFormat::kQ4_0,
                                  WeightFormat::kQ5_0,     WeightFormat::kQ4_K, WeightFormat::kQ5_K,
-                                 WeightFormat::kQ6_K};
+                                 WeightFormat::kQ6_K,     WeightFormat::kQ3_K};
 // The formats that compress, every one packed by the fast f32 engine's kernels.
 constexpr WeightFormat kCompressed[] = {WeightFormat::kBf16, WeightFormat::kF16,  WeightFormat::kQ8_0,
                                         WeightFormat::kQ4_0, WeightFormat::kQ5_0, WeightFormat::kQ4_K,
-                                        WeightFormat::kQ5_K, WeightFormat::kQ6_K};
+                                        WeightFormat::kQ5_K, WeightFormat::kQ6_K, WeightFormat::kQ3_K};
 // The K-quants.
-constexpr WeightFormat kKQuants[] = {WeightFormat::kQ4_K, WeightFormat::kQ5_K, WeightFormat::kQ6_K};
+constexpr WeightFormat kKQuants[] = {WeightFormat::kQ4_K, WeightFormat::kQ5_K, WeightFormat::kQ6_K,
+                                     WeightFormat::kQ3_K};
+// llama-quantize's mixes.
+constexpr WeightFormat kMixes[] = {WeightFormat::kQ4_K_S, WeightFormat::kQ4_K_M, WeightFormat::kQ5_K_S,
+                                   WeightFormat::kQ5_K_M, WeightFormat::kQ3_K_M};
 
 EngineOptions Engine(Backend backend, Precision precision, WeightFormat weights,
                      threading::ThreadPool* pool = nullptr) {
@@ -92,7 +97,7 @@ TEST(WeightFormatTest, NamesParseBackAndUnknownValuesAreRefused) {
     EXPECT_EQ(ParseWeightFormat(WeightFormatName(format)), format);
     EXPECT_FALSE(IsWeightMix(format));
   }
-  for (WeightFormat mix : {WeightFormat::kQ4_K_S, WeightFormat::kQ4_K_M, WeightFormat::kQ5_K_S, WeightFormat::kQ5_K_M}) {
+  for (WeightFormat mix : kMixes) {
     EXPECT_EQ(ParseWeightFormat(WeightFormatName(mix)), mix);
     EXPECT_TRUE(IsWeightMix(mix));
   }
@@ -102,7 +107,9 @@ TEST(WeightFormatTest, NamesParseBackAndUnknownValuesAreRefused) {
   EngineOptions options;
   EXPECT_EQ(options.weights, WeightFormat::kAsStored);
   EXPECT_TRUE(options.Validate());
-  options.weights = static_cast<WeightFormat>(static_cast<int>(WeightFormat::kQ5_0) + 1);
+  options.weights = static_cast<WeightFormat>(static_cast<int>(WeightFormat::kQ3_K_M) + 1);
+  EXPECT_FALSE(IsKnownWeightFormat(options.weights));
+  EXPECT_EQ(WeightFormatName(options.weights), "unknown");
   Result<void> refused = options.Validate();
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().code(), ErrorCode::kUnsupportedBackend);
@@ -227,7 +234,7 @@ TEST_P(CompressedKQuantGgufTest, FastMatchesTheOracleAsStoredAndConverted) {
 }
 
 INSTANTIATE_TEST_SUITE_P(GgufFixtures, CompressedKQuantGgufTest,
-                         ::testing::Values("q4_k_m", "q4_k_s", "q5_k_m", "q6_k"),
+                         ::testing::Values("q3_k_m", "q4_k_m", "q4_k_s", "q5_k_m", "q6_k"),
                          [](const ::testing::TestParamInfo<std::string>& type) { return type.param; });
 
 // kq-q5_0.gguf (llama-quantize Q5_0, fixtures/gguf/modern): as stored, its Q5_0 tensors
@@ -358,13 +365,15 @@ DecoderModel ModelFor(WeightFormat format, bool tied = true) {
 
 // The K-quants fall back as llama.cpp's quantizer does where K is a multiple of 32
 // (the down projection, K = F = 64): q6_k to q8_0, q4_k to q5_0, q5_k to f16 (its
-// first fallback, q5_1, is not a format here); elsewhere (K = 48) all to f16.
+// first fallback, q5_1, is not a format here); q3_k's first, iq4_nl, is not one either,
+// but q8_0 stands in for it (as the mixes substitute), and the report says so;
+// elsewhere (K = 48) all to f16.
 TEST(CompressedWeightsTest, KQuantsFallBackLikeLlamaCpp) {
   const DecoderModel model = NarrowModel();
   const auto down_fallback = [](WeightFormat format) {
-    return format == WeightFormat::kQ6_K   ? WeightFormat::kQ8_0
-           : format == WeightFormat::kQ4_K ? WeightFormat::kQ5_0
-                                           : WeightFormat::kF16;
+    return format == WeightFormat::kQ6_K || format == WeightFormat::kQ3_K ? WeightFormat::kQ8_0
+           : format == WeightFormat::kQ4_K                                ? WeightFormat::kQ5_0
+                                                                          : WeightFormat::kF16;
   };
   for (WeightFormat format : kKQuants) {
     for (const MatrixWeightFormat& matrix : PlanWeightFormats(model, format)) {
@@ -372,11 +381,15 @@ TEST(CompressedWeightsTest, KQuantsFallBackLikeLlamaCpp) {
       EXPECT_TRUE(matrix.fallback) << matrix.name;
       const WeightFormat expected = down ? down_fallback(format) : WeightFormat::kF16;
       EXPECT_EQ(matrix.effective, expected) << WeightFormatName(format) << " " << matrix.name;
+      EXPECT_EQ(matrix.substituted, down && format == WeightFormat::kQ3_K) << matrix.name;
+      EXPECT_EQ(matrix.mix_type, matrix.substituted ? "iq4_nl" : "") << matrix.name;
     }
     const std::string report = DescribeFallbacks(PlanWeightFormats(model, format));
+    const std::string reason = format == WeightFormat::kQ3_K
+                                   ? "(K = 64 is not a multiple of 256; llama.cpp's iq4_nl is not a kvrt format)"
+                                   : "(K = 64 is not a multiple of 256)";
     EXPECT_NE(report.find("blocks.0.ffn.down.weight " + std::string(WeightFormatName(format)) + " -> " +
-                          std::string(WeightFormatName(down_fallback(format))) +
-                          " (K = 64 is not a multiple of 256)"),
+                          std::string(WeightFormatName(down_fallback(format))) + " " + reason),
               std::string::npos)
         << report;
     const std::vector<uint32_t> prompt = {3, 14, 15, 92, 65};

@@ -31,11 +31,12 @@ HWY_TARGET_INSTANTIATE_TEST_SUITE_P(CompressedKernelsTest);
 constexpr CompressedFormat kAllTypes[] = {CompressedFormat::kBf16, CompressedFormat::kF16,
                                           CompressedFormat::kQ8_0, CompressedFormat::kQ4_0,
                                           CompressedFormat::kQ5_0, CompressedFormat::kQ4_K,
-                                          CompressedFormat::kQ5_K, CompressedFormat::kQ6_K};
+                                          CompressedFormat::kQ5_K, CompressedFormat::kQ6_K,
+                                          CompressedFormat::kQ3_K};
 
 bool IsKQuant(CompressedFormat type) {
   return type == CompressedFormat::kQ4_K || type == CompressedFormat::kQ5_K ||
-         type == CompressedFormat::kQ6_K;
+         type == CompressedFormat::kQ6_K || type == CompressedFormat::kQ3_K;
 }
 // The K-quants with a minimum per sub-block.
 bool HasMin(CompressedFormat type) {
@@ -103,7 +104,7 @@ struct CompressedCase {
       }
     }
     if (IsKQuant(type)) {
-      sub_rows = type == CompressedFormat::kQ6_K ? 16 : 32;
+      sub_rows = type == CompressedFormat::kQ6_K || type == CompressedFormat::kQ3_K ? 16 : 32;
       quants.resize(rows * cols);
       scales.resize(rows / sub_rows * cols);
       if (HasMin(type)) mins.resize(rows / kQuantBlock * cols);
@@ -115,6 +116,7 @@ struct CompressedCase {
         for (size_t b = 0; b < rows / kSuperBlock; ++b) {
           if (type == CompressedFormat::kQ4_K) QuantizeBlockQ4_K(column.data() + kSuperBlock * b, row.data() + block_bytes * b);
           if (type == CompressedFormat::kQ5_K) QuantizeBlockQ5_K(column.data() + kSuperBlock * b, row.data() + block_bytes * b);
+          if (type == CompressedFormat::kQ3_K) QuantizeBlockQ3_K(column.data() + kSuperBlock * b, row.data() + block_bytes * b);
           if (type == CompressedFormat::kQ6_K) QuantizeBlockQ6_K(column.data() + kSuperBlock * b, row.data() + block_bytes * b);
         }
         for (size_t k = 0; k < rows; ++k) {
@@ -170,6 +172,7 @@ struct CompressedCase {
       case CompressedFormat::kQ5_0:
         return (k + k / 32 + 34) * eps / 2 * AbsColumnSum(x, n) + (k + k / 32) * denorm;
       case CompressedFormat::kQ6_K:
+      case CompressedFormat::kQ3_K:
         return (k + k / 16 + 18) * eps / 2 * AbsColumnSum(x, n) + (k + k / 16) * denorm;
       case CompressedFormat::kQ4_K:
       case CompressedFormat::kQ5_K:
@@ -202,7 +205,7 @@ struct CompressedCase {
   GuardedBuffer<float> f32_storage;
   PackedMatrixView<float> f32_view;
   // The quantized types: [K, N] quants as the kernels multiply them (q8_0 q, q4_0 q − 8,
-  // q5_0 q − 16, q4_k and q5_k q, q6_k q − 32), [K / sub_rows, N] scales (d, or d·sc), q4_k and q5_k
+  // q5_0 q − 16, q4_k and q5_k q, q6_k q − 32, q3_k q − 4), [K / sub_rows, N] scales (d, or d·sc), q4_k and q5_k
   // [K / 32, N] minimums dmin·m; all empty for bf16/f16.
   size_t sub_rows = 0;
   std::vector<float> quants;

@@ -25,11 +25,12 @@ using simd_test::Inputs;
 constexpr CompressedFormat kAllTypes[] = {CompressedFormat::kBf16, CompressedFormat::kF16,
                                           CompressedFormat::kQ8_0, CompressedFormat::kQ4_0,
                                           CompressedFormat::kQ5_0, CompressedFormat::kQ4_K,
-                                          CompressedFormat::kQ5_K, CompressedFormat::kQ6_K};
+                                          CompressedFormat::kQ5_K, CompressedFormat::kQ6_K,
+                                          CompressedFormat::kQ3_K};
 
 bool IsKQuant(CompressedFormat type) {
   return type == CompressedFormat::kQ4_K || type == CompressedFormat::kQ5_K ||
-         type == CompressedFormat::kQ6_K;
+         type == CompressedFormat::kQ6_K || type == CompressedFormat::kQ3_K;
 }
 
 uint32_t Bits(float v) {
@@ -208,6 +209,26 @@ TEST(GgmlQuantizeTest, KQuantZeroBlocks) {
   std::memset(out, 0xFF, sizeof(out));
   QuantizeBlockQ6_K(zeros.data(), out);
   for (size_t i = 0; i < 210; ++i) EXPECT_EQ(out[i], 0) << i;
+  // q3_k: the search's all-zero levels (0, so q − 4 = −4) with d = 0.
+  std::memset(out, 0xFF, sizeof(out));
+  QuantizeBlockQ3_K(zeros.data(), out);
+  for (size_t i = 0; i < 110; ++i) EXPECT_EQ(out[i], 0) << i;
+}
+
+// Values on q3_k's own grid: one step for the whole block and every level −4..3 in
+// every group of 16 (−4 first, so the search's scale is that step): every value
+// round-trips, which puts each of the 3 bits of every position through ggml's packing
+// (qs pairs, hmask bits).
+TEST(GgmlQuantizeTest, Q3_KRoundTripsItsOwnGrid) {
+  std::vector<float> x(256);
+  for (size_t i = 0; i < 256; ++i) x[i] = 0.5f * static_cast<float>(static_cast<int>((i * 5 + i / 16) % 8) - 4);
+  for (size_t g = 0; g < 16; ++g) x[16 * g] = -2.0f;
+  uint8_t out[110];
+  QuantizeBlockQ3_K(x.data(), out);
+  for (size_t i = 0; i < 256; ++i) {
+    const simd_test::KQuantElement e = simd_test::DecodeKQuant(CompressedFormat::kQ3_K, out, i);
+    EXPECT_EQ(e.scale * static_cast<float>(e.q), x[i]) << i;
+  }
 }
 
 // Values on q6_k's own grid: x = d·sc·(q − 32) with one scale for the whole block and
@@ -287,6 +308,12 @@ TEST(CompressedMatrixTest, SizesAreGgmlBytesPerWeight) {
   EXPECT_EQ(CompressedMatrixBytes(CompressedFormat::kQ6_K, 256, 33), 2u * 32 * 210);
   EXPECT_EQ(GgmlRowBytes(CompressedFormat::kQ4_K, 512), 288u);
   EXPECT_EQ(GgmlRowBytes(CompressedFormat::kQ6_K, 512), 420u);
+  // q3_k: q6_k's header and int8 scales with 16-byte rows of nibbles (4 bits a quant).
+  EXPECT_FALSE(FitsCompressedFormat(CompressedFormat::kQ3_K, 512 + 128));
+  EXPECT_EQ(CompressedRowMultiple(CompressedFormat::kQ3_K), 256u);
+  EXPECT_EQ(CompressedMatrixBytes(CompressedFormat::kQ3_K, 768, 768), 768u * 768 * 146 / 256);
+  EXPECT_EQ(CompressedMatrixBytes(CompressedFormat::kQ3_K, 256, 33), 2u * 32 * 146);
+  EXPECT_EQ(GgmlRowBytes(CompressedFormat::kQ3_K, 512), 220u);
 }
 
 // ---- packing ------------------------------------------------------------------------------
@@ -325,6 +352,9 @@ std::vector<uint8_t> GgmlRows(CompressedFormat type, const std::vector<float>& d
     for (size_t b = 0; b < rows / 256 && type == CompressedFormat::kQ6_K; ++b) {
       QuantizeBlockQ6_K(column.data() + 256 * b, row + 210 * b);
     }
+    for (size_t b = 0; b < rows / 256 && type == CompressedFormat::kQ3_K; ++b) {
+      QuantizeBlockQ3_K(column.data() + 256 * b, row + 110 * b);
+    }
   }
   return out;
 }
@@ -360,7 +390,8 @@ float GgmlElement(CompressedFormat type, const std::vector<uint8_t>& ggml, size_
       const simd_test::KQuantElement e = simd_test::DecodeKQuant(type, row, k);
       return e.scale * static_cast<float>(e.q) - e.min;
     }
-    case CompressedFormat::kQ6_K: {
+    case CompressedFormat::kQ6_K:
+    case CompressedFormat::kQ3_K: {
       const simd_test::KQuantElement e = simd_test::DecodeKQuant(type, row, k);
       return e.scale * static_cast<float>(e.q);
     }
@@ -469,10 +500,11 @@ TEST(CompressedMatrixTest, RepackIsLosslessForArbitraryBytes) {
                           : type == CompressedFormat::kQ4_K ? 144
                           : type == CompressedFormat::kQ5_K ? 176
                           : type == CompressedFormat::kQ6_K ? 210
+                          : type == CompressedFormat::kQ3_K ? 110
                                                             : 2;
     std::vector<size_t> halves = {0};
     if (type == CompressedFormat::kQ4_K || type == CompressedFormat::kQ5_K) halves = {0, 2};
-    if (type == CompressedFormat::kQ6_K) halves = {208};
+    if (type == CompressedFormat::kQ6_K || type == CompressedFormat::kQ3_K) halves = {type == CompressedFormat::kQ6_K ? size_t{208} : size_t{108}};
     for (size_t i = 0; i < ggml.size(); i += stride) {
       for (size_t h : halves) {
         const bool bf16 = type == CompressedFormat::kBf16;

@@ -1,18 +1,19 @@
-// ggml's q4_k, q5_k and q6_k blocks read back as ggml's dequantize_row_q4_K / _q5_K /
-// _q6_K read them, written apart from the kernels' panel layout so that the simd tests check that
+// ggml's q3_k, q4_k, q5_k and q6_k blocks read back as ggml's dequantize_row_q3_K /
+// _q4_K / _q5_K / _q6_K read them, written apart from the kernels' panel layout so that the simd tests check that
 // layout (at(), the kernels) against ggml's own bytes.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "kvrt/simd/compressed_matrix.h"
 
 namespace kvrt::simd_test {
 
 // Element k of a ggml row: its quant as the kernels multiply it (q4_k and q5_k q, q6_k
-// q − 32), the scale d·sc of its sub-block and (q4_k, q5_k) the minimum dmin·m; the
-// value ggml dequantizes to is scale·q − min (q4_k, q5_k) or scale·q (q6_k).
+// q − 32, q3_k q − 4), the scale d·sc of its sub-block and (q4_k, q5_k) the minimum dmin·m; the
+// value ggml dequantizes to is scale·q − min (q4_k, q5_k) or scale·q (q6_k, q3_k).
 struct KQuantElement {
   int q;
   float scale;
@@ -37,6 +38,26 @@ inline KQuantElement DecodeKQuant(simd::CompressedFormat type, const uint8_t* ro
     if (q5 && (block[16 + e % 32] >> (e / 32) & 1) != 0) q += 16;
     return {q, simd::F16ToF32(LoadHalf(block)) * static_cast<float>(sc),
             simd::F16ToF32(LoadHalf(block + 2)) * static_cast<float>(m)};
+  }
+  if (type == simd::CompressedFormat::kQ3_K) {
+    // {hmask[32], qs[64], scales[12], f16 d}: as dequantize_row_q3_K unpacks them
+    // (its kmask1/kmask2 shuffle of the 12 scale bytes into 16 int8 − 32).
+    const uint8_t* block = row + 110 * (k / 256);
+    const uint8_t* packed = block + 96;
+    uint32_t aux[4];
+    std::memcpy(aux, packed, 12);
+    const uint32_t tmp = aux[2];
+    aux[2] = ((aux[0] >> 4) & 0x0f0f0f0f) | (((tmp >> 4) & 0x03030303) << 4);
+    aux[3] = ((aux[1] >> 4) & 0x0f0f0f0f) | (((tmp >> 6) & 0x03030303) << 4);
+    aux[0] = (aux[0] & 0x0f0f0f0f) | (((tmp >> 0) & 0x03030303) << 4);
+    aux[1] = (aux[1] & 0x0f0f0f0f) | (((tmp >> 2) & 0x03030303) << 4);
+    int8_t scales[16];
+    std::memcpy(scales, aux, 16);
+    const size_t chunk = e / 128, shift = e % 128 / 32, l = e % 32;
+    const int low = (block[32 + 32 * chunk + l] >> (2 * shift)) & 3;
+    const bool high = (block[l] >> (4 * chunk + shift) & 1) != 0;
+    return {low - (high ? 0 : 4),
+            simd::F16ToF32(LoadHalf(block + 108)) * static_cast<float>(scales[e / 16] - 32), 0.0f};
   }
   const uint8_t* block = row + 210 * (k / 256);
   const size_t half = e / 128, quarter = e % 128 / 32, l = e % 32;

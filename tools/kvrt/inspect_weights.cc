@@ -34,7 +34,7 @@ int PrintWeightPlan(const std::string& path, WeightFormat format, bool json_outp
     json.Key("requested").String(requested);
     json.Key("matrix_bytes").Unsigned(static_cast<uint64_t>(std::llround(bytes)));
     json.Key("fallbacks").Unsigned(fallbacks);
-    if (mix) json.Key("substitutions").Unsigned(substitutions);
+    if (mix || substitutions) json.Key("substitutions").Unsigned(substitutions);
     json.Key("matrices").BeginArray();
     for (const MatrixWeightFormat& matrix : plan) {
       json.BeginObject();
@@ -45,8 +45,9 @@ int PrintWeightPlan(const std::string& path, WeightFormat format, bool json_outp
       json.Key("as_stored").Bool(matrix.as_stored);
       json.Key("fallback").Bool(matrix.fallback);
       if (matrix.fallback) json.Key("wanted").String(WeightFormatName(matrix.wanted));
-      if (mix) json.Key("llama_quantize_type").String(matrix.mix_type);
-      if (mix) json.Key("substituted").Bool(matrix.substituted);
+      // A mix's every matrix, and a q3_k fallback's stand-in for llama.cpp's iq4_nl.
+      if (mix || matrix.substituted) json.Key("llama_quantize_type").String(matrix.mix_type);
+      if (mix || substitutions) json.Key("substituted").Bool(matrix.substituted);
       json.EndObject();
     }
     json.EndArray();
@@ -55,7 +56,7 @@ int PrintWeightPlan(const std::string& path, WeightFormat format, bool json_outp
     PrintStdout("%s\n", json.text().c_str());
     return 0;
   }
-  const std::string substituted = mix ? ", " + std::to_string(substitutions) + " substitutions" : "";
+  const std::string substituted = mix || substitutions ? ", " + std::to_string(substitutions) + " substitutions" : "";
   PrintStdout("file: %s\nweights: %s (%zu matrices, %.0f bytes, %zu fallbacks%s)\n", path.c_str(),
               requested.c_str(), plan.size(), bytes, fallbacks, substituted.c_str());
   for (const MatrixWeightFormat& matrix : plan) {

@@ -18,6 +18,7 @@ constexpr struct {
     {WeightFormat::kQ5_K, "q5_k"},          {WeightFormat::kQ4_K_S, "q4_k_s"},
     {WeightFormat::kQ4_K_M, "q4_k_m"},      {WeightFormat::kQ5_K_S, "q5_k_s"},
     {WeightFormat::kQ5_K_M, "q5_k_m"},      {WeightFormat::kQ5_0, "q5_0"},
+    {WeightFormat::kQ3_K, "q3_k"},          {WeightFormat::kQ3_K_M, "q3_k_m"},
 };
 
 }  // namespace
@@ -40,7 +41,8 @@ bool IsKnownWeightFormat(WeightFormat format) { return WeightFormatName(format) 
 
 bool IsWeightMix(WeightFormat format) {
   return format == WeightFormat::kQ4_K_S || format == WeightFormat::kQ4_K_M ||
-         format == WeightFormat::kQ5_K_S || format == WeightFormat::kQ5_K_M;
+         format == WeightFormat::kQ5_K_S || format == WeightFormat::kQ5_K_M ||
+         format == WeightFormat::kQ3_K_M;
 }
 
 double WeightFormatBytesPerWeight(WeightFormat format) {
@@ -56,6 +58,9 @@ double WeightFormatBytesPerWeight(WeightFormat format) {
     case WeightFormat::kQ4_K: return 148.0 / 256.0;
     case WeightFormat::kQ5_K: return 180.0 / 256.0;
     case WeightFormat::kQ6_K: return 210.0 / 256.0;
+    // q3_k's quants kept a nibble each, its scales an int8 each: 146 bytes per 256
+    // weights (ggml packs them into 110).
+    case WeightFormat::kQ3_K: return 146.0 / 256.0;
     default: return std::numeric_limits<double>::quiet_NaN();
   }
 }
@@ -65,6 +70,7 @@ size_t WeightFormatRowMultiple(WeightFormat format) {
     case WeightFormat::kQ8_0:
     case WeightFormat::kQ4_0:
     case WeightFormat::kQ5_0: return 32;
+    case WeightFormat::kQ3_K:
     case WeightFormat::kQ4_K:
     case WeightFormat::kQ5_K:
     case WeightFormat::kQ6_K: return 256;
@@ -77,6 +83,13 @@ std::string DescribeFallbacks(const std::vector<MatrixWeightFormat>& plan) {
   for (const MatrixWeightFormat& matrix : plan) {
     if (!matrix.fallback && !matrix.substituted) continue;
     if (!text.empty()) text += ", ";
+    if (matrix.fallback && matrix.substituted) {
+      text += matrix.name + " " + std::string(WeightFormatName(matrix.wanted)) + " -> " +
+              std::string(WeightFormatName(matrix.effective)) + " (K = " + std::to_string(matrix.rows) +
+              " is not a multiple of " + std::to_string(WeightFormatRowMultiple(matrix.wanted)) +
+              "; llama.cpp's " + matrix.mix_type + " is not a kvrt format)";
+      continue;
+    }
     if (matrix.substituted) {
       text += matrix.name + " " + matrix.mix_type + " -> " + std::string(WeightFormatName(matrix.effective)) +
               " (" + matrix.mix_type + " is not a kvrt format)";

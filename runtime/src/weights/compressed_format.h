@@ -18,7 +18,7 @@ inline constexpr std::array<BlockSlot, 7> kBlockMatrixSlots = {
     BlockSlot::kGate,  BlockSlot::kUp,   BlockSlot::kDown};
 
 // Values of WeightFormat (the enum's last one plus one), for tables indexed by format.
-inline constexpr size_t kWeightFormatCount = static_cast<size_t>(WeightFormat::kQ5_0) + 1;
+inline constexpr size_t kWeightFormatCount = static_cast<size_t>(WeightFormat::kQ3_K_M) + 1;
 
 // The kernels' type of a compressed format; nullopt for kF32 and kAsStored.
 inline std::optional<simd::CompressedFormat> CompressedFormatOf(WeightFormat format) {
@@ -30,6 +30,7 @@ inline std::optional<simd::CompressedFormat> CompressedFormatOf(WeightFormat for
     case WeightFormat::kQ5_0: return simd::CompressedFormat::kQ5_0;
     case WeightFormat::kQ4_K: return simd::CompressedFormat::kQ4_K;
     case WeightFormat::kQ5_K: return simd::CompressedFormat::kQ5_K;
+    case WeightFormat::kQ3_K: return simd::CompressedFormat::kQ3_K;
     case WeightFormat::kQ6_K: return simd::CompressedFormat::kQ6_K;
     default: return std::nullopt;
   }

@@ -1,4 +1,4 @@
-// Weight matrices kept compressed: bf16, f16, q8_0, q4_0, q5_0 and the K-quants q4_k,
+// Weight matrices kept compressed: bf16, f16, q8_0, q4_0, q5_0 and the K-quants q3_k, q4_k,
 // q5_k and q6_k in the column-panel layout of the fast matrix kernels, and their
 // matrix–vector (decode) and matrix–matrix (prefill) products with f32 activations and
 // f32 accumulation.
@@ -35,9 +35,15 @@
 //              the quants' low 4 bits as q4_0's nibbles, then 8 bytes of their high 2
 //              bits, two little-endian uint32 (columns 0..15, then 16..31), column c
 //              of a word at bits 2c..2c+1. q = low | high << 4 is in 0..63.
-//              The K-quants keep ggml's two levels of scales: 4.625, 5.625 and
-//              6.5625 bits per weight (ggml's: 4.5, 5.5 and 6.5625; the panels keep
-//              q4_k's and q5_k's 6-bit scales and minimums a byte each).
+//   q3_k:      K/256 super-blocks of 4672 bytes: q6_k's header (32 f16 d) and scale
+//              areas (the int8 sc − 32 of ggml's 6-bit sc, per 16 rows), then 32 rows
+//              of 16 bytes of nibbles as q4_0's, each holding the whole 3-bit quant q =
+//              low 2 bits | high bit << 2 (0..7, nibble bit 3 zero). Not ggml's 3.4375
+//              bits: the kernels then decode q3_k as q4_0's nibbles, and the rows cost
+//              4 bits a weight instead of 3 (a 2 + 1-bit row layout is not done yet).
+//              The K-quants keep ggml's two levels of scales: 4.5625, 4.625, 5.625 and
+//              6.5625 bits per weight (ggml's: 3.4375, 4.5, 5.5 and 6.5625; the panels
+//              keep q4_k's and q5_k's 6-bit scales and minimums a byte each).
 // Panels are stored in groups of four (the last group holds the one to three panels
 // left over) whose rows are interleaved: a group of W panels keeps row k of its W
 // panels side by side (bf16/f16: W × 64 bytes), and for the quantized types, block by
@@ -45,12 +51,12 @@
 // by side (and a K-quant super-block starts with its W panels' headers). The
 // matrix–vector kernels, which stream four panels at once, then read one sequential
 // stream (compressed_layout.h says how much that is worth). The nibbles of a q4_0,
-// q5_0, q4_k, q5_k or q6_k row of a group of four (64 bytes) are in lane order instead:
-// byte 4j + i holds columns j and j + 16 of the group's panel i, so that one 32-bit
-// lane holds column j of all four panels (a q5_0, q5_k or q6_k row of a group then has
-// its four panels' 4 or 8 high-bit bytes after those 64).
-// Bytes per weight are 2, 2, 34/32, 18/32, 22/32, 148/256, 180/256 and 210/256 (plus
-// the padding of the last panel). Every panel is a multiple of 64 bytes, so 64-byte aligned storage
+// q5_0, q4_k, q5_k, q6_k or q3_k row of a group of four (64 bytes) are in lane order
+// instead: byte 4j + i holds columns j and j + 16 of the group's panel i, so that one
+// 32-bit lane holds column j of all four panels (a q5_0, q5_k or q6_k row of a group
+// then has its four panels' 4 or 8 high-bit bytes after those 64).
+// Bytes per weight are 2, 2, 34/32, 18/32, 22/32, 148/256, 180/256, 210/256 and 146/256
+// (plus the padding of the last panel). Every panel is a multiple of 64 bytes, so 64-byte aligned storage
 // keeps every panel, block and scale area aligned.
 //
 // Dequantized element (at(): what the scalar twins and the bf16/f16 kernels multiply
@@ -58,7 +64,8 @@
 // float(q)·float(d); q4_0 float(q − 8)·float(d); q5_0 float(q − 16)·float(d) (all
 // three exact); q4_k and q5_k (d·sc)·q − dmin·m, in
 // f32 in that order (d·sc, dmin·m and (d·sc)·q are exact: at most 11 + 6 + 5
-// significant bits; the subtraction rounds); q6_k (d·sc)·(q − 32), exact. The
+// significant bits; the subtraction rounds); q6_k (d·sc)·(q − 32), q3_k
+// (d·sc)·(q − 4) with sc the signed scale, both exact. The
 // block-quantized kernels sum x·q per block and apply the scales once per block
 // (MatVec below).
 #pragma once
@@ -68,8 +75,8 @@
 
 namespace kvrt::simd {
 
-// Compressed types only. (kQ5_K and kQ5_0 came last; the order means nothing else.)
-enum class CompressedFormat : uint8_t { kBf16, kF16, kQ8_0, kQ4_0, kQ4_K, kQ6_K, kQ5_K, kQ5_0 };
+// Compressed types only. (kQ5_K, kQ5_0 and kQ3_K came last; the order means nothing else.)
+enum class CompressedFormat : uint8_t { kBf16, kF16, kQ8_0, kQ4_0, kQ4_K, kQ6_K, kQ5_K, kQ5_0, kQ3_K };
 
 // How the blocks of a q8_0/q4_0 panel order their quants (q5_0: kRows only). kRows is the layout above,
 // the only one of bf16/f16 and the one every kernel of this header takes. kInt8Quads
@@ -85,7 +92,7 @@ inline constexpr size_t kSuperBlock = 256;
 // Columns per panel of every compressed type (the f32 kernels' kPanelWidth<float>).
 inline constexpr size_t kCompressedPanelWidth = 32;
 
-// "bf16", "f16", "q8_0", "q4_0", "q4_k", "q6_k", "q5_k", "q5_0".
+// "bf16", "f16", "q8_0", "q4_0", "q4_k", "q6_k", "q5_k", "q5_0", "q3_k".
 const char* CompressedFormatName(CompressedFormat type);
 
 // Rows (along K) a matrix in `type` must be a multiple of: bf16/f16 1, q8_0/q4_0/q5_0
@@ -101,8 +108,8 @@ size_t CompressedMatrixBytes(CompressedFormat type, size_t rows, size_t cols);
 
 // Bytes of one tensor row (K elements of one output column) as ggml stores it in a GGUF
 // file: 2·K for bf16/f16, 34·K/32 for q8_0, 18·K/32 for q4_0, 22·K/32 for q5_0,
-// 144·K/256 for q4_k,
-// 176·K/256 for q5_k, 210·K/256 for q6_k; requires FitsCompressedFormat.
+// 144·K/256 for q4_k, 176·K/256 for q5_k, 210·K/256 for q6_k, 110·K/256 for q3_k;
+// requires FitsCompressedFormat.
 size_t GgmlRowBytes(CompressedFormat type, size_t rows_k);
 
 struct CompressedMatrixView {
@@ -140,7 +147,8 @@ void PackCompressed(CompressedFormat type, const float* source, size_t rows, siz
 // = q4_0's nibble | (bit j of qh as a little-endian uint32) << 4, less 16; q4_k: K/256 blocks of {f16 d; f16 dmin; u8 scales[12]; u8 qs[128]} (144 bytes);
 // q5_k: K/256 blocks of {f16 d; f16 dmin; u8 scales[12]; u8 qh[32]; u8 qs[128]} (176
 // bytes); q6_k: K/256 blocks of {u8 ql[128]; u8 qh[64]; i8 scales[16]; f16 d} (210
-// bytes), the bit order of ggml's dequantize_row_q4_K / _q5_K / _q6_K. Requires
+// bytes); q3_k: K/256 blocks of {u8 hmask[32]; u8 qs[64]; u8 scales[12]; f16 d} (110
+// bytes), the bit order of ggml's dequantize_row_q4_K / _q5_K / _q6_K / _q3_K. Requires
 // FitsCompressedFormat(type, rows_k). `out` must not overlap `ggml_rows`.
 // PackCompressed(type, W) == RepackGgml(type, ggml quantization of Wᵀ's rows), byte for byte.
 void RepackGgml(CompressedFormat type, const uint8_t* ggml_rows, size_t rows_k, size_t cols_n,
@@ -162,7 +170,7 @@ void QuantizeBlockQ8_0(const float* x, uint8_t* out);
 void QuantizeBlockQ4_0(const float* x, uint8_t* out);
 void QuantizeBlockQ5_0(const float* x, uint8_t* out);
 
-// ggml's reference K-quant quantizers (quantize_row_q4_K_ref / _q5_K_ref /
+// ggml's reference K-quant quantizers (quantize_row_q3_K_ref / _q4_K_ref / _q5_K_ref /
 // _q6_K_ref, no importance matrix), one super-block of 256 values into ggml's bytes,
 // the same float operations in the same order (ggml compiles them without fused
 // multiply-adds):
@@ -175,7 +183,12 @@ void QuantizeBlockQ5_0(const float* x, uint8_t* out);
 //   q6_k: per 16 values a scale by ggml's search (make_qx_quants, 32 levels, weights
 //         x²), the 16 scales quantized to int8 against the largest in magnitude
 //         (d = −max/128 as f16), then q = clamp(round(x/(d·sc)), −32, 31) + 32 (210 bytes)
+//   q3_k: per 16 values a signed scale by ggml's search (make_q3_quants: levels −4..3,
+//         weights x², up to 5 passes moving single levels), the 16 scales quantized
+//         to 6 bits against the largest in magnitude (d = −max/32 as f16, sc − 32 in
+//         −32..31), then q = clamp(round(x/(d·(sc − 32))), −4, 3) + 4       (110 bytes)
 // Finite inputs.
+void QuantizeBlockQ3_K(const float* x, uint8_t* out);
 void QuantizeBlockQ4_K(const float* x, uint8_t* out);
 void QuantizeBlockQ5_K(const float* x, uint8_t* out);
 void QuantizeBlockQ6_K(const float* x, uint8_t* out);
@@ -222,11 +235,11 @@ double RoundToBf16(double value);
 //                clearly more CPU time than this form from cache, q4_0 the most
 //                (bench/kernels/compressed_bench.cc; figures in
 //                docs/performance/design_measurements.md).
-//              q4_k, q5_k, q6_k: block-scaled accumulation by sub-block (q4_k, q5_k:
-//                32 rows, q6_k: 16), in ascending order from acc = 0: P_s = one FMA
-//                chain from 0 over the sub-block's rows of x[k]·q (q4_k, q5_k: q;
-//                q6_k: q − 32), then
-//                q6_k: acc = fma(d·sc_s, P_s, acc);
+//              q3_k, q4_k, q5_k, q6_k: block-scaled accumulation by sub-block (q4_k,
+//                q5_k: 32 rows, q3_k, q6_k: 16), in ascending order from acc = 0: P_s =
+//                one FMA chain from 0 over the sub-block's rows of x[k]·q (q4_k, q5_k:
+//                q; q6_k: q − 32; q3_k: q − 4), then
+//                q3_k, q6_k: acc = fma(d·sc_s, P_s, acc);
 //                q4_k, q5_k: acc = fma(d·sc_s, P_s, acc), then acc = acc −
 //                (dmin·m_s)·S_s fused, with S_s = Σ x[k] over the sub-block's 32
 //                rows in a fixed tree, the same for every column and every target:
@@ -250,8 +263,11 @@ double RoundToBf16(double value);
 //                same operations, q − 16 an exact integer in −16..15, and at() =
 //                float(q − 16)·float(d) exact (5 + 11 significant bits), so the twin
 //                sums the same exact products.
-//              q6_k: |y[n] − twin| ≤ (K + K/16 + 18)·(ε/2)·Σ (+ (K + K/16)·denorm_min),
-//                as q8_0 with sub-blocks of 16.
+//              q6_k, q3_k: |y[n] − twin| ≤ (K + K/16 + 18)·(ε/2)·Σ
+//                (+ (K + K/16)·denorm_min), as q8_0 with sub-blocks of 16: the products
+//                x·(q − 4) and the scales d·sc_s are exact as q6_k's, so the same
+//                three chains (P_s ≤ γ_16, the K/16 block steps ≤ γ_{K/16}, the twin
+//                ≤ γ_K) bound it.
 //              q4_k: the twin sums x·at(), where at() is (d·sc)·q − dmin·m rounded once,
 //                and the kernel the two terms apart, so the bound is on
 //                Σ' = Σ_k |x[k]|·(|d·sc·q| + |dmin·m|) ≥ Σ, which can exceed Σ where
