@@ -302,7 +302,7 @@ inline void DequantizeRow(CompressedFormat type, const PanelRows& panel, size_t 
 // the row layout's size; only the quants of a block are reordered into quads of 4
 // rows, one 32-bit lane holding four consecutive rows of one column:
 //   q8_0:             8 quads of 32 columns × 4 bytes (128), the unsigned u = q + 128.
-//   q4_0, q4_k:       8 quads of 16 columns × 4 bytes (64), byte 4c + j holding row j of
+//   q4_0, q4_k, q3_k: 8 quads of 16 columns × 4 bytes (64), byte 4c + j holding row j of
 //                     column c in its low nibble and of column c + 16 in its high one.
 //   q5_0, q5_k, q6_k: those quads, with the high bits in planes of 64 bytes after
 //                     every kPlaneQuads(type) quads (q5_0, q5_k 4: [4 quads][plane], twice;
@@ -312,7 +312,7 @@ inline void DequantizeRow(CompressedFormat type, const PanelRows& panel, size_t 
 //                     c + 16 at bits 4 + h·i..: where the nibble byte has the same
 //                     index, so that a shift and a mask per 32-bit lane move them to
 //                     bit 4 (int8_matmul-inl.h, QuadWeights).
-// Block sizes stay 1088, 576 (q4_0, q4_k), 704 (q5_0, q5_k) and 832 bytes.
+// Block sizes stay 1088, 576 (q4_0, q4_k, q3_k), 704 (q5_0, q5_k) and 832 bytes.
 inline constexpr size_t kQuadRows = 4;
 inline constexpr size_t kQuadsPerBlock = kQuantBlock / kQuadRows;  // 8
 inline constexpr size_t kQ8QuadBytes = kWidth * kQuadRows;      // 128
@@ -327,7 +327,8 @@ static_assert(kScaleBytes + kQuadsPerBlock * kQ8QuadBytes == kQ8BlockBytes &&
 constexpr bool HasQuadLayout(CompressedFormat type) {
   return type == CompressedFormat::kQ8_0 || type == CompressedFormat::kQ4_0 ||
          type == CompressedFormat::kQ5_0 || type == CompressedFormat::kQ4_K ||
-         type == CompressedFormat::kQ5_K || type == CompressedFormat::kQ6_K;
+         type == CompressedFormat::kQ5_K || type == CompressedFormat::kQ6_K ||
+         type == CompressedFormat::kQ3_K;
 }
 // High bits per quant kept in planes: q5_0 and q5_k 1, q6_k 2, else 0.
 constexpr size_t HighBitsPerQuant(CompressedFormat type) {
@@ -389,7 +390,8 @@ inline size_t QuadPlaneShift(CompressedFormat type, size_t k, size_t j) {
 }
 
 // The stored unsigned quant u of (k, j) in a quad-layout panel: q8_0 q + 128, q4_0
-// q + 8, q5_0 q + 16, the K-quants their q (q4_k 0..15, q5_k 0..31, q6_k 0..63).
+// q + 8, q5_0 q + 16, the K-quants their q (q3_k 0..7, q4_k 0..15, q5_k 0..31, q6_k
+// 0..63).
 inline int QuadQuant(CompressedFormat type, const uint8_t* panel, size_t k, size_t j) {
   const uint8_t byte = panel[QuadByteOffset(type, k, j)];
   if (type == CompressedFormat::kQ8_0) return byte;
@@ -421,11 +423,12 @@ inline float DequantizeQuadElement(CompressedFormat type, const uint8_t* panel, 
                         static_cast<float>(scales[kWidth + j]);
       return d * static_cast<float>(u) - min;
     }
-    case CompressedFormat::kQ6_K: {
+    case CompressedFormat::kQ6_K:
+    case CompressedFormat::kQ3_K: {
       const auto sc = static_cast<int8_t>(scales[k % kQuantBlock / 16 * kWidth + j]);
       const uint8_t* header = panel + QuadHeaderOffset(type, k);
       const float d = F16ToF32(LoadU16(header + 2 * j)) * static_cast<float>(sc);
-      return d * static_cast<float>(u - 32);
+      return d * static_cast<float>(u - (type == CompressedFormat::kQ6_K ? 32 : 4));
     }
     default:
       return 0.0f;

@@ -33,9 +33,12 @@ struct QuadWeights {
   static constexpr bool kQ8 = kFormat == CompressedFormat::kQ8_0;
   static constexpr size_t kHighBits = compressed::HighBitsPerQuant(kFormat);
   static constexpr size_t kPlaneQuads = compressed::PlaneQuads(kFormat);
-  static constexpr size_t kHalves = kFormat == CompressedFormat::kQ6_K ? 2 : 1;
-  // q8_0 q + 128, q4_0 q + 8, q5_0 q + 16 and q6_k q + 32 are stored: the sums start
-  // at −kOffset·Σa; q4_k and q5_k store q itself (their minimum is Accumulate's).
+  // Sub-blocks of 16 rows with an int8 scale each (q6_k, q3_k).
+  static constexpr bool kSigned16 = compressed::HasSignedScales16(kFormat);
+  static constexpr size_t kHalves = kSigned16 ? 2 : 1;
+  // q8_0 q + 128, q4_0 q + 8, q5_0 q + 16, q6_k q + 32 and q3_k q + 4 are stored: the
+  // sums start at −kOffset·Σa; q4_k and q5_k store q itself (their minimum is
+  // Accumulate's).
   // One f16 d per column and block (the legacy types), or two levels (the K-quants).
   static constexpr bool kBlockScaled =
       kQ8 || kFormat == CompressedFormat::kQ4_0 || kFormat == CompressedFormat::kQ5_0;
@@ -43,6 +46,7 @@ struct QuadWeights {
                                      : kFormat == CompressedFormat::kQ4_0 ? compressed::kQ4Zero
                                      : kFormat == CompressedFormat::kQ5_0 ? 16
                                      : kFormat == CompressedFormat::kQ6_K ? 32
+                                     : kFormat == CompressedFormat::kQ3_K ? 4
                                                                           : 0;
   static constexpr int32_t kMaxQuant = kQ8 ? 255 : (16 << kHighBits) - 1;
 
@@ -112,7 +116,7 @@ struct QuadWeights {
 
   // acc + this block's part, from its integer sums s (int8_activations.h):
   //   q8_0, q4_0, q5_0: acc + (d_w·d_a)·float(S)
-  //   q6_k:       acc + (d·d_a)·float(sc_0·S_0 + sc_1·S_1)
+  //   q6_k, q3_k: acc + (d·d_a)·float(sc_0·S_0 + sc_1·S_1)
   //   q4_k, q5_k: acc + ((d·d_a)·float(sc·S) − (dmin·d_a)·float(m·Σa))
   // each operation rounded to f32 (no FMA), d·d_a and dmin·d_a exact.
   template <class D, size_t kVecs>
@@ -133,7 +137,7 @@ struct QuadWeights {
       const uint8_t* header = panel + compressed::QuadHeaderOffset(kFormat, k0);
       hn::Vec<D> super_scale[kVecs];
       LoadColumnScales(d, header, super_scale);
-      if constexpr (kFormat == CompressedFormat::kQ6_K) {
+      if constexpr (kSigned16) {
         const hn::Rebind<int8_t, DI> d8;
         for (size_t v = 0; v < kVecs; ++v) {
           const auto sc0 =
@@ -571,6 +575,9 @@ HWY_INLINE void Int8MatMulFor(D d, const Int8Rows& a, size_t first_row, size_t m
                                                        panel_end);
     case CompressedFormat::kQ5_K:
       return Int8Panels<CompressedFormat::kQ5_K, kDot>(d, a, first_row, m, w, c, ldc, panel_begin,
+                                                       panel_end);
+    case CompressedFormat::kQ3_K:
+      return Int8Panels<CompressedFormat::kQ3_K, kDot>(d, a, first_row, m, w, c, ldc, panel_begin,
                                                        panel_end);
     case CompressedFormat::kQ6_K:
       return Int8Panels<CompressedFormat::kQ6_K, kDot>(d, a, first_row, m, w, c, ldc, panel_begin,

@@ -46,13 +46,15 @@ float Column(const Int8Rows& a, size_t row, const CompressedMatrixView& w, const
         acc = acc + product;
         break;
       }
-      case CompressedFormat::kQ6_K: {
+      case CompressedFormat::kQ6_K:
+      case CompressedFormat::kQ3_K: {
+        const int32_t offset = w.type == CompressedFormat::kQ6_K ? 32 : 4;
         int32_t total = 0;
         for (size_t h = 0; h < 2; ++h) {
           const size_t begin = k0 + h * kQuantBlock / 2;
           const int32_t half_sum = a.half_sums[(row * a.blocks() + b) * 2 + h];
           const int32_t sum =
-              QuadSum(w, panel, quants, j, begin, begin + kQuantBlock / 2, -32 * half_sum);
+              QuadSum(w, panel, quants, j, begin, begin + kQuantBlock / 2, -offset * half_sum);
           total += static_cast<int8_t>(block[h * kWidth + j]) * sum;
         }
         const float scale = ColumnScale(header, j) * da;

@@ -25,17 +25,21 @@ class Int8KQuantTest : public hwy::TestWithParamTarget {};
 HWY_TARGET_INSTANTIATE_TEST_SUITE_P(Int8KQuantTest);
 
 constexpr CompressedFormat kTypes[] = {CompressedFormat::kQ4_K, CompressedFormat::kQ5_K,
-                                       CompressedFormat::kQ6_K};
+                                       CompressedFormat::kQ6_K, CompressedFormat::kQ3_K};
 using int8_test::Activations;
 using int8_test::kUntouched;
 
 size_t GgmlBlockBytes(CompressedFormat type) {
-  return type == CompressedFormat::kQ4_K ? 144 : type == CompressedFormat::kQ5_K ? 176 : 210;
+  return type == CompressedFormat::kQ4_K   ? 144
+         : type == CompressedFormat::kQ5_K ? 176
+         : type == CompressedFormat::kQ6_K ? 210
+                                           : 110;
 }
 
 // One ggml super-block of 256 values decoded into its parts (ggml-common.h's layouts,
-// the order of dequantize_row_q4_K / _q5_K / _q6_K): q4_k/q5_k x = d·sc_s·q − dmin·m_s
-// per sub-block s of 32; q6_k x = d·sc_s·(q − 32) per sub-block s of 16.
+// the order of dequantize_row_q4_K / _q5_K / _q6_K / _q3_K): q4_k/q5_k x = d·sc_s·q −
+// dmin·m_s per sub-block s of 32; q6_k x = d·sc_s·(q − 32) and q3_k x = d·sc_s·(q − 4)
+// per sub-block s of 16 (q3_k: sc the 6-bit scale − 32, q = low 2 bits + 4·high bit).
 struct SuperBlockParts {
   float d = 0, dmin = 0;
   int sc[16] = {}, m[16] = {};
@@ -45,6 +49,27 @@ struct SuperBlockParts {
 SuperBlockParts Decode(CompressedFormat type, const uint8_t* block) {
   SuperBlockParts parts;
   auto f16 = [](const uint8_t* p) { return F16ToF32(static_cast<uint16_t>(p[0] | p[1] << 8)); };
+  if (type == CompressedFormat::kQ3_K) {
+    const uint8_t* hmask = block;
+    const uint8_t* qs = block + 32;
+    const uint8_t* scales = block + 96;
+    parts.d = f16(block + 108);
+    for (int s = 0; s < 16; ++s) {
+      const int low = s < 8 ? scales[s % 8] >> (s < 8 ? 0 : 4) & 0xF : scales[s % 8] >> 4;
+      const int high = scales[8 + s % 4] >> (2 * (s / 4)) & 3;
+      parts.sc[s] = (low | high << 4) - 32;
+    }
+    for (int chunk = 0; chunk < 2; ++chunk) {
+      for (int j = 0; j < 4; ++j) {
+        for (int l = 0; l < 32; ++l) {
+          const int low = qs[32 * chunk + l] >> (2 * j) & 3;
+          const int high = hmask[l] >> (4 * chunk + j) & 1;
+          parts.q[128 * chunk + 32 * j + l] = low + 4 * high;
+        }
+      }
+    }
+    return parts;
+  }
   if (type == CompressedFormat::kQ6_K) {
     const uint8_t* ql = block;
     const uint8_t* qh = block + 128;
@@ -124,6 +149,7 @@ struct KQuantCase {
         if (type == CompressedFormat::kQ4_K) QuantizeBlockQ4_K(x, out);
         if (type == CompressedFormat::kQ5_K) QuantizeBlockQ5_K(x, out);
         if (type == CompressedFormat::kQ6_K) QuantizeBlockQ6_K(x, out);
+        if (type == CompressedFormat::kQ3_K) QuantizeBlockQ3_K(x, out);
       }
     }
     return KQuantCase(type, rows, cols, std::move(ggml));
@@ -149,10 +175,11 @@ float Formula(const KQuantCase& w, const Activations& act, size_t row, size_t n)
     const size_t k0 = b * 32;
     const SuperBlockParts& parts = w.Parts(k0, n);
     const long double da = act.scales[row * act.rows.blocks() + b];
-    if (w.type == CompressedFormat::kQ6_K) {
+    if (w.type == CompressedFormat::kQ6_K || w.type == CompressedFormat::kQ3_K) {
+      const int offset = w.type == CompressedFormat::kQ6_K ? 32 : 4;
       long double total = 0;
       for (size_t k = k0; k < k0 + 32; ++k)
-        total += parts.sc[k % 256 / 16] * (parts.q[k % 256] - 32) * a[k];
+        total += parts.sc[k % 256 / 16] * (parts.q[k % 256] - offset) * a[k];
       acc = acc + static_cast<float>(parts.d * da * total);
     } else {
       long double sum = 0, activation_sum = 0;
@@ -216,7 +243,7 @@ TEST_P(Int8KQuantTest, MatMulEqualsTwinAndFormulaForEveryShape) {
   }
 }
 
-// Every quant at the top of its range (q4_k 15, q5_k 31, q6_k 63; q6_k's scales ±127
+// Every quant at the top of its range (q3_k 7, q4_k 15, q5_k 31, q6_k 63; q6_k's scales ±127
 // and −128) against activation quants of +127 and of ±127 in pairs: the largest int16
 // pair sums AVX2's byte pairs add before widening, and the largest integers the header
 // says stay exact. Fast == twin == formula.
@@ -230,7 +257,13 @@ TEST_P(Int8KQuantTest, ExtremeQuantsSumExactly) {
     for (size_t i = 0; i < cols * rows / 256; ++i) {
       uint8_t* block = ggml.data() + i * block_bytes;
       const size_t n = i / (rows / 256);
-      if (type == CompressedFormat::kQ6_K) {
+      if (type == CompressedFormat::kQ3_K) {
+        // Every quant 3 + 4 = 7 (value 3) and every scale 63 − 32 = 31, or all quants
+        // 0 (value −4); d = 1.0.
+        if (n % 4 == 3) std::memset(block, 0x00, 96);
+        block[108] = 0x00;
+        block[109] = 0x3C;
+      } else if (type == CompressedFormat::kQ6_K) {
         for (size_t s = 0; s < 16; ++s)
           block[192 + s] = static_cast<uint8_t>(n % 3 == 0 ? -128 : n % 3 == 1 ? 127 : -127);
         if (n % 4 == 3) std::memset(block, 0x00, 192);  // q = 0: value −32

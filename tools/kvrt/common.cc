@@ -45,7 +45,8 @@ std::string DescribeEngineWeights(const Model& model, const EngineOptions& engin
     size_t int8 = 0;
     for (const MatrixWeightFormat& matrix : plan) {
       for (WeightFormat format : {WeightFormat::kQ8_0, WeightFormat::kQ4_0, WeightFormat::kQ5_0,
-                                  WeightFormat::kQ4_K, WeightFormat::kQ5_K, WeightFormat::kQ6_K}) {
+                                  WeightFormat::kQ3_K, WeightFormat::kQ4_K, WeightFormat::kQ5_K,
+                                  WeightFormat::kQ6_K}) {
         int8 += matrix.effective == format;
       }
     }

@@ -114,8 +114,8 @@ struct EngineOptions {
   // engine ignores it (it is always exact).
   bool batch_invariant = true;
   // false (the default): activations stay f32 in every matrix product.
-  // true (opt-in, LESS EXACT, fast f32 engine only): the q8_0, q4_0, q5_0, q4_k, q5_k
-  // and q6_k matrices multiply activation rows rounded to 8 bits, in ggml's q8_0 blocks,
+  // true (opt-in, LESS EXACT, fast f32 engine only): the q8_0, q4_0, q5_0, q3_k, q4_k,
+  // q5_k and q6_k matrices multiply activation rows rounded to 8 bits, in ggml's q8_0 blocks,
   // as llama.cpp does for q8_0/q4_0/q5_0 weights (for the K-quants it rounds to q8_K
   // super-blocks, whose steps are no finer; simd/int8_activations.h): exact integer sums
   // (AVX-512 VNNI where the CPU has it, VPMADDUBSW byte pairs on AVX2), faster
