@@ -38,6 +38,8 @@ struct PanelWriter {
     std::memcpy(panel.Scales(type, k0) + 2 * j, block, 2);
     for (size_t r = 0; r < kQuantBlock; ++r) panel.QuantRow(type, k0 + r)[j] = block[2 + r];
   }
+  // One ggml q4_0 or iq4_nl block (the same bytes: f16 d, then qs[16]; only what a
+  // nibble means differs).
   void Q4Block(size_t k0, size_t n, const uint8_t* block) const {
     const compressed::PanelRowsOf<uint8_t> panel = Panel(n);
     const size_t j = n % kWidth;
@@ -147,7 +149,8 @@ struct PanelWriter {
   void Block(size_t k0, size_t n, const uint8_t* block) const {
     switch (type) {
       case CompressedFormat::kQ8_0: return Q8Block(k0, n, block);
-      case CompressedFormat::kQ4_0: return Q4Block(k0, n, block);
+      case CompressedFormat::kQ4_0:
+      case CompressedFormat::kIQ4_NL: return Q4Block(k0, n, block);
       case CompressedFormat::kQ5_0: return Q50Block(k0, n, block);
       case CompressedFormat::kQ4_K: return Q4KBlock(k0, n, block);
       case CompressedFormat::kQ5_K: return Q5KBlock(k0, n, block);
@@ -161,20 +164,20 @@ struct PanelWriter {
                           : static_cast<uint8_t>((byte & 0x0F) | (q << 4));
   }
 
-  // Zeroes the whole storage and gives the q4_0 quants and the q5_0 and q6_k high bits
-  // their zero values (q4_0 8, q5_0 16, q6_k 32), so that padding columns dequantize to
-  // +0 and every byte is written.
+  // Zeroes the whole storage and gives the q4_0 and iq4_nl quants and the q5_0 and q6_k
+  // high bits their zero values (q4_0 and iq4_nl 8, q5_0 16, q6_k 32), so that padding
+  // columns dequantize to +0 and every byte is written.
   void Clear() const {
     std::memset(out, 0, panels * compressed::PanelBytes(type, rows));
-    if (type != CompressedFormat::kQ4_0 && type != CompressedFormat::kQ5_0 &&
-        type != CompressedFormat::kQ6_K) {
+    const bool nibbles = type == CompressedFormat::kQ4_0 || type == CompressedFormat::kIQ4_NL;
+    if (!nibbles && type != CompressedFormat::kQ5_0 && type != CompressedFormat::kQ6_K) {
       return;
     }
     for (size_t p = 0; p < panels; p += compressed::kGroupPanels) {
       const compressed::PanelRowsOf<uint8_t> group =
           compressed::RowsOfPanel(out, type, rows, panels, p);
       for (size_t k = 0; k < rows; ++k) {
-        if (type == CompressedFormat::kQ4_0) {
+        if (nibbles) {
           std::memset(group.GroupRow(type, k), compressed::kQ4Zero * 0x11,
                       group.width * compressed::kQ4RowBytes);
         } else {
@@ -194,6 +197,7 @@ void QuantizeBlock(CompressedFormat type, const float* values, uint8_t* out) {
     case CompressedFormat::kQ8_0: return QuantizeBlockQ8_0(values, out);
     case CompressedFormat::kQ4_0: return QuantizeBlockQ4_0(values, out);
     case CompressedFormat::kQ5_0: return QuantizeBlockQ5_0(values, out);
+    case CompressedFormat::kIQ4_NL: return QuantizeBlockIQ4_NL(values, out);
     case CompressedFormat::kQ4_K: return QuantizeBlockQ4_K(values, out);
     case CompressedFormat::kQ5_K: return QuantizeBlockQ5_K(values, out);
     case CompressedFormat::kQ6_K: return QuantizeBlockQ6_K(values, out);
@@ -217,6 +221,7 @@ const char* CompressedFormatName(CompressedFormat type) {
     case CompressedFormat::kQ6_K: return "q6_k";
     case CompressedFormat::kQ5_K: return "q5_k";
     case CompressedFormat::kQ5_0: return "q5_0";
+    case CompressedFormat::kIQ4_NL: return "iq4_nl";
   }
   return "?";
 }
@@ -248,6 +253,7 @@ size_t GgmlRowBytes(CompressedFormat type, size_t rows_k) {
     case CompressedFormat::kQ8_0:
       return rows_k / kQuantBlock * compressed::kGgmlQ8BlockBytes;
     case CompressedFormat::kQ4_0:
+    case CompressedFormat::kIQ4_NL:
       return rows_k / kQuantBlock * compressed::kGgmlQ4BlockBytes;
     case CompressedFormat::kQ5_0:
       return rows_k / kQuantBlock * compressed::kGgmlQ5_0BlockBytes;

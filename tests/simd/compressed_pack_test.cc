@@ -24,8 +24,13 @@ using simd_test::Inputs;
 
 constexpr CompressedFormat kAllTypes[] = {CompressedFormat::kBf16, CompressedFormat::kF16,
                                           CompressedFormat::kQ8_0, CompressedFormat::kQ4_0,
-                                          CompressedFormat::kQ5_0, CompressedFormat::kQ4_K,
-                                          CompressedFormat::kQ5_K, CompressedFormat::kQ6_K};
+                                          CompressedFormat::kQ5_0, CompressedFormat::kIQ4_NL,
+                                          CompressedFormat::kQ4_K, CompressedFormat::kQ5_K,
+                                          CompressedFormat::kQ6_K};
+
+// ggml's kvalues_iq4nl (ggml-common.h).
+constexpr int kIQ4NLTable[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                 1,    13,   25,  38,  53,  69,  89,  113};
 
 bool IsKQuant(CompressedFormat type) {
   return type == CompressedFormat::kQ4_K || type == CompressedFormat::kQ5_K ||
@@ -193,6 +198,28 @@ TEST(GgmlQuantizeTest, Q5_0HandBlockNegativeMax) {
   for (int b = 6; b < 22; ++b) EXPECT_EQ(out[b], 0) << b;
 }
 
+// iq4_nl: a block that is the table times 0.5 comes back exactly. Its first value −63.5
+// is the largest magnitude, so the first guess d = 63.5/−127 maps every value to the
+// wrong end; the trial t = 0 (id = −127/−63.5 = 2) finds the exact fit, d = 0.5. An
+// all-zero block gets d = +0 and every index 8 (the table's nearest to 0).
+TEST(GgmlQuantizeTest, IQ4_NLHandBlocks) {
+  float x[32];
+  for (int j = 0; j < 32; ++j) x[j] = 0.5f * static_cast<float>(kIQ4NLTable[(j * 7) % 16]);
+  x[0] = -63.5f;
+  x[16] = 56.5f;  // index 15: 113·0.5
+  uint8_t out[18];
+  QuantizeBlockIQ4_NL(x, out);
+  EXPECT_EQ(U16(out), 0x3800);  // d = 0.5
+  for (int j = 0; j < 32; ++j) {
+    const int index = j < 16 ? out[2 + j] & 0xF : out[2 + j - 16] >> 4;
+    EXPECT_EQ(0.5f * static_cast<float>(kIQ4NLTable[index]), x[j]) << j;
+  }
+  const float zeros[32] = {};
+  QuantizeBlockIQ4_NL(zeros, out);
+  EXPECT_EQ(U16(out), 0x0000);
+  for (int b = 2; b < 18; ++b) EXPECT_EQ(out[b], 0x88) << b;
+}
+
 // All-zero super-blocks quantize to all-zero bytes (ggml: scale 0 keeps the levels of
 // the search, which are 0), and a block whose 16-value groups are each one value times
 // ±(0..15) in q4_k / a multiple of one step in q6_k comes back exactly.
@@ -267,6 +294,10 @@ TEST(CompressedMatrixTest, SizesAreGgmlBytesPerWeight) {
   EXPECT_EQ(CompressedMatrixBytes(CompressedFormat::kQ5_0, 768, 768), 768u * 768 * 22 / 32);
   EXPECT_EQ(CompressedMatrixBytes(CompressedFormat::kQ5_0, 64, 33), 2u * 2 * 704);
   EXPECT_EQ(GgmlRowBytes(CompressedFormat::kQ5_0, 64), 44u);
+  // iq4_nl: q4_0's sizes.
+  EXPECT_EQ(CompressedRowMultiple(CompressedFormat::kIQ4_NL), 32u);
+  EXPECT_EQ(CompressedMatrixBytes(CompressedFormat::kIQ4_NL, 64, 33), 2u * 2 * 576);
+  EXPECT_EQ(GgmlRowBytes(CompressedFormat::kIQ4_NL, 64), 36u);
   EXPECT_EQ(GgmlRowBytes(CompressedFormat::kF16, 5), 10u);
   // The K-quants: whole super-blocks of 256 rows, ggml's 144 and 210 bytes per 256
   // weights, plus 4 bytes of unpacked scales and minimums per column for q4_k.
@@ -316,6 +347,9 @@ std::vector<uint8_t> GgmlRows(CompressedFormat type, const std::vector<float>& d
     for (size_t b = 0; b < rows / 32 && type == CompressedFormat::kQ5_0; ++b) {
       QuantizeBlockQ5_0(column.data() + 32 * b, row + 22 * b);
     }
+    for (size_t b = 0; b < rows / 32 && type == CompressedFormat::kIQ4_NL; ++b) {
+      QuantizeBlockIQ4_NL(column.data() + 32 * b, row + 18 * b);
+    }
     for (size_t b = 0; b < rows / 256 && type == CompressedFormat::kQ4_K; ++b) {
       QuantizeBlockQ4_K(column.data() + 256 * b, row + 144 * b);
     }
@@ -345,6 +379,13 @@ float GgmlElement(CompressedFormat type, const std::vector<uint8_t>& ggml, size_
       const size_t j = k % 32;
       const int q = j < 16 ? block[2 + j] & 0xF : block[2 + j - 16] >> 4;
       return static_cast<float>(q - 8) * F16ToF32(U16(block));
+    }
+    case CompressedFormat::kIQ4_NL: {
+      // ggml's dequantize_row_iq4_nl: d·kvalues_iq4nl[nibble].
+      const uint8_t* block = row + 18 * (k / 32);
+      const size_t j = k % 32;
+      const int q = j < 16 ? block[2 + j] & 0xF : block[2 + j - 16] >> 4;
+      return F16ToF32(U16(block)) * static_cast<float>(kIQ4NLTable[q]);
     }
     case CompressedFormat::kQ5_0: {
       // ggml's dequantize_row_q5_0: qh a little-endian uint32 after d, element j's fifth
@@ -462,9 +503,10 @@ TEST(CompressedMatrixTest, RepackIsLosslessForArbitraryBytes) {
       b = static_cast<uint8_t>(state >> 24);
     }
     // Keep the halves and scales finite (exponent field not all ones): every 16-bit
-    // value, q8_0/q4_0/q5_0 d, q4_k/q5_k d and dmin, q6_k d.
+    // value, q8_0/q4_0/q5_0/iq4_nl d, q4_k/q5_k d and dmin, q6_k d.
     const size_t stride = type == CompressedFormat::kQ8_0   ? 34
                           : type == CompressedFormat::kQ4_0 ? 18
+                          : type == CompressedFormat::kIQ4_NL ? 18
                           : type == CompressedFormat::kQ5_0 ? 22
                           : type == CompressedFormat::kQ4_K ? 144
                           : type == CompressedFormat::kQ5_K ? 176
