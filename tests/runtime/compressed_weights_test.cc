@@ -1,5 +1,5 @@
 // Compressed weights (kvrt/weight_format.h): the fast f32 engine on bf16, f16,
-// q8_0, q4_0, q5_0, q4_k, q5_k and q6_k matrices against the scalar f64 reference engine
+// q8_0, q4_0, q5_0, iq4_nl, q4_k, q5_k and q6_k matrices against the scalar f64 reference engine
 // on the same dequantized weights (the oracle), on the golden cases converted at
 // load and on the GGUF fixtures as stored and converted; fallbacks for widths that
 // are not a multiple of the format's block; bit-identical results for 1, 2 and 3
@@ -41,15 +41,16 @@ using testing::SeededTokens;
 
 constexpr WeightFormat kConverted[] = {WeightFormat::kF32,  WeightFormat::kBf16, WeightFormat::kF16,
                                        WeightFormat::kQ8_0, WeightFormat::kQ4_0, WeightFormat::kQ5_0,
-                                       WeightFormat::kQ4_K, WeightFormat::kQ5_K, WeightFormat::kQ6_K};
+                                       WeightFormat::kIQ4_NL, WeightFormat::kQ4_K, WeightFormat::kQ5_K,
+                                       WeightFormat::kQ6_K};
 constexpr WeightFormat kAll[] = {WeightFormat::kAsStored, WeightFormat::kF32,  WeightFormat::kBf16,
                                  WeightFormat::kF16,      WeightFormat::kQ8_0, WeightFormat::kQ4_0,
-                                 WeightFormat::kQ5_0,     WeightFormat::kQ4_K, WeightFormat::kQ5_K,
-                                 WeightFormat::kQ6_K};
+                                 WeightFormat::kQ5_0,     WeightFormat::kIQ4_NL, WeightFormat::kQ4_K,
+                                 WeightFormat::kQ5_K,     WeightFormat::kQ6_K};
 // The formats that compress, every one packed by the fast f32 engine's kernels.
 constexpr WeightFormat kCompressed[] = {WeightFormat::kBf16, WeightFormat::kF16,  WeightFormat::kQ8_0,
-                                        WeightFormat::kQ4_0, WeightFormat::kQ5_0, WeightFormat::kQ4_K,
-                                        WeightFormat::kQ5_K, WeightFormat::kQ6_K};
+                                        WeightFormat::kQ4_0, WeightFormat::kQ5_0, WeightFormat::kIQ4_NL,
+                                        WeightFormat::kQ4_K, WeightFormat::kQ5_K, WeightFormat::kQ6_K};
 // The K-quants.
 constexpr WeightFormat kKQuants[] = {WeightFormat::kQ4_K, WeightFormat::kQ5_K, WeightFormat::kQ6_K};
 
@@ -102,10 +103,11 @@ TEST(WeightFormatTest, NamesParseBackAndUnknownValuesAreRefused) {
   EngineOptions options;
   EXPECT_EQ(options.weights, WeightFormat::kAsStored);
   EXPECT_TRUE(options.Validate());
-  options.weights = static_cast<WeightFormat>(static_cast<int>(WeightFormat::kQ5_0) + 1);
+  options.weights = static_cast<WeightFormat>(static_cast<int>(WeightFormat::kIQ4_NL) + 1);
   Result<void> refused = options.Validate();
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().code(), ErrorCode::kUnsupportedBackend);
+  EXPECT_EQ(static_cast<int>(WeightFormat::kIQ4_NL), 16);
 }
 
 class CompressedGoldenTest : public ::testing::TestWithParam<std::string> {};
@@ -255,6 +257,32 @@ TEST(CompressedQ5_0GgufTest, FastMatchesTheOracleAsStoredAndConverted) {
   EXPECT_EQ(q5_0, 15u);  // all but the head, which llama-quantize keeps in Q6_K
 }
 
+// kq-iq4_nl.gguf (llama-quantize IQ4_NL, fixtures/gguf/modern): as stored, its IQ4_NL
+// tensors are kept as iq4_nl (the rest in their own types), and the fast engine stays
+// within 1e-4 of the oracle as stored and converted.
+TEST(CompressedIQ4_NLGgufTest, FastMatchesTheOracleAsStoredAndConverted) {
+  Result<ModelFile> loaded = ReadModelFile(testing::FixturePath("gguf/modern/kq-iq4_nl.gguf"));
+  ASSERT_TRUE(loaded) << loaded.error().message();
+  const DecoderModel& model = loaded->model;
+  const std::vector<uint32_t> prompt = SeededTokens(19, 3, 512), continuation = SeededTokens(3, 5, 512);
+  ExpectFastWithinTheOracleInEveryFormat(model, prompt, continuation, "iq4_nl");
+  threading::ThreadPool pool(2);
+  for (WeightFormat format : {WeightFormat::kAsStored, WeightFormat::kIQ4_NL}) {
+    const double diff =
+        MaxAbsDiff(SessionLogits(model, prompt, continuation, Engine(Backend::kFast, Precision::kF32, format, &pool)),
+                   SessionLogits(model, prompt, continuation, Engine(Backend::kReference, Precision::kF64, format)));
+    std::cout << "[ iq4_nl  ] kq-iq4_nl " << WeightFormatName(format) << ": |fast f32 - oracle| " << diff << "\n";
+    EXPECT_LE(diff, 1e-4) << WeightFormatName(format);
+  }
+  size_t iq4_nl = 0;
+  for (const MatrixWeightFormat& matrix : PlanWeightFormats(model, WeightFormat::kAsStored)) {
+    EXPECT_FALSE(matrix.fallback) << matrix.name;
+    EXPECT_TRUE(matrix.as_stored) << matrix.name;
+    iq4_nl += matrix.effective == WeightFormat::kIQ4_NL;
+  }
+  EXPECT_EQ(iq4_nl, 15u);  // all but the head, which llama-quantize keeps in Q6_K
+}
+
 TEST(CompressedWeightsTest, StoredBytesAreDroppedOnceAParameterIsUpdated) {
   Result<ModelFile> loaded = ReadModelFile(testing::FixturePath("gguf/tiny-q8_0.gguf"));
   ASSERT_TRUE(loaded) << loaded.error().message();
@@ -313,7 +341,7 @@ DecoderModel NarrowModel() {
 
 TEST(CompressedWeightsTest, MatricesWithKNotAMultipleOf32FallBackToF16AndSaySo) {
   const DecoderModel model = NarrowModel();
-  for (WeightFormat format : {WeightFormat::kQ8_0, WeightFormat::kQ4_0, WeightFormat::kQ5_0}) {
+  for (WeightFormat format : {WeightFormat::kQ8_0, WeightFormat::kQ4_0, WeightFormat::kQ5_0, WeightFormat::kIQ4_NL}) {
     const std::vector<MatrixWeightFormat> plan = PlanWeightFormats(model, format);
     ASSERT_EQ(plan.size(), 1 + 7 * model.config().layers);
     for (const MatrixWeightFormat& matrix : plan) {
@@ -449,14 +477,16 @@ TEST(CompressedWeightsTest, DecodingAllocatesNothing) {
   }
 }
 
-// The K-quants on a model whose every K holds super-blocks, and q5_0 (on q5_k's rows):
+// The K-quants on a model whose every K holds super-blocks, q5_0 (on q5_k's rows) and
+// iq4_nl (q4_0's rows through a table):
 // fast f32 within 1e-4 of the oracle on the same dequantized weights, a prompt
 // prefilled at once, in chunks and token by token giving the same bits (the kernels'
 // MatMul rows are their MatVec).
 TEST(CompressedWeightsTest, KQuantsMatchTheOracleAndAreBatchInvariant) {
   const std::vector<uint32_t> prompt = SeededTokens(23, 11, 300), continuation = SeededTokens(3, 12, 300);
   threading::ThreadPool pool(2);
-  for (WeightFormat format : {WeightFormat::kQ4_K, WeightFormat::kQ5_K, WeightFormat::kQ6_K, WeightFormat::kQ5_0}) {
+  for (WeightFormat format :
+       {WeightFormat::kQ4_K, WeightFormat::kQ5_K, WeightFormat::kQ6_K, WeightFormat::kQ5_0, WeightFormat::kIQ4_NL}) {
     const DecoderModel model = ModelFor(format);
     const EngineOptions fast = Engine(Backend::kFast, Precision::kF32, format, &pool);
     const auto oracle = SessionLogits(model, prompt, continuation, Engine(Backend::kReference, Precision::kF64, format));

@@ -290,8 +290,8 @@ size_t kvrt_pool_threads(const kvrt_pool* pool);
 void kvrt_pool_free(kvrt_pool* pool);
 
 /* The format of the weight matrices (kvrt/weight_format.h). AS_STORED (0, the
- * default) keeps a GGUF's bf16/f16/q8_0/q4_0/q5_0/q4_k/q5_k/q6_k tensors as stored
- * and the rest in f32; the others convert every matrix at bind (q8_0/q4_0/q5_0 fall
+ * default) keeps a GGUF's bf16/f16/q8_0/q4_0/q5_0/iq4_nl/q4_k/q5_k/q6_k tensors as
+ * stored and the rest in f32; the others convert every matrix at bind (q8_0/q4_0/q5_0/iq4_nl fall
  * back to f16 for a matrix whose input width is not a multiple of 32; q6_k to q8_0,
  * q4_k to q5_0, and q5_k to f16 for one whose width is not a multiple of 256, and
  * then to f16 where 32 does not divide it either). With the reference
@@ -312,7 +312,9 @@ typedef enum kvrt_weights {
   KVRT_WEIGHTS_Q4_K_M = 10,
   KVRT_WEIGHTS_Q5_K_S = 11,
   KVRT_WEIGHTS_Q5_K_M = 12,
-  KVRT_WEIGHTS_Q5_0 = 13
+  KVRT_WEIGHTS_Q5_0 = 13,
+  /* (14 and 15 are reserved for q3_k and the q3_k_m mix.) */
+  KVRT_WEIGHTS_IQ4_NL = 16
 } kvrt_weights;
 
 /* The element type of the K/V cache's rows (KvType in kvrt/engine_options.h).

@@ -18,6 +18,7 @@ constexpr struct {
     {WeightFormat::kQ5_K, "q5_k"},          {WeightFormat::kQ4_K_S, "q4_k_s"},
     {WeightFormat::kQ4_K_M, "q4_k_m"},      {WeightFormat::kQ5_K_S, "q5_k_s"},
     {WeightFormat::kQ5_K_M, "q5_k_m"},      {WeightFormat::kQ5_0, "q5_0"},
+    {WeightFormat::kIQ4_NL, "iq4_nl"},
 };
 
 }  // namespace
@@ -49,7 +50,8 @@ double WeightFormatBytesPerWeight(WeightFormat format) {
     case WeightFormat::kBf16:
     case WeightFormat::kF16: return 2.0;
     case WeightFormat::kQ8_0: return 34.0 / 32.0;
-    case WeightFormat::kQ4_0: return 18.0 / 32.0;
+    case WeightFormat::kQ4_0:
+    case WeightFormat::kIQ4_NL: return 18.0 / 32.0;
     case WeightFormat::kQ5_0: return 22.0 / 32.0;
     // The panel layout keeps q4_k's and q5_k's scales and minimums unpacked: 148 and
     // 180 bytes per 256 weights (ggml packs them into 144 and 176).
@@ -64,7 +66,8 @@ size_t WeightFormatRowMultiple(WeightFormat format) {
   switch (format) {
     case WeightFormat::kQ8_0:
     case WeightFormat::kQ4_0:
-    case WeightFormat::kQ5_0: return 32;
+    case WeightFormat::kQ5_0:
+    case WeightFormat::kIQ4_NL: return 32;
     case WeightFormat::kQ4_K:
     case WeightFormat::kQ5_K:
     case WeightFormat::kQ6_K: return 256;

@@ -42,6 +42,7 @@ std::optional<WeightFormat> FormatOfMixType(detail::MixTensorType type) {
     case detail::MixTensorType::kF16: return WeightFormat::kF16;
     case detail::MixTensorType::kQ8_0: return WeightFormat::kQ8_0;
     case detail::MixTensorType::kQ5_0: return WeightFormat::kQ5_0;
+    case detail::MixTensorType::kIQ4_NL: return WeightFormat::kIQ4_NL;
     case detail::MixTensorType::kQ4_K: return WeightFormat::kQ4_K;
     case detail::MixTensorType::kQ5_K: return WeightFormat::kQ5_K;
     case detail::MixTensorType::kQ6_K: return WeightFormat::kQ6_K;
