@@ -1,8 +1,9 @@
-// Conversion at load to the K-quants and q5_0 is ggml's reference quantization bit for
+// Conversion at load to the K-quants, q5_0 and iq4_nl is ggml's reference quantization bit for
 // bit: kq-f32.gguf converted by the engine's own path (--weights q4_k / q5_k / q6_k /
-// q5_0: the plan, then PackCompressedWeight from the parameter's f32 values) gives the
+// q5_0 / iq4_nl: the plan, then PackCompressedWeight from the parameter's f32 values) gives the
 // same panels as the bytes llama-quantize b4747 wrote into kq-q4_k_s.gguf,
-// kq-q5_k_m.gguf, kq-q3_k_m.gguf, kq-q6_k.gguf and kq-q5_0.gguf, repacked as stored.
+// kq-q5_k_m.gguf, kq-q3_k_m.gguf, kq-q6_k.gguf, kq-q5_0.gguf and kq-iq4_nl.gguf,
+// repacked as stored.
 // (llama-quantize without an importance matrix runs ggml's quantize_row_q*_ref, so
 // every tensor it kept in Q4_K, Q5_K, Q6_K or Q5_0 is what --pure writes.) Equal panels mean equal ggml blocks: the
 // repack places every bit of a block.
@@ -79,6 +80,12 @@ TEST(KQuantConversionTest, Q5_KEqualsLlamaQuantize) {
   EXPECT_EQ(ExpectConversionEqualsFile("kq-q5_k_m.gguf", WeightFormat::kQ5_K), 13u);
   EXPECT_EQ(ExpectConversionEqualsFile("kq-q4_k_s.gguf", WeightFormat::kQ5_K), 2u);
   EXPECT_EQ(ExpectConversionEqualsFile("kq-q3_k_m.gguf", WeightFormat::kQ5_K), 2u);
+}
+
+TEST(KQuantConversionTest, IQ4_NLEqualsLlamaQuantize) {
+  // kq-iq4_nl keeps 15 in IQ4_NL (the token table too; the head is Q6_K), quantized by
+  // quantize_iq4_nl (ntry 7, no importance matrix); no other fixture holds one.
+  EXPECT_EQ(ExpectConversionEqualsFile("kq-iq4_nl.gguf", WeightFormat::kIQ4_NL), 15u);
 }
 
 TEST(KQuantConversionTest, Q5_0EqualsLlamaQuantize) {
