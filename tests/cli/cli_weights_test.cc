@@ -21,6 +21,7 @@ const std::string kDemo = testing::FixturePath("demo/demo.ckpt");
 const std::string kTinyQ8 = testing::FixturePath("gguf/tiny-q8_0.gguf");
 const std::string kQ5_KM = testing::FixturePath("gguf/modern/kq-q5_k_m.gguf");
 const std::string kQ5_0 = testing::FixturePath("gguf/modern/kq-q5_0.gguf");
+const std::string kIQ4_NL = testing::FixturePath("gguf/modern/kq-iq4_nl.gguf");
 
 TEST(CliWeightsTest, AnUnknownFormatIsATypedUsageError) {
   for (const char* command : {"logits", "generate"}) {
@@ -86,6 +87,23 @@ TEST(CliWeightsTest, TheEngineLineNamesTheFormatAndEveryFallback) {
                                    "f16 (K = 172 is not a multiple of 32)"),
             std::string::npos)
       << explicit_q5_0.err;
+}
+
+// An IQ4_NL file runs as stored (its head in Q6_K); --weights iq4_nl converts the demo
+// and falls back to f16 where K (the demo's F = 172) is not a multiple of 32.
+TEST(CliWeightsTest, TheEngineLineNamesIQ4_NLMatrices) {
+  const testing::CliRun stored = RunKvrt({"generate", "--model", kIQ4_NL, "--tokens", "1,450", "--max-new-tokens",
+                                          "2", "--threads", "1", "--no-eos"});
+  ASSERT_EQ(stored.status, 0) << stored.err;
+  EXPECT_NE(stored.err.find("; weights as-stored: q6_k x1 iq4_nl x15; no fallbacks"), std::string::npos)
+      << stored.err;
+  const testing::CliRun converted = RunKvrt({"generate", "--model", kDemo, "--tokens", "67,118",
+                                             "--max-new-tokens", "2", "--weights", "iq4_nl", "--threads", "1"});
+  ASSERT_EQ(converted.status, 0) << converted.err;
+  EXPECT_NE(converted.err.find("; weights iq4_nl: f16 x2 iq4_nl x13; fallbacks: blocks.0.ffn.down.weight iq4_nl -> "
+                               "f16 (K = 172 is not a multiple of 32)"),
+            std::string::npos)
+      << converted.err;
 }
 
 TEST(CliWeightsTest, AMixGivesEachMatrixLlamaQuantizesTypeAndSaysWhereKvrtHasNone) {
@@ -159,7 +177,7 @@ std::vector<double> Logits(const std::vector<std::string>& args) {
 }
 
 TEST(CliWeightsTest, FastLogitsAreWithinToleranceOfTheReferenceOracle) {
-  for (const std::string format : {"bf16", "q8_0", "q4_0", "q5_0"}) {
+  for (const std::string format : {"bf16", "q8_0", "q4_0", "q5_0", "iq4_nl"}) {
     const std::vector<std::string> base = {"logits", "--model", kDemo, "--tokens", "67,118,34,102", "--json",
                                            "--weights", format};
     std::vector<std::string> fast = base, reference = base, uncached = base;
