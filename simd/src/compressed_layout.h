@@ -29,9 +29,10 @@ inline constexpr size_t kGgmlQ4BlockBytes = 2 + kQuantBlock / 2;  // {f16 d; uin
 inline constexpr size_t kGgmlQ5_0BlockBytes = 2 + 4 + kQuantBlock / 2;  // {f16 d; u8 qh[4], qs[16]}
 inline constexpr size_t kGgmlQ4KBlockBytes = 144;  // {f16 d, dmin; u8 scales[12], qs[128]}
 inline constexpr size_t kGgmlQ5KBlockBytes = 176;  // {f16 d, dmin; u8 scales[12], qh[32], qs[128]}
-inline constexpr size_t kGgmlQ6KBlockBytes = 210;  // {u8 ql[128], qh[64]; i8 scales[16]; f16 d}
+inline constexpr size_t kGgmlQ6KBlockBytes = 210;
+inline constexpr size_t kGgmlIQ4XSBlockBytes = 136;  // {f16 d; u16 scales_h; u8 scales_l[4], qs[128]}  // {u8 ql[128], qh[64]; i8 scales[16]; f16 d}
 // The largest ggml block of any quantized type (a packer's buffer).
-inline constexpr size_t kGgmlMaxBlockBytes = kGgmlQ6KBlockBytes;
+inline constexpr size_t kGgmlMaxBlockBytes = kGgmlQ6KBlockBytes;  // ≥ every other
 // The q4_0 quant of a padding (or all-zero) column: (8 − 8)·0 = +0. iq4_nl's too: its
 // index 8 is the table's +1, and 1·(+0) = +0 (index 0, −127, would give −0); ggml's
 // quantizer gives an all-zero block index 8 as well.
@@ -55,9 +56,11 @@ static_assert(kQ8BlockBytes % 64 == 0 && kQ4BlockBytes % 64 == 0 && kQ6BlockByte
 constexpr bool IsBlockQuantized(CompressedFormat type) {
   return type != CompressedFormat::kBf16 && type != CompressedFormat::kF16;
 }
+// The super-block types (256 rows behind a header): the K-quants, and iq4_xs, which
+// shares their layout (q6_k's header of one f16 d).
 constexpr bool IsKQuant(CompressedFormat type) {
   return type == CompressedFormat::kQ4_K || type == CompressedFormat::kQ5_K ||
-         type == CompressedFormat::kQ6_K;
+         type == CompressedFormat::kQ6_K || type == CompressedFormat::kIQ4_XS;
 }
 // Bytes of high bits one panel's row keeps after its nibbles: q6_k 8 (2 bits a
 // column), q5_k and q5_0 4 (1 bit a column), the others none.
@@ -83,7 +86,9 @@ constexpr bool HasMin(CompressedFormat type) {
 // One panel's super-block header: q4_k and q5_k 32 f16 d and 32 f16 dmin, q6_k 32
 // f16 d, else none.
 constexpr size_t HeaderBytes(CompressedFormat type) {
-  return HasMin(type) ? 2 * kScaleBytes : type == CompressedFormat::kQ6_K ? kScaleBytes : 0;
+  return HasMin(type)                                                            ? 2 * kScaleBytes
+         : type == CompressedFormat::kQ6_K || type == CompressedFormat::kIQ4_XS ? kScaleBytes
+                                                                                  : 0;
 }
 // Rows per super-block: 256 for the K-quants; q8_0/q4_0/q5_0 blocks are their own.
 constexpr size_t SuperRows(CompressedFormat type) { return IsKQuant(type) ? kSuperBlock : kQuantBlock; }
@@ -91,6 +96,9 @@ constexpr size_t SuperRows(CompressedFormat type) { return IsKQuant(type) ? kSup
 constexpr size_t SuperBlockBytes(CompressedFormat type) {
   return HeaderBytes(type) + SuperRows(type) / kQuantBlock * QuantBlockBytes(type);
 }
+static_assert(SuperBlockBytes(CompressedFormat::kIQ4_XS) == 4672 &&
+                  SuperBlockBytes(CompressedFormat::kIQ4_XS) % 64 == 0,
+              "iq4_xs super-blocks keep 64-byte alignment");
 static_assert(SuperBlockBytes(CompressedFormat::kQ4_K) == 4736 &&
                   SuperBlockBytes(CompressedFormat::kQ5_K) == 5760 &&
                   SuperBlockBytes(CompressedFormat::kQ6_K) == 6720 &&
@@ -240,6 +248,14 @@ inline float DequantizeElement(CompressedFormat type, const PanelRows& panel, si
       const uint8_t byte = *panel.NibbleByte(type, k, j);
       const int q = j < kWidth / 2 ? byte & 0xF : byte >> 4;
       return F16ToF32(LoadU16(panel.Scales(type, k) + 2 * j)) * static_cast<float>(kIQ4NLValues[q]);
+    }
+    case CompressedFormat::kIQ4_XS: {
+      // ggml's dequantize_row_iq4_xs: dl = d·(ls − 32), then dl·kvalues_iq4nl[q].
+      const uint8_t byte = *panel.NibbleByte(type, k, j);
+      const int q = j < kWidth / 2 ? byte & 0xF : byte >> 4;
+      const auto sc = static_cast<int8_t>(panel.Scales(type, k)[j]);
+      const float dl = F16ToF32(LoadU16(panel.Header(type, k) + 2 * j)) * static_cast<float>(sc);
+      return dl * static_cast<float>(kIQ4NLValues[q]);
     }
     case CompressedFormat::kQ4_K:
     case CompressedFormat::kQ5_K: {

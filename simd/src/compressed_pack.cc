@@ -145,6 +145,26 @@ struct PanelWriter {
       high_byte = static_cast<uint8_t>((high_byte & ~(3u << shift)) | (high << shift));
     }
   }
+  // One ggml iq4_xs super-block of column n: d to the header, each block's ls − 32 (ls
+  // from 4 bits of scales_l and 2 of scales_h) as an int8 scale, qs as iq4_nl's per 32.
+  void IQ4XSBlock(size_t k0, size_t n, const uint8_t* block) const {
+    const compressed::PanelRowsOf<uint8_t> panel = Panel(n);
+    const size_t j = n % kWidth;
+    std::memcpy(panel.Header(type, k0) + 2 * j, block, 2);
+    const unsigned scales_h = block[2] | block[3] << 8;
+    const uint8_t* scales_l = block + 4;
+    const uint8_t* qs = block + 8;
+    constexpr size_t kHalf = kQuantBlock / 2;
+    for (size_t ib = 0; ib < kSuperBlock / kQuantBlock; ++ib) {
+      const unsigned ls = ((scales_l[ib / 2] >> (4 * (ib % 2))) & 0xF) | (((scales_h >> (2 * ib)) & 3) << 4);
+      panel.Scales(type, k0 + ib * kQuantBlock)[j] = static_cast<uint8_t>(static_cast<int8_t>(ls) - 32);
+      for (size_t r = 0; r < kQuantBlock; ++r) {
+        const uint8_t packed = qs[16 * ib + r % kHalf];
+        SetNibble(*panel.NibbleByte(type, k0 + ib * kQuantBlock + r, j), j,
+                  r < kHalf ? packed & 0xF : packed >> 4);
+      }
+    }
+  }
   // One ggml block of the writer's quantized type (ggml's bytes), column n, from row k0.
   void Block(size_t k0, size_t n, const uint8_t* block) const {
     switch (type) {
@@ -155,6 +175,7 @@ struct PanelWriter {
       case CompressedFormat::kQ4_K: return Q4KBlock(k0, n, block);
       case CompressedFormat::kQ5_K: return Q5KBlock(k0, n, block);
       case CompressedFormat::kQ6_K: return Q6KBlock(k0, n, block);
+      case CompressedFormat::kIQ4_XS: return IQ4XSBlock(k0, n, block);
       case CompressedFormat::kBf16:
       case CompressedFormat::kF16: return;
     }
@@ -169,7 +190,8 @@ struct PanelWriter {
   // columns dequantize to +0 and every byte is written.
   void Clear() const {
     std::memset(out, 0, panels * compressed::PanelBytes(type, rows));
-    const bool nibbles = type == CompressedFormat::kQ4_0 || type == CompressedFormat::kIQ4_NL;
+    const bool nibbles = type == CompressedFormat::kQ4_0 || type == CompressedFormat::kIQ4_NL ||
+                         type == CompressedFormat::kIQ4_XS;
     if (!nibbles && type != CompressedFormat::kQ5_0 && type != CompressedFormat::kQ6_K) {
       return;
     }
@@ -201,6 +223,7 @@ void QuantizeBlock(CompressedFormat type, const float* values, uint8_t* out) {
     case CompressedFormat::kQ4_K: return QuantizeBlockQ4_K(values, out);
     case CompressedFormat::kQ5_K: return QuantizeBlockQ5_K(values, out);
     case CompressedFormat::kQ6_K: return QuantizeBlockQ6_K(values, out);
+    case CompressedFormat::kIQ4_XS: return QuantizeBlockIQ4_XS(values, out);
     case CompressedFormat::kBf16:
     case CompressedFormat::kF16: return;
   }
@@ -222,6 +245,7 @@ const char* CompressedFormatName(CompressedFormat type) {
     case CompressedFormat::kQ5_K: return "q5_k";
     case CompressedFormat::kQ5_0: return "q5_0";
     case CompressedFormat::kIQ4_NL: return "iq4_nl";
+    case CompressedFormat::kIQ4_XS: return "iq4_xs";
   }
   return "?";
 }
@@ -263,6 +287,8 @@ size_t GgmlRowBytes(CompressedFormat type, size_t rows_k) {
       return rows_k / kSuperBlock * compressed::kGgmlQ5KBlockBytes;
     case CompressedFormat::kQ6_K:
       return rows_k / kSuperBlock * compressed::kGgmlQ6KBlockBytes;
+    case CompressedFormat::kIQ4_XS:
+      return rows_k / kSuperBlock * compressed::kGgmlIQ4XSBlockBytes;
   }
   return 0;
 }

@@ -253,7 +253,9 @@ struct NibbleQuants {
   // are ignored, or (kMask false, not on AVX-512) known to be zero.
   template <bool kMask = true>
   static HWY_INLINE hn::Vec<D> Nibbles(D d, hn::Vec<DU> bits) {
-    if constexpr (kFormat == CompressedFormat::kIQ4_NL) return TableNibbles<kMask>(d, bits);
+    if constexpr (kFormat == CompressedFormat::kIQ4_NL || kFormat == CompressedFormat::kIQ4_XS) {
+      return TableNibbles<kMask>(d, bits);
+    }
 #if HWY_TARGET == HWY_AVX3
     return hn::Vec<D>{_mm512_permutexvar_ps(bits.raw, hn::Iota(d, static_cast<float>(-kOffset)).raw)};
 #else
@@ -330,6 +332,9 @@ template <class D>
 using Q4Quants = NibbleQuants<D, CompressedFormat::kQ4_0, 8>;
 template <class D>
 using IQ4NLQuants = NibbleQuants<D, CompressedFormat::kIQ4_NL, 0>;
+// iq4_xs: iq4_nl's rows, scaled per block by d·sc (BlockScales).
+template <class D>
+using IQ4XSQuants = NibbleQuants<D, CompressedFormat::kIQ4_XS, 0>;
 
 }  // namespace kvrt::simd::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();

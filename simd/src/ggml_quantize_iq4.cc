@@ -1,7 +1,7 @@
-// ggml's non-linear 4-bit quantizer (quantize_row_iq4_nl_impl of ggml-quants.c, as
-// quantize_iq4_nl runs it for llama-quantize: ntry 7, no importance matrix), written
-// from the published algorithm: the same float operations in the same order, so the
-// same bits as the file llama-quantize writes (compressed_matrix.h).
+// ggml's non-linear 4-bit quantizers (quantize_row_iq4_nl_impl of ggml-quants.c, as
+// quantize_iq4_nl and quantize_iq4_xs run it for llama-quantize: ntry 7, no importance matrix),
+// written from the published algorithm: the same float operations in the same order, so the same
+// bits as the file llama-quantize writes (compressed_matrix.h).
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -95,6 +95,14 @@ void PackNibbles(const uint8_t* indices, uint8_t* qs) {
   }
 }
 
+// ggml's nearest_int: round to nearest (ties to even) by adding 1.5·2^23.
+int NearestInt(float value) {
+  const float shifted = value + 12582912.0f;
+  int32_t bits;
+  std::memcpy(&bits, &shifted, sizeof(bits));
+  return (bits & 0x007fffff) - 0x00400000;
+}
+
 }  // namespace
 
 void QuantizeBlockIQ4_NL(const float* x, uint8_t* out) {
@@ -106,6 +114,46 @@ void QuantizeBlockIQ4_NL(const float* x, uint8_t* out) {
   uint8_t indices[kQuantBlock];
   for (size_t j = 0; j < kQuantBlock; ++j) indices[j] = BestIndex(id * x[j]);
   PackNibbles(indices, out + 2);
+}
+
+void QuantizeBlockIQ4_XS(const float* x, uint8_t* out) {
+  // Each block's own scale, then one f16 d for the super-block: the block scale of
+  // largest magnitude (first, sign kept) maps to ls − 32 = −32.
+  constexpr size_t kBlocks = kSuperBlock / kQuantBlock;
+  float scales[kBlocks];
+  float max_scale = 0.0f, amax_scale = 0.0f;
+  for (size_t ib = 0; ib < kBlocks; ++ib) {
+    scales[ib] = BlockScale(x + ib * kQuantBlock);
+    const float abs_d = std::fabs(scales[ib]);
+    if (abs_d > amax_scale) {
+      amax_scale = abs_d;
+      max_scale = scales[ib];
+    }
+  }
+  const float d = -max_scale / 32.0f;
+  compressed::StoreU16(out, F32ToF16(d));
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  uint16_t scales_h = 0;
+  uint8_t* scales_l = out + 4;
+  uint8_t* qs = out + 8;
+  for (size_t ib = 0; ib < kBlocks; ++ib) {
+    int l = NearestInt(id * scales[ib]);
+    l = l < -32 ? -32 : l > 31 ? 31 : l;
+    const float dl = d * static_cast<float>(l);
+    const float idl = dl != 0.0f ? 1.0f / dl : 0.0f;
+    const float* xb = x + ib * kQuantBlock;
+    uint8_t indices[kQuantBlock];
+    for (size_t j = 0; j < kQuantBlock; ++j) indices[j] = BestIndex(idl * xb[j]);
+    PackNibbles(indices, qs + ib * kQuantBlock / 2);
+    const auto ls = static_cast<unsigned>(l + 32);
+    if (ib % 2 == 0) {
+      scales_l[ib / 2] = static_cast<uint8_t>(ls & 0xF);
+    } else {
+      scales_l[ib / 2] = static_cast<uint8_t>(scales_l[ib / 2] | (ls & 0xF) << 4);
+    }
+    scales_h = static_cast<uint16_t>(scales_h | (ls >> 4) << (2 * ib));
+  }
+  compressed::StoreU16(out + 2, scales_h);
 }
 
 }  // namespace kvrt::simd

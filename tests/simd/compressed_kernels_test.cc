@@ -31,8 +31,8 @@ HWY_TARGET_INSTANTIATE_TEST_SUITE_P(CompressedKernelsTest);
 constexpr CompressedFormat kAllTypes[] = {CompressedFormat::kBf16, CompressedFormat::kF16,
                                           CompressedFormat::kQ8_0, CompressedFormat::kQ4_0,
                                           CompressedFormat::kQ5_0, CompressedFormat::kIQ4_NL,
-                                          CompressedFormat::kQ4_K, CompressedFormat::kQ5_K,
-                                          CompressedFormat::kQ6_K};
+                                          CompressedFormat::kIQ4_XS, CompressedFormat::kQ4_K,
+                                          CompressedFormat::kQ5_K, CompressedFormat::kQ6_K};
 
 // ggml's kvalues_iq4nl (ggml-common.h), written out here so that the emulation does not
 // share the library's copy.
@@ -44,9 +44,10 @@ bool IsBlock32(CompressedFormat type) {
          type == CompressedFormat::kQ5_0 || type == CompressedFormat::kIQ4_NL;
 }
 
+// The super-block types (iq4_xs shares the K-quants' layout).
 bool IsKQuant(CompressedFormat type) {
   return type == CompressedFormat::kQ4_K || type == CompressedFormat::kQ5_K ||
-         type == CompressedFormat::kQ6_K;
+         type == CompressedFormat::kQ6_K || type == CompressedFormat::kIQ4_XS;
 }
 // The K-quants with a minimum per sub-block.
 bool HasMin(CompressedFormat type) {
@@ -130,6 +131,7 @@ struct CompressedCase {
           if (type == CompressedFormat::kQ4_K) QuantizeBlockQ4_K(column.data() + kSuperBlock * b, row.data() + block_bytes * b);
           if (type == CompressedFormat::kQ5_K) QuantizeBlockQ5_K(column.data() + kSuperBlock * b, row.data() + block_bytes * b);
           if (type == CompressedFormat::kQ6_K) QuantizeBlockQ6_K(column.data() + kSuperBlock * b, row.data() + block_bytes * b);
+          if (type == CompressedFormat::kIQ4_XS) QuantizeBlockIQ4_XS(column.data() + kSuperBlock * b, row.data() + block_bytes * b);
         }
         for (size_t k = 0; k < rows; ++k) {
           const simd_test::KQuantElement e = simd_test::DecodeKQuant(type, row.data(), k);
@@ -183,6 +185,7 @@ struct CompressedCase {
       case CompressedFormat::kQ4_0:
       case CompressedFormat::kQ5_0:
       case CompressedFormat::kIQ4_NL:
+      case CompressedFormat::kIQ4_XS:
         return (k + k / 32 + 34) * eps / 2 * AbsColumnSum(x, n) + (k + k / 32) * denorm;
       case CompressedFormat::kQ6_K:
         return (k + k / 16 + 18) * eps / 2 * AbsColumnSum(x, n) + (k + k / 16) * denorm;

@@ -25,16 +25,17 @@ using simd_test::Inputs;
 constexpr CompressedFormat kAllTypes[] = {CompressedFormat::kBf16, CompressedFormat::kF16,
                                           CompressedFormat::kQ8_0, CompressedFormat::kQ4_0,
                                           CompressedFormat::kQ5_0, CompressedFormat::kIQ4_NL,
-                                          CompressedFormat::kQ4_K, CompressedFormat::kQ5_K,
-                                          CompressedFormat::kQ6_K};
+                                          CompressedFormat::kIQ4_XS, CompressedFormat::kQ4_K,
+                                          CompressedFormat::kQ5_K, CompressedFormat::kQ6_K};
 
 // ggml's kvalues_iq4nl (ggml-common.h).
 constexpr int kIQ4NLTable[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                  1,    13,   25,  38,  53,  69,  89,  113};
 
+// The super-block types (iq4_xs shares the K-quants' layout).
 bool IsKQuant(CompressedFormat type) {
   return type == CompressedFormat::kQ4_K || type == CompressedFormat::kQ5_K ||
-         type == CompressedFormat::kQ6_K;
+         type == CompressedFormat::kQ6_K || type == CompressedFormat::kIQ4_XS;
 }
 
 uint32_t Bits(float v) {
@@ -237,6 +238,18 @@ TEST(GgmlQuantizeTest, KQuantZeroBlocks) {
   for (size_t i = 0; i < 210; ++i) EXPECT_EQ(out[i], 0) << i;
 }
 
+// An all-zero iq4_xs super-block: every block scale 0, so d = −0/32 = −0 (ggml's sign),
+// ls = 0 + 32 (scales_l 0, two high bits 2 per block: 0xAAAA) and every index 8.
+TEST(GgmlQuantizeTest, IQ4_XSZeroBlock) {
+  const std::vector<float> zeros(256, 0.0f);
+  uint8_t out[136];
+  QuantizeBlockIQ4_XS(zeros.data(), out);
+  EXPECT_EQ(U16(out), 0x8000);
+  EXPECT_EQ(U16(out + 2), 0xAAAA);
+  for (size_t i = 4; i < 8; ++i) EXPECT_EQ(out[i], 0) << i;
+  for (size_t i = 8; i < 136; ++i) EXPECT_EQ(out[i], 0x88) << i;
+}
+
 // Values on q6_k's own grid: x = d·sc·(q − 32) with one scale for the whole block and
 // every level −32..31 used, so the search picks that scale and every value round-trips.
 TEST(GgmlQuantizeTest, Q6_KRoundTripsItsOwnGrid) {
@@ -294,6 +307,10 @@ TEST(CompressedMatrixTest, SizesAreGgmlBytesPerWeight) {
   EXPECT_EQ(CompressedMatrixBytes(CompressedFormat::kQ5_0, 768, 768), 768u * 768 * 22 / 32);
   EXPECT_EQ(CompressedMatrixBytes(CompressedFormat::kQ5_0, 64, 33), 2u * 2 * 704);
   EXPECT_EQ(GgmlRowBytes(CompressedFormat::kQ5_0, 64), 44u);
+  // iq4_xs: q6_k's header of one f16 d, then q4_0's blocks: 4672 bytes per 256 rows.
+  EXPECT_EQ(CompressedRowMultiple(CompressedFormat::kIQ4_XS), 256u);
+  EXPECT_EQ(CompressedMatrixBytes(CompressedFormat::kIQ4_XS, 512, 33), 2u * 2 * 4672);
+  EXPECT_EQ(GgmlRowBytes(CompressedFormat::kIQ4_XS, 512), 272u);
   // iq4_nl: q4_0's sizes.
   EXPECT_EQ(CompressedRowMultiple(CompressedFormat::kIQ4_NL), 32u);
   EXPECT_EQ(CompressedMatrixBytes(CompressedFormat::kIQ4_NL, 64, 33), 2u * 2 * 576);
@@ -359,6 +376,9 @@ std::vector<uint8_t> GgmlRows(CompressedFormat type, const std::vector<float>& d
     for (size_t b = 0; b < rows / 256 && type == CompressedFormat::kQ6_K; ++b) {
       QuantizeBlockQ6_K(column.data() + 256 * b, row + 210 * b);
     }
+    for (size_t b = 0; b < rows / 256 && type == CompressedFormat::kIQ4_XS; ++b) {
+      QuantizeBlockIQ4_XS(column.data() + 256 * b, row + 136 * b);
+    }
   }
   return out;
 }
@@ -401,7 +421,8 @@ float GgmlElement(CompressedFormat type, const std::vector<uint8_t>& ggml, size_
       const simd_test::KQuantElement e = simd_test::DecodeKQuant(type, row, k);
       return e.scale * static_cast<float>(e.q) - e.min;
     }
-    case CompressedFormat::kQ6_K: {
+    case CompressedFormat::kQ6_K:
+    case CompressedFormat::kIQ4_XS: {
       const simd_test::KQuantElement e = simd_test::DecodeKQuant(type, row, k);
       return e.scale * static_cast<float>(e.q);
     }
@@ -511,6 +532,7 @@ TEST(CompressedMatrixTest, RepackIsLosslessForArbitraryBytes) {
                           : type == CompressedFormat::kQ4_K ? 144
                           : type == CompressedFormat::kQ5_K ? 176
                           : type == CompressedFormat::kQ6_K ? 210
+                          : type == CompressedFormat::kIQ4_XS ? 136
                                                             : 2;
     std::vector<size_t> halves = {0};
     if (type == CompressedFormat::kQ4_K || type == CompressedFormat::kQ5_K) halves = {0, 2};

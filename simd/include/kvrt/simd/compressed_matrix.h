@@ -22,6 +22,9 @@
 //              bit c. q = low | high << 4 is in 0..31.
 //   iq4_nl:    q4_0's blocks (576 bytes) and nibbles; a nibble q indexes ggml's
 //              non-linear table kvalues_iq4nl (−127 .. 113) instead of meaning q − 8.
+//   iq4_xs:    K/256 super-blocks of 4672 bytes: a header of 32 f16 d (64 bytes), then
+//              8 blocks of 32 rows (576 bytes each): 32 int8 block scales sc = ls − 32
+//              (−32..31; then 32 unused bytes), then 32 rows of iq4_nl's nibbles.
 //   q4_k:      K/256 super-blocks of 4736 bytes: a header of 32 f16 d and 32 f16
 //              dmin (128 bytes), then 8 blocks of 32 rows (576 bytes each): the
 //              block's 32 scale bytes sc and 32 minimum bytes m (6-bit, 0..63), then
@@ -59,6 +62,8 @@
 // by; always the value ggml's dequantizer gives): bf16 and f16 widened; q8_0
 // float(q)·float(d); q4_0 float(q − 8)·float(d); q5_0 float(q − 16)·float(d); iq4_nl
 // float(kvalues_iq4nl[q])·float(d) (all four exact: at most 8 + 11 significant bits);
+// iq4_xs (d·sc)·kvalues_iq4nl[q] (exact: 11 + 5 + 7 significant bits, |sc| = 32 a power
+// of two);
 // q4_k and q5_k (d·sc)·q − dmin·m, in
 // f32 in that order (d·sc, dmin·m and (d·sc)·q are exact: at most 11 + 6 + 5
 // significant bits; the subtraction rounds); q6_k (d·sc)·(q − 32), exact. The
@@ -71,7 +76,7 @@
 
 namespace kvrt::simd {
 
-// Compressed types only. (kQ5_K, kQ5_0 and kIQ4_NL came last; the order means nothing
+// Compressed types only. (kQ5_K, kQ5_0, kIQ4_NL and kIQ4_XS came last; the order means nothing
 // else.)
 enum class CompressedFormat : uint8_t {
   kBf16,
@@ -82,7 +87,8 @@ enum class CompressedFormat : uint8_t {
   kQ6_K,
   kQ5_K,
   kQ5_0,
-  kIQ4_NL
+  kIQ4_NL,
+  kIQ4_XS
 };
 
 // How the blocks of a q8_0/q4_0 panel order their quants (q5_0, iq4_nl: kRows only). kRows is the
@@ -99,7 +105,7 @@ inline constexpr size_t kSuperBlock = 256;
 // Columns per panel of every compressed type (the f32 kernels' kPanelWidth<float>).
 inline constexpr size_t kCompressedPanelWidth = 32;
 
-// "bf16", "f16", "q8_0", "q4_0", "q4_k", "q6_k", "q5_k", "q5_0", "iq4_nl".
+// "bf16", "f16", "q8_0", "q4_0", "q4_k", "q6_k", "q5_k", "q5_0", "iq4_nl", "iq4_xs".
 const char* CompressedFormatName(CompressedFormat type);
 
 // Rows (along K) a matrix in `type` must be a multiple of: bf16/f16 1,
@@ -152,7 +158,10 @@ void PackCompressed(CompressedFormat type, const float* source, size_t rows, siz
 // bytes), element j of a block = (qs[j] & 0xF) − 8 for j < 16, (qs[j−16] >> 4) − 8 for
 // j ≥ 16; q5_0: K/32 blocks of {f16 d; uint8 qh[4]; uint8 qs[16]} (22 bytes), element j
 // = q4_0's nibble | (bit j of qh as a little-endian uint32) << 4, less 16; iq4_nl: q4_0's
-// 18-byte blocks, element j = kvalues_iq4nl[nibble j]·d;
+// 18-byte blocks, element j = kvalues_iq4nl[nibble j]·d; iq4_xs: K/256 blocks of {f16 d;
+// u16 scales_h; u8 scales_l[4]; u8 qs[128]} (136 bytes), sub-block ib of 32 scaled by
+// d·(ls − 32), ls = low 4 bits of scales_l[ib/2] (>> 4 for odd ib) | 2 bits of scales_h
+// at 2·ib << 4, its qs[16·ib..] as iq4_nl's;
 // q4_k: K/256 blocks of {f16 d; f16 dmin; u8 scales[12]; u8 qs[128]} (144 bytes);
 // q5_k: K/256 blocks of {f16 d; f16 dmin; u8 scales[12]; u8 qh[32]; u8 qs[128]} (176
 // bytes); q6_k: K/256 blocks of {u8 ql[128]; u8 qh[64]; i8 scales[16]; f16 d} (210
@@ -188,6 +197,11 @@ void QuantizeBlockQ5_0(const float* x, uint8_t* out);
 // theirs if they fit better (Σwqx² > best·Σwq²). The indices are then taken again
 // against 1/d of the chosen d (f32, before its f16 rounding). Finite inputs.
 void QuantizeBlockIQ4_NL(const float* x, uint8_t* out);
+// ggml's quantize_iq4_xs (the same impl on a super-block of 256, no importance matrix):
+// each block of 32's scale as iq4_nl's, then d = −m/32 of the scale m of largest
+// magnitude (first, sign kept), ls = clamp(nearest_int(s/d), −32, 31) + 32 per block,
+// and the indices against 1/(d·(ls − 32)) (f32, before d's f16 rounding); 136 bytes.
+void QuantizeBlockIQ4_XS(const float* x, uint8_t* out);
 
 // ggml's reference K-quant quantizers (quantize_row_q4_K_ref / _q5_K_ref /
 // _q6_K_ref, no importance matrix), one super-block of 256 values into ggml's bytes,
@@ -284,6 +298,9 @@ double RoundToBf16(double value);
 //                at() = float(t)·float(d) is exact (≤ 7 + 11 significant bits): the
 //                table's range (127 in place of q4_0's 8) scales P_b and Σ alike and
 //                so drops out of the relative bound, which is q4_0's term for term.
+//              iq4_xs: the same, (K + K/32 + 34)·(ε/2)·Σ (+ (K + K/32)·denorm_min):
+//                per block of 32 the scale is d·sc (an exact product), the sums are
+//                iq4_nl's, and at() = (d·sc)·t is exact.
 //              q6_k: |y[n] − twin| ≤ (K + K/16 + 18)·(ε/2)·Σ (+ (K + K/16)·denorm_min),
 //                as q8_0 with sub-blocks of 16.
 //              q4_k: the twin sums x·at(), where at() is (d·sc)·q − dmin·m rounded once,
