@@ -41,16 +41,17 @@ using testing::SeededTokens;
 
 constexpr WeightFormat kConverted[] = {WeightFormat::kF32,  WeightFormat::kBf16, WeightFormat::kF16,
                                        WeightFormat::kQ8_0, WeightFormat::kQ4_0, WeightFormat::kQ5_0,
-                                       WeightFormat::kIQ4_NL, WeightFormat::kQ4_K, WeightFormat::kQ5_K,
-                                       WeightFormat::kQ6_K};
+                                       WeightFormat::kIQ4_NL, WeightFormat::kIQ4_XS, WeightFormat::kQ4_K,
+                                       WeightFormat::kQ5_K, WeightFormat::kQ6_K};
 constexpr WeightFormat kAll[] = {WeightFormat::kAsStored, WeightFormat::kF32,  WeightFormat::kBf16,
                                  WeightFormat::kF16,      WeightFormat::kQ8_0, WeightFormat::kQ4_0,
-                                 WeightFormat::kQ5_0,     WeightFormat::kIQ4_NL, WeightFormat::kQ4_K,
-                                 WeightFormat::kQ5_K,     WeightFormat::kQ6_K};
+                                 WeightFormat::kQ5_0,     WeightFormat::kIQ4_NL, WeightFormat::kIQ4_XS,
+                                 WeightFormat::kQ4_K,     WeightFormat::kQ5_K,   WeightFormat::kQ6_K};
 // The formats that compress, every one packed by the fast f32 engine's kernels.
 constexpr WeightFormat kCompressed[] = {WeightFormat::kBf16, WeightFormat::kF16,  WeightFormat::kQ8_0,
                                         WeightFormat::kQ4_0, WeightFormat::kQ5_0, WeightFormat::kIQ4_NL,
-                                        WeightFormat::kQ4_K, WeightFormat::kQ5_K, WeightFormat::kQ6_K};
+                                        WeightFormat::kIQ4_XS, WeightFormat::kQ4_K, WeightFormat::kQ5_K,
+                                        WeightFormat::kQ6_K};
 // The K-quants.
 constexpr WeightFormat kKQuants[] = {WeightFormat::kQ4_K, WeightFormat::kQ5_K, WeightFormat::kQ6_K};
 
@@ -103,11 +104,12 @@ TEST(WeightFormatTest, NamesParseBackAndUnknownValuesAreRefused) {
   EngineOptions options;
   EXPECT_EQ(options.weights, WeightFormat::kAsStored);
   EXPECT_TRUE(options.Validate());
-  options.weights = static_cast<WeightFormat>(static_cast<int>(WeightFormat::kIQ4_NL) + 1);
+  options.weights = static_cast<WeightFormat>(static_cast<int>(WeightFormat::kIQ4_XS) + 1);
   Result<void> refused = options.Validate();
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().code(), ErrorCode::kUnsupportedBackend);
   EXPECT_EQ(static_cast<int>(WeightFormat::kIQ4_NL), 16);
+  EXPECT_EQ(static_cast<int>(WeightFormat::kIQ4_XS), 17);
 }
 
 class CompressedGoldenTest : public ::testing::TestWithParam<std::string> {};
@@ -257,30 +259,40 @@ TEST(CompressedQ5_0GgufTest, FastMatchesTheOracleAsStoredAndConverted) {
   EXPECT_EQ(q5_0, 15u);  // all but the head, which llama-quantize keeps in Q6_K
 }
 
-// kq-iq4_nl.gguf (llama-quantize IQ4_NL, fixtures/gguf/modern): as stored, its IQ4_NL
-// tensors are kept as iq4_nl (the rest in their own types), and the fast engine stays
-// within 1e-4 of the oracle as stored and converted.
-TEST(CompressedIQ4_NLGgufTest, FastMatchesTheOracleAsStoredAndConverted) {
-  Result<ModelFile> loaded = ReadModelFile(testing::FixturePath("gguf/modern/kq-iq4_nl.gguf"));
+// kq-iq4_nl.gguf and kq-iq4_xs.gguf (llama-quantize IQ4_NL and IQ4_XS,
+// fixtures/gguf/modern): as stored, their IQ4 tensors are kept in their own format (the
+// rest in their own types), and the fast engine stays within 1e-4 of the oracle as
+// stored and converted.
+void ExpectIQ4FileAsStoredAndConverted(const std::string& type, WeightFormat format) {
+  Result<ModelFile> loaded = ReadModelFile(testing::FixturePath("gguf/modern/kq-" + type + ".gguf"));
   ASSERT_TRUE(loaded) << loaded.error().message();
   const DecoderModel& model = loaded->model;
   const std::vector<uint32_t> prompt = SeededTokens(19, 3, 512), continuation = SeededTokens(3, 5, 512);
-  ExpectFastWithinTheOracleInEveryFormat(model, prompt, continuation, "iq4_nl");
+  ExpectFastWithinTheOracleInEveryFormat(model, prompt, continuation, type);
   threading::ThreadPool pool(2);
-  for (WeightFormat format : {WeightFormat::kAsStored, WeightFormat::kIQ4_NL}) {
-    const double diff =
-        MaxAbsDiff(SessionLogits(model, prompt, continuation, Engine(Backend::kFast, Precision::kF32, format, &pool)),
-                   SessionLogits(model, prompt, continuation, Engine(Backend::kReference, Precision::kF64, format)));
-    std::cout << "[ iq4_nl  ] kq-iq4_nl " << WeightFormatName(format) << ": |fast f32 - oracle| " << diff << "\n";
-    EXPECT_LE(diff, 1e-4) << WeightFormatName(format);
+  for (WeightFormat requested : {WeightFormat::kAsStored, format}) {
+    const double diff = MaxAbsDiff(
+        SessionLogits(model, prompt, continuation, Engine(Backend::kFast, Precision::kF32, requested, &pool)),
+        SessionLogits(model, prompt, continuation, Engine(Backend::kReference, Precision::kF64, requested)));
+    std::cout << "[ " << type << "  ] kq-" << type << " " << WeightFormatName(requested)
+              << ": |fast f32 - oracle| " << diff << "\n";
+    EXPECT_LE(diff, 1e-4) << WeightFormatName(requested);
   }
-  size_t iq4_nl = 0;
+  size_t kept = 0;
   for (const MatrixWeightFormat& matrix : PlanWeightFormats(model, WeightFormat::kAsStored)) {
     EXPECT_FALSE(matrix.fallback) << matrix.name;
     EXPECT_TRUE(matrix.as_stored) << matrix.name;
-    iq4_nl += matrix.effective == WeightFormat::kIQ4_NL;
+    kept += matrix.effective == format;
   }
-  EXPECT_EQ(iq4_nl, 15u);  // all but the head, which llama-quantize keeps in Q6_K
+  EXPECT_EQ(kept, 15u);  // all but the head, which llama-quantize keeps in Q6_K
+}
+
+TEST(CompressedIQ4GgufTest, IQ4_NLFastMatchesTheOracleAsStoredAndConverted) {
+  ExpectIQ4FileAsStoredAndConverted("iq4_nl", WeightFormat::kIQ4_NL);
+}
+
+TEST(CompressedIQ4GgufTest, IQ4_XSFastMatchesTheOracleAsStoredAndConverted) {
+  ExpectIQ4FileAsStoredAndConverted("iq4_xs", WeightFormat::kIQ4_XS);
 }
 
 TEST(CompressedWeightsTest, StoredBytesAreDroppedOnceAParameterIsUpdated) {
@@ -371,11 +383,12 @@ TEST(CompressedWeightsTest, MatricesWithKNotAMultipleOf32FallBackToF16AndSaySo) 
 
 
 bool IsKQuant(WeightFormat format) {
-  return std::find(std::begin(kKQuants), std::end(kKQuants), format) != std::end(kKQuants);
+  return std::find(std::begin(kKQuants), std::end(kKQuants), format) != std::end(kKQuants) ||
+         format == WeightFormat::kIQ4_XS;
 }
 
-// D 96, F 160, V 300: several panels and task tiles per matrix. The K-quants need
-// every K a multiple of 256: D 256, F 512 for them.
+// D 96, F 160, V 300: several panels and task tiles per matrix. The K-quants and
+// iq4_xs need every K a multiple of 256: D 256, F 512 for them.
 DecoderModel ModelFor(WeightFormat format, bool tied = true) {
   SplitMix64 rng(2024);
   ModelConfig config = IsKQuant(format) ? ModelConfig::Create(300, 256, 4, 512, 2, 80, 10000.0, 1e-5)
@@ -384,17 +397,19 @@ DecoderModel ModelFor(WeightFormat format, bool tied = true) {
   return *DecoderModel::FromSeed(config, rng);
 }
 
-// The K-quants fall back as llama.cpp's quantizer does where K is a multiple of 32
-// (the down projection, K = F = 64): q6_k to q8_0, q4_k to q5_0, q5_k to f16 (its
+// The K-quants and iq4_xs fall back as llama.cpp's quantizer does where K is a
+// multiple of 32 (the down projection, K = F = 64): q6_k to q8_0, q4_k to q5_0, iq4_xs
+// to iq4_nl, q5_k to f16 (its
 // first fallback, q5_1, is not a format here); elsewhere (K = 48) all to f16.
 TEST(CompressedWeightsTest, KQuantsFallBackLikeLlamaCpp) {
   const DecoderModel model = NarrowModel();
   const auto down_fallback = [](WeightFormat format) {
-    return format == WeightFormat::kQ6_K   ? WeightFormat::kQ8_0
-           : format == WeightFormat::kQ4_K ? WeightFormat::kQ5_0
-                                           : WeightFormat::kF16;
+    return format == WeightFormat::kQ6_K     ? WeightFormat::kQ8_0
+           : format == WeightFormat::kQ4_K   ? WeightFormat::kQ5_0
+           : format == WeightFormat::kIQ4_XS ? WeightFormat::kIQ4_NL
+                                             : WeightFormat::kF16;
   };
-  for (WeightFormat format : kKQuants) {
+  for (WeightFormat format : {WeightFormat::kQ4_K, WeightFormat::kQ5_K, WeightFormat::kQ6_K, WeightFormat::kIQ4_XS}) {
     for (const MatrixWeightFormat& matrix : PlanWeightFormats(model, format)) {
       const bool down = matrix.name.find("ffn.down") != std::string::npos;
       EXPECT_TRUE(matrix.fallback) << matrix.name;
@@ -485,8 +500,8 @@ TEST(CompressedWeightsTest, DecodingAllocatesNothing) {
 TEST(CompressedWeightsTest, KQuantsMatchTheOracleAndAreBatchInvariant) {
   const std::vector<uint32_t> prompt = SeededTokens(23, 11, 300), continuation = SeededTokens(3, 12, 300);
   threading::ThreadPool pool(2);
-  for (WeightFormat format :
-       {WeightFormat::kQ4_K, WeightFormat::kQ5_K, WeightFormat::kQ6_K, WeightFormat::kQ5_0, WeightFormat::kIQ4_NL}) {
+  for (WeightFormat format : {WeightFormat::kQ4_K, WeightFormat::kQ5_K, WeightFormat::kQ6_K, WeightFormat::kQ5_0,
+                              WeightFormat::kIQ4_NL, WeightFormat::kIQ4_XS}) {
     const DecoderModel model = ModelFor(format);
     const EngineOptions fast = Engine(Backend::kFast, Precision::kF32, format, &pool);
     const auto oracle = SessionLogits(model, prompt, continuation, Engine(Backend::kReference, Precision::kF64, format));

@@ -4,19 +4,19 @@
 // decode: f32 costs 4 bytes, bf16 and f16 2, q8_0 1.0625, q5_0 0.6875 and q4_0 and
 // iq4_nl 0.5625 (ggml's block formats: 32 weights along the input dimension K share one
 // f16 scale; iq4_nl's 4-bit index picks one of 16 non-linearly spaced values), q6_k
-// 0.82, q5_k 0.70 and q4_k 0.58 (ggml's K-quants: 256 weights along K share an f16
+// 0.82, q5_k 0.70, q4_k 0.58 and iq4_xs 0.57 (ggml's K-quants and iq4_xs: 256 weights along K share an f16
 // scale, and 16 or 32 of them an 8- or 6-bit sub-scale; q4_k and q5_k also a minimum).
 //
 // kAsStored keeps what the file holds: a GGUF tensor already in bf16, f16, q8_0,
-// q4_0, q5_0, iq4_nl, q4_k, q5_k or q6_k is used as stored (repacked losslessly), everything else
+// q4_0, q5_0, iq4_nl, iq4_xs, q4_k, q5_k or q6_k is used as stored (repacked losslessly), everything else
 // is f32. An explicit format converts every matrix (the seven per block, the token
 // table and the vocabulary head) from its f32-rounded values when the weights are
 // packed, with ggml's reference quantizers (no importance matrix). Gains and RoPE
 // tables stay in the engine's precision.
 //
-// A q8_0, q4_0, q5_0 or iq4_nl matrix needs K % 32 == 0, a q4_k, q5_k or q6_k one K % 256 ==
+// A q8_0, q4_0, q5_0 or iq4_nl matrix needs K % 32 == 0, a q4_k, q5_k, q6_k or iq4_xs one K % 256 ==
 // 0. A matrix that does not fit falls back as llama.cpp's quantizer does
-// (llama_tensor_get_type): q6_k to q8_0, q4_k to q5_0, and anything whose block does
+// (llama_tensor_get_type): q6_k to q8_0, q4_k to q5_0, iq4_xs to iq4_nl, and anything whose block does
 // not divide K to f16, where llama.cpp's chain ends (q5_k's first fallback there,
 // q5_1, is not among these formats, so q5_k falls back to f16; for q8_0/q4_0/q5_0/iq4_nl
 // themselves llama.cpp refuses the tensor instead). Fallbacks are never errors:
@@ -60,11 +60,12 @@ enum class WeightFormat : uint8_t {
   kQ5_0 = 13,
   // (14 and 15 are reserved for q3_k and the q3_k_m mix.)
   kIQ4_NL = 16,
+  kIQ4_XS = 17,
 };
 
 // "as-stored", "f32", "bf16", "f16", "q8_0", "q4_0", "q4_k", "q6_k", "q5_k", "q4_k_s",
-// "q4_k_m", "q5_k_s", "q5_k_m", "q5_0", "iq4_nl" ("unknown" outside the enum and for a
-// value it skips).
+// "q4_k_m", "q5_k_s", "q5_k_m", "q5_0", "iq4_nl", "iq4_xs" ("unknown" outside the enum
+// and for a value it skips).
 std::string_view WeightFormatName(WeightFormat format);
 // The inverse of WeightFormatName for its names; nullopt for anything else.
 std::optional<WeightFormat> ParseWeightFormat(std::string_view name);
@@ -76,7 +77,7 @@ bool IsWeightMix(WeightFormat format);
 // depends).
 double WeightFormatBytesPerWeight(WeightFormat format);
 // What K must be a multiple of for a matrix to be kept in `format`: 32 for q8_0,
-// q4_0, q5_0 and iq4_nl, 256 for q4_k, q5_k and q6_k, 1 for the rest.
+// q4_0, q5_0 and iq4_nl, 256 for q4_k, q5_k, q6_k and iq4_xs, 1 for the rest.
 size_t WeightFormatRowMultiple(WeightFormat format);
 
 // The format one matrix of a model is kept in for a requested format.

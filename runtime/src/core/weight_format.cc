@@ -18,7 +18,7 @@ constexpr struct {
     {WeightFormat::kQ5_K, "q5_k"},          {WeightFormat::kQ4_K_S, "q4_k_s"},
     {WeightFormat::kQ4_K_M, "q4_k_m"},      {WeightFormat::kQ5_K_S, "q5_k_s"},
     {WeightFormat::kQ5_K_M, "q5_k_m"},      {WeightFormat::kQ5_0, "q5_0"},
-    {WeightFormat::kIQ4_NL, "iq4_nl"},
+    {WeightFormat::kIQ4_NL, "iq4_nl"},      {WeightFormat::kIQ4_XS, "iq4_xs"},
 };
 
 }  // namespace
@@ -58,6 +58,8 @@ double WeightFormatBytesPerWeight(WeightFormat format) {
     case WeightFormat::kQ4_K: return 148.0 / 256.0;
     case WeightFormat::kQ5_K: return 180.0 / 256.0;
     case WeightFormat::kQ6_K: return 210.0 / 256.0;
+    // iq4_xs's panel layout keeps a byte per block scale and one unused (ggml: 6 bits).
+    case WeightFormat::kIQ4_XS: return 146.0 / 256.0;
     default: return std::numeric_limits<double>::quiet_NaN();
   }
 }
@@ -70,7 +72,8 @@ size_t WeightFormatRowMultiple(WeightFormat format) {
     case WeightFormat::kIQ4_NL: return 32;
     case WeightFormat::kQ4_K:
     case WeightFormat::kQ5_K:
-    case WeightFormat::kQ6_K: return 256;
+    case WeightFormat::kQ6_K:
+    case WeightFormat::kIQ4_XS: return 256;
     default: return 1;
   }
 }

@@ -12,7 +12,7 @@ namespace kvrt {
 namespace {
 
 // llama.cpp's fallback for a block type that does not divide a row of `rows`
-// (llama_tensor_get_type): q6_k becomes q8_0, q4_k q5_0, and a type whose block still
+// (llama_tensor_get_type): q6_k becomes q8_0, q4_k q5_0, iq4_xs iq4_nl, and a type whose block still
 // does not divide the row f16, where ggml's chain ends. (q5_k's first fallback, q5_1,
 // is not a format here: q5_k goes straight to f16.)
 WeightFormat Fallback(WeightFormat wanted, size_t rows) {
@@ -21,6 +21,9 @@ WeightFormat Fallback(WeightFormat wanted, size_t rows) {
   }
   if (wanted == WeightFormat::kQ4_K && simd::FitsCompressedFormat(simd::CompressedFormat::kQ5_0, rows)) {
     return WeightFormat::kQ5_0;
+  }
+  if (wanted == WeightFormat::kIQ4_XS && simd::FitsCompressedFormat(simd::CompressedFormat::kIQ4_NL, rows)) {
+    return WeightFormat::kIQ4_NL;
   }
   return WeightFormat::kF16;
 }
