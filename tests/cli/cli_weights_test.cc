@@ -22,6 +22,7 @@ const std::string kTinyQ8 = testing::FixturePath("gguf/tiny-q8_0.gguf");
 const std::string kQ5_KM = testing::FixturePath("gguf/modern/kq-q5_k_m.gguf");
 const std::string kQ5_0 = testing::FixturePath("gguf/modern/kq-q5_0.gguf");
 const std::string kIQ4_NL = testing::FixturePath("gguf/modern/kq-iq4_nl.gguf");
+const std::string kIQ4_XS = testing::FixturePath("gguf/modern/kq-iq4_xs.gguf");
 
 TEST(CliWeightsTest, AnUnknownFormatIsATypedUsageError) {
   for (const char* command : {"logits", "generate"}) {
@@ -106,6 +107,27 @@ TEST(CliWeightsTest, TheEngineLineNamesIQ4_NLMatrices) {
       << converted.err;
 }
 
+// An IQ4_XS file runs as stored (its head in Q6_K); --weights iq4_xs falls back to
+// iq4_nl where K (the demo's D = 64) is a multiple of 32 but not of 256, and to f16
+// where it is neither (the demo's F = 172), as llama.cpp's quantizer does.
+TEST(CliWeightsTest, TheEngineLineNamesIQ4_XSMatricesAndTheirFallbacks) {
+  const testing::CliRun stored = RunKvrt({"generate", "--model", kIQ4_XS, "--tokens", "1,450", "--max-new-tokens",
+                                          "2", "--threads", "1", "--no-eos"});
+  ASSERT_EQ(stored.status, 0) << stored.err;
+  EXPECT_NE(stored.err.find("; weights as-stored: q6_k x1 iq4_xs x15; no fallbacks"), std::string::npos)
+      << stored.err;
+  const testing::CliRun converted = RunKvrt({"generate", "--model", kDemo, "--tokens", "67,118",
+                                             "--max-new-tokens", "2", "--weights", "iq4_xs", "--threads", "1"});
+  ASSERT_EQ(converted.status, 0) << converted.err;
+  EXPECT_NE(converted.err.find("; weights iq4_xs: f16 x2 iq4_nl x13; fallbacks: token_embedding.weight iq4_xs -> "
+                               "iq4_nl (K = 64 is not a multiple of 256)"),
+            std::string::npos)
+      << converted.err;
+  EXPECT_NE(converted.err.find("blocks.0.ffn.down.weight iq4_xs -> f16 (K = 172 is not a multiple of 256)"),
+            std::string::npos)
+      << converted.err;
+}
+
 TEST(CliWeightsTest, AMixGivesEachMatrixLlamaQuantizesTypeAndSaysWhereKvrtHasNone) {
   // kq-f32 (D 256, F 768) as Q4_K_M: every type is a format, as in kq-q4_k_m.gguf.
   const std::string kF32 = testing::FixturePath("gguf/modern/kq-f32.gguf");
@@ -177,7 +199,7 @@ std::vector<double> Logits(const std::vector<std::string>& args) {
 }
 
 TEST(CliWeightsTest, FastLogitsAreWithinToleranceOfTheReferenceOracle) {
-  for (const std::string format : {"bf16", "q8_0", "q4_0", "q5_0", "iq4_nl"}) {
+  for (const std::string format : {"bf16", "q8_0", "q4_0", "q5_0", "iq4_nl", "iq4_xs"}) {
     const std::vector<std::string> base = {"logits", "--model", kDemo, "--tokens", "67,118,34,102", "--json",
                                            "--weights", format};
     std::vector<std::string> fast = base, reference = base, uncached = base;
