@@ -31,10 +31,16 @@ inline constexpr size_t kGgmlQ4KBlockBytes = 144;  // {f16 d, dmin; u8 scales[12
 inline constexpr size_t kGgmlQ5KBlockBytes = 176;  // {f16 d, dmin; u8 scales[12], qh[32], qs[128]}
 inline constexpr size_t kGgmlQ6KBlockBytes = 210;  // {u8 ql[128], qh[64]; i8 scales[16]; f16 d}
 inline constexpr size_t kGgmlQ3KBlockBytes = 110;  // {u8 hmask[32], qs[64], scales[12]; f16 d}
+inline constexpr size_t kGgmlIQ4XSBlockBytes = 136;  // {f16 d; u16 scales_h; u8 scales_l[4], qs[128]}
 // The largest ggml block of any quantized type (a packer's buffer).
-inline constexpr size_t kGgmlMaxBlockBytes = kGgmlQ6KBlockBytes;
-// The q4_0 quant of a padding (or all-zero) column: (8 − 8)·0 = +0.
+inline constexpr size_t kGgmlMaxBlockBytes = kGgmlQ6KBlockBytes;  // ≥ every other
+// The q4_0 quant of a padding (or all-zero) column: (8 − 8)·0 = +0. iq4_nl's too: its
+// index 8 is the table's +1, and 1·(+0) = +0 (index 0, −127, would give −0); ggml's
+// quantizer gives an all-zero block index 8 as well.
 inline constexpr uint8_t kQ4Zero = 8;
+// ggml's kvalues_iq4nl: the iq4_nl value of index q (times the block's d).
+inline constexpr int8_t kIQ4NLValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                            1,    13,   25,  38,  53,  69,  89,  113};
 // The q6_k high bits of a padding column: q = 32, (32 − 32)·0 = +0 (q = 0 would be −0).
 inline constexpr uint8_t kQ6HighZero = 0xAA;
 // The q5_0 high bits of a padding column (with a zero nibble): q = 16, (16 − 16)·0 = +0.
@@ -53,9 +59,12 @@ static_assert(kQ8BlockBytes % 64 == 0 && kQ4BlockBytes % 64 == 0 && kQ6BlockByte
 constexpr bool IsBlockQuantized(CompressedFormat type) {
   return type != CompressedFormat::kBf16 && type != CompressedFormat::kF16;
 }
+// The super-block types (256 rows behind a header): the K-quants, and iq4_xs, which
+// shares their layout (q6_k's header of one f16 d).
 constexpr bool IsKQuant(CompressedFormat type) {
   return type == CompressedFormat::kQ4_K || type == CompressedFormat::kQ5_K ||
-         type == CompressedFormat::kQ6_K || type == CompressedFormat::kQ3_K;
+         type == CompressedFormat::kQ6_K || type == CompressedFormat::kQ3_K ||
+         type == CompressedFormat::kIQ4_XS;
 }
 // q6_k and q3_k: a signed int8 scale per sub-block of 16 rows (q3_k's ggml 6-bit sc
 // stored as sc − 32), x = (d·sc)·(q − offset).
@@ -69,7 +78,7 @@ constexpr size_t HighBytes(CompressedFormat type) {
          : type == CompressedFormat::kQ5_K || type == CompressedFormat::kQ5_0 ? kQ5HighBytes
                                                                                  : 0;
 }
-// Bytes of one panel's row, per type: q8_0 32 int8; q4_0, q5_0, q4_k, q5_k and q6_k 16
+// Bytes of one panel's row, per type: q8_0 32 int8; q4_0, iq4_nl, q5_0, q4_k, q5_k and q6_k 16
 // bytes of nibbles and then their high bits (q5_0 and q5_k 4 bytes, q6_k 8).
 constexpr size_t QuantRowBytes(CompressedFormat type) {
   return type == CompressedFormat::kQ8_0 ? kQ8RowBytes : kQ4RowBytes + HighBytes(type);
@@ -86,7 +95,9 @@ constexpr bool HasMin(CompressedFormat type) {
 // One panel's super-block header: q4_k and q5_k 32 f16 d and 32 f16 dmin, q6_k and
 // q3_k 32 f16 d, else none.
 constexpr size_t HeaderBytes(CompressedFormat type) {
-  return HasMin(type) ? 2 * kScaleBytes : HasSignedScales16(type) ? kScaleBytes : 0;
+  return HasMin(type)                                                           ? 2 * kScaleBytes
+         : HasSignedScales16(type) || type == CompressedFormat::kIQ4_XS ? kScaleBytes
+                                                                        : 0;
 }
 // Rows per super-block: 256 for the K-quants; q8_0/q4_0/q5_0 blocks are their own.
 constexpr size_t SuperRows(CompressedFormat type) { return IsKQuant(type) ? kSuperBlock : kQuantBlock; }
@@ -95,6 +106,9 @@ constexpr size_t SuperRows(CompressedFormat type) { return IsKQuant(type) ? kSup
 constexpr size_t SuperBlockBytes(CompressedFormat type) {
   return HeaderBytes(type) + SuperRows(type) / kQuantBlock * QuantBlockBytes(type);
 }
+static_assert(SuperBlockBytes(CompressedFormat::kIQ4_XS) == 4672 &&
+                  SuperBlockBytes(CompressedFormat::kIQ4_XS) % 64 == 0,
+              "iq4_xs super-blocks keep 64-byte alignment");
 static_assert(SuperBlockBytes(CompressedFormat::kQ4_K) == 4736 &&
                   SuperBlockBytes(CompressedFormat::kQ5_K) == 5760 &&
                   SuperBlockBytes(CompressedFormat::kQ6_K) == 6720 &&
@@ -133,7 +147,7 @@ inline void StoreU16(uint8_t* p, uint16_t v) { std::memcpy(p, &v, sizeof(v)); }
 // stream, with software prefetch or not; interleaving the four panels' rows makes one
 // stream, which the prefetchers follow.
 //
-// The nibbles of a q4_0, q5_0, q4_k, q5_k or q6_k row of a whole group (W = 4: 64
+// The nibbles of a q4_0, iq4_nl, q5_0, q4_k, q5_k or q6_k row of a whole group (W = 4: 64
 // bytes; a q5_0, q5_k or q6_k row's four 4- or 8-byte high-bit parts follow them) are in lane order:
 // byte 4j + i holds column j (low nibble) and column j + 16 (high nibble) of the group's panel i, j < 16,
 // so that 32-bit lane j of the row holds column j of all four panels, nibble 2i + h
@@ -240,6 +254,20 @@ inline float DequantizeElement(CompressedFormat type, const PanelRows& panel, si
       int q = j < kWidth / 2 ? byte & 0xF : byte >> 4;
       q += ((panel.HighBits(type, k)[j / 8] >> (j % 8)) & 1) << 4;
       return static_cast<float>(q - 16) * F16ToF32(LoadU16(panel.Scales(type, k) + 2 * j));
+    }
+    case CompressedFormat::kIQ4_NL: {
+      // ggml's dequantize_row_iq4_nl: d·kvalues_iq4nl[q].
+      const uint8_t byte = *panel.NibbleByte(type, k, j);
+      const int q = j < kWidth / 2 ? byte & 0xF : byte >> 4;
+      return F16ToF32(LoadU16(panel.Scales(type, k) + 2 * j)) * static_cast<float>(kIQ4NLValues[q]);
+    }
+    case CompressedFormat::kIQ4_XS: {
+      // ggml's dequantize_row_iq4_xs: dl = d·(ls − 32), then dl·kvalues_iq4nl[q].
+      const uint8_t byte = *panel.NibbleByte(type, k, j);
+      const int q = j < kWidth / 2 ? byte & 0xF : byte >> 4;
+      const auto sc = static_cast<int8_t>(panel.Scales(type, k)[j]);
+      const float dl = F16ToF32(LoadU16(panel.Header(type, k) + 2 * j)) * static_cast<float>(sc);
+      return dl * static_cast<float>(kIQ4NLValues[q]);
     }
     case CompressedFormat::kQ4_K:
     case CompressedFormat::kQ5_K: {

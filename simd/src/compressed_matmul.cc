@@ -21,6 +21,12 @@ void CompressedMatMul(const float* a, size_t lda, size_t m, const CompressedMatr
       return CompressedMatMulPanels<Q8Quants, true>(d, a, lda, m, w, c, ldc, panel_begin, panel_end);
     case CompressedFormat::kQ4_0:
       return CompressedMatMulPanels<Q4Quants, true>(d, a, lda, m, w, c, ldc, panel_begin, panel_end);
+    case CompressedFormat::kIQ4_NL:
+      return CompressedMatMulPanels<IQ4NLQuants, true>(d, a, lda, m, w, c, ldc, panel_begin,
+                                                        panel_end);
+    case CompressedFormat::kIQ4_XS:
+      return CompressedMatMulPanels<IQ4XSQuants, true>(d, a, lda, m, w, c, ldc, panel_begin,
+                                                        panel_end);
     case CompressedFormat::kQ4_K:
       return CompressedMatMulPanels<Q4KQuants, true>(d, a, lda, m, w, c, ldc, panel_begin, panel_end);
     case CompressedFormat::kQ6_K:

@@ -21,6 +21,10 @@ void CompressedMatVec(const CompressedMatrixView& w, const float* x, float* y,
       return CompressedMatVecPanels<Q8Quants, true>(d, w, x, y, panel_begin, panel_end);
     case CompressedFormat::kQ4_0:
       return CompressedMatVecPanels<Q4Quants, true>(d, w, x, y, panel_begin, panel_end);
+    case CompressedFormat::kIQ4_NL:
+      return CompressedMatVecPanels<IQ4NLQuants, true>(d, w, x, y, panel_begin, panel_end);
+    case CompressedFormat::kIQ4_XS:
+      return CompressedMatVecPanels<IQ4XSQuants, true>(d, w, x, y, panel_begin, panel_end);
     case CompressedFormat::kQ4_K:
       return CompressedMatVecPanels<Q4KQuants, true>(d, w, x, y, panel_begin, panel_end);
     case CompressedFormat::kQ6_K:

@@ -38,6 +38,8 @@ struct PanelWriter {
     std::memcpy(panel.Scales(type, k0) + 2 * j, block, 2);
     for (size_t r = 0; r < kQuantBlock; ++r) panel.QuantRow(type, k0 + r)[j] = block[2 + r];
   }
+  // One ggml q4_0 or iq4_nl block (the same bytes: f16 d, then qs[16]; only what a
+  // nibble means differs).
   void Q4Block(size_t k0, size_t n, const uint8_t* block) const {
     const compressed::PanelRowsOf<uint8_t> panel = Panel(n);
     const size_t j = n % kWidth;
@@ -168,16 +170,38 @@ struct PanelWriter {
       SetNibble(*panel.NibbleByte(type, k0 + e, j), j, static_cast<uint8_t>(low | high << 2));
     }
   }
+  // One ggml iq4_xs super-block of column n: d to the header, each block's ls − 32 (ls
+  // from 4 bits of scales_l and 2 of scales_h) as an int8 scale, qs as iq4_nl's per 32.
+  void IQ4XSBlock(size_t k0, size_t n, const uint8_t* block) const {
+    const compressed::PanelRowsOf<uint8_t> panel = Panel(n);
+    const size_t j = n % kWidth;
+    std::memcpy(panel.Header(type, k0) + 2 * j, block, 2);
+    const unsigned scales_h = block[2] | block[3] << 8;
+    const uint8_t* scales_l = block + 4;
+    const uint8_t* qs = block + 8;
+    constexpr size_t kHalf = kQuantBlock / 2;
+    for (size_t ib = 0; ib < kSuperBlock / kQuantBlock; ++ib) {
+      const unsigned ls = ((scales_l[ib / 2] >> (4 * (ib % 2))) & 0xF) | (((scales_h >> (2 * ib)) & 3) << 4);
+      panel.Scales(type, k0 + ib * kQuantBlock)[j] = static_cast<uint8_t>(static_cast<int8_t>(ls) - 32);
+      for (size_t r = 0; r < kQuantBlock; ++r) {
+        const uint8_t packed = qs[16 * ib + r % kHalf];
+        SetNibble(*panel.NibbleByte(type, k0 + ib * kQuantBlock + r, j), j,
+                  r < kHalf ? packed & 0xF : packed >> 4);
+      }
+    }
+  }
   // One ggml block of the writer's quantized type (ggml's bytes), column n, from row k0.
   void Block(size_t k0, size_t n, const uint8_t* block) const {
     switch (type) {
       case CompressedFormat::kQ8_0: return Q8Block(k0, n, block);
-      case CompressedFormat::kQ4_0: return Q4Block(k0, n, block);
+      case CompressedFormat::kQ4_0:
+      case CompressedFormat::kIQ4_NL: return Q4Block(k0, n, block);
       case CompressedFormat::kQ5_0: return Q50Block(k0, n, block);
       case CompressedFormat::kQ4_K: return Q4KBlock(k0, n, block);
       case CompressedFormat::kQ5_K: return Q5KBlock(k0, n, block);
       case CompressedFormat::kQ6_K: return Q6KBlock(k0, n, block);
       case CompressedFormat::kQ3_K: return Q3KBlock(k0, n, block);
+      case CompressedFormat::kIQ4_XS: return IQ4XSBlock(k0, n, block);
       case CompressedFormat::kBf16:
       case CompressedFormat::kF16: return;
     }
@@ -187,21 +211,22 @@ struct PanelWriter {
                           : static_cast<uint8_t>((byte & 0x0F) | (q << 4));
   }
 
-  // Zeroes the whole storage and gives the q4_0 and q3_k quants and the q5_0 and q6_k
-  // high bits their zero values (q4_0 8, q3_k 4, q5_0 16, q6_k 32), so that padding
-  // columns dequantize to +0 and every byte is written.
+  // Zeroes the whole storage and gives the q4_0, iq4_nl, iq4_xs and q3_k quants and the
+  // q5_0 and q6_k high bits their zero values (q4_0, iq4_nl and iq4_xs 8, q3_k 4, q5_0
+  // 16, q6_k 32), so that padding columns dequantize to +0 and every byte is written.
   void Clear() const {
     std::memset(out, 0, panels * compressed::PanelBytes(type, rows));
-    if (type != CompressedFormat::kQ4_0 && type != CompressedFormat::kQ5_0 &&
-        type != CompressedFormat::kQ6_K && type != CompressedFormat::kQ3_K) {
+    const bool nibbles = type == CompressedFormat::kQ4_0 || type == CompressedFormat::kIQ4_NL ||
+                         type == CompressedFormat::kIQ4_XS || type == CompressedFormat::kQ3_K;
+    if (!nibbles && type != CompressedFormat::kQ5_0 && type != CompressedFormat::kQ6_K) {
       return;
     }
     for (size_t p = 0; p < panels; p += compressed::kGroupPanels) {
       const compressed::PanelRowsOf<uint8_t> group =
           compressed::RowsOfPanel(out, type, rows, panels, p);
       for (size_t k = 0; k < rows; ++k) {
-        if (type == CompressedFormat::kQ4_0 || type == CompressedFormat::kQ3_K) {
-          const uint8_t zero = type == CompressedFormat::kQ4_0 ? compressed::kQ4Zero : compressed::kQ3Zero;
+        if (nibbles) {
+          const uint8_t zero = type == CompressedFormat::kQ3_K ? compressed::kQ3Zero : compressed::kQ4Zero;
           std::memset(group.GroupRow(type, k), zero * 0x11, group.width * compressed::kQ4RowBytes);
         } else {
           const uint8_t zero = type == CompressedFormat::kQ5_0 ? compressed::kQ5_0HighZero
@@ -220,10 +245,12 @@ void QuantizeBlock(CompressedFormat type, const float* values, uint8_t* out) {
     case CompressedFormat::kQ8_0: return QuantizeBlockQ8_0(values, out);
     case CompressedFormat::kQ4_0: return QuantizeBlockQ4_0(values, out);
     case CompressedFormat::kQ5_0: return QuantizeBlockQ5_0(values, out);
+    case CompressedFormat::kIQ4_NL: return QuantizeBlockIQ4_NL(values, out);
     case CompressedFormat::kQ4_K: return QuantizeBlockQ4_K(values, out);
     case CompressedFormat::kQ5_K: return QuantizeBlockQ5_K(values, out);
     case CompressedFormat::kQ6_K: return QuantizeBlockQ6_K(values, out);
     case CompressedFormat::kQ3_K: return QuantizeBlockQ3_K(values, out);
+    case CompressedFormat::kIQ4_XS: return QuantizeBlockIQ4_XS(values, out);
     case CompressedFormat::kBf16:
     case CompressedFormat::kF16: return;
   }
@@ -245,6 +272,8 @@ const char* CompressedFormatName(CompressedFormat type) {
     case CompressedFormat::kQ5_K: return "q5_k";
     case CompressedFormat::kQ5_0: return "q5_0";
     case CompressedFormat::kQ3_K: return "q3_k";
+    case CompressedFormat::kIQ4_NL: return "iq4_nl";
+    case CompressedFormat::kIQ4_XS: return "iq4_xs";
   }
   return "?";
 }
@@ -276,6 +305,7 @@ size_t GgmlRowBytes(CompressedFormat type, size_t rows_k) {
     case CompressedFormat::kQ8_0:
       return rows_k / kQuantBlock * compressed::kGgmlQ8BlockBytes;
     case CompressedFormat::kQ4_0:
+    case CompressedFormat::kIQ4_NL:
       return rows_k / kQuantBlock * compressed::kGgmlQ4BlockBytes;
     case CompressedFormat::kQ5_0:
       return rows_k / kQuantBlock * compressed::kGgmlQ5_0BlockBytes;
@@ -287,6 +317,8 @@ size_t GgmlRowBytes(CompressedFormat type, size_t rows_k) {
       return rows_k / kSuperBlock * compressed::kGgmlQ6KBlockBytes;
     case CompressedFormat::kQ3_K:
       return rows_k / kSuperBlock * compressed::kGgmlQ3KBlockBytes;
+    case CompressedFormat::kIQ4_XS:
+      return rows_k / kSuperBlock * compressed::kGgmlIQ4XSBlockBytes;
   }
   return 0;
 }

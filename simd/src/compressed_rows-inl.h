@@ -238,7 +238,10 @@ struct NibbleBits {
 // the mantissa of 2^23 (below): the same exact values.
 //
 // NibbleQuants serves q4_0 (kOffset 8: q − 8) and q4_k (kOffset 0: q itself), whose
-// rows are the same nibbles.
+// rows are the same nibbles, and iq4_nl, whose nibble indexes ggml's kvalues_iq4nl
+// instead (kOffset unused): on AVX-512 the same VPERMPS with that table; elsewhere a
+// byte lookup (PSHUFB) of t + 128 (1..241, a byte) ORed into the mantissa of 2^23, less
+// 2^23 + 128: t exactly, for the cost of one lookup and one OR more than q4_0.
 template <class D, CompressedFormat kFormat, int kOffset>
 struct NibbleQuants {
   static constexpr CompressedFormat kType = kFormat;
@@ -250,6 +253,9 @@ struct NibbleQuants {
   // are ignored, or (kMask false, not on AVX-512) known to be zero.
   template <bool kMask = true>
   static HWY_INLINE hn::Vec<D> Nibbles(D d, hn::Vec<DU> bits) {
+    if constexpr (kFormat == CompressedFormat::kIQ4_NL || kFormat == CompressedFormat::kIQ4_XS) {
+      return TableNibbles<kMask>(d, bits);
+    }
 #if HWY_TARGET == HWY_AVX3
     return hn::Vec<D>{_mm512_permutexvar_ps(bits.raw, hn::Iota(d, static_cast<float>(-kOffset)).raw)};
 #else
@@ -261,6 +267,32 @@ struct NibbleQuants {
     const auto nibble = kMask ? hn::And(bits, hn::Set(du, 0xF)) : bits;
     const auto magic = hn::Or(nibble, hn::Set(du, 0x4B000000));
     return hn::Sub(hn::BitCast(d, magic), hn::Set(d, 8388608.0f + kOffset));  // 2^23 + kOffset
+#endif
+  }
+
+  // iq4_nl: kvalues_iq4nl[u] for the nibble u in bits 3:0 of every lane of `bits`, the
+  // bits above ignored or (kMask false, not on AVX-512) zero.
+  template <bool kMask>
+  static HWY_INLINE hn::Vec<D> TableNibbles(D d, hn::Vec<DU> bits) {
+#if HWY_TARGET == HWY_AVX3
+    alignas(64) static constexpr float kTable[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                                     1,    13,   25,  38,  53,  69,  89,  113};
+    return hn::Vec<D>{_mm512_permutexvar_ps(bits.raw, hn::Load(d, kTable).raw)};
+#elif HWY_TARGET == HWY_SCALAR
+    return hn::Set(d, static_cast<float>(compressed::kIQ4NLValues[hn::GetLane(bits) & 0xF]));
+#else
+    const DU du;
+    const hn::Repartition<uint8_t, DU> du8;
+    // t + 128 per nibble; the three upper index bytes of a lane get 0x80, which the
+    // lookup turns into 0, so the lane is the byte t + 128 alone.
+    alignas(16) static constexpr uint8_t kBiased[16] = {1,   24,  45,  63,  79,  93,  106, 118,
+                                                        129, 141, 153, 166, 181, 197, 217, 241};
+    const auto nibble = kMask ? hn::And(bits, hn::Set(du, 0xF)) : bits;
+    const auto index = hn::Or(nibble, hn::Set(du, 0x80808000u));
+    const auto biased = hn::BitCast(du, hn::TableLookupBytesOr0(hn::LoadDup128(du8, kBiased),
+                                                                hn::BitCast(du8, index)));
+    const auto magic = hn::Or(biased, hn::Set(du, 0x4B000000));
+    return hn::Sub(hn::BitCast(d, magic), hn::Set(d, 8388608.0f + 128.0f));  // 2^23 + 128
 #endif
   }
 
@@ -298,6 +330,11 @@ struct NibbleQuants {
 };
 template <class D>
 using Q4Quants = NibbleQuants<D, CompressedFormat::kQ4_0, 8>;
+template <class D>
+using IQ4NLQuants = NibbleQuants<D, CompressedFormat::kIQ4_NL, 0>;
+// iq4_xs: iq4_nl's rows, scaled per block by d·sc (BlockScales).
+template <class D>
+using IQ4XSQuants = NibbleQuants<D, CompressedFormat::kIQ4_XS, 0>;
 
 }  // namespace kvrt::simd::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();

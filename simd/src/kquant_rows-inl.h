@@ -147,8 +147,8 @@ struct BlockScales {
   static constexpr size_t kSubBlocks = kQuantBlock / kSubRows;  // per block of 32 rows
   static constexpr bool kHasMin = compressed::HasMin(kType);
 
-  // The column scales of sub-block s of block b as f32: q8_0/q4_0/q5_0 the f16 d, the
-  // K-quants d·sc (exact products).
+  // The column scales of sub-block s of block b as f32: q8_0/q4_0/q5_0/iq4_nl the f16 d,
+  // the K-quants and iq4_xs d·sc (exact products).
   template <class D>
   static HWY_INLINE void Scales(D d, const QuantPanel& panel, size_t b, size_t s, hn::Vec<D>* scale) {
     if constexpr (!compressed::IsKQuant(kType)) {
@@ -156,7 +156,9 @@ struct BlockScales {
     } else {
       hn::Vec<D> super[PanelVectors<D>()];
       LoadColumnScales(d, panel.Header(b), super);
-      ScaleBytes<compressed::HasSignedScales16(kType)>(d, panel.Scales(b) + s * kCompressedPanelWidth, super, scale);
+      // q6_k's, q3_k's and iq4_xs's scale bytes are signed, q4_k's and q5_k's not.
+      constexpr bool kSigned = compressed::HasSignedScales16(kType) || kType == CompressedFormat::kIQ4_XS;
+      ScaleBytes<kSigned>(d, panel.Scales(b) + s * kCompressedPanelWidth, super, scale);
     }
   }
   // q4_k, q5_k: the column minimums dmin·m of block b.

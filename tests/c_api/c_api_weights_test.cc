@@ -33,8 +33,12 @@ static_assert(KVRT_WEIGHTS_Q5_0 == static_cast<int>(WeightFormat::kQ5_0));
 static_assert(KVRT_WEIGHTS_Q5_0 == 13);
 static_assert(KVRT_WEIGHTS_Q3_K == 14 && KVRT_WEIGHTS_Q3_K == static_cast<int>(WeightFormat::kQ3_K));
 static_assert(KVRT_WEIGHTS_Q3_K_M == 15 && KVRT_WEIGHTS_Q3_K_M == static_cast<int>(WeightFormat::kQ3_K_M));
+static_assert(KVRT_WEIGHTS_IQ4_NL == static_cast<int>(WeightFormat::kIQ4_NL));
+static_assert(KVRT_WEIGHTS_IQ4_NL == 16);
+static_assert(KVRT_WEIGHTS_IQ4_XS == static_cast<int>(WeightFormat::kIQ4_XS));
+static_assert(KVRT_WEIGHTS_IQ4_XS == 17);
 // The first number past the last format.
-constexpr int kUnknownWeights = KVRT_WEIGHTS_Q3_K_M + 1;
+constexpr int kUnknownWeights = KVRT_WEIGHTS_IQ4_XS + 1;
 
 const std::string kModel = testing::FixturePath("llama2c/gqa_untied.bin");
 constexpr size_t kVocabulary = 512;
@@ -42,9 +46,9 @@ constexpr size_t kVocabulary = 512;
 TEST(CApiWeightsTest, FastMatchesTheReferenceOnTheSameWeights) {
   const std::vector<uint32_t> tokens = {1, 17, 42, 99, 5};
   for (const int weights : {KVRT_WEIGHTS_AS_STORED, KVRT_WEIGHTS_F32, KVRT_WEIGHTS_BF16, KVRT_WEIGHTS_F16,
-                            KVRT_WEIGHTS_Q8_0, KVRT_WEIGHTS_Q4_0, KVRT_WEIGHTS_Q5_0, KVRT_WEIGHTS_Q4_K,
-                            KVRT_WEIGHTS_Q5_K, KVRT_WEIGHTS_Q6_K, KVRT_WEIGHTS_Q4_K_M, KVRT_WEIGHTS_Q5_K_S,
-                            KVRT_WEIGHTS_Q3_K, KVRT_WEIGHTS_Q3_K_M}) {
+                            KVRT_WEIGHTS_Q8_0, KVRT_WEIGHTS_Q4_0, KVRT_WEIGHTS_Q5_0, KVRT_WEIGHTS_IQ4_NL,
+                            KVRT_WEIGHTS_IQ4_XS, KVRT_WEIGHTS_Q4_K, KVRT_WEIGHTS_Q5_K, KVRT_WEIGHTS_Q6_K,
+                            KVRT_WEIGHTS_Q4_K_M, KVRT_WEIGHTS_Q5_K_S, KVRT_WEIGHTS_Q3_K, KVRT_WEIGHTS_Q3_K_M}) {
     std::vector<double> fast(kVocabulary), reference(kVocabulary);
     ASSERT_EQ(CApiWeightsLogits(kModel.c_str(), tokens.data(), tokens.size(), KVRT_BACKEND_FAST, weights,
                                 fast.data(), kVocabulary),
@@ -93,9 +97,9 @@ TEST(CApiWeightsTest, PreparedWeightsGiveTheSameLogits) {
   const std::vector<uint32_t> tokens = {1, 17, 42, 99};
   for (const int backend : {KVRT_BACKEND_FAST, KVRT_BACKEND_REFERENCE}) {
     for (const int weights : {KVRT_WEIGHTS_AS_STORED, KVRT_WEIGHTS_F32, KVRT_WEIGHTS_BF16, KVRT_WEIGHTS_F16,
-                              KVRT_WEIGHTS_Q8_0, KVRT_WEIGHTS_Q4_0, KVRT_WEIGHTS_Q5_0, KVRT_WEIGHTS_Q4_K,
-                              KVRT_WEIGHTS_Q5_K, KVRT_WEIGHTS_Q6_K, KVRT_WEIGHTS_Q4_K_S, KVRT_WEIGHTS_Q5_K_M,
-                              KVRT_WEIGHTS_Q3_K, KVRT_WEIGHTS_Q3_K_M}) {
+                              KVRT_WEIGHTS_Q8_0, KVRT_WEIGHTS_Q4_0, KVRT_WEIGHTS_Q5_0, KVRT_WEIGHTS_IQ4_NL,
+                              KVRT_WEIGHTS_IQ4_XS, KVRT_WEIGHTS_Q4_K, KVRT_WEIGHTS_Q5_K, KVRT_WEIGHTS_Q6_K,
+                              KVRT_WEIGHTS_Q4_K_S, KVRT_WEIGHTS_Q5_K_M, KVRT_WEIGHTS_Q3_K, KVRT_WEIGHTS_Q3_K_M}) {
       std::vector<double> bound(kVocabulary), prepared(kVocabulary);
       ASSERT_EQ(CApiWeightsLogits(kModel.c_str(), tokens.data(), tokens.size(), backend, weights,
                                   bound.data(), kVocabulary),

@@ -22,6 +22,8 @@ const std::string kTinyQ8 = testing::FixturePath("gguf/tiny-q8_0.gguf");
 const std::string kQ5_KM = testing::FixturePath("gguf/modern/kq-q5_k_m.gguf");
 const std::string kQ5_0 = testing::FixturePath("gguf/modern/kq-q5_0.gguf");
 const std::string kQ3_KM = testing::FixturePath("gguf/modern/kq-q3_k_m.gguf");
+const std::string kIQ4_NL = testing::FixturePath("gguf/modern/kq-iq4_nl.gguf");
+const std::string kIQ4_XS = testing::FixturePath("gguf/modern/kq-iq4_xs.gguf");
 
 TEST(CliWeightsTest, AnUnknownFormatIsATypedUsageError) {
   for (const char* command : {"logits", "generate"}) {
@@ -89,19 +91,19 @@ TEST(CliWeightsTest, TheEngineLineNamesTheFormatAndEveryFallback) {
       << explicit_q5_0.err;
 }
 
-TEST(CliWeightsTest, TheEngineLineNamesAQ3_K_MFilesMatricesAndQ3_KsStandIn) {
+TEST(CliWeightsTest, TheEngineLineNamesAQ3_K_MFilesMatricesAndQ3_KsFallbacks) {
   // A Q3_K_M file runs as stored in its four K-quants.
   const testing::CliRun stored = RunKvrt({"generate", "--model", kQ3_KM, "--tokens", "1,450", "--max-new-tokens",
                                           "2", "--threads", "1", "--no-eos"});
   ASSERT_EQ(stored.status, 0) << stored.err;
   EXPECT_NE(stored.err.find("; weights as-stored: q4_k x4 q6_k x1 q5_k x2 q3_k x9; no fallbacks"), std::string::npos) << stored.err;
-  // The demo (D 64, F 172) in q3_k: where K = 64 q8_0 stands in for llama.cpp's iq4_nl,
-  // and the down projections (K = 172) are f16.
+  // The demo (D 64, F 172) in q3_k: where K = 64 it falls back to iq4_nl as llama.cpp's
+  // quantizer does, and the down projections (K = 172) to f16.
   const testing::CliRun q3_k = RunKvrt({"generate", "--model", kDemo, "--tokens", "67,118", "--max-new-tokens", "2",
                                         "--weights", "q3_k", "--threads", "1"});
   ASSERT_EQ(q3_k.status, 0) << q3_k.err;
-  EXPECT_NE(q3_k.err.find("; weights q3_k: f16 x2 q8_0 x13; fallbacks: token_embedding.weight q3_k -> q8_0 (K = 64 "
-                          "is not a multiple of 256; llama.cpp's iq4_nl is not a kvrt format)"),
+  EXPECT_NE(q3_k.err.find("; weights q3_k: f16 x2 iq4_nl x13; fallbacks: token_embedding.weight q3_k -> iq4_nl "
+                          "(K = 64 is not a multiple of 256)"),
             std::string::npos)
       << q3_k.err;
   EXPECT_NE(q3_k.err.find("blocks.1.ffn.down.weight q3_k -> f16 (K = 172 is not a multiple of 256)"),
@@ -116,17 +118,51 @@ TEST(CliWeightsTest, TheEngineLineNamesAQ3_K_MFilesMatricesAndQ3_KsStandIn) {
   const testing::CliRun inspect = RunKvrt({"inspect", kDemo, "--weights", "q3_k", "--json"});
   ASSERT_EQ(inspect.status, 0) << inspect.err;
   const nlohmann::json weights = nlohmann::json::parse(inspect.out).at("weights");
-  size_t substituted = 0;
+  // Fallbacks only (a plain format, not a mix): no substitution fields.
   for (const nlohmann::json& matrix : weights.at("matrices")) {
-    if (!matrix.at("substituted").get<bool>()) continue;
-    ++substituted;
-    EXPECT_EQ(matrix.at("llama_quantize_type"), "iq4_nl") << matrix;
-    EXPECT_EQ(matrix.at("type"), "q8_0") << matrix;
+    EXPECT_FALSE(matrix.contains("substituted")) << matrix;
     EXPECT_EQ(matrix.at("wanted"), "q3_k") << matrix;
   }
-  EXPECT_EQ(substituted, 13u);
-  EXPECT_EQ(weights.at("substitutions"), substituted);
+  EXPECT_FALSE(weights.contains("substitutions"));
   EXPECT_EQ(weights.at("fallbacks"), 15u);
+}
+
+// An IQ4_NL file runs as stored (its head in Q6_K); --weights iq4_nl converts the demo
+// and falls back to f16 where K (the demo's F = 172) is not a multiple of 32.
+TEST(CliWeightsTest, TheEngineLineNamesIQ4_NLMatrices) {
+  const testing::CliRun stored = RunKvrt({"generate", "--model", kIQ4_NL, "--tokens", "1,450", "--max-new-tokens",
+                                          "2", "--threads", "1", "--no-eos"});
+  ASSERT_EQ(stored.status, 0) << stored.err;
+  EXPECT_NE(stored.err.find("; weights as-stored: q6_k x1 iq4_nl x15; no fallbacks"), std::string::npos)
+      << stored.err;
+  const testing::CliRun converted = RunKvrt({"generate", "--model", kDemo, "--tokens", "67,118",
+                                             "--max-new-tokens", "2", "--weights", "iq4_nl", "--threads", "1"});
+  ASSERT_EQ(converted.status, 0) << converted.err;
+  EXPECT_NE(converted.err.find("; weights iq4_nl: f16 x2 iq4_nl x13; fallbacks: blocks.0.ffn.down.weight iq4_nl -> "
+                               "f16 (K = 172 is not a multiple of 32)"),
+            std::string::npos)
+      << converted.err;
+}
+
+// An IQ4_XS file runs as stored (its head in Q6_K); --weights iq4_xs falls back to
+// iq4_nl where K (the demo's D = 64) is a multiple of 32 but not of 256, and to f16
+// where it is neither (the demo's F = 172), as llama.cpp's quantizer does.
+TEST(CliWeightsTest, TheEngineLineNamesIQ4_XSMatricesAndTheirFallbacks) {
+  const testing::CliRun stored = RunKvrt({"generate", "--model", kIQ4_XS, "--tokens", "1,450", "--max-new-tokens",
+                                          "2", "--threads", "1", "--no-eos"});
+  ASSERT_EQ(stored.status, 0) << stored.err;
+  EXPECT_NE(stored.err.find("; weights as-stored: q6_k x1 iq4_xs x15; no fallbacks"), std::string::npos)
+      << stored.err;
+  const testing::CliRun converted = RunKvrt({"generate", "--model", kDemo, "--tokens", "67,118",
+                                             "--max-new-tokens", "2", "--weights", "iq4_xs", "--threads", "1"});
+  ASSERT_EQ(converted.status, 0) << converted.err;
+  EXPECT_NE(converted.err.find("; weights iq4_xs: f16 x2 iq4_nl x13; fallbacks: token_embedding.weight iq4_xs -> "
+                               "iq4_nl (K = 64 is not a multiple of 256)"),
+            std::string::npos)
+      << converted.err;
+  EXPECT_NE(converted.err.find("blocks.0.ffn.down.weight iq4_xs -> f16 (K = 172 is not a multiple of 256)"),
+            std::string::npos)
+      << converted.err;
 }
 
 TEST(CliWeightsTest, AMixGivesEachMatrixLlamaQuantizesTypeAndSaysWhereKvrtHasNone) {
@@ -200,7 +236,7 @@ std::vector<double> Logits(const std::vector<std::string>& args) {
 }
 
 TEST(CliWeightsTest, FastLogitsAreWithinToleranceOfTheReferenceOracle) {
-  for (const std::string format : {"bf16", "q8_0", "q4_0", "q5_0"}) {
+  for (const std::string format : {"bf16", "q8_0", "q4_0", "q5_0", "iq4_nl", "iq4_xs"}) {
     const std::vector<std::string> base = {"logits", "--model", kDemo, "--tokens", "67,118,34,102", "--json",
                                            "--weights", format};
     std::vector<std::string> fast = base, reference = base, uncached = base;

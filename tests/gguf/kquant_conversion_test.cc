@@ -1,10 +1,11 @@
-// Conversion at load to the K-quants and q5_0 is ggml's reference quantization bit for
-// bit: kq-f32.gguf converted by the engine's own path (--weights q3_k / q4_k / q5_k /
-// q6_k / q5_0: the plan, then PackCompressedWeight from the parameter's f32 values) gives
-// the same panels as the bytes llama-quantize b4747 wrote into kq-q4_k_s.gguf,
-// kq-q5_k_m.gguf, kq-q3_k_m.gguf, kq-q2_k.gguf, kq-q6_k.gguf and kq-q5_0.gguf, repacked
+// Conversion at load to the K-quants, q5_0, iq4_nl and iq4_xs is ggml's reference
+// quantization bit for bit: kq-f32.gguf converted by the engine's own path (--weights
+// q3_k / q4_k / q5_k / q6_k / q5_0 / iq4_nl / iq4_xs: the plan, then
+// PackCompressedWeight from the parameter's f32 values) gives the same panels as the
+// bytes llama-quantize b4747 wrote into kq-q4_k_s.gguf, kq-q5_k_m.gguf, kq-q3_k_m.gguf,
+// kq-q2_k.gguf, kq-q6_k.gguf, kq-q5_0.gguf, kq-iq4_nl.gguf and kq-iq4_xs.gguf, repacked
 // as stored. (llama-quantize without an importance matrix runs ggml's quantize_row_q*_ref,
-// so every tensor it kept in Q3_K, Q4_K, Q5_K, Q6_K or Q5_0 is what --pure writes.) Equal panels mean equal ggml blocks: the
+// so every tensor it kept in Q3_K, Q4_K, Q5_K, Q6_K, Q5_0, IQ4_NL or IQ4_XS is what --pure writes.) Equal panels mean equal ggml blocks: the
 // repack places every bit of a block.
 #include <gtest/gtest.h>
 
@@ -79,6 +80,17 @@ TEST(KQuantConversionTest, Q5_KEqualsLlamaQuantize) {
   EXPECT_EQ(ExpectConversionEqualsFile("kq-q5_k_m.gguf", WeightFormat::kQ5_K), 13u);
   EXPECT_EQ(ExpectConversionEqualsFile("kq-q4_k_s.gguf", WeightFormat::kQ5_K), 2u);
   EXPECT_EQ(ExpectConversionEqualsFile("kq-q3_k_m.gguf", WeightFormat::kQ5_K), 2u);
+}
+
+TEST(KQuantConversionTest, IQ4_NLEqualsLlamaQuantize) {
+  // kq-iq4_nl keeps 15 in IQ4_NL (the token table too; the head is Q6_K), quantized by
+  // quantize_iq4_nl (ntry 7, no importance matrix); no other fixture holds one.
+  EXPECT_EQ(ExpectConversionEqualsFile("kq-iq4_nl.gguf", WeightFormat::kIQ4_NL), 15u);
+}
+
+TEST(KQuantConversionTest, IQ4_XSEqualsLlamaQuantize) {
+  // kq-iq4_xs keeps 15 in IQ4_XS (the head is Q6_K), quantized by quantize_iq4_xs.
+  EXPECT_EQ(ExpectConversionEqualsFile("kq-iq4_xs.gguf", WeightFormat::kIQ4_XS), 15u);
 }
 
 TEST(KQuantConversionTest, Q5_0EqualsLlamaQuantize) {

@@ -1,5 +1,5 @@
 // Compressed weights (kvrt/weight_format.h): the fast f32 engine on bf16, f16,
-// q8_0, q4_0, q5_0, q4_k, q5_k and q6_k matrices against the scalar f64 reference engine
+// q8_0, q4_0, q5_0, iq4_nl, q4_k, q5_k and q6_k matrices against the scalar f64 reference engine
 // on the same dequantized weights (the oracle), on the golden cases converted at
 // load and on the GGUF fixtures as stored and converted; fallbacks for widths that
 // are not a multiple of the format's block; bit-identical results for 1, 2 and 3
@@ -41,16 +41,18 @@ using testing::SeededTokens;
 
 constexpr WeightFormat kConverted[] = {WeightFormat::kF32,  WeightFormat::kBf16, WeightFormat::kF16,
                                        WeightFormat::kQ8_0, WeightFormat::kQ4_0, WeightFormat::kQ5_0,
-                                       WeightFormat::kQ4_K, WeightFormat::kQ5_K, WeightFormat::kQ6_K,
-                                       WeightFormat::kQ3_K};
+                                       WeightFormat::kIQ4_NL, WeightFormat::kIQ4_XS, WeightFormat::kQ4_K,
+                                       WeightFormat::kQ5_K, WeightFormat::kQ6_K, WeightFormat::kQ3_K};
 constexpr WeightFormat kAll[] = {WeightFormat::kAsStored, WeightFormat::kF32,  WeightFormat::kBf16,
                                  WeightFormat::kF16,      WeightFormat::kQ8_0, WeightFormat::kQ4_0,
-                                 WeightFormat::kQ5_0,     WeightFormat::kQ4_K, WeightFormat::kQ5_K,
-                                 WeightFormat::kQ6_K,     WeightFormat::kQ3_K};
+                                 WeightFormat::kQ5_0,     WeightFormat::kIQ4_NL, WeightFormat::kIQ4_XS,
+                                 WeightFormat::kQ4_K,     WeightFormat::kQ5_K,   WeightFormat::kQ6_K,
+                                 WeightFormat::kQ3_K};
 // The formats that compress, every one packed by the fast f32 engine's kernels.
 constexpr WeightFormat kCompressed[] = {WeightFormat::kBf16, WeightFormat::kF16,  WeightFormat::kQ8_0,
-                                        WeightFormat::kQ4_0, WeightFormat::kQ5_0, WeightFormat::kQ4_K,
-                                        WeightFormat::kQ5_K, WeightFormat::kQ6_K, WeightFormat::kQ3_K};
+                                        WeightFormat::kQ4_0, WeightFormat::kQ5_0, WeightFormat::kIQ4_NL,
+                                        WeightFormat::kIQ4_XS, WeightFormat::kQ4_K, WeightFormat::kQ5_K,
+                                        WeightFormat::kQ6_K, WeightFormat::kQ3_K};
 // The K-quants.
 constexpr WeightFormat kKQuants[] = {WeightFormat::kQ4_K, WeightFormat::kQ5_K, WeightFormat::kQ6_K,
                                      WeightFormat::kQ3_K};
@@ -107,12 +109,14 @@ TEST(WeightFormatTest, NamesParseBackAndUnknownValuesAreRefused) {
   EngineOptions options;
   EXPECT_EQ(options.weights, WeightFormat::kAsStored);
   EXPECT_TRUE(options.Validate());
-  options.weights = static_cast<WeightFormat>(static_cast<int>(WeightFormat::kQ3_K_M) + 1);
+  options.weights = static_cast<WeightFormat>(static_cast<int>(WeightFormat::kIQ4_XS) + 1);
   EXPECT_FALSE(IsKnownWeightFormat(options.weights));
   EXPECT_EQ(WeightFormatName(options.weights), "unknown");
   Result<void> refused = options.Validate();
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().code(), ErrorCode::kUnsupportedBackend);
+  EXPECT_EQ(static_cast<int>(WeightFormat::kIQ4_NL), 16);
+  EXPECT_EQ(static_cast<int>(WeightFormat::kIQ4_XS), 17);
 }
 
 class CompressedGoldenTest : public ::testing::TestWithParam<std::string> {};
@@ -262,6 +266,42 @@ TEST(CompressedQ5_0GgufTest, FastMatchesTheOracleAsStoredAndConverted) {
   EXPECT_EQ(q5_0, 15u);  // all but the head, which llama-quantize keeps in Q6_K
 }
 
+// kq-iq4_nl.gguf and kq-iq4_xs.gguf (llama-quantize IQ4_NL and IQ4_XS,
+// fixtures/gguf/modern): as stored, their IQ4 tensors are kept in their own format (the
+// rest in their own types), and the fast engine stays within 1e-4 of the oracle as
+// stored and converted.
+void ExpectIQ4FileAsStoredAndConverted(const std::string& type, WeightFormat format) {
+  Result<ModelFile> loaded = ReadModelFile(testing::FixturePath("gguf/modern/kq-" + type + ".gguf"));
+  ASSERT_TRUE(loaded) << loaded.error().message();
+  const DecoderModel& model = loaded->model;
+  const std::vector<uint32_t> prompt = SeededTokens(19, 3, 512), continuation = SeededTokens(3, 5, 512);
+  ExpectFastWithinTheOracleInEveryFormat(model, prompt, continuation, type);
+  threading::ThreadPool pool(2);
+  for (WeightFormat requested : {WeightFormat::kAsStored, format}) {
+    const double diff = MaxAbsDiff(
+        SessionLogits(model, prompt, continuation, Engine(Backend::kFast, Precision::kF32, requested, &pool)),
+        SessionLogits(model, prompt, continuation, Engine(Backend::kReference, Precision::kF64, requested)));
+    std::cout << "[ " << type << "  ] kq-" << type << " " << WeightFormatName(requested)
+              << ": |fast f32 - oracle| " << diff << "\n";
+    EXPECT_LE(diff, 1e-4) << WeightFormatName(requested);
+  }
+  size_t kept = 0;
+  for (const MatrixWeightFormat& matrix : PlanWeightFormats(model, WeightFormat::kAsStored)) {
+    EXPECT_FALSE(matrix.fallback) << matrix.name;
+    EXPECT_TRUE(matrix.as_stored) << matrix.name;
+    kept += matrix.effective == format;
+  }
+  EXPECT_EQ(kept, 15u);  // all but the head, which llama-quantize keeps in Q6_K
+}
+
+TEST(CompressedIQ4GgufTest, IQ4_NLFastMatchesTheOracleAsStoredAndConverted) {
+  ExpectIQ4FileAsStoredAndConverted("iq4_nl", WeightFormat::kIQ4_NL);
+}
+
+TEST(CompressedIQ4GgufTest, IQ4_XSFastMatchesTheOracleAsStoredAndConverted) {
+  ExpectIQ4FileAsStoredAndConverted("iq4_xs", WeightFormat::kIQ4_XS);
+}
+
 TEST(CompressedWeightsTest, StoredBytesAreDroppedOnceAParameterIsUpdated) {
   Result<ModelFile> loaded = ReadModelFile(testing::FixturePath("gguf/tiny-q8_0.gguf"));
   ASSERT_TRUE(loaded) << loaded.error().message();
@@ -320,7 +360,7 @@ DecoderModel NarrowModel() {
 
 TEST(CompressedWeightsTest, MatricesWithKNotAMultipleOf32FallBackToF16AndSaySo) {
   const DecoderModel model = NarrowModel();
-  for (WeightFormat format : {WeightFormat::kQ8_0, WeightFormat::kQ4_0, WeightFormat::kQ5_0}) {
+  for (WeightFormat format : {WeightFormat::kQ8_0, WeightFormat::kQ4_0, WeightFormat::kQ5_0, WeightFormat::kIQ4_NL}) {
     const std::vector<MatrixWeightFormat> plan = PlanWeightFormats(model, format);
     ASSERT_EQ(plan.size(), 1 + 7 * model.config().layers);
     for (const MatrixWeightFormat& matrix : plan) {
@@ -350,11 +390,12 @@ TEST(CompressedWeightsTest, MatricesWithKNotAMultipleOf32FallBackToF16AndSaySo) 
 
 
 bool IsKQuant(WeightFormat format) {
-  return std::find(std::begin(kKQuants), std::end(kKQuants), format) != std::end(kKQuants);
+  return std::find(std::begin(kKQuants), std::end(kKQuants), format) != std::end(kKQuants) ||
+         format == WeightFormat::kIQ4_XS;
 }
 
-// D 96, F 160, V 300: several panels and task tiles per matrix. The K-quants need
-// every K a multiple of 256: D 256, F 512 for them.
+// D 96, F 160, V 300: several panels and task tiles per matrix. The K-quants and
+// iq4_xs need every K a multiple of 256: D 256, F 512 for them.
 DecoderModel ModelFor(WeightFormat format, bool tied = true) {
   SplitMix64 rng(2024);
   ModelConfig config = IsKQuant(format) ? ModelConfig::Create(300, 256, 4, 512, 2, 80, 10000.0, 1e-5)
@@ -363,33 +404,30 @@ DecoderModel ModelFor(WeightFormat format, bool tied = true) {
   return *DecoderModel::FromSeed(config, rng);
 }
 
-// The K-quants fall back as llama.cpp's quantizer does where K is a multiple of 32
-// (the down projection, K = F = 64): q6_k to q8_0, q4_k to q5_0, q5_k to f16 (its
-// first fallback, q5_1, is not a format here); q3_k's first, iq4_nl, is not one either,
-// but q8_0 stands in for it (as the mixes substitute), and the report says so;
+// The K-quants and iq4_xs fall back as llama.cpp's quantizer does where K is a
+// multiple of 32 (the down projection, K = F = 64): q6_k to q8_0, q4_k to q5_0, q3_k
+// and iq4_xs to iq4_nl, q5_k to f16 (its first fallback, q5_1, is not a format here);
 // elsewhere (K = 48) all to f16.
 TEST(CompressedWeightsTest, KQuantsFallBackLikeLlamaCpp) {
   const DecoderModel model = NarrowModel();
   const auto down_fallback = [](WeightFormat format) {
-    return format == WeightFormat::kQ6_K || format == WeightFormat::kQ3_K ? WeightFormat::kQ8_0
-           : format == WeightFormat::kQ4_K                                ? WeightFormat::kQ5_0
-                                                                          : WeightFormat::kF16;
+    return format == WeightFormat::kQ6_K                                     ? WeightFormat::kQ8_0
+           : format == WeightFormat::kQ4_K                                   ? WeightFormat::kQ5_0
+           : format == WeightFormat::kIQ4_XS || format == WeightFormat::kQ3_K ? WeightFormat::kIQ4_NL
+                                                                               : WeightFormat::kF16;
   };
-  for (WeightFormat format : kKQuants) {
+  for (WeightFormat format : {WeightFormat::kQ4_K, WeightFormat::kQ5_K, WeightFormat::kQ6_K, WeightFormat::kIQ4_XS}) {
     for (const MatrixWeightFormat& matrix : PlanWeightFormats(model, format)) {
       const bool down = matrix.name.find("ffn.down") != std::string::npos;
       EXPECT_TRUE(matrix.fallback) << matrix.name;
       const WeightFormat expected = down ? down_fallback(format) : WeightFormat::kF16;
       EXPECT_EQ(matrix.effective, expected) << WeightFormatName(format) << " " << matrix.name;
-      EXPECT_EQ(matrix.substituted, down && format == WeightFormat::kQ3_K) << matrix.name;
-      EXPECT_EQ(matrix.mix_type, matrix.substituted ? "iq4_nl" : "") << matrix.name;
+      EXPECT_FALSE(matrix.substituted) << matrix.name;
     }
     const std::string report = DescribeFallbacks(PlanWeightFormats(model, format));
-    const std::string reason = format == WeightFormat::kQ3_K
-                                   ? "(K = 64 is not a multiple of 256; llama.cpp's iq4_nl is not a kvrt format)"
-                                   : "(K = 64 is not a multiple of 256)";
     EXPECT_NE(report.find("blocks.0.ffn.down.weight " + std::string(WeightFormatName(format)) + " -> " +
-                          std::string(WeightFormatName(down_fallback(format))) + " " + reason),
+                          std::string(WeightFormatName(down_fallback(format))) +
+                          " (K = 64 is not a multiple of 256)"),
               std::string::npos)
         << report;
     const std::vector<uint32_t> prompt = {3, 14, 15, 92, 65};
@@ -462,14 +500,16 @@ TEST(CompressedWeightsTest, DecodingAllocatesNothing) {
   }
 }
 
-// The K-quants on a model whose every K holds super-blocks, and q5_0 (on q5_k's rows):
+// The K-quants on a model whose every K holds super-blocks, q5_0 (on q5_k's rows) and
+// iq4_nl (q4_0's rows through a table):
 // fast f32 within 1e-4 of the oracle on the same dequantized weights, a prompt
 // prefilled at once, in chunks and token by token giving the same bits (the kernels'
 // MatMul rows are their MatVec).
 TEST(CompressedWeightsTest, KQuantsMatchTheOracleAndAreBatchInvariant) {
   const std::vector<uint32_t> prompt = SeededTokens(23, 11, 300), continuation = SeededTokens(3, 12, 300);
   threading::ThreadPool pool(2);
-  for (WeightFormat format : {WeightFormat::kQ4_K, WeightFormat::kQ5_K, WeightFormat::kQ6_K, WeightFormat::kQ5_0}) {
+  for (WeightFormat format : {WeightFormat::kQ4_K, WeightFormat::kQ5_K, WeightFormat::kQ6_K, WeightFormat::kQ5_0,
+                              WeightFormat::kIQ4_NL, WeightFormat::kIQ4_XS}) {
     const DecoderModel model = ModelFor(format);
     const EngineOptions fast = Engine(Backend::kFast, Precision::kF32, format, &pool);
     const auto oracle = SessionLogits(model, prompt, continuation, Engine(Backend::kReference, Precision::kF64, format));

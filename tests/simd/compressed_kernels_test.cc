@@ -30,13 +30,26 @@ HWY_TARGET_INSTANTIATE_TEST_SUITE_P(CompressedKernelsTest);
 
 constexpr CompressedFormat kAllTypes[] = {CompressedFormat::kBf16, CompressedFormat::kF16,
                                           CompressedFormat::kQ8_0, CompressedFormat::kQ4_0,
-                                          CompressedFormat::kQ5_0, CompressedFormat::kQ4_K,
+                                          CompressedFormat::kQ5_0, CompressedFormat::kIQ4_NL,
+                                          CompressedFormat::kIQ4_XS, CompressedFormat::kQ4_K,
                                           CompressedFormat::kQ5_K, CompressedFormat::kQ6_K,
                                           CompressedFormat::kQ3_K};
 
+// ggml's kvalues_iq4nl (ggml-common.h), written out here so that the emulation does not
+// share the library's copy.
+constexpr int kIQ4NLTable[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                 1,    13,   25,  38,  53,  69,  89,  113};
+
+bool IsBlock32(CompressedFormat type) {
+  return type == CompressedFormat::kQ8_0 || type == CompressedFormat::kQ4_0 ||
+         type == CompressedFormat::kQ5_0 || type == CompressedFormat::kIQ4_NL;
+}
+
+// The super-block types (iq4_xs shares the K-quants' layout).
 bool IsKQuant(CompressedFormat type) {
   return type == CompressedFormat::kQ4_K || type == CompressedFormat::kQ5_K ||
-         type == CompressedFormat::kQ6_K || type == CompressedFormat::kQ3_K;
+         type == CompressedFormat::kQ6_K || type == CompressedFormat::kQ3_K ||
+         type == CompressedFormat::kIQ4_XS;
 }
 // The K-quants with a minimum per sub-block.
 bool HasMin(CompressedFormat type) {
@@ -73,8 +86,7 @@ struct CompressedCase {
     f32_view = PackMatrix(dequantized.data(), rows, cols, false, f32_storage.data());
     // The quantized types' integers, scales and minimums, from ggml's quantizers
     // (which PackCompressed follows bit for bit: compressed_pack_test.cc).
-    if (type == CompressedFormat::kQ8_0 || type == CompressedFormat::kQ4_0 ||
-        type == CompressedFormat::kQ5_0) {
+    if (IsBlock32(type)) {
       sub_rows = kQuantBlock;
       quants.resize(rows * cols);
       scales.resize(rows / kQuantBlock * cols);
@@ -86,6 +98,7 @@ struct CompressedCase {
           if (type == CompressedFormat::kQ8_0) QuantizeBlockQ8_0(column.data(), block);
           if (type == CompressedFormat::kQ4_0) QuantizeBlockQ4_0(column.data(), block);
           if (type == CompressedFormat::kQ5_0) QuantizeBlockQ5_0(column.data(), block);
+          if (type == CompressedFormat::kIQ4_NL) QuantizeBlockIQ4_NL(column.data(), block);
           scales[b * cols + n] = F16ToF32(static_cast<uint16_t>(block[0] | block[1] << 8));
           for (size_t r = 0; r < kQuantBlock; ++r) {
             int q = 0;
@@ -93,6 +106,9 @@ struct CompressedCase {
               q = static_cast<int8_t>(block[2 + r]);
             } else if (type == CompressedFormat::kQ4_0) {
               q = (r < 16 ? block[2 + r] & 0xF : block[2 + r - 16] >> 4) - 8;
+            } else if (type == CompressedFormat::kIQ4_NL) {
+              // ggml's block_iq4_nl: q4_0's bytes, the nibble an index into the table.
+              q = kIQ4NLTable[r < 16 ? block[2 + r] & 0xF : block[2 + r - 16] >> 4];
             } else {
               // ggml's block_q5_0: qh[4] (bit r of the little-endian word), then qs[16].
               const int low = r < 16 ? block[6 + r] & 0xF : block[6 + r - 16] >> 4;
@@ -118,6 +134,7 @@ struct CompressedCase {
           if (type == CompressedFormat::kQ5_K) QuantizeBlockQ5_K(column.data() + kSuperBlock * b, row.data() + block_bytes * b);
           if (type == CompressedFormat::kQ3_K) QuantizeBlockQ3_K(column.data() + kSuperBlock * b, row.data() + block_bytes * b);
           if (type == CompressedFormat::kQ6_K) QuantizeBlockQ6_K(column.data() + kSuperBlock * b, row.data() + block_bytes * b);
+          if (type == CompressedFormat::kIQ4_XS) QuantizeBlockIQ4_XS(column.data() + kSuperBlock * b, row.data() + block_bytes * b);
         }
         for (size_t k = 0; k < rows; ++k) {
           const simd_test::KQuantElement e = simd_test::DecodeKQuant(type, row.data(), k);
@@ -170,6 +187,8 @@ struct CompressedCase {
       case CompressedFormat::kQ8_0:
       case CompressedFormat::kQ4_0:
       case CompressedFormat::kQ5_0:
+      case CompressedFormat::kIQ4_NL:
+      case CompressedFormat::kIQ4_XS:
         return (k + k / 32 + 34) * eps / 2 * AbsColumnSum(x, n) + (k + k / 32) * denorm;
       case CompressedFormat::kQ6_K:
       case CompressedFormat::kQ3_K:
@@ -205,7 +224,7 @@ struct CompressedCase {
   GuardedBuffer<float> f32_storage;
   PackedMatrixView<float> f32_view;
   // The quantized types: [K, N] quants as the kernels multiply them (q8_0 q, q4_0 q − 8,
-  // q5_0 q − 16, q4_k and q5_k q, q6_k q − 32, q3_k q − 4), [K / sub_rows, N] scales (d, or d·sc), q4_k and q5_k
+  // q5_0 q − 16, iq4_nl kvalues_iq4nl[q], q4_k and q5_k q, q6_k q − 32, q3_k q − 4), [K / sub_rows, N] scales (d, or d·sc), q4_k and q5_k
   // [K / 32, N] minimums dmin·m; all empty for bf16/f16.
   size_t sub_rows = 0;
   std::vector<float> quants;
@@ -215,10 +234,7 @@ struct CompressedCase {
 
 std::vector<size_t> RowCounts(CompressedFormat type) {
   if (IsKQuant(type)) return {0, 256, 512, 1024};
-  if (type == CompressedFormat::kQ8_0 || type == CompressedFormat::kQ4_0 ||
-      type == CompressedFormat::kQ5_0) {
-    return {0, 32, 64, 96, 160, 288, 544};
-  }
+  if (IsBlock32(type)) return {0, 32, 64, 96, 160, 288, 544};
   return {0, 1, 2, 7, 32, 33, 100, 255, 257, 544};
 }
 

@@ -24,13 +24,20 @@ using simd_test::Inputs;
 
 constexpr CompressedFormat kAllTypes[] = {CompressedFormat::kBf16, CompressedFormat::kF16,
                                           CompressedFormat::kQ8_0, CompressedFormat::kQ4_0,
-                                          CompressedFormat::kQ5_0, CompressedFormat::kQ4_K,
+                                          CompressedFormat::kQ5_0, CompressedFormat::kIQ4_NL,
+                                          CompressedFormat::kIQ4_XS, CompressedFormat::kQ4_K,
                                           CompressedFormat::kQ5_K, CompressedFormat::kQ6_K,
                                           CompressedFormat::kQ3_K};
 
+// ggml's kvalues_iq4nl (ggml-common.h).
+constexpr int kIQ4NLTable[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                 1,    13,   25,  38,  53,  69,  89,  113};
+
+// The super-block types (iq4_xs shares the K-quants' layout).
 bool IsKQuant(CompressedFormat type) {
   return type == CompressedFormat::kQ4_K || type == CompressedFormat::kQ5_K ||
-         type == CompressedFormat::kQ6_K || type == CompressedFormat::kQ3_K;
+         type == CompressedFormat::kQ6_K || type == CompressedFormat::kQ3_K ||
+         type == CompressedFormat::kIQ4_XS;
 }
 
 uint32_t Bits(float v) {
@@ -194,6 +201,28 @@ TEST(GgmlQuantizeTest, Q5_0HandBlockNegativeMax) {
   for (int b = 6; b < 22; ++b) EXPECT_EQ(out[b], 0) << b;
 }
 
+// iq4_nl: a block that is the table times 0.5 comes back exactly. Its first value −63.5
+// is the largest magnitude, so the first guess d = 63.5/−127 maps every value to the
+// wrong end; the trial t = 0 (id = −127/−63.5 = 2) finds the exact fit, d = 0.5. An
+// all-zero block gets d = +0 and every index 8 (the table's nearest to 0).
+TEST(GgmlQuantizeTest, IQ4_NLHandBlocks) {
+  float x[32];
+  for (int j = 0; j < 32; ++j) x[j] = 0.5f * static_cast<float>(kIQ4NLTable[(j * 7) % 16]);
+  x[0] = -63.5f;
+  x[16] = 56.5f;  // index 15: 113·0.5
+  uint8_t out[18];
+  QuantizeBlockIQ4_NL(x, out);
+  EXPECT_EQ(U16(out), 0x3800);  // d = 0.5
+  for (int j = 0; j < 32; ++j) {
+    const int index = j < 16 ? out[2 + j] & 0xF : out[2 + j - 16] >> 4;
+    EXPECT_EQ(0.5f * static_cast<float>(kIQ4NLTable[index]), x[j]) << j;
+  }
+  const float zeros[32] = {};
+  QuantizeBlockIQ4_NL(zeros, out);
+  EXPECT_EQ(U16(out), 0x0000);
+  for (int b = 2; b < 18; ++b) EXPECT_EQ(out[b], 0x88) << b;
+}
+
 // All-zero super-blocks quantize to all-zero bytes (ggml: scale 0 keeps the levels of
 // the search, which are 0), and a block whose 16-value groups are each one value times
 // ±(0..15) in q4_k / a multiple of one step in q6_k comes back exactly.
@@ -229,6 +258,18 @@ TEST(GgmlQuantizeTest, Q3_KRoundTripsItsOwnGrid) {
     const simd_test::KQuantElement e = simd_test::DecodeKQuant(CompressedFormat::kQ3_K, out, i);
     EXPECT_EQ(e.scale * static_cast<float>(e.q), x[i]) << i;
   }
+}
+
+// An all-zero iq4_xs super-block: every block scale 0, so d = −0/32 = −0 (ggml's sign),
+// ls = 0 + 32 (scales_l 0, two high bits 2 per block: 0xAAAA) and every index 8.
+TEST(GgmlQuantizeTest, IQ4_XSZeroBlock) {
+  const std::vector<float> zeros(256, 0.0f);
+  uint8_t out[136];
+  QuantizeBlockIQ4_XS(zeros.data(), out);
+  EXPECT_EQ(U16(out), 0x8000);
+  EXPECT_EQ(U16(out + 2), 0xAAAA);
+  for (size_t i = 4; i < 8; ++i) EXPECT_EQ(out[i], 0) << i;
+  for (size_t i = 8; i < 136; ++i) EXPECT_EQ(out[i], 0x88) << i;
 }
 
 // Values on q6_k's own grid: x = d·sc·(q − 32) with one scale for the whole block and
@@ -288,6 +329,14 @@ TEST(CompressedMatrixTest, SizesAreGgmlBytesPerWeight) {
   EXPECT_EQ(CompressedMatrixBytes(CompressedFormat::kQ5_0, 768, 768), 768u * 768 * 22 / 32);
   EXPECT_EQ(CompressedMatrixBytes(CompressedFormat::kQ5_0, 64, 33), 2u * 2 * 704);
   EXPECT_EQ(GgmlRowBytes(CompressedFormat::kQ5_0, 64), 44u);
+  // iq4_xs: q6_k's header of one f16 d, then q4_0's blocks: 4672 bytes per 256 rows.
+  EXPECT_EQ(CompressedRowMultiple(CompressedFormat::kIQ4_XS), 256u);
+  EXPECT_EQ(CompressedMatrixBytes(CompressedFormat::kIQ4_XS, 512, 33), 2u * 2 * 4672);
+  EXPECT_EQ(GgmlRowBytes(CompressedFormat::kIQ4_XS, 512), 272u);
+  // iq4_nl: q4_0's sizes.
+  EXPECT_EQ(CompressedRowMultiple(CompressedFormat::kIQ4_NL), 32u);
+  EXPECT_EQ(CompressedMatrixBytes(CompressedFormat::kIQ4_NL, 64, 33), 2u * 2 * 576);
+  EXPECT_EQ(GgmlRowBytes(CompressedFormat::kIQ4_NL, 64), 36u);
   EXPECT_EQ(GgmlRowBytes(CompressedFormat::kF16, 5), 10u);
   // The K-quants: whole super-blocks of 256 rows, ggml's 144 and 210 bytes per 256
   // weights, plus 4 bytes of unpacked scales and minimums per column for q4_k.
@@ -343,6 +392,9 @@ std::vector<uint8_t> GgmlRows(CompressedFormat type, const std::vector<float>& d
     for (size_t b = 0; b < rows / 32 && type == CompressedFormat::kQ5_0; ++b) {
       QuantizeBlockQ5_0(column.data() + 32 * b, row + 22 * b);
     }
+    for (size_t b = 0; b < rows / 32 && type == CompressedFormat::kIQ4_NL; ++b) {
+      QuantizeBlockIQ4_NL(column.data() + 32 * b, row + 18 * b);
+    }
     for (size_t b = 0; b < rows / 256 && type == CompressedFormat::kQ4_K; ++b) {
       QuantizeBlockQ4_K(column.data() + 256 * b, row + 144 * b);
     }
@@ -354,6 +406,9 @@ std::vector<uint8_t> GgmlRows(CompressedFormat type, const std::vector<float>& d
     }
     for (size_t b = 0; b < rows / 256 && type == CompressedFormat::kQ3_K; ++b) {
       QuantizeBlockQ3_K(column.data() + 256 * b, row + 110 * b);
+    }
+    for (size_t b = 0; b < rows / 256 && type == CompressedFormat::kIQ4_XS; ++b) {
+      QuantizeBlockIQ4_XS(column.data() + 256 * b, row + 136 * b);
     }
   }
   return out;
@@ -376,6 +431,13 @@ float GgmlElement(CompressedFormat type, const std::vector<uint8_t>& ggml, size_
       const int q = j < 16 ? block[2 + j] & 0xF : block[2 + j - 16] >> 4;
       return static_cast<float>(q - 8) * F16ToF32(U16(block));
     }
+    case CompressedFormat::kIQ4_NL: {
+      // ggml's dequantize_row_iq4_nl: d·kvalues_iq4nl[nibble].
+      const uint8_t* block = row + 18 * (k / 32);
+      const size_t j = k % 32;
+      const int q = j < 16 ? block[2 + j] & 0xF : block[2 + j - 16] >> 4;
+      return F16ToF32(U16(block)) * static_cast<float>(kIQ4NLTable[q]);
+    }
     case CompressedFormat::kQ5_0: {
       // ggml's dequantize_row_q5_0: qh a little-endian uint32 after d, element j's fifth
       // bit at bit j.
@@ -391,7 +453,8 @@ float GgmlElement(CompressedFormat type, const std::vector<uint8_t>& ggml, size_
       return e.scale * static_cast<float>(e.q) - e.min;
     }
     case CompressedFormat::kQ6_K:
-    case CompressedFormat::kQ3_K: {
+    case CompressedFormat::kQ3_K:
+    case CompressedFormat::kIQ4_XS: {
       const simd_test::KQuantElement e = simd_test::DecodeKQuant(type, row, k);
       return e.scale * static_cast<float>(e.q);
     }
@@ -493,14 +556,16 @@ TEST(CompressedMatrixTest, RepackIsLosslessForArbitraryBytes) {
       b = static_cast<uint8_t>(state >> 24);
     }
     // Keep the halves and scales finite (exponent field not all ones): every 16-bit
-    // value, q8_0/q4_0/q5_0 d, q4_k/q5_k d and dmin, q6_k d.
+    // value, q8_0/q4_0/q5_0/iq4_nl d, q4_k/q5_k d and dmin, q6_k d.
     const size_t stride = type == CompressedFormat::kQ8_0   ? 34
                           : type == CompressedFormat::kQ4_0 ? 18
+                          : type == CompressedFormat::kIQ4_NL ? 18
                           : type == CompressedFormat::kQ5_0 ? 22
                           : type == CompressedFormat::kQ4_K ? 144
                           : type == CompressedFormat::kQ5_K ? 176
                           : type == CompressedFormat::kQ6_K ? 210
                           : type == CompressedFormat::kQ3_K ? 110
+                          : type == CompressedFormat::kIQ4_XS ? 136
                                                             : 2;
     std::vector<size_t> halves = {0};
     if (type == CompressedFormat::kQ4_K || type == CompressedFormat::kQ5_K) halves = {0, 2};

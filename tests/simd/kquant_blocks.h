@@ -22,8 +22,24 @@ struct KQuantElement {
 
 inline uint16_t LoadHalf(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
 
+// ggml's kvalues_iq4nl (ggml-common.h), written out apart from the library's copy.
+inline constexpr int kIQ4NLValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                         1,    13,   25,  38,  53,  69,  89,  113};
+
 inline KQuantElement DecodeKQuant(simd::CompressedFormat type, const uint8_t* row, size_t k) {
   const size_t e = k % 256;
+  if (type == simd::CompressedFormat::kIQ4_XS) {
+    // ggml's dequantize_row_iq4_xs: block {f16 d; u16 scales_h; u8 scales_l[4]; u8
+    // qs[128]}, sub-block ib's ls from 4 bits of scales_l and 2 of scales_h, dl = d·(ls −
+    // 32), value dl·kvalues_iq4nl[nibble] (the "quant" here is the table value).
+    const uint8_t* block = row + 136 * (k / 256);
+    const size_t ib = e / 32, j = e % 32;
+    const unsigned scales_h = LoadHalf(block + 2);
+    const int ls = ((block[4 + ib / 2] >> (4 * (ib % 2))) & 0xF) | (((scales_h >> (2 * ib)) & 3) << 4);
+    const uint8_t qs = block[8 + 16 * ib + j % 16];
+    const int index = j < 16 ? qs & 0xF : qs >> 4;
+    return {kIQ4NLValues[index], simd::F16ToF32(LoadHalf(block)) * static_cast<float>(ls - 32), 0.0f};
+  }
   if (type == simd::CompressedFormat::kQ4_K || type == simd::CompressedFormat::kQ5_K) {
     const bool q5 = type == simd::CompressedFormat::kQ5_K;
     const uint8_t* block = row + (q5 ? 176 : 144) * (k / 256);

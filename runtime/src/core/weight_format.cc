@@ -19,6 +19,7 @@ constexpr struct {
     {WeightFormat::kQ4_K_M, "q4_k_m"},      {WeightFormat::kQ5_K_S, "q5_k_s"},
     {WeightFormat::kQ5_K_M, "q5_k_m"},      {WeightFormat::kQ5_0, "q5_0"},
     {WeightFormat::kQ3_K, "q3_k"},          {WeightFormat::kQ3_K_M, "q3_k_m"},
+    {WeightFormat::kIQ4_NL, "iq4_nl"},      {WeightFormat::kIQ4_XS, "iq4_xs"},
 };
 
 }  // namespace
@@ -51,7 +52,8 @@ double WeightFormatBytesPerWeight(WeightFormat format) {
     case WeightFormat::kBf16:
     case WeightFormat::kF16: return 2.0;
     case WeightFormat::kQ8_0: return 34.0 / 32.0;
-    case WeightFormat::kQ4_0: return 18.0 / 32.0;
+    case WeightFormat::kQ4_0:
+    case WeightFormat::kIQ4_NL: return 18.0 / 32.0;
     case WeightFormat::kQ5_0: return 22.0 / 32.0;
     // The panel layout keeps q4_k's and q5_k's scales and minimums unpacked: 148 and
     // 180 bytes per 256 weights (ggml packs them into 144 and 176).
@@ -61,6 +63,8 @@ double WeightFormatBytesPerWeight(WeightFormat format) {
     // q3_k's quants kept a nibble each, its scales an int8 each: 146 bytes per 256
     // weights (ggml packs them into 110).
     case WeightFormat::kQ3_K: return 146.0 / 256.0;
+    // iq4_xs's panel layout keeps a byte per block scale and one unused (ggml: 6 bits).
+    case WeightFormat::kIQ4_XS: return 146.0 / 256.0;
     default: return std::numeric_limits<double>::quiet_NaN();
   }
 }
@@ -69,11 +73,13 @@ size_t WeightFormatRowMultiple(WeightFormat format) {
   switch (format) {
     case WeightFormat::kQ8_0:
     case WeightFormat::kQ4_0:
-    case WeightFormat::kQ5_0: return 32;
+    case WeightFormat::kQ5_0:
+    case WeightFormat::kIQ4_NL: return 32;
     case WeightFormat::kQ3_K:
     case WeightFormat::kQ4_K:
     case WeightFormat::kQ5_K:
-    case WeightFormat::kQ6_K: return 256;
+    case WeightFormat::kQ6_K:
+    case WeightFormat::kIQ4_XS: return 256;
     default: return 1;
   }
 }
@@ -83,13 +89,6 @@ std::string DescribeFallbacks(const std::vector<MatrixWeightFormat>& plan) {
   for (const MatrixWeightFormat& matrix : plan) {
     if (!matrix.fallback && !matrix.substituted) continue;
     if (!text.empty()) text += ", ";
-    if (matrix.fallback && matrix.substituted) {
-      text += matrix.name + " " + std::string(WeightFormatName(matrix.wanted)) + " -> " +
-              std::string(WeightFormatName(matrix.effective)) + " (K = " + std::to_string(matrix.rows) +
-              " is not a multiple of " + std::to_string(WeightFormatRowMultiple(matrix.wanted)) +
-              "; llama.cpp's " + matrix.mix_type + " is not a kvrt format)";
-      continue;
-    }
     if (matrix.substituted) {
       text += matrix.name + " " + matrix.mix_type + " -> " + std::string(WeightFormatName(matrix.effective)) +
               " (" + matrix.mix_type + " is not a kvrt format)";

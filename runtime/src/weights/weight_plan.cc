@@ -12,26 +12,21 @@ namespace kvrt {
 namespace {
 
 // llama.cpp's fallback for a block type that does not divide a row of `rows`
-// (llama_tensor_get_type): q6_k becomes q8_0, q4_k q5_0, and a type whose block still
-// does not divide the row f16, where ggml's chain ends. (q5_k's first fallback, q5_1,
-// is not a format here: q5_k goes straight to f16.) q3_k's, iq4_nl, is not one either,
-// but as the mixes do for it, q8_0 (the same blocks of 32) stands in: SubstituteFallback.
+// (llama_tensor_get_type): q6_k becomes q8_0, q4_k q5_0, q3_k and iq4_xs iq4_nl, and a
+// type whose block still does not divide the row f16, where ggml's chain ends. (q5_k's
+// first fallback, q5_1, is not a format here: q5_k goes straight to f16.)
 WeightFormat Fallback(WeightFormat wanted, size_t rows) {
-  const bool q8_0_fits = simd::FitsCompressedFormat(simd::CompressedFormat::kQ8_0, rows);
-  if ((wanted == WeightFormat::kQ6_K || wanted == WeightFormat::kQ3_K) && q8_0_fits) {
+  if (wanted == WeightFormat::kQ6_K && simd::FitsCompressedFormat(simd::CompressedFormat::kQ8_0, rows)) {
     return WeightFormat::kQ8_0;
   }
   if (wanted == WeightFormat::kQ4_K && simd::FitsCompressedFormat(simd::CompressedFormat::kQ5_0, rows)) {
     return WeightFormat::kQ5_0;
   }
+  if ((wanted == WeightFormat::kIQ4_XS || wanted == WeightFormat::kQ3_K) &&
+      simd::FitsCompressedFormat(simd::CompressedFormat::kIQ4_NL, rows)) {
+    return WeightFormat::kIQ4_NL;
+  }
   return WeightFormat::kF16;
-}
-
-// A q3_k fallback to q8_0 is llama.cpp's iq4_nl substituted: the plan names it.
-void SubstituteFallback(MatrixWeightFormat& plan) {
-  if (plan.wanted != WeightFormat::kQ3_K || plan.effective != WeightFormat::kQ8_0) return;
-  plan.mix_type = std::string(detail::MixTensorTypeName(detail::MixTensorType::kIQ4_NL));
-  plan.substituted = true;
 }
 
 detail::KQuantMix MixOf(WeightFormat mix) {
@@ -45,7 +40,7 @@ detail::KQuantMix MixOf(WeightFormat mix) {
 }
 
 // The format that keeps a mix's choice: itself where it is a format, else q8_0, whose
-// 8-bit quants on scales of 32 rows hold a q5_1/iq4_nl matrix's values more finely.
+// 8-bit quants on scales of 32 rows hold a q5_1 matrix's values more finely.
 // (The mixes kvrt offers choose no other type.)
 std::optional<WeightFormat> FormatOfMixType(detail::MixTensorType type) {
   switch (type) {
@@ -53,6 +48,7 @@ std::optional<WeightFormat> FormatOfMixType(detail::MixTensorType type) {
     case detail::MixTensorType::kQ8_0: return WeightFormat::kQ8_0;
     case detail::MixTensorType::kQ5_0: return WeightFormat::kQ5_0;
     case detail::MixTensorType::kQ3_K: return WeightFormat::kQ3_K;
+    case detail::MixTensorType::kIQ4_NL: return WeightFormat::kIQ4_NL;
     case detail::MixTensorType::kQ4_K: return WeightFormat::kQ4_K;
     case detail::MixTensorType::kQ5_K: return WeightFormat::kQ5_K;
     case detail::MixTensorType::kQ6_K: return WeightFormat::kQ6_K;
@@ -111,7 +107,6 @@ MatrixWeightFormat Plan(const Parameter& parameter, size_t index, bool transpose
   if (type && !simd::FitsCompressedFormat(*type, plan.rows)) {
     plan.effective = Fallback(wanted, plan.rows);
     plan.fallback = true;
-    SubstituteFallback(plan);
   }
   return plan;
 }

@@ -1,5 +1,6 @@
-// Weight matrices kept compressed: bf16, f16, q8_0, q4_0, q5_0 and the K-quants q3_k, q4_k,
-// q5_k and q6_k in the column-panel layout of the fast matrix kernels, and their
+// Weight matrices kept compressed: bf16, f16, q8_0, q4_0, q5_0, iq4_nl, iq4_xs and the
+// K-quants q3_k, q4_k, q5_k and q6_k in the column-panel layout of the fast matrix
+// kernels, and their
 // matrix–vector (decode) and matrix–matrix (prefill) products with f32 activations and
 // f32 accumulation.
 //
@@ -20,6 +21,11 @@
 //              bytes as q5_k's (below): 16 bytes of the quants' low 4 bits as q4_0's
 //              nibbles, then one little-endian uint32 of their high bit, column c at
 //              bit c. q = low | high << 4 is in 0..31.
+//   iq4_nl:    q4_0's blocks (576 bytes) and nibbles; a nibble q indexes ggml's
+//              non-linear table kvalues_iq4nl (−127 .. 113) instead of meaning q − 8.
+//   iq4_xs:    K/256 super-blocks of 4672 bytes: a header of 32 f16 d (64 bytes), then
+//              8 blocks of 32 rows (576 bytes each): 32 int8 block scales sc = ls − 32
+//              (−32..31; then 32 unused bytes), then 32 rows of iq4_nl's nibbles.
 //   q4_k:      K/256 super-blocks of 4736 bytes: a header of 32 f16 d and 32 f16
 //              dmin (128 bytes), then 8 blocks of 32 rows (576 bytes each): the
 //              block's 32 scale bytes sc and 32 minimum bytes m (6-bit, 0..63), then
@@ -61,8 +67,11 @@
 //
 // Dequantized element (at(): what the scalar twins and the bf16/f16 kernels multiply
 // by; always the value ggml's dequantizer gives): bf16 and f16 widened; q8_0
-// float(q)·float(d); q4_0 float(q − 8)·float(d); q5_0 float(q − 16)·float(d) (all
-// three exact); q4_k and q5_k (d·sc)·q − dmin·m, in
+// float(q)·float(d); q4_0 float(q − 8)·float(d); q5_0 float(q − 16)·float(d); iq4_nl
+// float(kvalues_iq4nl[q])·float(d) (all four exact: at most 8 + 11 significant bits);
+// iq4_xs (d·sc)·kvalues_iq4nl[q] (exact: 11 + 5 + 7 significant bits, |sc| = 32 a power
+// of two);
+// q4_k and q5_k (d·sc)·q − dmin·m, in
 // f32 in that order (d·sc, dmin·m and (d·sc)·q are exact: at most 11 + 6 + 5
 // significant bits; the subtraction rounds); q6_k (d·sc)·(q − 32), q3_k
 // (d·sc)·(q − 4) with sc the signed scale, both exact. The
@@ -75,11 +84,24 @@
 
 namespace kvrt::simd {
 
-// Compressed types only. (kQ5_K, kQ5_0 and kQ3_K came last; the order means nothing else.)
-enum class CompressedFormat : uint8_t { kBf16, kF16, kQ8_0, kQ4_0, kQ4_K, kQ6_K, kQ5_K, kQ5_0, kQ3_K };
+// Compressed types only. (kQ5_K, kQ5_0, kQ3_K, kIQ4_NL and kIQ4_XS came last; the order
+// means nothing else.)
+enum class CompressedFormat : uint8_t {
+  kBf16,
+  kF16,
+  kQ8_0,
+  kQ4_0,
+  kQ4_K,
+  kQ6_K,
+  kQ5_K,
+  kQ5_0,
+  kQ3_K,
+  kIQ4_NL,
+  kIQ4_XS
+};
 
-// How the blocks of a q8_0/q4_0 panel order their quants (q5_0: kRows only). kRows is the layout above,
-// the only one of bf16/f16 and the one every kernel of this header takes. kInt8Quads
+// How the blocks of a q8_0/q4_0 panel order their quants (q5_0, iq4_nl: kRows only). kRows is the
+// layout above, the only one of bf16/f16 and the one every kernel of this header takes. kInt8Quads
 // (int8_activations.h) orders four consecutive rows of a column into one 32-bit lane
 // for the int8-activation kernels; at() and GatherColumn read both.
 enum class CompressedLayout : uint8_t { kRows, kInt8Quads };
@@ -92,11 +114,12 @@ inline constexpr size_t kSuperBlock = 256;
 // Columns per panel of every compressed type (the f32 kernels' kPanelWidth<float>).
 inline constexpr size_t kCompressedPanelWidth = 32;
 
-// "bf16", "f16", "q8_0", "q4_0", "q4_k", "q6_k", "q5_k", "q5_0", "q3_k".
+// "bf16", "f16", "q8_0", "q4_0", "q4_k", "q6_k", "q5_k", "q5_0", "q3_k", "iq4_nl",
+// "iq4_xs".
 const char* CompressedFormatName(CompressedFormat type);
 
-// Rows (along K) a matrix in `type` must be a multiple of: bf16/f16 1, q8_0/q4_0/q5_0
-// 32, the K-quants 256.
+// Rows (along K) a matrix in `type` must be a multiple of: bf16/f16 1,
+// q8_0/q4_0/q5_0/iq4_nl 32, the K-quants 256.
 size_t CompressedRowMultiple(CompressedFormat type);
 // True when a [rows=K, cols=N] matrix can be stored in `type`
 // (rows % CompressedRowMultiple(type) == 0).
@@ -107,9 +130,9 @@ bool FitsCompressedFormat(CompressedFormat type, size_t rows);
 size_t CompressedMatrixBytes(CompressedFormat type, size_t rows, size_t cols);
 
 // Bytes of one tensor row (K elements of one output column) as ggml stores it in a GGUF
-// file: 2·K for bf16/f16, 34·K/32 for q8_0, 18·K/32 for q4_0, 22·K/32 for q5_0,
-// 144·K/256 for q4_k, 176·K/256 for q5_k, 210·K/256 for q6_k, 110·K/256 for q3_k;
-// requires FitsCompressedFormat.
+// file: 2·K for bf16/f16, 34·K/32 for q8_0, 18·K/32 for q4_0 and iq4_nl, 22·K/32 for
+// q5_0, 144·K/256 for q4_k, 176·K/256 for q5_k, 210·K/256 for q6_k, 110·K/256 for q3_k,
+// 136·K/256 for iq4_xs; requires FitsCompressedFormat.
 size_t GgmlRowBytes(CompressedFormat type, size_t rows_k);
 
 struct CompressedMatrixView {
@@ -144,7 +167,12 @@ void PackCompressed(CompressedFormat type, const float* source, size_t rows, siz
 // blocks of {f16 d; int8 qs[32]} (34 bytes); q4_0: K/32 blocks of {f16 d; uint8 qs[16]} (18
 // bytes), element j of a block = (qs[j] & 0xF) − 8 for j < 16, (qs[j−16] >> 4) − 8 for
 // j ≥ 16; q5_0: K/32 blocks of {f16 d; uint8 qh[4]; uint8 qs[16]} (22 bytes), element j
-// = q4_0's nibble | (bit j of qh as a little-endian uint32) << 4, less 16; q4_k: K/256 blocks of {f16 d; f16 dmin; u8 scales[12]; u8 qs[128]} (144 bytes);
+// = q4_0's nibble | (bit j of qh as a little-endian uint32) << 4, less 16; iq4_nl: q4_0's
+// 18-byte blocks, element j = kvalues_iq4nl[nibble j]·d; iq4_xs: K/256 blocks of {f16 d;
+// u16 scales_h; u8 scales_l[4]; u8 qs[128]} (136 bytes), sub-block ib of 32 scaled by
+// d·(ls − 32), ls = low 4 bits of scales_l[ib/2] (>> 4 for odd ib) | 2 bits of scales_h
+// at 2·ib << 4, its qs[16·ib..] as iq4_nl's;
+// q4_k: K/256 blocks of {f16 d; f16 dmin; u8 scales[12]; u8 qs[128]} (144 bytes);
 // q5_k: K/256 blocks of {f16 d; f16 dmin; u8 scales[12]; u8 qh[32]; u8 qs[128]} (176
 // bytes); q6_k: K/256 blocks of {u8 ql[128]; u8 qh[64]; i8 scales[16]; f16 d} (210
 // bytes); q3_k: K/256 blocks of {u8 hmask[32]; u8 qs[64]; u8 scales[12]; f16 d} (110
@@ -169,6 +197,22 @@ void GatherColumn(const CompressedMatrixView& w, size_t n, float* out);
 void QuantizeBlockQ8_0(const float* x, uint8_t* out);
 void QuantizeBlockQ4_0(const float* x, uint8_t* out);
 void QuantizeBlockQ5_0(const float* x, uint8_t* out);
+
+// ggml's iq4_nl quantizer as llama-quantize runs it (quantize_iq4_nl: quantize_row_iq4_nl_impl
+// with ntry 7, no importance matrix; quantize_row_iq4_nl_ref's ntry −1 skips the search),
+// one block of 32 values into ggml's 18 bytes, the same float operations in the same
+// order: weights x², m the first element of largest |x| (sign kept); an all-but-zero
+// block (|m| < 1e−15) gets d = 0 and every index 8 (the table's nearest to 0). Else
+// d = m/127 gives indices (the nearest table entry to x/d, ties up) and the weighted
+// least-squares scale Σwqx/Σwq²; the trial scales (t − 127)/m, t = −7..7, each keep
+// theirs if they fit better (Σwqx² > best·Σwq²). The indices are then taken again
+// against 1/d of the chosen d (f32, before its f16 rounding). Finite inputs.
+void QuantizeBlockIQ4_NL(const float* x, uint8_t* out);
+// ggml's quantize_iq4_xs (the same impl on a super-block of 256, no importance matrix):
+// each block of 32's scale as iq4_nl's, then d = −m/32 of the scale m of largest
+// magnitude (first, sign kept), ls = clamp(nearest_int(s/d), −32, 31) + 32 per block,
+// and the indices against 1/(d·(ls − 32)) (f32, before d's f16 rounding); 136 bytes.
+void QuantizeBlockIQ4_XS(const float* x, uint8_t* out);
 
 // ggml's reference K-quant quantizers (quantize_row_q3_K_ref / _q4_K_ref / _q5_K_ref /
 // _q6_K_ref, no importance matrix), one super-block of 256 values into ggml's bytes,
@@ -263,6 +307,16 @@ double RoundToBf16(double value);
 //                same operations, q − 16 an exact integer in −16..15, and at() =
 //                float(q − 16)·float(d) exact (5 + 11 significant bits), so the twin
 //                sums the same exact products.
+//              iq4_nl: as q4_0, (K + K/32 + 34)·(ε/2)·Σ (+ (K + K/32)·denorm_min).
+//                Derivation: the kernel sums x[k]·t per block with t = kvalues_iq4nl[q]
+//                (the table decoded exactly: |t| ≤ 127 is an integer of ≤ 7 bits), so
+//                P_b errs by ≤ γ_32·Σ_b |x·t|, and |d|·Σ_b |x·t| = Σ_b |x·at()| because
+//                at() = float(t)·float(d) is exact (≤ 7 + 11 significant bits): the
+//                table's range (127 in place of q4_0's 8) scales P_b and Σ alike and
+//                so drops out of the relative bound, which is q4_0's term for term.
+//              iq4_xs: the same, (K + K/32 + 34)·(ε/2)·Σ (+ (K + K/32)·denorm_min):
+//                per block of 32 the scale is d·sc (an exact product), the sums are
+//                iq4_nl's, and at() = (d·sc)·t is exact.
 //              q6_k, q3_k: |y[n] − twin| ≤ (K + K/16 + 18)·(ε/2)·Σ
 //                (+ (K + K/16)·denorm_min), as q8_0 with sub-blocks of 16: the products
 //                x·(q − 4) and the scales d·sc_s are exact as q6_k's, so the same
