@@ -60,7 +60,10 @@ TEST(GgufVocabularyCount, ATokenListLongerThanTheModelFailsBeforeItIsBuilt) {
 #if defined(KVRT_SANITIZER_BUILD)
   GTEST_SKIP() << "peak RSS means nothing under a sanitizer (" << usage.ru_maxrss << " KiB)";
 #endif
-  EXPECT_LT(usage.ru_maxrss, 80 * 1024) << "peak RSS " << usage.ru_maxrss << " KiB";
+  // The bound sits between the refusal (71 MB with stdout on a terminal, 85-87 MB on a
+  // pipe as under ctest, measured 2026-12-07; the difference was not traced) and the
+  // vocabulary built first (200 MB more): it catches the latter, not the noise.
+  EXPECT_LT(usage.ru_maxrss, 160 * 1024) << "peak RSS " << usage.ru_maxrss << " KiB";
   std::printf("[ gguf ] 2,000,000 tokens for 40 rows: refused at a peak RSS of %ld KiB\n", usage.ru_maxrss);
 }
 
