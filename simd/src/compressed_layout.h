@@ -330,8 +330,10 @@ inline void DequantizeRow(CompressedFormat type, const PanelRows& panel, size_t 
 // the row layout's size; only the quants of a block are reordered into quads of 4
 // rows, one 32-bit lane holding four consecutive rows of one column:
 //   q8_0:             8 quads of 32 columns × 4 bytes (128), the unsigned u = q + 128.
-//   q4_0, q4_k, q3_k: 8 quads of 16 columns × 4 bytes (64), byte 4c + j holding row j of
-//                     column c in its low nibble and of column c + 16 in its high one.
+//   q4_0, q4_k, q3_k, iq4_nl, iq4_xs: 8 quads of 16 columns × 4 bytes (64), byte 4c + j
+//                     holding row j of column c in its low nibble and of column c + 16
+//                     in its high one (for iq4_nl and iq4_xs the index into
+//                     kvalues_iq4nl, which the kernels look up as u = t + 128).
 //   q5_0, q5_k, q6_k: those quads, with the high bits in planes of 64 bytes after
 //                     every kPlaneQuads(type) quads (q5_0, q5_k 4: [4 quads][plane], twice;
 //                     q6_k 2: [2 quads][plane], four times). Byte 4c + j of a plane
@@ -340,7 +342,8 @@ inline void DequantizeRow(CompressedFormat type, const PanelRows& panel, size_t 
 //                     c + 16 at bits 4 + h·i..: where the nibble byte has the same
 //                     index, so that a shift and a mask per 32-bit lane move them to
 //                     bit 4 (int8_matmul-inl.h, QuadWeights).
-// Block sizes stay 1088, 576 (q4_0, q4_k, q3_k), 704 (q5_0, q5_k) and 832 bytes.
+// Block sizes stay 1088, 576 (q4_0, q4_k, q3_k, iq4_nl, iq4_xs), 704 (q5_0, q5_k) and
+// 832 bytes.
 inline constexpr size_t kQuadRows = 4;
 inline constexpr size_t kQuadsPerBlock = kQuantBlock / kQuadRows;  // 8
 inline constexpr size_t kQ8QuadBytes = kWidth * kQuadRows;      // 128
@@ -356,8 +359,15 @@ constexpr bool HasQuadLayout(CompressedFormat type) {
   return type == CompressedFormat::kQ8_0 || type == CompressedFormat::kQ4_0 ||
          type == CompressedFormat::kQ5_0 || type == CompressedFormat::kQ4_K ||
          type == CompressedFormat::kQ5_K || type == CompressedFormat::kQ6_K ||
-         type == CompressedFormat::kQ3_K;
+         type == CompressedFormat::kQ3_K || type == CompressedFormat::kIQ4_NL ||
+         type == CompressedFormat::kIQ4_XS;
 }
+// iq4_nl and iq4_xs: the stored nibble indexes kvalues_iq4nl (t in −127..113).
+constexpr bool HasValueTable(CompressedFormat type) {
+  return type == CompressedFormat::kIQ4_NL || type == CompressedFormat::kIQ4_XS;
+}
+// The unsigned quant u the int8 kernels multiply for an iq4 index: t + 128 (1..241).
+inline constexpr int kIQ4Bias = 128;
 // High bits per quant kept in planes: q5_0 and q5_k 1, q6_k 2, else 0.
 constexpr size_t HighBitsPerQuant(CompressedFormat type) {
   return type == CompressedFormat::kQ6_K                                        ? 2
@@ -417,13 +427,14 @@ inline size_t QuadPlaneShift(CompressedFormat type, size_t k, size_t j) {
   return (j < kWidth / 2 ? 0 : 4) + HighBitsPerQuant(type) * i;
 }
 
-// The stored unsigned quant u of (k, j) in a quad-layout panel: q8_0 q + 128, q4_0
-// q + 8, q5_0 q + 16, the K-quants their q (q3_k 0..7, q4_k 0..15, q5_k 0..31, q6_k
-// 0..63).
+// The unsigned quant u of (k, j) in a quad-layout panel the kernels multiply: q8_0
+// q + 128, q4_0 q + 8, q5_0 q + 16, the K-quants their q (q3_k 0..7, q4_k 0..15, q5_k
+// 0..31, q6_k 0..63), iq4_nl and iq4_xs the table's value of the stored index + 128.
 inline int QuadQuant(CompressedFormat type, const uint8_t* panel, size_t k, size_t j) {
   const uint8_t byte = panel[QuadByteOffset(type, k, j)];
   if (type == CompressedFormat::kQ8_0) return byte;
   int q = j < kWidth / 2 ? byte & 0xF : byte >> 4;
+  if (HasValueTable(type)) return kIQ4NLValues[q] + kIQ4Bias;
   if (const size_t h = HighBitsPerQuant(type); h != 0) {
     const uint8_t plane = panel[QuadPlaneByteOffset(type, k, j)];
     q |= (plane >> QuadPlaneShift(type, k, j) & ((1 << h) - 1)) << 4;
@@ -457,6 +468,14 @@ inline float DequantizeQuadElement(CompressedFormat type, const uint8_t* panel, 
       const uint8_t* header = panel + QuadHeaderOffset(type, k);
       const float d = F16ToF32(LoadU16(header + 2 * j)) * static_cast<float>(sc);
       return d * static_cast<float>(u - (type == CompressedFormat::kQ6_K ? 32 : 4));
+    }
+    case CompressedFormat::kIQ4_NL:
+      return F16ToF32(LoadU16(scales + 2 * j)) * static_cast<float>(u - kIQ4Bias);
+    case CompressedFormat::kIQ4_XS: {
+      const auto sc = static_cast<int8_t>(scales[j]);
+      const uint8_t* header = panel + QuadHeaderOffset(type, k);
+      const float dl = F16ToF32(LoadU16(header + 2 * j)) * static_cast<float>(sc);
+      return dl * static_cast<float>(u - kIQ4Bias);
     }
     default:
       return 0.0f;

@@ -24,7 +24,8 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 // One quad (4 rows) of a block of one panel of `kFormat` as kVecs int32 vectors,
 // columns in order; every 32-bit lane holds the four unsigned quants u of its column,
-// row 4t + j in byte j (compressed_layout.h has the quad layout). Per block the
+// row 4t + j in byte j (compressed_layout.h has the quad layout; iq4_nl's and iq4_xs's
+// u = t + 128 looked up from their stored index). Per block the
 // integer sums S_h of kHalves sub-blocks (q6_k: two of 16 rows, each with its own
 // scale; the others one of 32) start at −kOffset·Σa of their activations, and
 // Accumulate applies the block's scales to them.
@@ -36,19 +37,27 @@ struct QuadWeights {
   // Sub-blocks of 16 rows with an int8 scale each (q6_k, q3_k).
   static constexpr bool kSigned16 = compressed::HasSignedScales16(kFormat);
   static constexpr size_t kHalves = kSigned16 ? 2 : 1;
-  // q8_0 q + 128, q4_0 q + 8, q5_0 q + 16, q6_k q + 32 and q3_k q + 4 are stored: the
-  // sums start at −kOffset·Σa; q4_k and q5_k store q itself (their minimum is
-  // Accumulate's).
-  // One f16 d per column and block (the legacy types), or two levels (the K-quants).
-  static constexpr bool kBlockScaled =
-      kQ8 || kFormat == CompressedFormat::kQ4_0 || kFormat == CompressedFormat::kQ5_0;
+  // iq4_nl and iq4_xs: a nibble indexing kvalues_iq4nl; iq4_xs an int8 scale per block.
+  static constexpr bool kTable = compressed::HasValueTable(kFormat);
+  static constexpr bool kSigned32 = kFormat == CompressedFormat::kIQ4_XS;
+  // q8_0 q + 128, q4_0 q + 8, q5_0 q + 16, q6_k q + 32, q3_k q + 4 and the iq4 types
+  // t + 128 are multiplied: the sums start at −kOffset·Σa; q4_k and q5_k multiply q
+  // itself (their minimum is Accumulate's).
+  // One f16 d per column and block (the legacy types and iq4_nl), or two levels (the
+  // K-quants and iq4_xs).
+  static constexpr bool kBlockScaled = kQ8 || kFormat == CompressedFormat::kQ4_0 ||
+                                       kFormat == CompressedFormat::kQ5_0 ||
+                                       kFormat == CompressedFormat::kIQ4_NL;
   static constexpr int32_t kOffset = kQ8                                  ? compressed::kQ8Offset
+                                     : kTable                             ? compressed::kIQ4Bias
                                      : kFormat == CompressedFormat::kQ4_0 ? compressed::kQ4Zero
                                      : kFormat == CompressedFormat::kQ5_0 ? 16
                                      : kFormat == CompressedFormat::kQ6_K ? 32
                                      : kFormat == CompressedFormat::kQ3_K ? 4
                                                                           : 0;
-  static constexpr int32_t kMaxQuant = kQ8 ? 255 : (16 << kHighBits) - 1;
+  // u = q + 128 (q8_0) and t + 128 (iq4) reach 255 and 241: signed bytes biased.
+  static constexpr bool kBiasedSigned = kQ8 || kTable;
+  static constexpr int32_t kMaxQuant = kBiasedSigned ? 255 : (16 << kHighBits) - 1;
 
   // A nibble type's quad (64 bytes) holds columns c and c + 16 in the low and high
   // nibbles of the same byte, so one load gives two vectors: a mask, and a shift and
@@ -69,6 +78,10 @@ struct QuadWeights {
         w[v] = hn::And(bytes, nibbles);
         w[v + kVecs / 2] = hn::And(hn::ShiftRight<4>(bytes), nibbles);
       }
+      if constexpr (kTable) {
+        HWY_UNROLL(16)
+        for (size_t v = 0; v < kVecs; ++v) w[v] = BiasedValues(di, w[v]);
+      }
       if constexpr (kHighBits != 0) {
         const auto* plane =
             reinterpret_cast<const int32_t*>(block + compressed::PlaneOffset(kFormat, t));
@@ -85,18 +98,37 @@ struct QuadWeights {
     }
   }
 
+  // Every byte of `indices` (0..15) replaced by kvalues_iq4nl[index] + 128: one
+  // in-lane byte lookup (PSHUFB) of the biased table; the scalar target, whose vector is
+  // one int32, looks its four bytes up one at a time.
+  static HWY_INLINE hn::Vec<DI> BiasedValues(DI di, hn::Vec<DI> indices) {
+    alignas(16) static constexpr uint8_t kBiased[16] = {1,   24,  45,  63,  79,  93,  106, 118,
+                                                        129, 141, 153, 166, 181, 197, 217, 241};
+#if HWY_TARGET == HWY_SCALAR
+    const auto lane = static_cast<uint32_t>(hn::GetLane(indices));
+    uint32_t biased = 0;
+    for (int j = 0; j < 4; ++j) biased |= uint32_t{kBiased[lane >> (8 * j) & 0xF]} << (8 * j);
+    return hn::Set(di, static_cast<int32_t>(biased));
+#else
+    const hn::Repartition<uint8_t, DI> du8;
+    return hn::BitCast(di, hn::TableLookupBytes(hn::LoadDup128(du8, kBiased),
+                                                hn::BitCast(du8, indices)));
+#endif
+  }
+
 #if HWY_TARGET == HWY_AVX2
-  // Int8Dot::kBytePairs. q8_0's u = q + 128 reaches 255, and VPMADDUBSW's int16 pair
-  // of u·a would saturate (2·255·127 > 32767), so its pairs multiply |q| by a with q's
-  // sign: each product is q·a, |q·a| ≤ 128·127, a pair ≤ 32512 (|a| ≤ 127,
-  // int8_activations.h); one quad's pairs are widened at once, and the sums carry no
-  // offset. The nibble types' u ≤ kMaxQuant (15, 31, 63) keep a quad's pair within
-  // 2·kMaxQuant·128 (3840, 7936, 16128), so 8, 4 and 2 quads add in int16 before a
-  // widening (q5_0 like q5_k).
-  static constexpr size_t kQuadsPerWidening = kQ8 ? 1 : 32767 / (2 * kMaxQuant * 128);
-  static constexpr int32_t kPairOffset = kQ8 ? 0 : kOffset;
+  // Int8Dot::kBytePairs. q8_0's u = q + 128 and iq4's t + 128 reach 255 and 241, and
+  // VPMADDUBSW's int16 pair of u·a would saturate (2·255·127 > 32767), so their pairs
+  // multiply |q| by a with q's sign (q = u − 128, the byte's top bit flipped): each
+  // product is q·a, |q·a| ≤ 128·127, a pair ≤ 32512 (|a| ≤ 127, int8_activations.h);
+  // one quad's pairs are widened at once, and the sums carry no offset. The nibble
+  // types' u ≤ kMaxQuant (15, 31, 63) keep a quad's pair within 2·kMaxQuant·128 (3840,
+  // 7936, 16128), so 8, 4 and 2 quads add in int16 before a widening (q5_0 like q5_k).
+  static constexpr size_t kQuadsPerWidening =
+      kBiasedSigned ? 1 : 32767 / (2 * kMaxQuant * 128);
+  static constexpr int32_t kPairOffset = kBiasedSigned ? 0 : kOffset;
   static HWY_INLINE hn::Vec<DI> BytePairs(hn::Vec<DI> u, hn::Vec<DI> a) {
-    if constexpr (kQ8) {
+    if constexpr (kBiasedSigned) {
       const __m256i q = _mm256_xor_si256(u.raw, _mm256_set1_epi8(static_cast<char>(0x80)));
       return hn::Vec<DI>{_mm256_maddubs_epi16(_mm256_abs_epi8(q), _mm256_sign_epi8(a.raw, q))};
     } else {
@@ -115,8 +147,9 @@ struct QuadWeights {
   }
 
   // acc + this block's part, from its integer sums s (int8_activations.h):
-  //   q8_0, q4_0, q5_0: acc + (d_w·d_a)·float(S)
+  //   q8_0, q4_0, q5_0, iq4_nl: acc + (d_w·d_a)·float(S)
   //   q6_k, q3_k: acc + (d·d_a)·float(sc_0·S_0 + sc_1·S_1)
+  //   iq4_xs: acc + (d·d_a)·float(sc·S)
   //   q4_k, q5_k: acc + ((d·d_a)·float(sc·S) − (dmin·d_a)·float(m·Σa))
   // each operation rounded to f32 (no FMA), d·d_a and dmin·d_a exact.
   template <class D, size_t kVecs>
@@ -146,6 +179,15 @@ struct QuadWeights {
                                                                kCompressedPanelWidth + v * lanes));
           const auto total = hn::Add(hn::Mul(s[0][v], sc0), hn::Mul(s[1][v], sc1));  // exact
           const auto scale = hn::Mul(super_scale[v], da);                            // exact
+          acc[v] = hn::Add(acc[v], hn::Mul(scale, hn::ConvertTo(d, total)));
+        }
+      } else if constexpr (kSigned32) {
+        const hn::Rebind<int8_t, DI> d8;
+        for (size_t v = 0; v < kVecs; ++v) {
+          const auto sc =
+              hn::PromoteTo(di, hn::LoadU(d8, reinterpret_cast<const int8_t*>(block) + v * lanes));
+          const auto total = hn::Mul(s[0][v], sc);          // exact
+          const auto scale = hn::Mul(super_scale[v], da);  // exact
           acc[v] = hn::Add(acc[v], hn::Mul(scale, hn::ConvertTo(d, total)));
         }
       } else {
@@ -582,6 +624,12 @@ HWY_INLINE void Int8MatMulFor(D d, const Int8Rows& a, size_t first_row, size_t m
     case CompressedFormat::kQ6_K:
       return Int8Panels<CompressedFormat::kQ6_K, kDot>(d, a, first_row, m, w, c, ldc, panel_begin,
                                                        panel_end);
+    case CompressedFormat::kIQ4_NL:
+      return Int8Panels<CompressedFormat::kIQ4_NL, kDot>(d, a, first_row, m, w, c, ldc,
+                                                         panel_begin, panel_end);
+    case CompressedFormat::kIQ4_XS:
+      return Int8Panels<CompressedFormat::kIQ4_XS, kDot>(d, a, first_row, m, w, c, ldc,
+                                                         panel_begin, panel_end);
     default:
       return;  // no quad layout (HasInt8Quads)
   }

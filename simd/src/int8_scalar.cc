@@ -36,10 +36,12 @@ float Column(const Int8Rows& a, size_t row, const CompressedMatrixView& w, const
     switch (w.type) {
       case CompressedFormat::kQ8_0:
       case CompressedFormat::kQ4_0:
-      case CompressedFormat::kQ5_0: {
-        const int32_t offset = w.type == CompressedFormat::kQ8_0   ? compressed::kQ8Offset
-                               : w.type == CompressedFormat::kQ4_0 ? compressed::kQ4Zero
-                                                                   : 16;
+      case CompressedFormat::kQ5_0:
+      case CompressedFormat::kIQ4_NL: {
+        const int32_t offset = w.type == CompressedFormat::kQ8_0    ? compressed::kQ8Offset
+                               : w.type == CompressedFormat::kQ4_0  ? compressed::kQ4Zero
+                               : w.type == CompressedFormat::kQ5_0  ? 16
+                                                                    : compressed::kIQ4Bias;
         const int32_t sum = QuadSum(w, panel, quants, j, k0, k0 + kQuantBlock, -offset * block_sum);
         const float scale = ColumnScale(block, j) * da;
         const float product = scale * static_cast<float>(sum);
@@ -57,6 +59,15 @@ float Column(const Int8Rows& a, size_t row, const CompressedMatrixView& w, const
               QuadSum(w, panel, quants, j, begin, begin + kQuantBlock / 2, -offset * half_sum);
           total += static_cast<int8_t>(block[h * kWidth + j]) * sum;
         }
+        const float scale = ColumnScale(header, j) * da;
+        const float product = scale * static_cast<float>(total);
+        acc = acc + product;
+        break;
+      }
+      case CompressedFormat::kIQ4_XS: {
+        const int32_t sum = QuadSum(w, panel, quants, j, k0, k0 + kQuantBlock,
+                                    -compressed::kIQ4Bias * block_sum);
+        const int32_t total = static_cast<int8_t>(block[j]) * sum;
         const float scale = ColumnScale(header, j) * da;
         const float product = scale * static_cast<float>(total);
         acc = acc + product;

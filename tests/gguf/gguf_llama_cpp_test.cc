@@ -80,20 +80,43 @@ TEST_P(LlamaCppFixture, GreedyContinuationsAgreeWithLlamaCpp) {
   }
 }
 
+// Whether llama.cpp rounds the activations of every matrix of `file` to q8_0 blocks, as
+// kvrt's int8 activations do (q8_0, q4_0, q5_0 and iq4_nl weights): not where a matrix
+// is a K-quant or iq4_xs, which llama.cpp multiplies against q8_K super-blocks (a
+// "q4_0" file made without --pure keeps its output matrix in q6_k).
+bool RoundsActivationsAsKvrt(const GgufFile& file) {
+  for (const TensorInfo& tensor : file.tensors()) {
+    switch (tensor.type) {
+      case GgmlType::kQ2_K:
+      case GgmlType::kQ3_K:
+      case GgmlType::kQ4_K:
+      case GgmlType::kQ5_K:
+      case GgmlType::kQ6_K:
+      case GgmlType::kIQ4_XS:
+        return false;
+      default:
+        break;
+    }
+  }
+  return true;
+}
+
 // The opt-in int8 activations (EngineOptions::int8_activations) do llama.cpp's
-// arithmetic for q8_0/q4_0/q5_0 weights (activations rounded to q8_0 blocks, integer
-// block sums), so they must stay within the same bound of llama.cpp. For the K-quants kvrt
-// rounds the activations to q8_0 blocks too, llama.cpp to q8_K super-blocks: two
-// different roundings, each its own distance from the exact logits, so kvrt's
-// distance from exact stays within the q8_0 rounding's kQ8BlockBound and its distance
-// from llama.cpp within the sum of both bounds. The distance from the exact f64
-// forward pass is printed next to the f32-activation engine's. (The files of the
-// other types keep their matrices where the int8 kernels do not reach.)
+// arithmetic for q8_0/q4_0/q5_0/iq4_nl weights (activations rounded to q8_0 blocks,
+// integer block sums), so on a file of those alone they must stay within the same bound
+// of llama.cpp. For the K-quants and iq4_xs kvrt rounds the activations to q8_0 blocks
+// too, llama.cpp to q8_K super-blocks: two different roundings, each its own distance
+// from the exact logits, so kvrt's distance from exact stays within the q8_0 rounding's
+// kQ8BlockBound and its distance from llama.cpp within the sum of both bounds. The
+// distance from the exact f64 forward pass is printed next to the f32-activation
+// engine's. (The files of the other types keep their matrices where the int8 kernels
+// do not reach.)
 TEST_P(LlamaCppFixture, Int8ActivationsStayWithinTheBoundOfLlamaCpp) {
   const FixtureType t = GetParam();
   const std::string type = t.type;
-  static const std::set<std::string> kReached = {"q8_0",   "q4_0",   "q5_0",   "q2_k", "q3_k_m",
-                                                  "q4_k_s", "q4_k_m", "q5_k_m", "q6_k"};
+  static const std::set<std::string> kReached = {"q8_0",   "q4_0",   "q5_0",   "q2_k",
+                                                  "q3_k_m", "q4_k_s", "q4_k_m", "q5_k_m",
+                                                  "q6_k",   "iq4_nl", "iq4_xs"};
   if (!kReached.contains(type)) {
     GTEST_SKIP() << "no matrix the int8 activations reach";
   }
@@ -113,7 +136,7 @@ TEST_P(LlamaCppFixture, Int8ActivationsStayWithinTheBoundOfLlamaCpp) {
                 "|fast - plain f64| %.3g (f32 activations %.3g)\n",
                 t.type, sequence["name"].get<std::string>().c_str(), int8_llama, f32_llama,
                 MaxDifference(ours, expected), MaxDifference(f32, expected));
-    const bool same_rounding = type == "q8_0" || type == "q4_0" || type == "q5_0";
+    const bool same_rounding = RoundsActivationsAsKvrt(models.file);
     EXPECT_LE(int8_llama, same_rounding ? t.bound : t.bound + kQ8BlockBound) << sequence["name"];
     EXPECT_LE(MaxDifference(ours, expected), kQ8BlockBound) << sequence["name"];
     EXPECT_NE(ours, f32) << "the int8 activations did not reach the engine";

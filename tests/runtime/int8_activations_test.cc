@@ -1,6 +1,6 @@
 // The opt-in int8 activations (EngineOptions::int8_activations) in the engine: they
-// reach the q8_0, q4_0, q5_0 and K-quant matrices (q3_k, q4_k, q5_k, q6_k, and
-// llama-quantize's Q4_K_M and Q3_K_M mixes of them) (the logits move off the f32-activation ones, and stay
+// reach the q8_0, q4_0, q5_0, iq4_nl, iq4_xs and K-quant matrices (q3_k, q4_k, q5_k,
+// q6_k, and llama-quantize's Q4_K_M and Q3_K_M mixes of them) (the logits move off the f32-activation ones, and stay
 // near the oracle), they keep every determinism promise — the same bits for 1–3
 // threads, for a prompt prefilled at once, in chunks or token by token, and for a
 // sequence alone or beside another slot — and they allocate nothing per decode step.
@@ -39,8 +39,8 @@ EngineOptions Int8(WeightFormat format, threading::ThreadPool* pool = nullptr, s
 }
 
 // D 96, F 160 (q8_0/q4_0 everywhere: both multiples of 32), V 300, untied head:
-// several panels and task tiles per matrix. The K-quants need K a multiple of 256:
-// D 256, F 512.
+// several panels and task tiles per matrix. The K-quants and iq4_xs need K a multiple
+// of 256: D 256, F 512.
 DecoderModel Model(bool k_quant = false) {
   SplitMix64 rng(77);
   ModelConfig config = k_quant ? ModelConfig::Create(300, 256, 4, 512, 2, 80, 10000.0, 1e-5)
@@ -51,16 +51,19 @@ DecoderModel Model(bool k_quant = false) {
 
 constexpr WeightFormat kFormats[] = {WeightFormat::kQ8_0, WeightFormat::kQ4_0, WeightFormat::kQ5_0,
                                      WeightFormat::kQ3_K, WeightFormat::kQ4_K, WeightFormat::kQ5_K,
-                                     WeightFormat::kQ6_K, WeightFormat::kQ4_K_M, WeightFormat::kQ3_K_M};
+                                     WeightFormat::kQ6_K, WeightFormat::kQ4_K_M, WeightFormat::kQ3_K_M,
+                                     WeightFormat::kIQ4_NL, WeightFormat::kIQ4_XS};
 
-bool IsKQuant(WeightFormat format) {
-  return format != WeightFormat::kQ8_0 && format != WeightFormat::kQ4_0 && format != WeightFormat::kQ5_0;
+// Formats whose blocks are super-blocks of 256 rows.
+bool NeedsSuperBlocks(WeightFormat format) {
+  return format != WeightFormat::kQ8_0 && format != WeightFormat::kQ4_0 &&
+         format != WeightFormat::kQ5_0 && format != WeightFormat::kIQ4_NL;
 }
 
 // The model each format is tested on (built once).
 const DecoderModel& ModelFor(WeightFormat format) {
   static const DecoderModel small = Model(), k_quant = Model(true);
-  return IsKQuant(format) ? k_quant : small;
+  return NeedsSuperBlocks(format) ? k_quant : small;
 }
 
 // Logits after a prefill of `prompt` in chunks of `chunk` tokens, then per decode.

@@ -43,14 +43,8 @@ std::string DescribeEngineWeights(const Model& model, const EngineOptions& engin
   if (engine.int8_activations) {
     // The types the int8-activation kernels take (simd/int8_activations.h).
     size_t int8 = 0;
-    for (const MatrixWeightFormat& matrix : plan) {
-      for (WeightFormat format : {WeightFormat::kQ8_0, WeightFormat::kQ4_0, WeightFormat::kQ5_0,
-                                  WeightFormat::kQ3_K, WeightFormat::kQ4_K, WeightFormat::kQ5_K,
-                                  WeightFormat::kQ6_K}) {
-        int8 += matrix.effective == format;
-      }
-    }
-    text += "; int8 activations on " + std::to_string(int8) + " q8_0/q4_0/q5_0/K-quant matrices";
+    for (const MatrixWeightFormat& matrix : plan) int8 += ReachedByInt8Activations(matrix.effective);
+    text += "; int8 activations on " + std::to_string(int8) + " quantized matrices";
   }
   const std::string fallbacks = DescribeFallbacks(plan);
   text += fallbacks.empty() ? "; no fallbacks" : "; fallbacks: " + fallbacks;

@@ -112,4 +112,10 @@ struct MatrixWeightFormat {
 // K-quants.)
 std::string DescribeFallbacks(const std::vector<MatrixWeightFormat>& plan);
 
+// Whether a matrix kept in `format` multiplies int8-rounded activations when
+// EngineOptions::int8_activations is set: q8_0, q4_0, q5_0, iq4_nl, iq4_xs and the
+// K-quants (the formats with an int8 kernel); a mix's own value is false (its matrices
+// each have one of those).
+bool ReachedByInt8Activations(WeightFormat format);
+
 }  // namespace kvrt

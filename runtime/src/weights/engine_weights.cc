@@ -22,8 +22,8 @@ Error OutOfMemory(const std::string& what, size_t elements) {
 // A parameter as a [K, N] matrix for x·W: the matrix itself, or the transpose of a
 // [V, D] table (transposed = true gives the [D, V] head), in the format `plan`
 // gives it for the requested `format`.
-// A q8_0, q4_0 or K-quant matrix moved into the int8-activation kernels' quad layout
-// (the row layout's buffer is released once the copy is made).
+// A matrix of a format with an int8 kernel moved into its quad layout (the row
+// layout's buffer is released once the copy is made).
 Result<void> RelayoutForInt8(const std::string& name, CompressedWeight& weight) {
   if (!simd::HasInt8Quads(weight.view.type)) return {};
   std::optional<Buffer<uint8_t>> quads =
@@ -260,3 +260,12 @@ template Result<std::shared_ptr<const EngineWeights<float>>> EngineWeightsCache:
 template Result<std::shared_ptr<const EngineWeights<double>>> EngineWeightsCache::Get<double>(const DecoderModel&, WeightFormat, bool);
 
 }  // namespace kvrt::detail
+
+namespace kvrt {
+
+bool ReachedByInt8Activations(WeightFormat format) {
+  const std::optional<simd::CompressedFormat> type = detail::CompressedFormatOf(format);
+  return type && simd::HasInt8Quads(*type);
+}
+
+}  // namespace kvrt

@@ -13,9 +13,10 @@
 // format is asked for explicitly (so fast f64 checks the same weights as the
 // reference oracle, without the bandwidth savings).
 //
-// With int8 activations (EngineOptions::int8_activations, f32 only) every q8_0, q4_0, q5_0,
-// q4_k, q5_k and q6_k matrix is kept in the int8-activation kernels' quad layout instead of the row
-// layout (simd/int8_activations.h): the same bytes per weight, one copy.
+// With int8 activations (EngineOptions::int8_activations, f32 only) every matrix of a
+// format with an int8 kernel (ReachedByInt8Activations) is kept in the int8-activation
+// kernels' quad layout instead of the row layout (simd/int8_activations.h): the same
+// bytes per weight, one copy.
 #pragma once
 
 #include <cstdint>
@@ -65,7 +66,7 @@ struct EngineWeights {
   Buffer<T> rope_sin;          // [rope.tabulated(), hw/2]
   std::vector<uint64_t> revisions;  // of every parameter when packed
   WeightFormat format = WeightFormat::kAsStored;  // as requested
-  bool int8_activations = false;  // q8_0/q4_0/q5_0/K-quant matrices in CompressedLayout::kInt8Quads
+  bool int8_activations = false;  // ReachedByInt8Activations matrices in CompressedLayout::kInt8Quads
   std::vector<MatrixWeightFormat> plan;  // every matrix's format, fallbacks included
   // The owned matrices back to back in step order (weights/weight_arena.h); empty
   // where it could not be allocated, and then each keeps its own buffer.
