@@ -24,6 +24,8 @@ const std::string kQ5_0 = testing::FixturePath("gguf/modern/kq-q5_0.gguf");
 const std::string kQ3_KM = testing::FixturePath("gguf/modern/kq-q3_k_m.gguf");
 const std::string kIQ4_NL = testing::FixturePath("gguf/modern/kq-iq4_nl.gguf");
 const std::string kIQ4_XS = testing::FixturePath("gguf/modern/kq-iq4_xs.gguf");
+const std::string kQ4_1 = testing::FixturePath("gguf/modern/kq-q4_1.gguf");
+const std::string kQ5_1 = testing::FixturePath("gguf/modern/kq-q5_1.gguf");
 
 TEST(CliWeightsTest, AnUnknownFormatIsATypedUsageError) {
   for (const char* command : {"logits", "generate"}) {
@@ -148,6 +150,26 @@ TEST(CliWeightsTest, TheEngineLineNamesIQ4_NLMatrices) {
       << converted.err;
 }
 
+// Q4_1 and Q5_1 files run as stored (their heads in Q6_K); --weights q4_1 / q5_1
+// convert the demo and fall back to f16 where K (the demo's F = 172) is not a multiple
+// of 32.
+TEST(CliWeightsTest, TheEngineLineNamesQ4_1AndQ5_1Matrices) {
+  for (const auto& [file, type] : {std::pair{kQ4_1, std::string("q4_1")}, std::pair{kQ5_1, std::string("q5_1")}}) {
+    const testing::CliRun stored = RunKvrt({"generate", "--model", file, "--tokens", "1,450", "--max-new-tokens",
+                                            "2", "--threads", "1", "--no-eos"});
+    ASSERT_EQ(stored.status, 0) << stored.err;
+    EXPECT_NE(stored.err.find("; weights as-stored: q6_k x1 " + type + " x15; no fallbacks"), std::string::npos)
+        << stored.err;
+    const testing::CliRun converted = RunKvrt({"generate", "--model", kDemo, "--tokens", "67,118",
+                                               "--max-new-tokens", "2", "--weights", type, "--threads", "1"});
+    ASSERT_EQ(converted.status, 0) << converted.err;
+    EXPECT_NE(converted.err.find("; weights " + type + ": f16 x2 " + type + " x13; fallbacks: blocks.0.ffn.down.weight " +
+                                 type + " -> f16 (K = 172 is not a multiple of 32)"),
+              std::string::npos)
+        << converted.err;
+  }
+}
+
 // An IQ4_XS file runs as stored (its head in Q6_K); --weights iq4_xs falls back to
 // iq4_nl where K (the demo's D = 64) is a multiple of 32 but not of 256, and to f16
 // where it is neither (the demo's F = 172), as llama.cpp's quantizer does.
@@ -228,7 +250,7 @@ std::vector<double> Logits(const std::vector<std::string>& args) {
 }
 
 TEST(CliWeightsTest, FastLogitsAreWithinToleranceOfTheReferenceOracle) {
-  for (const std::string format : {"bf16", "q8_0", "q4_0", "q5_0", "iq4_nl", "iq4_xs"}) {
+  for (const std::string format : {"bf16", "q8_0", "q4_0", "q5_0", "q4_1", "q5_1", "iq4_nl", "iq4_xs"}) {
     const std::vector<std::string> base = {"logits", "--model", kDemo, "--tokens", "67,118,34,102", "--json",
                                            "--weights", format};
     std::vector<std::string> fast = base, reference = base, uncached = base;
