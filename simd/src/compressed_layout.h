@@ -27,6 +27,8 @@ inline constexpr size_t kQ5BlockBytes = kScaleBytes + kQuantBlock * kQ5RowBytes;
 inline constexpr size_t kGgmlQ8BlockBytes = 2 + kQuantBlock;      // {f16 d; int8 qs[32]}
 inline constexpr size_t kGgmlQ4BlockBytes = 2 + kQuantBlock / 2;  // {f16 d; uint8 qs[16]}
 inline constexpr size_t kGgmlQ5_0BlockBytes = 2 + 4 + kQuantBlock / 2;  // {f16 d; u8 qh[4], qs[16]}
+inline constexpr size_t kGgmlQ4_1BlockBytes = 2 + 2 + kQuantBlock / 2;  // {f16 d, m; u8 qs[16]}
+inline constexpr size_t kGgmlQ5_1BlockBytes = 2 + 2 + 4 + kQuantBlock / 2;  // {f16 d, m; u8 qh[4], qs[16]}
 inline constexpr size_t kGgmlQ4KBlockBytes = 144;  // {f16 d, dmin; u8 scales[12], qs[128]}
 inline constexpr size_t kGgmlQ5KBlockBytes = 176;  // {f16 d, dmin; u8 scales[12], qh[32], qs[128]}
 inline constexpr size_t kGgmlQ6KBlockBytes = 210;  // {u8 ql[128], qh[64]; i8 scales[16]; f16 d}
@@ -72,21 +74,38 @@ constexpr bool HasSignedScales16(CompressedFormat type) {
   return type == CompressedFormat::kQ6_K || type == CompressedFormat::kQ3_K;
 }
 // Bytes of high bits one panel's row keeps after its nibbles: q6_k 8 (2 bits a
-// column), q5_k and q5_0 4 (1 bit a column), the others none.
+// column), q5_k, q5_0 and q5_1 4 (1 bit a column), the others none.
 constexpr size_t HighBytes(CompressedFormat type) {
-  return type == CompressedFormat::kQ6_K                                         ? kQ6HighBytes
-         : type == CompressedFormat::kQ5_K || type == CompressedFormat::kQ5_0 ? kQ5HighBytes
-                                                                                 : 0;
+  return type == CompressedFormat::kQ6_K ? kQ6HighBytes
+         : type == CompressedFormat::kQ5_K || type == CompressedFormat::kQ5_0 ||
+                 type == CompressedFormat::kQ5_1
+             ? kQ5HighBytes
+             : 0;
 }
-// Bytes of one panel's row, per type: q8_0 32 int8; q4_0, iq4_nl, q5_0, q4_k, q5_k and q6_k 16
-// bytes of nibbles and then their high bits (q5_0 and q5_k 4 bytes, q6_k 8).
+// Bytes of one panel's row, per type: q8_0 32 int8; q4_0, iq4_nl, q5_0, q4_1, q5_1, q4_k,
+// q5_k and q6_k 16 bytes of nibbles and then their high bits (q5_0, q5_1 and q5_k 4
+// bytes, q6_k 8).
 constexpr size_t QuantRowBytes(CompressedFormat type) {
   return type == CompressedFormat::kQ8_0 ? kQ8RowBytes : kQ4RowBytes + HighBytes(type);
 }
+// q4_1 and q5_1: an f16 d and an f16 minimum m per block of 32 rows, x = q·d + m.
+constexpr bool HasBlockMin(CompressedFormat type) {
+  return type == CompressedFormat::kQ4_1 || type == CompressedFormat::kQ5_1;
+}
+// One panel's scale area of a block: 64 bytes, or for q4_1 and q5_1 128 (32 f16 d, then
+// 32 f16 m), so that a kernel finds both of a block's numbers in one place.
+constexpr size_t ScaleAreaBytes(CompressedFormat type) {
+  return HasBlockMin(type) ? 2 * kScaleBytes : kScaleBytes;
+}
 // One panel's block of 32 rows: its scale area and its rows.
 constexpr size_t QuantBlockBytes(CompressedFormat type) {
-  return kScaleBytes + kQuantBlock * QuantRowBytes(type);
+  return ScaleAreaBytes(type) + kQuantBlock * QuantRowBytes(type);
 }
+static_assert(QuantBlockBytes(CompressedFormat::kQ4_1) == 640 &&
+                  QuantBlockBytes(CompressedFormat::kQ5_1) == 768 &&
+                  QuantBlockBytes(CompressedFormat::kQ4_1) % 64 == 0 &&
+                  QuantBlockBytes(CompressedFormat::kQ5_1) % 64 == 0,
+              "q4_1/q5_1 blocks are ggml's 20 and 24 bytes per 32 weights, 64-byte aligned");
 // q4_k and q5_k: a scale and a minimum per sub-block of 32 rows (ggml's
 // get_scale_min_k4 pairs), x ≈ (d·sc)·q − dmin·m.
 constexpr bool HasMin(CompressedFormat type) {
@@ -99,7 +118,7 @@ constexpr size_t HeaderBytes(CompressedFormat type) {
          : HasSignedScales16(type) || type == CompressedFormat::kIQ4_XS ? kScaleBytes
                                                                         : 0;
 }
-// Rows per super-block: 256 for the K-quants; q8_0/q4_0/q5_0 blocks are their own.
+// Rows per super-block: 256 for the K-quants; q8_0/q4_0/q5_0/q4_1/q5_1 blocks are their own.
 constexpr size_t SuperRows(CompressedFormat type) { return IsKQuant(type) ? kSuperBlock : kQuantBlock; }
 // One panel's super-block: header and blocks (q4_k 4736 bytes, q5_k 5760, q6_k 6720,
 // q3_k 4672).
@@ -183,15 +202,16 @@ struct PanelRowsOf {
     return Super(type, k) + width * HeaderBytes(type) +
            k % SuperRows(type) / kQuantBlock * width * QuantBlockBytes(type);
   }
-  // This panel's 64-byte scale area of the block holding row k: q8_0/q4_0/q5_0 32 f16
-  // scales; q4_k and q5_k 32 sc bytes, then 32 m bytes; q6_k and q3_k 32 int8 sc of the
-  // block's first 16 rows, then 32 of its last 16.
+  // This panel's scale area of the block holding row k: q8_0/q4_0/q5_0 32 f16
+  // scales; q4_1/q5_1 32 f16 d, then 32 f16 m (128 bytes); q4_k and q5_k 32 sc bytes,
+  // then 32 m bytes; q6_k and q3_k 32 int8 sc of the block's first 16 rows, then 32 of
+  // its last 16.
   Byte* Scales(CompressedFormat type, size_t k) const {
-    return Block(type, k) + index * kScaleBytes;
+    return Block(type, k) + index * ScaleAreaBytes(type);
   }
   // Row k of the whole group (width × the type's row bytes).
   Byte* GroupRow(CompressedFormat type, size_t k) const {
-    return Block(type, k) + width * kScaleBytes + k % kQuantBlock * width * QuantRowBytes(type);
+    return Block(type, k) + width * ScaleAreaBytes(type) + k % kQuantBlock * width * QuantRowBytes(type);
   }
   // q8_0: row k's 32 quants.
   Byte* QuantRow(CompressedFormat type, size_t k) const {
@@ -255,6 +275,18 @@ inline float DequantizeElement(CompressedFormat type, const PanelRows& panel, si
       q += ((panel.HighBits(type, k)[j / 8] >> (j % 8)) & 1) << 4;
       return static_cast<float>(q - 16) * F16ToF32(LoadU16(panel.Scales(type, k) + 2 * j));
     }
+    case CompressedFormat::kQ4_1:
+    case CompressedFormat::kQ5_1: {
+      // ggml's dequantize_row_q4_1 / _q5_1: q·d + m (q·d exact, one rounding), q5_1's q
+      // the nibble plus 16 for its high bit.
+      const uint8_t byte = *panel.NibbleByte(type, k, j);
+      int q = j < kWidth / 2 ? byte & 0xF : byte >> 4;
+      if (type == CompressedFormat::kQ5_1) q += ((panel.HighBits(type, k)[j / 8] >> (j % 8)) & 1) << 4;
+      const uint8_t* scales = panel.Scales(type, k);
+      const float d = F16ToF32(LoadU16(scales + 2 * j));
+      const float m = F16ToF32(LoadU16(scales + kScaleBytes + 2 * j));
+      return static_cast<float>(q) * d + m;
+    }
     case CompressedFormat::kIQ4_NL: {
       // ggml's dequantize_row_iq4_nl: d·kvalues_iq4nl[q].
       const uint8_t byte = *panel.NibbleByte(type, k, j);
@@ -308,7 +340,7 @@ inline float DequantizeElement(CompressedFormat type, const PanelRows& panel, si
   return 0.0f;
 }
 
-// Σ of the 32 activations x[0..32) of a q4_k or q5_k sub-block, in the fixed tree the kernels
+// Σ of the 32 activations x[0..32) of a q4_k, q5_k, q4_1 or q5_1 (sub-)block, in the fixed tree the kernels
 // use (compressed_matrix.h): t_j = x_j + x_{j+16}, then halves added down to one.
 inline float SubBlockSum(const float* x) {
   float t[kQuantBlock / 2];

@@ -35,6 +35,10 @@ void CompressedMatVec(const CompressedMatrixView& w, const float* x, float* y,
       return CompressedMatVecPanels<Q50Quants, true>(d, w, x, y, panel_begin, panel_end);
     case CompressedFormat::kQ3_K:
       return CompressedMatVecPanels<Q3KQuants, true>(d, w, x, y, panel_begin, panel_end);
+    case CompressedFormat::kQ4_1:
+      return CompressedMatVecPanels<Q41Quants, true>(d, w, x, y, panel_begin, panel_end);
+    case CompressedFormat::kQ5_1:
+      return CompressedMatVecPanels<Q51Quants, true>(d, w, x, y, panel_begin, panel_end);
   }
 }
 

@@ -69,6 +69,28 @@ struct PanelWriter {
       high_byte = static_cast<uint8_t>((high_byte & ~(1u << bit)) | (high << bit));
     }
   }
+  // One ggml q4_1 or q5_1 block: d and m to the scale area (d's 32 f16, then m's), q4_0's
+  // nibbles (qs after d, m and, for q5_1, the 4 bytes of qh) and q5_0's fifth bits.
+  void Q41Block(size_t k0, size_t n, const uint8_t* block) const {
+    const compressed::PanelRowsOf<uint8_t> panel = Panel(n);
+    const size_t j = n % kWidth;
+    uint8_t* scales = panel.Scales(type, k0);
+    std::memcpy(scales + 2 * j, block, 2);
+    std::memcpy(scales + compressed::kScaleBytes + 2 * j, block + 2, 2);
+    const bool fifth_bits = type == CompressedFormat::kQ5_1;
+    const uint8_t* qh = block + 4;
+    const uint8_t* qs = block + (fifth_bits ? 8 : 4);
+    constexpr size_t kHalf = kQuantBlock / 2;
+    for (size_t r = 0; r < kQuantBlock; ++r) {
+      const uint8_t packed = qs[r % kHalf];
+      SetNibble(*panel.NibbleByte(type, k0 + r, j), j, r < kHalf ? packed & 0xF : packed >> 4);
+      if (!fifth_bits) continue;
+      const unsigned high = (qh[r / 8] >> (r % 8)) & 1;
+      uint8_t& high_byte = panel.HighBits(type, k0 + r)[j / 8];
+      const unsigned bit = j % 8;
+      high_byte = static_cast<uint8_t>((high_byte & ~(1u << bit)) | (high << bit));
+    }
+  }
   // The header and scale areas of one ggml q4_k or q5_k super-block of column n, rows
   // k0..k0+256: f16 d and dmin, and the eight 6-bit (scale, min) pairs of ggml's
   // get_scale_min_k4 packing, a byte each.
@@ -197,6 +219,8 @@ struct PanelWriter {
       case CompressedFormat::kQ4_0:
       case CompressedFormat::kIQ4_NL: return Q4Block(k0, n, block);
       case CompressedFormat::kQ5_0: return Q50Block(k0, n, block);
+      case CompressedFormat::kQ4_1:
+      case CompressedFormat::kQ5_1: return Q41Block(k0, n, block);
       case CompressedFormat::kQ4_K: return Q4KBlock(k0, n, block);
       case CompressedFormat::kQ5_K: return Q5KBlock(k0, n, block);
       case CompressedFormat::kQ6_K: return Q6KBlock(k0, n, block);
@@ -214,6 +238,7 @@ struct PanelWriter {
   // Zeroes the whole storage and gives the q4_0, iq4_nl, iq4_xs and q3_k quants and the
   // q5_0 and q6_k high bits their zero values (q4_0, iq4_nl and iq4_xs 8, q3_k 4, q5_0
   // 16, q6_k 32), so that padding columns dequantize to +0 and every byte is written.
+  // (q4_1's and q5_1's zero bytes are q = 0, d = m = +0: 0·0 + 0 = +0.)
   void Clear() const {
     std::memset(out, 0, panels * compressed::PanelBytes(type, rows));
     const bool nibbles = type == CompressedFormat::kQ4_0 || type == CompressedFormat::kIQ4_NL ||
@@ -245,6 +270,8 @@ void QuantizeBlock(CompressedFormat type, const float* values, uint8_t* out) {
     case CompressedFormat::kQ8_0: return QuantizeBlockQ8_0(values, out);
     case CompressedFormat::kQ4_0: return QuantizeBlockQ4_0(values, out);
     case CompressedFormat::kQ5_0: return QuantizeBlockQ5_0(values, out);
+    case CompressedFormat::kQ4_1: return QuantizeBlockQ4_1(values, out);
+    case CompressedFormat::kQ5_1: return QuantizeBlockQ5_1(values, out);
     case CompressedFormat::kIQ4_NL: return QuantizeBlockIQ4_NL(values, out);
     case CompressedFormat::kQ4_K: return QuantizeBlockQ4_K(values, out);
     case CompressedFormat::kQ5_K: return QuantizeBlockQ5_K(values, out);
@@ -274,6 +301,8 @@ const char* CompressedFormatName(CompressedFormat type) {
     case CompressedFormat::kQ3_K: return "q3_k";
     case CompressedFormat::kIQ4_NL: return "iq4_nl";
     case CompressedFormat::kIQ4_XS: return "iq4_xs";
+    case CompressedFormat::kQ4_1: return "q4_1";
+    case CompressedFormat::kQ5_1: return "q5_1";
   }
   return "?";
 }
@@ -309,6 +338,10 @@ size_t GgmlRowBytes(CompressedFormat type, size_t rows_k) {
       return rows_k / kQuantBlock * compressed::kGgmlQ4BlockBytes;
     case CompressedFormat::kQ5_0:
       return rows_k / kQuantBlock * compressed::kGgmlQ5_0BlockBytes;
+    case CompressedFormat::kQ4_1:
+      return rows_k / kQuantBlock * compressed::kGgmlQ4_1BlockBytes;
+    case CompressedFormat::kQ5_1:
+      return rows_k / kQuantBlock * compressed::kGgmlQ5_1BlockBytes;
     case CompressedFormat::kQ4_K:
       return rows_k / kSuperBlock * compressed::kGgmlQ4KBlockBytes;
     case CompressedFormat::kQ5_K:

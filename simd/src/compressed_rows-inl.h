@@ -95,6 +95,7 @@ struct QuantPanel {
   size_t header_offset;  // this panel's header within the group's headers
   size_t block_shift;    // log2 of the blocks per super-block (0 or 3)
   size_t rows_offset;    // the group's scale areas before a block's rows
+  size_t scale_area;     // one panel's scale area (q4_1/q5_1: d and m, 128 bytes)
   size_t high_offset;    // q5_k, q6_k: this panel's high bits within a row of the group
   bool lane_order;       // nibbles of a whole group (compressed_layout.h)
 
@@ -108,7 +109,8 @@ struct QuantPanel {
         index(panel.index),
         header_offset(panel.index * compressed::HeaderBytes(type)),
         block_shift(compressed::IsKQuant(type) ? 3 : 0),
-        rows_offset(panel.width * compressed::kScaleBytes),
+        rows_offset(panel.width * compressed::ScaleAreaBytes(type)),
+        scale_area(compressed::ScaleAreaBytes(type)),
         high_offset(panel.width * compressed::kQ4RowBytes + panel.index * compressed::HighBytes(type)),
         lane_order(type != CompressedFormat::kQ8_0 && panel.LaneOrder()) {
     static_assert(compressed::kSuperBlockBlocks == size_t{1} << 3, "block_shift");
@@ -120,7 +122,7 @@ struct QuantPanel {
   const uint8_t* Header(size_t block) const {
     return group + (block >> block_shift) * super_stride + header_offset;
   }
-  const uint8_t* Scales(size_t block) const { return Block(block) + index * compressed::kScaleBytes; }
+  const uint8_t* Scales(size_t block) const { return Block(block) + index * scale_area; }
   const uint8_t* GroupRow(size_t block, size_t r) const {
     return Block(block) + rows_offset + r * row_stride;
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 
 #include "compressed_layout.h"
 #include "kvrt/simd/compressed_matrix.h"
@@ -75,6 +76,59 @@ void QuantizeBlockQ5_0(const float* x, uint8_t* out) {
   }
   // qh: the fifth bits as a little-endian uint32, element j at bit j.
   for (size_t b = 0; b < 4; ++b) out[2 + b] = static_cast<uint8_t>(high >> (8 * b));
+}
+
+namespace {
+
+// quantize_row_q4_1_ref / _q5_1_ref on one block: the range [min, max] split into
+// kLevels − 1 steps of d, min stored as m, q = (x − min)·id rounded half up by
+// truncation. Writes d and m, and q to q[0..32).
+void QuantizeMinBlock(const float* x, int levels, uint8_t* out, uint32_t* q) {
+  float min = std::numeric_limits<float>::max();
+  float max = -std::numeric_limits<float>::max();
+  for (size_t j = 0; j < kQuantBlock; ++j) {
+    if (x[j] < min) min = x[j];
+    if (x[j] > max) max = x[j];
+  }
+  const float d = (max - min) / static_cast<float>(levels - 1);
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  compressed::StoreU16(out, F32ToF16(d));
+  compressed::StoreU16(out + 2, F32ToF16(min));
+  for (size_t j = 0; j < kQuantBlock; ++j) {
+    // (x − min)·id + 0.5 lies in [0.5, levels − 0.5 + a rounding] for finite input:
+    // truncation is floor, then ggml's clamp to the top level; anything else (a
+    // non-finite block) is clamped instead of cast.
+    const float shifted = (x[j] - min) * id + 0.5f;
+    if (!(shifted >= 0.0f)) {
+      q[j] = 0;
+      continue;
+    }
+    q[j] = shifted >= static_cast<float>(levels - 1) ? static_cast<uint32_t>(levels - 1)
+                                                     : static_cast<uint32_t>(static_cast<int>(shifted));
+  }
+}
+
+}  // namespace
+
+void QuantizeBlockQ4_1(const float* x, uint8_t* out) {
+  uint32_t q[kQuantBlock];
+  QuantizeMinBlock(x, 16, out, q);
+  constexpr size_t kHalf = kQuantBlock / 2;
+  for (size_t j = 0; j < kHalf; ++j) out[4 + j] = static_cast<uint8_t>(q[j] | q[kHalf + j] << 4);
+}
+
+void QuantizeBlockQ5_1(const float* x, uint8_t* out) {
+  uint32_t q[kQuantBlock];
+  QuantizeMinBlock(x, 32, out, q);
+  constexpr size_t kHalf = kQuantBlock / 2;
+  uint32_t high = 0;
+  for (size_t j = 0; j < kHalf; ++j) {
+    out[8 + j] = static_cast<uint8_t>((q[j] & 0xF) | (q[kHalf + j] & 0xF) << 4);
+    high |= (q[j] >> 4) << j;
+    high |= (q[kHalf + j] >> 4) << (kHalf + j);
+  }
+  // qh: the fifth bits as a little-endian uint32, element j at bit j.
+  for (size_t b = 0; b < 4; ++b) out[4 + b] = static_cast<uint8_t>(high >> (8 * b));
 }
 
 }  // namespace kvrt::simd

@@ -47,7 +47,7 @@ struct HighBitQuants {
   static constexpr CompressedFormat kType = kFormat;
   static constexpr size_t kVecs = PanelVectors<D>();
   static constexpr size_t kBits = compressed::HighBytes(kFormat) * 8 / kCompressedPanelWidth;
-  static_assert(kBits == 1 || kBits == 2, "q5_k, q5_0 or q6_k");
+  static_assert(kBits == 1 || kBits == 2, "q5_k, q5_0, q5_1 or q6_k");
   using DU = hn::RebindToUnsigned<D>;
   using Bits = NibbleBits<D>;
 
@@ -136,18 +136,24 @@ using Q6KQuants = HighBitQuants<D, CompressedFormat::kQ6_K, 32>;
 // q5_0's rows are q5_k's with ggml's offset: q − 16, scaled by q4_0's f16 d per block.
 template <class D>
 using Q50Quants = HighBitQuants<D, CompressedFormat::kQ5_0, 16>;
+// q4_1's and q5_1's rows are q4_k's and q5_k's (q itself), scaled by an f16 d and
+// shifted by an f16 m per block (BlockScales).
+template <class D>
+using Q41Quants = NibbleQuants<D, CompressedFormat::kQ4_1, 0>;
+template <class D>
+using Q51Quants = HighBitQuants<D, CompressedFormat::kQ5_1, 0>;
 
 // How a block-quantized type's sub-blocks are scaled (compressed_matrix.h, MatVec):
 // after the partial sums P of a sub-block of kSubRows rows, acc = fma(scale, P, acc),
-// and for kHasMin (q4_k, q5_k) then acc = acc − min·S fused, S the sub-block's Σx
-// (SubBlockSum).
+// and for kHasMin (q4_k, q5_k, q4_1, q5_1) then acc = acc − min·S fused, S the
+// sub-block's Σx (SubBlockSum); q4_1's and q5_1's min is −m, so that the step adds m·S.
 template <CompressedFormat kType>
 struct BlockScales {
   static constexpr size_t kSubRows = compressed::HasSignedScales16(kType) ? 16 : kQuantBlock;
   static constexpr size_t kSubBlocks = kQuantBlock / kSubRows;  // per block of 32 rows
-  static constexpr bool kHasMin = compressed::HasMin(kType);
+  static constexpr bool kHasMin = compressed::HasMin(kType) || compressed::HasBlockMin(kType);
 
-  // The column scales of sub-block s of block b as f32: q8_0/q4_0/q5_0/iq4_nl the f16 d,
+  // The column scales of sub-block s of block b as f32: q8_0/q4_0/q5_0/q4_1/q5_1/iq4_nl the f16 d,
   // the K-quants and iq4_xs d·sc (exact products).
   template <class D>
   static HWY_INLINE void Scales(D d, const QuantPanel& panel, size_t b, size_t s, hn::Vec<D>* scale) {
@@ -161,10 +167,16 @@ struct BlockScales {
       ScaleBytes<kSigned>(d, panel.Scales(b) + s * kCompressedPanelWidth, super, scale);
     }
   }
-  // q4_k, q5_k: the column minimums dmin·m of block b.
+  // The column minimums subtracted per block b: q4_k, q5_k dmin·m; q4_1, q5_1 −m (the
+  // f16 m after the block's d, negated: exact).
   template <class D>
   static HWY_INLINE void Mins(D d, const QuantPanel& panel, size_t b, hn::Vec<D>* min) {
-    static_assert(kHasMin, "q4_k and q5_k only");
+    static_assert(kHasMin, "q4_k, q5_k, q4_1 and q5_1 only");
+    if constexpr (compressed::HasBlockMin(kType)) {
+      LoadColumnScales(d, panel.Scales(b) + compressed::kScaleBytes, min);
+      for (size_t v = 0; v < PanelVectors<D>(); ++v) min[v] = hn::Neg(min[v]);
+      return;
+    }
     hn::Vec<D> super[PanelVectors<D>()];
     LoadColumnScales(d, panel.Header(b) + compressed::kScaleBytes, super);
     ScaleBytes<false>(d, panel.Scales(b) + kCompressedPanelWidth, super, min);

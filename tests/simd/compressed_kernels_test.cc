@@ -30,7 +30,8 @@ HWY_TARGET_INSTANTIATE_TEST_SUITE_P(CompressedKernelsTest);
 
 constexpr CompressedFormat kAllTypes[] = {CompressedFormat::kBf16, CompressedFormat::kF16,
                                           CompressedFormat::kQ8_0, CompressedFormat::kQ4_0,
-                                          CompressedFormat::kQ5_0, CompressedFormat::kIQ4_NL,
+                                          CompressedFormat::kQ5_0, CompressedFormat::kQ4_1,
+                                          CompressedFormat::kQ5_1, CompressedFormat::kIQ4_NL,
                                           CompressedFormat::kIQ4_XS, CompressedFormat::kQ4_K,
                                           CompressedFormat::kQ5_K, CompressedFormat::kQ6_K,
                                           CompressedFormat::kQ3_K};
@@ -42,7 +43,12 @@ constexpr int kIQ4NLTable[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
 
 bool IsBlock32(CompressedFormat type) {
   return type == CompressedFormat::kQ8_0 || type == CompressedFormat::kQ4_0 ||
-         type == CompressedFormat::kQ5_0 || type == CompressedFormat::kIQ4_NL;
+         type == CompressedFormat::kQ5_0 || type == CompressedFormat::kIQ4_NL ||
+         type == CompressedFormat::kQ4_1 || type == CompressedFormat::kQ5_1;
+}
+// q4_1 and q5_1: an f16 minimum m per block of 32 beside d.
+bool HasBlockMin(CompressedFormat type) {
+  return type == CompressedFormat::kQ4_1 || type == CompressedFormat::kQ5_1;
 }
 
 // The super-block types (iq4_xs shares the K-quants' layout).
@@ -90,6 +96,7 @@ struct CompressedCase {
       sub_rows = kQuantBlock;
       quants.resize(rows * cols);
       scales.resize(rows / kQuantBlock * cols);
+      if (HasBlockMin(type)) mins.resize(rows / kQuantBlock * cols);
       std::vector<float> column(kQuantBlock);
       uint8_t block[34];
       for (size_t n = 0; n < cols; ++n) {
@@ -99,10 +106,21 @@ struct CompressedCase {
           if (type == CompressedFormat::kQ4_0) QuantizeBlockQ4_0(column.data(), block);
           if (type == CompressedFormat::kQ5_0) QuantizeBlockQ5_0(column.data(), block);
           if (type == CompressedFormat::kIQ4_NL) QuantizeBlockIQ4_NL(column.data(), block);
+          if (type == CompressedFormat::kQ4_1) QuantizeBlockQ4_1(column.data(), block);
+          if (type == CompressedFormat::kQ5_1) QuantizeBlockQ5_1(column.data(), block);
           scales[b * cols + n] = F16ToF32(static_cast<uint16_t>(block[0] | block[1] << 8));
+          // q4_1/q5_1: the minimum the kernel subtracts is −m (m the f16 after d).
+          if (HasBlockMin(type)) mins[b * cols + n] = -F16ToF32(static_cast<uint16_t>(block[2] | block[3] << 8));
           for (size_t r = 0; r < kQuantBlock; ++r) {
             int q = 0;
-            if (type == CompressedFormat::kQ8_0) {
+            if (type == CompressedFormat::kQ4_1) {
+              // ggml's block_q4_1: d, m, then q4_0's qs[16]; q unsigned, no offset.
+              q = r < 16 ? block[4 + r] & 0xF : block[4 + r - 16] >> 4;
+            } else if (type == CompressedFormat::kQ5_1) {
+              // ggml's block_q5_1: d, m, qh[4] (bit r of the little-endian word), qs[16].
+              const int low = r < 16 ? block[8 + r] & 0xF : block[8 + r - 16] >> 4;
+              q = low | ((block[4 + r / 8] >> (r % 8)) & 1) << 4;
+            } else if (type == CompressedFormat::kQ8_0) {
               q = static_cast<int8_t>(block[2 + r]);
             } else if (type == CompressedFormat::kQ4_0) {
               q = (r < 16 ? block[2 + r] & 0xF : block[2 + r - 16] >> 4) - 8;
@@ -195,11 +213,14 @@ struct CompressedCase {
         return (k + k / 16 + 18) * eps / 2 * AbsColumnSum(x, n) + (k + k / 16) * denorm;
       case CompressedFormat::kQ4_K:
       case CompressedFormat::kQ5_K:
+      case CompressedFormat::kQ4_1:
+      case CompressedFormat::kQ5_1:
         return (k + k / 16 + 40) * eps / 2 * AbsTermSum(x, n) + (k + k / 16) * denorm;
     }
     return 0;
   }
-  // q4_k, q5_k: Σ_k |x[k]|·(|d·sc·q| + |dmin·m|), the two terms the kernel sums apart.
+  // q4_k, q5_k: Σ_k |x[k]|·(|d·sc·q| + |dmin·m|), the two terms the kernel sums apart
+  // (q4_1, q5_1: |d·q| + |m|).
   long double AbsTermSum(const float* x, size_t n) const {
     long double sum = 0;
     for (size_t k = 0; k < view.rows; ++k) {
@@ -225,7 +246,8 @@ struct CompressedCase {
   PackedMatrixView<float> f32_view;
   // The quantized types: [K, N] quants as the kernels multiply them (q8_0 q, q4_0 q − 8,
   // q5_0 q − 16, iq4_nl kvalues_iq4nl[q], q4_k and q5_k q, q6_k q − 32, q3_k q − 4), [K / sub_rows, N] scales (d, or d·sc), q4_k and q5_k
-  // [K / 32, N] minimums dmin·m; all empty for bf16/f16.
+  // [K / 32, N] minimums dmin·m (q4_1, q5_1: −m, also with q itself as quants); all
+  // empty for bf16/f16.
   size_t sub_rows = 0;
   std::vector<float> quants;
   std::vector<float> scales;

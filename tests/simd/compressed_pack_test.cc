@@ -24,7 +24,8 @@ using simd_test::Inputs;
 
 constexpr CompressedFormat kAllTypes[] = {CompressedFormat::kBf16, CompressedFormat::kF16,
                                           CompressedFormat::kQ8_0, CompressedFormat::kQ4_0,
-                                          CompressedFormat::kQ5_0, CompressedFormat::kIQ4_NL,
+                                          CompressedFormat::kQ5_0, CompressedFormat::kQ4_1,
+                                          CompressedFormat::kQ5_1, CompressedFormat::kIQ4_NL,
                                           CompressedFormat::kIQ4_XS, CompressedFormat::kQ4_K,
                                           CompressedFormat::kQ5_K, CompressedFormat::kQ6_K,
                                           CompressedFormat::kQ3_K};
@@ -223,6 +224,43 @@ TEST(GgmlQuantizeTest, IQ4_NLHandBlocks) {
   for (int b = 2; b < 18; ++b) EXPECT_EQ(out[b], 0x88) << b;
 }
 
+// q4_1 splits [min, max] into 15 steps: min −1, max 14 gives d = 1, m = −1, and
+// q = min(15, trunc(x + 1 + 0.5)); q5_1 into 31: max 30 gives d = 1 and fifth bits in qh.
+TEST(GgmlQuantizeTest, Q4_1AndQ5_1HandBlocks) {
+  float x[32] = {-1.0f, 14.0f, 0.0f, -0.5f, -0.51f, 0.49f, 0.5f, 13.9f, 6.4999f};
+  const int expected4[9] = {0, 15, 1, 1, 0, 1, 2, 15, 7};
+  for (int j = 16; j < 32; ++j) x[j] = static_cast<float>(j - 17);  // q 0..15
+  uint8_t out[24];
+  QuantizeBlockQ4_1(x, out);
+  EXPECT_EQ(U16(out), 0x3C00);      // d = 15/15 = 1
+  EXPECT_EQ(U16(out + 2), 0xBC00);  // m = −1
+  for (int j = 0; j < 32; ++j) {
+    const int q = j < 9 ? expected4[j] : j < 16 ? 1 : j - 16;
+    EXPECT_EQ(j < 16 ? out[4 + j] & 0xF : out[4 + j - 16] >> 4, q) << j;
+  }
+  float y[32] = {};
+  for (int j = 0; j < 32; ++j) y[j] = static_cast<float>(j) - 1.0f;  // −1..30: q = j
+  QuantizeBlockQ5_1(y, out);
+  EXPECT_EQ(U16(out), 0x3C00);
+  EXPECT_EQ(U16(out + 2), 0xBC00);
+  const uint32_t qh = out[4] | out[5] << 8 | out[6] << 16 | static_cast<uint32_t>(out[7]) << 24;
+  EXPECT_EQ(qh, 0xFFFF0000u);  // q ≥ 16 exactly for j ≥ 16
+  for (int j = 0; j < 32; ++j) {
+    const int low = j < 16 ? out[8 + j] & 0xF : out[8 + j - 16] >> 4;
+    EXPECT_EQ(low | static_cast<int>((qh >> j) & 1) << 4, j) << j;
+  }
+  // A constant block: d = 0, id = 0, every q = 0 and m the value (2.5, f16 0x4100).
+  float flat[32];
+  for (float& v : flat) v = 2.5f;
+  QuantizeBlockQ5_1(flat, out);
+  EXPECT_EQ(U16(out), 0x0000);
+  EXPECT_EQ(U16(out + 2), 0x4100);
+  for (int b = 4; b < 24; ++b) EXPECT_EQ(out[b], 0) << b;
+  QuantizeBlockQ4_1(flat, out);
+  EXPECT_EQ(U16(out + 2), 0x4100);
+  for (int b = 4; b < 20; ++b) EXPECT_EQ(out[b], 0) << b;
+}
+
 // All-zero super-blocks quantize to all-zero bytes (ggml: scale 0 keeps the levels of
 // the search, which are 0), and a block whose 16-value groups are each one value times
 // ±(0..15) in q4_k / a multiple of one step in q6_k comes back exactly.
@@ -329,6 +367,17 @@ TEST(CompressedMatrixTest, SizesAreGgmlBytesPerWeight) {
   EXPECT_EQ(CompressedMatrixBytes(CompressedFormat::kQ5_0, 768, 768), 768u * 768 * 22 / 32);
   EXPECT_EQ(CompressedMatrixBytes(CompressedFormat::kQ5_0, 64, 33), 2u * 2 * 704);
   EXPECT_EQ(GgmlRowBytes(CompressedFormat::kQ5_0, 64), 44u);
+  // q4_1 and q5_1: a 128-byte scale area (d and m) per block of a panel, ggml's 20 and
+  // 24 bytes per 32 weights.
+  EXPECT_TRUE(FitsCompressedFormat(CompressedFormat::kQ4_1, 96));
+  EXPECT_FALSE(FitsCompressedFormat(CompressedFormat::kQ5_1, 48));
+  EXPECT_EQ(CompressedRowMultiple(CompressedFormat::kQ4_1), 32u);
+  EXPECT_EQ(CompressedMatrixBytes(CompressedFormat::kQ4_1, 768, 768), 768u * 768 * 20 / 32);
+  EXPECT_EQ(CompressedMatrixBytes(CompressedFormat::kQ5_1, 768, 768), 768u * 768 * 24 / 32);
+  EXPECT_EQ(CompressedMatrixBytes(CompressedFormat::kQ4_1, 64, 33), 2u * 2 * 640);
+  EXPECT_EQ(CompressedMatrixBytes(CompressedFormat::kQ5_1, 64, 33), 2u * 2 * 768);
+  EXPECT_EQ(GgmlRowBytes(CompressedFormat::kQ4_1, 64), 40u);
+  EXPECT_EQ(GgmlRowBytes(CompressedFormat::kQ5_1, 64), 48u);
   // iq4_xs: q6_k's header of one f16 d, then q4_0's blocks: 4672 bytes per 256 rows.
   EXPECT_EQ(CompressedRowMultiple(CompressedFormat::kIQ4_XS), 256u);
   EXPECT_EQ(CompressedMatrixBytes(CompressedFormat::kIQ4_XS, 512, 33), 2u * 2 * 4672);
@@ -392,6 +441,12 @@ std::vector<uint8_t> GgmlRows(CompressedFormat type, const std::vector<float>& d
     for (size_t b = 0; b < rows / 32 && type == CompressedFormat::kQ5_0; ++b) {
       QuantizeBlockQ5_0(column.data() + 32 * b, row + 22 * b);
     }
+    for (size_t b = 0; b < rows / 32 && type == CompressedFormat::kQ4_1; ++b) {
+      QuantizeBlockQ4_1(column.data() + 32 * b, row + 20 * b);
+    }
+    for (size_t b = 0; b < rows / 32 && type == CompressedFormat::kQ5_1; ++b) {
+      QuantizeBlockQ5_1(column.data() + 32 * b, row + 24 * b);
+    }
     for (size_t b = 0; b < rows / 32 && type == CompressedFormat::kIQ4_NL; ++b) {
       QuantizeBlockIQ4_NL(column.data() + 32 * b, row + 18 * b);
     }
@@ -446,6 +501,18 @@ float GgmlElement(CompressedFormat type, const std::vector<uint8_t>& ggml, size_
       const int low = j < 16 ? block[6 + j] & 0xF : block[6 + j - 16] >> 4;
       const int high = (block[2 + j / 8] >> (j % 8)) & 1;
       return static_cast<float>((low | high << 4) - 16) * F16ToF32(U16(block));
+    }
+    case CompressedFormat::kQ4_1:
+    case CompressedFormat::kQ5_1: {
+      // ggml's dequantize_row_q4_1 / _q5_1: q·d + m; q5_1's qh after d and m, element
+      // j's fifth bit at bit j.
+      const bool q5 = type == CompressedFormat::kQ5_1;
+      const uint8_t* block = row + (q5 ? 24 : 20) * (k / 32);
+      const uint8_t* qs = block + (q5 ? 8 : 4);
+      const size_t j = k % 32;
+      int q = j < 16 ? qs[j] & 0xF : qs[j - 16] >> 4;
+      if (q5) q |= ((block[4 + j / 8] >> (j % 8)) & 1) << 4;
+      return static_cast<float>(q) * F16ToF32(U16(block)) + F16ToF32(U16(block + 2));
     }
     case CompressedFormat::kQ4_K:
     case CompressedFormat::kQ5_K: {
@@ -561,6 +628,8 @@ TEST(CompressedMatrixTest, RepackIsLosslessForArbitraryBytes) {
                           : type == CompressedFormat::kQ4_0 ? 18
                           : type == CompressedFormat::kIQ4_NL ? 18
                           : type == CompressedFormat::kQ5_0 ? 22
+                          : type == CompressedFormat::kQ4_1 ? 20
+                          : type == CompressedFormat::kQ5_1 ? 24
                           : type == CompressedFormat::kQ4_K ? 144
                           : type == CompressedFormat::kQ5_K ? 176
                           : type == CompressedFormat::kQ6_K ? 210
@@ -568,7 +637,10 @@ TEST(CompressedMatrixTest, RepackIsLosslessForArbitraryBytes) {
                           : type == CompressedFormat::kIQ4_XS ? 136
                                                             : 2;
     std::vector<size_t> halves = {0};
-    if (type == CompressedFormat::kQ4_K || type == CompressedFormat::kQ5_K) halves = {0, 2};
+    if (type == CompressedFormat::kQ4_K || type == CompressedFormat::kQ5_K ||
+        type == CompressedFormat::kQ4_1 || type == CompressedFormat::kQ5_1) {
+      halves = {0, 2};  // d and dmin, or d and m
+    }
     if (type == CompressedFormat::kQ6_K || type == CompressedFormat::kQ3_K) halves = {type == CompressedFormat::kQ6_K ? size_t{208} : size_t{108}};
     for (size_t i = 0; i < ggml.size(); i += stride) {
       for (size_t h : halves) {

@@ -17,11 +17,10 @@ int PrintWeightPlan(const std::string& path, WeightFormat format, bool json_outp
   if (!loaded) return ReportError(loaded.error());
   const std::vector<MatrixWeightFormat> plan = loaded->model.WeightPlan(format);
   double bytes = 0.0;  // of the matrices' values, block scales included (no panel padding)
-  size_t fallbacks = 0, substitutions = 0;
+  size_t fallbacks = 0;
   for (const MatrixWeightFormat& matrix : plan) {
     bytes += WeightFormatBytesPerWeight(matrix.effective) * static_cast<double>(matrix.rows * matrix.cols);
     fallbacks += matrix.fallback;
-    substitutions += matrix.substituted;
   }
   const bool mix = IsWeightMix(format);
   const std::string requested(WeightFormatName(format));
@@ -34,7 +33,6 @@ int PrintWeightPlan(const std::string& path, WeightFormat format, bool json_outp
     json.Key("requested").String(requested);
     json.Key("matrix_bytes").Unsigned(static_cast<uint64_t>(std::llround(bytes)));
     json.Key("fallbacks").Unsigned(fallbacks);
-    if (mix || substitutions) json.Key("substitutions").Unsigned(substitutions);
     json.Key("matrices").BeginArray();
     for (const MatrixWeightFormat& matrix : plan) {
       json.BeginObject();
@@ -45,9 +43,8 @@ int PrintWeightPlan(const std::string& path, WeightFormat format, bool json_outp
       json.Key("as_stored").Bool(matrix.as_stored);
       json.Key("fallback").Bool(matrix.fallback);
       if (matrix.fallback) json.Key("wanted").String(WeightFormatName(matrix.wanted));
-      // A mix's every matrix, and a q3_k fallback's stand-in for llama.cpp's iq4_nl.
-      if (mix || matrix.substituted) json.Key("llama_quantize_type").String(matrix.mix_type);
-      if (mix || substitutions) json.Key("substituted").Bool(matrix.substituted);
+      // A mix's every matrix: the type llama-quantize gives it.
+      if (mix) json.Key("llama_quantize_type").String(matrix.mix_type);
       json.EndObject();
     }
     json.EndArray();
@@ -56,9 +53,8 @@ int PrintWeightPlan(const std::string& path, WeightFormat format, bool json_outp
     PrintStdout("%s\n", json.text().c_str());
     return 0;
   }
-  const std::string substituted = mix || substitutions ? ", " + std::to_string(substitutions) + " substitutions" : "";
-  PrintStdout("file: %s\nweights: %s (%zu matrices, %.0f bytes, %zu fallbacks%s)\n", path.c_str(),
-              requested.c_str(), plan.size(), bytes, fallbacks, substituted.c_str());
+  PrintStdout("file: %s\nweights: %s (%zu matrices, %.0f bytes, %zu fallbacks)\n", path.c_str(),
+              requested.c_str(), plan.size(), bytes, fallbacks);
   for (const MatrixWeightFormat& matrix : plan) {
     PrintStdout("  %-40s [%zu, %zu] %-5s%s", matrix.name.c_str(), matrix.rows, matrix.cols,
                 std::string(WeightFormatName(matrix.effective)).c_str(), matrix.as_stored ? " (as stored)" : "");
@@ -66,9 +62,6 @@ int PrintWeightPlan(const std::string& path, WeightFormat format, bool json_outp
       PrintStdout(" (fallback from %s: K = %zu is not a multiple of %zu)",
                   std::string(WeightFormatName(matrix.wanted)).c_str(), matrix.rows,
                   WeightFormatRowMultiple(matrix.wanted));
-    }
-    if (matrix.substituted) {
-      PrintStdout(" (llama-quantize: %s, not a kvrt format)", matrix.mix_type.c_str());
     }
     PrintStdout("\n");
   }

@@ -20,6 +20,7 @@ constexpr struct {
     {WeightFormat::kQ5_K_M, "q5_k_m"},      {WeightFormat::kQ5_0, "q5_0"},
     {WeightFormat::kQ3_K, "q3_k"},          {WeightFormat::kQ3_K_M, "q3_k_m"},
     {WeightFormat::kIQ4_NL, "iq4_nl"},      {WeightFormat::kIQ4_XS, "iq4_xs"},
+    {WeightFormat::kQ4_1, "q4_1"},          {WeightFormat::kQ5_1, "q5_1"},
 };
 
 }  // namespace
@@ -55,6 +56,8 @@ double WeightFormatBytesPerWeight(WeightFormat format) {
     case WeightFormat::kQ4_0:
     case WeightFormat::kIQ4_NL: return 18.0 / 32.0;
     case WeightFormat::kQ5_0: return 22.0 / 32.0;
+    case WeightFormat::kQ4_1: return 20.0 / 32.0;
+    case WeightFormat::kQ5_1: return 24.0 / 32.0;
     // The panel layout keeps q4_k's and q5_k's scales and minimums unpacked: 148 and
     // 180 bytes per 256 weights (ggml packs them into 144 and 176).
     case WeightFormat::kQ4_K: return 148.0 / 256.0;
@@ -74,6 +77,8 @@ size_t WeightFormatRowMultiple(WeightFormat format) {
     case WeightFormat::kQ8_0:
     case WeightFormat::kQ4_0:
     case WeightFormat::kQ5_0:
+    case WeightFormat::kQ4_1:
+    case WeightFormat::kQ5_1:
     case WeightFormat::kIQ4_NL: return 32;
     case WeightFormat::kQ3_K:
     case WeightFormat::kQ4_K:
@@ -87,13 +92,8 @@ size_t WeightFormatRowMultiple(WeightFormat format) {
 std::string DescribeFallbacks(const std::vector<MatrixWeightFormat>& plan) {
   std::string text;
   for (const MatrixWeightFormat& matrix : plan) {
-    if (!matrix.fallback && !matrix.substituted) continue;
+    if (!matrix.fallback) continue;
     if (!text.empty()) text += ", ";
-    if (matrix.substituted) {
-      text += matrix.name + " " + matrix.mix_type + " -> " + std::string(WeightFormatName(matrix.effective)) +
-              " (" + matrix.mix_type + " is not a kvrt format)";
-      continue;
-    }
     text += matrix.name + " " + std::string(WeightFormatName(matrix.wanted)) + " -> " +
             std::string(WeightFormatName(matrix.effective)) + " (K = " +
             std::to_string(matrix.rows) + " is not a multiple of " +

@@ -12,15 +12,18 @@ namespace kvrt {
 namespace {
 
 // llama.cpp's fallback for a block type that does not divide a row of `rows`
-// (llama_tensor_get_type): q6_k becomes q8_0, q4_k q5_0, q3_k and iq4_xs iq4_nl, and a
-// type whose block still does not divide the row f16, where ggml's chain ends. (q5_k's
-// first fallback, q5_1, is not a format here: q5_k goes straight to f16.)
+// (llama_tensor_get_type): q6_k becomes q8_0, q4_k q5_0, q5_k q5_1, q3_k and iq4_xs
+// iq4_nl, and a type whose block still does not divide the row f16, where ggml's chain
+// ends.
 WeightFormat Fallback(WeightFormat wanted, size_t rows) {
   if (wanted == WeightFormat::kQ6_K && simd::FitsCompressedFormat(simd::CompressedFormat::kQ8_0, rows)) {
     return WeightFormat::kQ8_0;
   }
   if (wanted == WeightFormat::kQ4_K && simd::FitsCompressedFormat(simd::CompressedFormat::kQ5_0, rows)) {
     return WeightFormat::kQ5_0;
+  }
+  if (wanted == WeightFormat::kQ5_K && simd::FitsCompressedFormat(simd::CompressedFormat::kQ5_1, rows)) {
+    return WeightFormat::kQ5_1;
   }
   if ((wanted == WeightFormat::kIQ4_XS || wanted == WeightFormat::kQ3_K) &&
       simd::FitsCompressedFormat(simd::CompressedFormat::kIQ4_NL, rows)) {
@@ -39,21 +42,23 @@ detail::KQuantMix MixOf(WeightFormat mix) {
   }
 }
 
-// The format that keeps a mix's choice: itself where it is a format, else q8_0, whose
-// 8-bit quants on scales of 32 rows hold a q5_1 matrix's values more finely.
-// (The mixes kvrt offers choose no other type.)
-std::optional<WeightFormat> FormatOfMixType(detail::MixTensorType type) {
+// The format of a mix's choice: every type the offered mixes choose is one. (q2_k comes
+// only from llama.cpp's Q2_K and Q3_K_S mixes, which MixOf does not offer; f16 would
+// stand in for it.)
+WeightFormat FormatOfMixType(detail::MixTensorType type) {
   switch (type) {
     case detail::MixTensorType::kF16: return WeightFormat::kF16;
     case detail::MixTensorType::kQ8_0: return WeightFormat::kQ8_0;
     case detail::MixTensorType::kQ5_0: return WeightFormat::kQ5_0;
+    case detail::MixTensorType::kQ5_1: return WeightFormat::kQ5_1;
     case detail::MixTensorType::kQ3_K: return WeightFormat::kQ3_K;
     case detail::MixTensorType::kIQ4_NL: return WeightFormat::kIQ4_NL;
     case detail::MixTensorType::kQ4_K: return WeightFormat::kQ4_K;
     case detail::MixTensorType::kQ5_K: return WeightFormat::kQ5_K;
     case detail::MixTensorType::kQ6_K: return WeightFormat::kQ6_K;
-    default: return std::nullopt;
+    case detail::MixTensorType::kQ2_K: break;
   }
+  return WeightFormat::kF16;
 }
 
 // Where a matrix sits in the model, for the mixes' rules.
@@ -78,9 +83,7 @@ void PlanMixed(WeightFormat mix, const MatrixPlace& place, const detail::MixMode
                MatrixWeightFormat& plan) {
   const detail::MixTensorType type = detail::KQuantMixType(MixOf(mix), place.matrix, place.layer, plan.rows, model);
   plan.mix_type = std::string(detail::MixTensorTypeName(type));
-  const std::optional<WeightFormat> format = FormatOfMixType(type);
-  plan.substituted = !format;
-  plan.wanted = format.value_or(WeightFormat::kQ8_0);
+  plan.wanted = FormatOfMixType(type);
   plan.effective = plan.wanted;
 }
 

@@ -1,6 +1,6 @@
-// Weight matrices kept compressed: bf16, f16, q8_0, q4_0, q5_0, iq4_nl, iq4_xs and the
-// K-quants q3_k, q4_k, q5_k and q6_k in the column-panel layout of the fast matrix
-// kernels, and their
+// Weight matrices kept compressed: bf16, f16, q8_0, q4_0, q5_0, q4_1, q5_1, iq4_nl,
+// iq4_xs and the K-quants q3_k, q4_k, q5_k and q6_k in the column-panel layout of the
+// fast matrix kernels, and their
 // matrix–vector (decode) and matrix–matrix (prefill) products with f32 activations and
 // f32 accumulation.
 //
@@ -21,6 +21,10 @@
 //              bytes as q5_k's (below): 16 bytes of the quants' low 4 bits as q4_0's
 //              nibbles, then one little-endian uint32 of their high bit, column c at
 //              bit c. q = low | high << 4 is in 0..31.
+//   q4_1:      K/32 blocks of 640 bytes: a scale area of 32 f16 d and then 32 f16 m
+//              (128 bytes), then 32 rows of q4_0's 16 bytes of nibbles (q in 0..15).
+//   q5_1:      K/32 blocks of 768 bytes: q4_1's 128-byte scale area, then 32 rows of
+//              q5_0's 20 bytes (q = low | high << 4 in 0..31).
 //   iq4_nl:    q4_0's blocks (576 bytes) and nibbles; a nibble q indexes ggml's
 //              non-linear table kvalues_iq4nl (−127 .. 113) instead of meaning q − 8.
 //   iq4_xs:    K/256 super-blocks of 4672 bytes: a header of 32 f16 d (64 bytes), then
@@ -57,11 +61,12 @@
 // by side (and a K-quant super-block starts with its W panels' headers). The
 // matrix–vector kernels, which stream four panels at once, then read one sequential
 // stream (compressed_layout.h says how much that is worth). The nibbles of a q4_0,
-// q5_0, q4_k, q5_k, q6_k or q3_k row of a group of four (64 bytes) are in lane order
-// instead: byte 4j + i holds columns j and j + 16 of the group's panel i, so that one
-// 32-bit lane holds column j of all four panels (a q5_0, q5_k or q6_k row of a group
-// then has its four panels' 4 or 8 high-bit bytes after those 64).
-// Bytes per weight are 2, 2, 34/32, 18/32, 22/32, 148/256, 180/256, 210/256 and 146/256
+// q5_0, q4_1, q5_1, q4_k, q5_k, q6_k or q3_k row of a group of four (64 bytes) are in
+// lane order instead: byte 4j + i holds columns j and j + 16 of the group's panel i, so
+// that one 32-bit lane holds column j of all four panels (a q5_0, q5_1, q5_k or q6_k
+// row of a group then has its four panels' 4 or 8 high-bit bytes after those 64).
+// Bytes per weight are 2, 2, 34/32, 18/32, 22/32, 20/32, 24/32, 148/256, 180/256,
+// 210/256 and 146/256
 // (plus the padding of the last panel). Every panel is a multiple of 64 bytes, so 64-byte aligned storage
 // keeps every panel, block and scale area aligned.
 //
@@ -71,6 +76,8 @@
 // float(kvalues_iq4nl[q])·float(d) (all four exact: at most 8 + 11 significant bits);
 // iq4_xs (d·sc)·kvalues_iq4nl[q] (exact: 11 + 5 + 7 significant bits, |sc| = 32 a power
 // of two);
+// q4_1 and q5_1 float(q)·float(d) + float(m) (the product exact: 5 + 11 significant
+// bits; the addition rounds once);
 // q4_k and q5_k (d·sc)·q − dmin·m, in
 // f32 in that order (d·sc, dmin·m and (d·sc)·q are exact: at most 11 + 6 + 5
 // significant bits; the subtraction rounds); q6_k (d·sc)·(q − 32), q3_k
@@ -84,8 +91,8 @@
 
 namespace kvrt::simd {
 
-// Compressed types only. (kQ5_K, kQ5_0, kQ3_K, kIQ4_NL and kIQ4_XS came last; the order
-// means nothing else.)
+// Compressed types only. (kQ5_K, kQ5_0, kQ3_K, kIQ4_NL, kIQ4_XS, kQ4_1 and kQ5_1 came
+// last; the order means nothing else.)
 enum class CompressedFormat : uint8_t {
   kBf16,
   kF16,
@@ -97,7 +104,9 @@ enum class CompressedFormat : uint8_t {
   kQ5_0,
   kQ3_K,
   kIQ4_NL,
-  kIQ4_XS
+  kIQ4_XS,
+  kQ4_1,
+  kQ5_1
 };
 
 // How the blocks of a q8_0/q4_0 panel order their quants (q5_0, iq4_nl: kRows only). kRows is the
@@ -115,11 +124,11 @@ inline constexpr size_t kSuperBlock = 256;
 inline constexpr size_t kCompressedPanelWidth = 32;
 
 // "bf16", "f16", "q8_0", "q4_0", "q4_k", "q6_k", "q5_k", "q5_0", "q3_k", "iq4_nl",
-// "iq4_xs".
+// "iq4_xs", "q4_1", "q5_1".
 const char* CompressedFormatName(CompressedFormat type);
 
 // Rows (along K) a matrix in `type` must be a multiple of: bf16/f16 1,
-// q8_0/q4_0/q5_0/iq4_nl 32, the K-quants 256.
+// q8_0/q4_0/q5_0/q4_1/q5_1/iq4_nl 32, the K-quants 256.
 size_t CompressedRowMultiple(CompressedFormat type);
 // True when a [rows=K, cols=N] matrix can be stored in `type`
 // (rows % CompressedRowMultiple(type) == 0).
@@ -131,7 +140,7 @@ size_t CompressedMatrixBytes(CompressedFormat type, size_t rows, size_t cols);
 
 // Bytes of one tensor row (K elements of one output column) as ggml stores it in a GGUF
 // file: 2·K for bf16/f16, 34·K/32 for q8_0, 18·K/32 for q4_0 and iq4_nl, 22·K/32 for
-// q5_0, 144·K/256 for q4_k, 176·K/256 for q5_k, 210·K/256 for q6_k, 110·K/256 for q3_k,
+// q5_0, 20·K/32 for q4_1, 24·K/32 for q5_1, 144·K/256 for q4_k, 176·K/256 for q5_k, 210·K/256 for q6_k, 110·K/256 for q3_k,
 // 136·K/256 for iq4_xs; requires FitsCompressedFormat.
 size_t GgmlRowBytes(CompressedFormat type, size_t rows_k);
 
@@ -167,7 +176,10 @@ void PackCompressed(CompressedFormat type, const float* source, size_t rows, siz
 // blocks of {f16 d; int8 qs[32]} (34 bytes); q4_0: K/32 blocks of {f16 d; uint8 qs[16]} (18
 // bytes), element j of a block = (qs[j] & 0xF) − 8 for j < 16, (qs[j−16] >> 4) − 8 for
 // j ≥ 16; q5_0: K/32 blocks of {f16 d; uint8 qh[4]; uint8 qs[16]} (22 bytes), element j
-// = q4_0's nibble | (bit j of qh as a little-endian uint32) << 4, less 16; iq4_nl: q4_0's
+// = q4_0's nibble | (bit j of qh as a little-endian uint32) << 4, less 16; q4_1: K/32
+// blocks of {f16 d; f16 m; uint8 qs[16]} (20 bytes), element j = q·d + m with q4_0's
+// nibble q; q5_1: K/32 blocks of {f16 d; f16 m; uint8 qh[4]; uint8 qs[16]} (24 bytes),
+// q as q5_0's, element j = q·d + m; iq4_nl: q4_0's
 // 18-byte blocks, element j = kvalues_iq4nl[nibble j]·d; iq4_xs: K/256 blocks of {f16 d;
 // u16 scales_h; u8 scales_l[4]; u8 qs[128]} (136 bytes), sub-block ib of 32 scaled by
 // d·(ls − 32), ls = low 4 bits of scales_l[ib/2] (>> 4 for odd ib) | 2 bits of scales_h
@@ -193,10 +205,18 @@ void GatherColumn(const CompressedMatrixView& w, size_t n, float* out);
 //         q = min(15, (int8_t)(x·id + 8.5f)), qs[j] = q[j] | q[j+16] << 4  (18 bytes)
 //   q5_0: q4_0 with d = m/−16 and q = min(31, (int8_t)(x·id + 16.5f)); the low 4 bits
 //         in qs as q4_0's, the fifth bit of element j at bit j of qh     (22 bytes)
-// d is rounded to f16 only when stored: the quants use the f32 id. Finite inputs.
+//   q4_1 (quantize_row_q4_1_ref): min and max over the block (from FLT_MAX and
+//         −FLT_MAX), d = (max − min)/15, id = d ? 1/d : 0, m = min, q = min(15,
+//         (int8_t)((x − min)·id + 0.5f)); d, m, then qs as q4_0's        (20 bytes)
+//   q5_1 (quantize_row_q5_1_ref): q4_1 with d = (max − min)/31 and q ≤ 31; d, m, qh
+//         as q5_0's, qs                                                  (24 bytes)
+// d is rounded to f16 only when stored: the quants use the f32 id (and q4_1/q5_1 the
+// f32 min). Finite inputs.
 void QuantizeBlockQ8_0(const float* x, uint8_t* out);
 void QuantizeBlockQ4_0(const float* x, uint8_t* out);
 void QuantizeBlockQ5_0(const float* x, uint8_t* out);
+void QuantizeBlockQ4_1(const float* x, uint8_t* out);
+void QuantizeBlockQ5_1(const float* x, uint8_t* out);
 
 // ggml's iq4_nl quantizer as llama-quantize runs it (quantize_iq4_nl: quantize_row_iq4_nl_impl
 // with ntry 7, no importance matrix; quantize_row_iq4_nl_ref's ntry −1 skips the search),
@@ -279,6 +299,11 @@ double RoundToBf16(double value);
 //                clearly more CPU time than this form from cache, q4_0 the most
 //                (bench/kernels/compressed_bench.cc; figures in
 //                docs/performance/design_measurements.md).
+//              q4_1, q5_1: block-scaled with a block minimum: per block of 32 rows P_b =
+//                one FMA chain from 0 of x[k]·q (q itself, 0..15 or 0..31, exact), then
+//                acc = fma(d_b, P_b, acc) and acc = fma(m_b, S_b, acc), with S_b = Σ x[k]
+//                over the block in q4_k's fixed tree (below), from acc = 0: Σ x·(q·d + m)
+//                = d·Σ x·q + m·Σ x, two multiply-adds per block and column.
 //              q3_k, q4_k, q5_k, q6_k: block-scaled accumulation by sub-block (q4_k,
 //                q5_k: 32 rows, q3_k, q6_k: 16), in ascending order from acc = 0: P_s =
 //                one FMA chain from 0 over the sub-block's rows of x[k]·q (q4_k, q5_k:
@@ -307,6 +332,14 @@ double RoundToBf16(double value);
 //                same operations, q − 16 an exact integer in −16..15, and at() =
 //                float(q − 16)·float(d) exact (5 + 11 significant bits), so the twin
 //                sums the same exact products.
+//              q4_1, q5_1: as q4_k (below), on Σ' = Σ_k |x[k]|·(|d·q| + |m|) ≥ Σ:
+//                |y[n] − twin| ≤ (K + K/16 + 40)·(ε/2)·Σ' (+ (K + K/16)·denorm_min).
+//                Derivation: x·q is exact, so P_b errs by ≤ γ_32·Σ_b|x·q| and d·P_b by
+//                one more u; S_b (a tree of depth 5) by ≤ γ_5·Σ_b|x|, times |m|; the
+//                2·K/32 fused steps of the block chain by ≤ γ_{K/16}·Σ'; the twin by
+//                ≤ γ_K·Σ over at() = q·d + m, which (q·d exact) rounds once, ≤ u·Σ'.
+//                The minimum's term is why the bound is on Σ' and not Σ: where q·d and
+//                m cancel, Σ is small but both sums are not.
 //              iq4_nl: as q4_0, (K + K/32 + 34)·(ε/2)·Σ (+ (K + K/32)·denorm_min).
 //                Derivation: the kernel sums x[k]·t per block with t = kvalues_iq4nl[q]
 //                (the table decoded exactly: |t| ≤ 127 is an integer of ≤ 7 bits), so
