@@ -37,6 +37,8 @@ void CompressedMatMul(const float* a, size_t lda, size_t m, const CompressedMatr
       return CompressedMatMulPanels<Q50Quants, true>(d, a, lda, m, w, c, ldc, panel_begin, panel_end);
     case CompressedFormat::kQ3_K:
       return CompressedMatMulPanels<Q3KQuants, true>(d, a, lda, m, w, c, ldc, panel_begin, panel_end);
+    case CompressedFormat::kQ2_K:
+      return CompressedMatMulPanels<Q2KQuants, true>(d, a, lda, m, w, c, ldc, panel_begin, panel_end);
   }
 }
 

@@ -35,6 +35,8 @@ void CompressedMatVec(const CompressedMatrixView& w, const float* x, float* y,
       return CompressedMatVecPanels<Q50Quants, true>(d, w, x, y, panel_begin, panel_end);
     case CompressedFormat::kQ3_K:
       return CompressedMatVecPanels<Q3KQuants, true>(d, w, x, y, panel_begin, panel_end);
+    case CompressedFormat::kQ2_K:
+      return CompressedMatVecPanels<Q2KQuants, true>(d, w, x, y, panel_begin, panel_end);
   }
 }
 
