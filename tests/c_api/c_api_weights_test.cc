@@ -37,8 +37,9 @@ static_assert(KVRT_WEIGHTS_IQ4_NL == static_cast<int>(WeightFormat::kIQ4_NL));
 static_assert(KVRT_WEIGHTS_IQ4_NL == 16);
 static_assert(KVRT_WEIGHTS_IQ4_XS == static_cast<int>(WeightFormat::kIQ4_XS));
 static_assert(KVRT_WEIGHTS_IQ4_XS == 17);
+static_assert(KVRT_WEIGHTS_Q2_K == 20 && KVRT_WEIGHTS_Q2_K == static_cast<int>(WeightFormat::kQ2_K));
 // The first number past the last format.
-constexpr int kUnknownWeights = KVRT_WEIGHTS_IQ4_XS + 1;
+constexpr int kUnknownWeights = KVRT_WEIGHTS_Q2_K + 1;
 
 const std::string kModel = testing::FixturePath("llama2c/gqa_untied.bin");
 constexpr size_t kVocabulary = 512;
@@ -48,7 +49,8 @@ TEST(CApiWeightsTest, FastMatchesTheReferenceOnTheSameWeights) {
   for (const int weights : {KVRT_WEIGHTS_AS_STORED, KVRT_WEIGHTS_F32, KVRT_WEIGHTS_BF16, KVRT_WEIGHTS_F16,
                             KVRT_WEIGHTS_Q8_0, KVRT_WEIGHTS_Q4_0, KVRT_WEIGHTS_Q5_0, KVRT_WEIGHTS_IQ4_NL,
                             KVRT_WEIGHTS_IQ4_XS, KVRT_WEIGHTS_Q4_K, KVRT_WEIGHTS_Q5_K, KVRT_WEIGHTS_Q6_K,
-                            KVRT_WEIGHTS_Q4_K_M, KVRT_WEIGHTS_Q5_K_S, KVRT_WEIGHTS_Q3_K, KVRT_WEIGHTS_Q3_K_M}) {
+                            KVRT_WEIGHTS_Q4_K_M, KVRT_WEIGHTS_Q5_K_S, KVRT_WEIGHTS_Q3_K, KVRT_WEIGHTS_Q3_K_M,
+                            KVRT_WEIGHTS_Q2_K}) {
     std::vector<double> fast(kVocabulary), reference(kVocabulary);
     ASSERT_EQ(CApiWeightsLogits(kModel.c_str(), tokens.data(), tokens.size(), KVRT_BACKEND_FAST, weights,
                                 fast.data(), kVocabulary),

@@ -31,7 +31,8 @@ std::string DescribeEngineWeights(const Model& model, const EngineOptions& engin
   for (const WeightFormat format : {WeightFormat::kF32, WeightFormat::kBf16, WeightFormat::kF16,
                                     WeightFormat::kQ8_0, WeightFormat::kQ4_0, WeightFormat::kQ4_K,
                                     WeightFormat::kQ6_K, WeightFormat::kQ5_K, WeightFormat::kQ5_0,
-                                    WeightFormat::kQ3_K, WeightFormat::kIQ4_NL, WeightFormat::kIQ4_XS}) {
+                                    WeightFormat::kQ3_K, WeightFormat::kIQ4_NL, WeightFormat::kIQ4_XS,
+                                    WeightFormat::kQ2_K}) {
     size_t count = 0;
     for (const MatrixWeightFormat& matrix : plan) count += matrix.effective == format;
     if (count) text += " " + std::string(WeightFormatName(format)) + " x" + std::to_string(count);

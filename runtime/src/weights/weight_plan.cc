@@ -12,7 +12,7 @@ namespace kvrt {
 namespace {
 
 // llama.cpp's fallback for a block type that does not divide a row of `rows`
-// (llama_tensor_get_type): q6_k becomes q8_0, q4_k q5_0, q3_k and iq4_xs iq4_nl, and a
+// (llama_tensor_get_type): q6_k becomes q8_0, q4_k q5_0, q2_k, q3_k and iq4_xs iq4_nl, and a
 // type whose block still does not divide the row f16, where ggml's chain ends. (q5_k's
 // first fallback, q5_1, is not a format here: q5_k goes straight to f16.)
 WeightFormat Fallback(WeightFormat wanted, size_t rows) {
@@ -22,7 +22,7 @@ WeightFormat Fallback(WeightFormat wanted, size_t rows) {
   if (wanted == WeightFormat::kQ4_K && simd::FitsCompressedFormat(simd::CompressedFormat::kQ5_0, rows)) {
     return WeightFormat::kQ5_0;
   }
-  if ((wanted == WeightFormat::kIQ4_XS || wanted == WeightFormat::kQ3_K) &&
+  if ((wanted == WeightFormat::kIQ4_XS || wanted == WeightFormat::kQ3_K || wanted == WeightFormat::kQ2_K) &&
       simd::FitsCompressedFormat(simd::CompressedFormat::kIQ4_NL, rows)) {
     return WeightFormat::kIQ4_NL;
   }
@@ -47,6 +47,7 @@ std::optional<WeightFormat> FormatOfMixType(detail::MixTensorType type) {
     case detail::MixTensorType::kF16: return WeightFormat::kF16;
     case detail::MixTensorType::kQ8_0: return WeightFormat::kQ8_0;
     case detail::MixTensorType::kQ5_0: return WeightFormat::kQ5_0;
+    case detail::MixTensorType::kQ2_K: return WeightFormat::kQ2_K;
     case detail::MixTensorType::kQ3_K: return WeightFormat::kQ3_K;
     case detail::MixTensorType::kIQ4_NL: return WeightFormat::kIQ4_NL;
     case detail::MixTensorType::kQ4_K: return WeightFormat::kQ4_K;
