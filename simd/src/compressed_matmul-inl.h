@@ -234,10 +234,11 @@ struct ScaleOf<Rows, true, D> {
 };
 
 // Loop nest of MatMulPanels (matmul-inl.h): M blocks → K blocks in ascending order →
-// panels → row tiles, each panel's K block decoded into a stack DecodedBlock (35 KiB)
-// once per M block (up to 256 rows of A) and reused by every row tile. bf16/f16 run the
-// f32 micro-kernel on the dequantized values; the quantized types the block-scaled one
-// (q4_k and q5_k with their rows' sub-block sums, computed once per M block and K block). Storing
+// panels → row tiles, each panel's K block decoded into a stack DecodedBlock (36 KiB,
+// with room for q2_k's minimums per 16 rows) once per M block (up to 256 rows of A) and
+// reused by every row tile. bf16/f16 run the f32 micro-kernel on the dequantized values;
+// the quantized types the block-scaled one (q2_k, q4_k and q5_k with their rows'
+// sub-block sums, computed once per M block and K block). Storing
 // and reloading C between K blocks rounds nothing, so every C[m][n] is computed by the
 // same operations as MatVec on row m.
 template <template <class> class Rows, bool kBlockScaled, class D>
