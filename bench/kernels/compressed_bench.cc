@@ -1,4 +1,4 @@
-// Compressed weights (bf16, f16, q8_0, q4_0, q5_0, q4_1, q5_1, iq4_nl, iq4_xs, q3_k, q4_k, q5_k, q6_k;
+// Compressed weights (bf16, f16, q8_0, q4_0, q5_0, q4_1, q5_1, iq4_nl, iq4_xs, q2_k, q3_k, q4_k, q5_k, q6_k;
 // simd/compressed_matrix.h):
 // MatVec against the roofline that means something for it, the read bandwidth of a buffer
 // of the matrix's own size; MatVec fast vs scalar twin; MatMul against the f32 FMA peak, and
@@ -47,7 +47,7 @@ constexpr CompressedFormat kTypes[] = {CompressedFormat::kBf16, CompressedFormat
                                        CompressedFormat::kQ5_1, CompressedFormat::kIQ4_NL,
                                        CompressedFormat::kIQ4_XS, CompressedFormat::kQ4_K,
                                        CompressedFormat::kQ5_K, CompressedFormat::kQ6_K,
-                                       CompressedFormat::kQ3_K};
+                                       CompressedFormat::kQ3_K, CompressedFormat::kQ2_K};
 
 // A random [K, N] matrix quantized and packed by PackCompressed, 64-byte aligned.
 struct CompressedWeights {

@@ -18,12 +18,14 @@ inline constexpr size_t kQ8RowBytes = kWidth;                       // 32 int8
 inline constexpr size_t kQ4RowBytes = kWidth / 2;                   // 32 nibbles
 inline constexpr size_t kQ6HighBytes = kWidth / 4;                  // 32 2-bit high parts
 inline constexpr size_t kQ5HighBytes = kWidth / 8;                  // 32 1-bit high parts
+inline constexpr size_t kQ2RowBytes = kWidth / 4;                   // 32 2-bit quants: 8
 inline constexpr size_t kQ6RowBytes = kQ4RowBytes + kQ6HighBytes;   // 24
 inline constexpr size_t kQ5RowBytes = kQ4RowBytes + kQ5HighBytes;   // 20
 inline constexpr size_t kQ8BlockBytes = kScaleBytes + kQuantBlock * kQ8RowBytes;  // 1088
 inline constexpr size_t kQ4BlockBytes = kScaleBytes + kQuantBlock * kQ4RowBytes;  // 576
 inline constexpr size_t kQ6BlockBytes = kScaleBytes + kQuantBlock * kQ6RowBytes;  // 832
 inline constexpr size_t kQ5BlockBytes = kScaleBytes + kQuantBlock * kQ5RowBytes;  // 704
+inline constexpr size_t kQ2BlockBytes = kScaleBytes + kQuantBlock * kQ2RowBytes;  // 320
 inline constexpr size_t kGgmlQ8BlockBytes = 2 + kQuantBlock;      // {f16 d; int8 qs[32]}
 inline constexpr size_t kGgmlQ4BlockBytes = 2 + kQuantBlock / 2;  // {f16 d; uint8 qs[16]}
 inline constexpr size_t kGgmlQ5_0BlockBytes = 2 + 4 + kQuantBlock / 2;  // {f16 d; u8 qh[4], qs[16]}
@@ -34,6 +36,7 @@ inline constexpr size_t kGgmlQ5KBlockBytes = 176;  // {f16 d, dmin; u8 scales[12
 inline constexpr size_t kGgmlQ6KBlockBytes = 210;  // {u8 ql[128], qh[64]; i8 scales[16]; f16 d}
 inline constexpr size_t kGgmlQ3KBlockBytes = 110;  // {u8 hmask[32], qs[64], scales[12]; f16 d}
 inline constexpr size_t kGgmlIQ4XSBlockBytes = 136;  // {f16 d; u16 scales_h; u8 scales_l[4], qs[128]}
+inline constexpr size_t kGgmlQ2KBlockBytes = 84;  // {u8 scales[16], qs[64]; f16 d, dmin}
 // The largest ggml block of any quantized type (a packer's buffer).
 inline constexpr size_t kGgmlMaxBlockBytes = kGgmlQ6KBlockBytes;  // ≥ every other
 // The q4_0 quant of a padding (or all-zero) column: (8 − 8)·0 = +0. iq4_nl's too: its
@@ -53,7 +56,7 @@ inline constexpr uint8_t kQ3Zero = 4;
 inline constexpr size_t kSuperBlockBlocks = kSuperBlock / kQuantBlock;  // 8
 
 static_assert(kQ8BlockBytes % 64 == 0 && kQ4BlockBytes % 64 == 0 && kQ6BlockBytes % 64 == 0 &&
-                  kQ5BlockBytes % 64 == 0 && kHalfRowBytes % 64 == 0,
+                  kQ5BlockBytes % 64 == 0 && kQ2BlockBytes % 64 == 0 && kHalfRowBytes % 64 == 0,
               "panels must keep 64-byte alignment");
 
 // The quantized types: blocks of 32 rows, each a 64-byte scale area per panel and then
@@ -66,12 +69,21 @@ constexpr bool IsBlockQuantized(CompressedFormat type) {
 constexpr bool IsKQuant(CompressedFormat type) {
   return type == CompressedFormat::kQ4_K || type == CompressedFormat::kQ5_K ||
          type == CompressedFormat::kQ6_K || type == CompressedFormat::kQ3_K ||
-         type == CompressedFormat::kIQ4_XS;
+         type == CompressedFormat::kIQ4_XS || type == CompressedFormat::kQ2_K;
 }
 // q6_k and q3_k: a signed int8 scale per sub-block of 16 rows (q3_k's ggml 6-bit sc
 // stored as sc − 32), x = (d·sc)·(q − offset).
 constexpr bool HasSignedScales16(CompressedFormat type) {
   return type == CompressedFormat::kQ6_K || type == CompressedFormat::kQ3_K;
+}
+// Rows per sub-block, i.e. per scale: 16 for q6_k, q3_k and q2_k, else 32 (a block).
+constexpr size_t ScaleSubRows(CompressedFormat type) {
+  return HasSignedScales16(type) || type == CompressedFormat::kQ2_K ? 16 : kQuantBlock;
+}
+// The quantized types whose rows are q4_0's nibbles (lane order in a whole group, and
+// high bits after them): all but q8_0 (int8 rows) and q2_k (2-bit rows).
+constexpr bool HasNibbleRows(CompressedFormat type) {
+  return IsBlockQuantized(type) && type != CompressedFormat::kQ8_0 && type != CompressedFormat::kQ2_K;
 }
 // Bytes of high bits one panel's row keeps after its nibbles: q6_k 8 (2 bits a
 // column), q5_k, q5_0 and q5_1 4 (1 bit a column), the others none.
@@ -82,11 +94,13 @@ constexpr size_t HighBytes(CompressedFormat type) {
              ? kQ5HighBytes
              : 0;
 }
-// Bytes of one panel's row, per type: q8_0 32 int8; q4_0, iq4_nl, q5_0, q4_1, q5_1, q4_k,
-// q5_k and q6_k 16 bytes of nibbles and then their high bits (q5_0, q5_1 and q5_k 4
-// bytes, q6_k 8).
+// Bytes of one panel's row, per type: q8_0 32 int8; q2_k 8 (2-bit quants); q4_0, iq4_nl,
+// q5_0, q4_1, q5_1, q4_k, q5_k and q6_k 16 bytes of nibbles and then their high bits
+// (q5_0, q5_1 and q5_k 4 bytes, q6_k 8).
 constexpr size_t QuantRowBytes(CompressedFormat type) {
-  return type == CompressedFormat::kQ8_0 ? kQ8RowBytes : kQ4RowBytes + HighBytes(type);
+  return type == CompressedFormat::kQ8_0   ? kQ8RowBytes
+         : type == CompressedFormat::kQ2_K ? kQ2RowBytes
+                                           : kQ4RowBytes + HighBytes(type);
 }
 // q4_1 and q5_1: an f16 d and an f16 minimum m per block of 32 rows, x = q·d + m.
 constexpr bool HasBlockMin(CompressedFormat type) {
@@ -107,11 +121,13 @@ static_assert(QuantBlockBytes(CompressedFormat::kQ4_1) == 640 &&
                   QuantBlockBytes(CompressedFormat::kQ5_1) % 64 == 0,
               "q4_1/q5_1 blocks are ggml's 20 and 24 bytes per 32 weights, 64-byte aligned");
 // q4_k and q5_k: a scale and a minimum per sub-block of 32 rows (ggml's
-// get_scale_min_k4 pairs), x ≈ (d·sc)·q − dmin·m.
+// get_scale_min_k4 pairs, a byte each), q2_k per sub-block of 16 (4 bits each in one
+// byte, sc | m << 4): x ≈ (d·sc)·q − dmin·m.
 constexpr bool HasMin(CompressedFormat type) {
-  return type == CompressedFormat::kQ4_K || type == CompressedFormat::kQ5_K;
+  return type == CompressedFormat::kQ4_K || type == CompressedFormat::kQ5_K ||
+         type == CompressedFormat::kQ2_K;
 }
-// One panel's super-block header: q4_k and q5_k 32 f16 d and 32 f16 dmin, q6_k and
+// One panel's super-block header: q2_k, q4_k and q5_k 32 f16 d and 32 f16 dmin, q6_k and
 // q3_k 32 f16 d, else none.
 constexpr size_t HeaderBytes(CompressedFormat type) {
   return HasMin(type)                                                           ? 2 * kScaleBytes
@@ -121,7 +137,7 @@ constexpr size_t HeaderBytes(CompressedFormat type) {
 // Rows per super-block: 256 for the K-quants; q8_0/q4_0/q5_0/q4_1/q5_1 blocks are their own.
 constexpr size_t SuperRows(CompressedFormat type) { return IsKQuant(type) ? kSuperBlock : kQuantBlock; }
 // One panel's super-block: header and blocks (q4_k 4736 bytes, q5_k 5760, q6_k 6720,
-// q3_k 4672).
+// q3_k 4672, q2_k 2688).
 constexpr size_t SuperBlockBytes(CompressedFormat type) {
   return HeaderBytes(type) + SuperRows(type) / kQuantBlock * QuantBlockBytes(type);
 }
@@ -132,6 +148,8 @@ static_assert(SuperBlockBytes(CompressedFormat::kQ4_K) == 4736 &&
                   SuperBlockBytes(CompressedFormat::kQ5_K) == 5760 &&
                   SuperBlockBytes(CompressedFormat::kQ6_K) == 6720 &&
                   SuperBlockBytes(CompressedFormat::kQ3_K) == 4672 &&
+                  SuperBlockBytes(CompressedFormat::kQ2_K) == 2688 &&
+                  SuperBlockBytes(CompressedFormat::kQ2_K) % 64 == 0 &&
                   SuperBlockBytes(CompressedFormat::kQ3_K) % 64 == 0 &&
                   SuperBlockBytes(CompressedFormat::kQ4_K) % 64 == 0 &&
                   SuperBlockBytes(CompressedFormat::kQ5_K) % 64 == 0 &&
@@ -205,7 +223,8 @@ struct PanelRowsOf {
   // This panel's scale area of the block holding row k: q8_0/q4_0/q5_0 32 f16
   // scales; q4_1/q5_1 32 f16 d, then 32 f16 m (128 bytes); q4_k and q5_k 32 sc bytes,
   // then 32 m bytes; q6_k and q3_k 32 int8 sc of the block's first 16 rows, then 32 of
-  // its last 16.
+  // its last 16; q2_k 32 bytes sc | m << 4 of the block's first 16 rows, then 32 of its
+  // last 16.
   Byte* Scales(CompressedFormat type, size_t k) const {
     return Block(type, k) + index * ScaleAreaBytes(type);
   }
@@ -226,6 +245,10 @@ struct PanelRowsOf {
     const size_t column = j % (kWidth / 2);
     return GroupRow(type, k) +
            (LaneOrder() ? column * kGroupPanels + index : index * kQ4RowBytes + column);
+  }
+  // q2_k: this panel's 8 bytes of row k (a little-endian uint64, column c at bits 2c).
+  Byte* Q2Row(CompressedFormat type, size_t k) const {
+    return GroupRow(type, k) + index * kQ2RowBytes;
   }
   // q5_0, q5_k, q6_k: this panel's HighBytes(type) bytes of row k's high bits (after the
   // group's nibbles): little-endian uint32s, q5_0/q5_k one with column c at bit c, q6_k two
@@ -317,6 +340,18 @@ inline float DequantizeElement(CompressedFormat type, const PanelRows& panel, si
                         static_cast<float>(scales[kWidth + j]);
       return d * static_cast<float>(q) - min;
     }
+    case CompressedFormat::kQ2_K: {
+      // ggml's dequantize_row_q2_K: dl·q − ml with dl = d·(sc & 15) and ml = dmin·(sc >> 4)
+      // (exact products; the subtraction rounds), q the 2-bit quant.
+      uint64_t bits;
+      std::memcpy(&bits, panel.Q2Row(type, k), sizeof(bits));
+      const auto q = static_cast<int>((bits >> (2 * j)) & 3);
+      const uint8_t scale_min = panel.Scales(type, k)[k % kQuantBlock / 16 * kWidth + j];
+      const uint8_t* header = panel.Header(type, k);
+      const float d = F16ToF32(LoadU16(header + 2 * j)) * static_cast<float>(scale_min & 0xF);
+      const float min = F16ToF32(LoadU16(header + kScaleBytes + 2 * j)) * static_cast<float>(scale_min >> 4);
+      return d * static_cast<float>(q) - min;
+    }
     case CompressedFormat::kQ6_K: {
       // ggml's dequantize_row_q6_K: d·sc·(q − 32).
       const uint8_t byte = *panel.NibbleByte(type, k, j);
@@ -340,12 +375,13 @@ inline float DequantizeElement(CompressedFormat type, const PanelRows& panel, si
   return 0.0f;
 }
 
-// Σ of the 32 activations x[0..32) of a q4_k, q5_k, q4_1 or q5_1 (sub-)block, in the fixed tree the kernels
-// use (compressed_matrix.h): t_j = x_j + x_{j+16}, then halves added down to one.
-inline float SubBlockSum(const float* x) {
+// Σ of the `rows` activations x[0..rows) of a (sub-)block with a minimum (q4_k, q5_k,
+// q4_1, q5_1: 32; q2_k: 16), in the fixed tree the kernels use (compressed_matrix.h):
+// t_j = x_j + x_{j+rows/2}, then halves added down to one.
+inline float SubBlockSum(const float* x, size_t rows = kQuantBlock) {
   float t[kQuantBlock / 2];
-  for (size_t j = 0; j < kQuantBlock / 2; ++j) t[j] = x[j] + x[j + kQuantBlock / 2];
-  for (size_t half = kQuantBlock / 4; half >= 1; half /= 2) {
+  for (size_t j = 0; j < rows / 2; ++j) t[j] = x[j] + x[j + rows / 2];
+  for (size_t half = rows / 4; half >= 1; half /= 2) {
     for (size_t j = 0; j < half; ++j) t[j] = t[j] + t[j + half];
   }
   return t[0];

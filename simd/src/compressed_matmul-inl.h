@@ -26,19 +26,20 @@ namespace hn = hwy::HWY_NAMESPACE;
 // A panel's K block [k0, k0 + depth) decoded for the micro-kernels, in the f32 panel
 // layout: `values` [depth][32] (bf16/f16: at(); the quantized types their integers,
 // e.g. q or q − 8) and, for the quantized types, `scales` [sub-blocks][32] (one row per
-// 32 rows, per 16 for q6_k) and for q4_k and q5_k `mins` [depth / 32][32] (dmin·m).
+// 32 rows, per 16 for q6_k, q3_k and q2_k) and for q2_k, q4_k and q5_k `mins`
+// [sub-blocks][32] (dmin·m).
 struct DecodedBlock {
   static constexpr size_t kDepth = kDepthBlock<float>;  // 256 rows: a 32 KiB tile
   static_assert(kDepth % kSuperBlock == 0, "K blocks must hold whole (super-)blocks");
   HWY_ALIGN float values[kDepth * kCompressedPanelWidth];
   HWY_ALIGN float scales[kDepth / 16 * kCompressedPanelWidth];
-  HWY_ALIGN float mins[kDepth / kQuantBlock * kCompressedPanelWidth];
+  HWY_ALIGN float mins[kDepth / 16 * kCompressedPanelWidth];
 };
 
-// q4_k, q5_k: the sub-block sums S of each row of an M block over one K block
-// (compressed_layout.h, SubBlockSum), [rows][depth / 32].
+// q2_k, q4_k, q5_k: the sub-block sums S of each row of an M block over one K block
+// (compressed_layout.h, SubBlockSum), [rows][sub-blocks of the K block].
 struct RowSums {
-  static constexpr size_t kStride = DecodedBlock::kDepth / kQuantBlock;
+  static constexpr size_t kStride = DecodedBlock::kDepth / 16;
   float sums[kRowBlock * kStride];
 };
 
@@ -78,9 +79,12 @@ HWY_INLINE void DecodeQuantBlock(D d, const compressed::PanelRows& rows, size_t 
       for (size_t v = 0; v < kVecs; ++v) hn::Store(scale[v], d, out + v * lanes);
     }
     if constexpr (Scale::kHasMin) {
-      hn::Vec<D> min[kVecs];
-      Scale::Mins(d, panel, quant_block, min);
-      for (size_t v = 0; v < kVecs; ++v) hn::Store(min[v], d, block.mins + b * kCompressedPanelWidth + v * lanes);
+      for (size_t s = 0; s < Scale::kSubBlocks; ++s) {
+        hn::Vec<D> min[kVecs];
+        Scale::Mins(d, panel, quant_block, s, min);
+        float* out = block.mins + (b * Scale::kSubBlocks + s) * kCompressedPanelWidth;
+        for (size_t v = 0; v < kVecs; ++v) hn::Store(min[v], d, out + v * lanes);
+      }
     }
   }
 }
@@ -134,8 +138,9 @@ constexpr size_t BlockScaledTileRows() {
 
 // The block-scaled micro-kernel: C[0..kRows)[0..valid) continued over `depth` rows
 // (whole blocks of 32): per sub-block, one FMA chain of A[r][k]·q from 0 per element,
-// then acc = fma(scale, partial, acc) (and for q4_k, q5_k acc − min·S fused, S from `sums`,
-// row r's at sums[r·RowSums::kStride + b]), the arithmetic of BlockScaledMatVecPanels.
+// then acc = fma(scale, partial, acc) (and for q2_k, q4_k, q5_k acc − min·S fused, S from
+// `sums`, row r's of sub-block s of block b at sums[r·RowSums::kStride + b·kSubBlocks +
+// s]), the arithmetic of BlockScaledMatVecPanels.
 // Not inlined into the loop nest: its 24 accumulators and partial sums use 27 of the
 // 32 registers, and inlined into the one function that holds every type's decoder,
 // g++ 12 spilled a panel row on every k, which cost the q8_0 and q4_0 prefill about
@@ -182,13 +187,14 @@ HWY_NOINLINE void BlockScaledMatMulTile(D d, const float* a, size_t lda, const D
         for (size_t r = 0; r < kRows; ++r) acc[r][v] = hn::MulAdd(scale, partial[r][v], acc[r][v]);
       }
       if constexpr (Scale::kHasMin) {
-        const float* min_row = block.mins + b * kWidth;
+        const size_t sub = b * Scale::kSubBlocks + s;
+        const float* min_row = block.mins + sub * kWidth;
         HWY_UNROLL(16)
         for (size_t v = 0; v < kVecs; ++v) {
           const auto min = hn::Load(d, min_row + v * lanes);
           HWY_UNROLL(16)
           for (size_t r = 0; r < kRows; ++r) {
-            acc[r][v] = hn::NegMulAdd(min, hn::Set(d, sums[r * RowSums::kStride + b]), acc[r][v]);
+            acc[r][v] = hn::NegMulAdd(min, hn::Set(d, sums[r * RowSums::kStride + sub]), acc[r][v]);
           }
         }
       }
@@ -228,10 +234,11 @@ struct ScaleOf<Rows, true, D> {
 };
 
 // Loop nest of MatMulPanels (matmul-inl.h): M blocks → K blocks in ascending order →
-// panels → row tiles, each panel's K block decoded into a stack DecodedBlock (35 KiB)
-// once per M block (up to 256 rows of A) and reused by every row tile. bf16/f16 run the
-// f32 micro-kernel on the dequantized values; the quantized types the block-scaled one
-// (q4_k and q5_k with their rows' sub-block sums, computed once per M block and K block). Storing
+// panels → row tiles, each panel's K block decoded into a stack DecodedBlock (36 KiB,
+// with room for q2_k's minimums per 16 rows) once per M block (up to 256 rows of A) and
+// reused by every row tile. bf16/f16 run the f32 micro-kernel on the dequantized values;
+// the quantized types the block-scaled one (q2_k, q4_k and q5_k with their rows'
+// sub-block sums, computed once per M block and K block). Storing
 // and reloading C between K blocks rounds nothing, so every C[m][n] is computed by the
 // same operations as MatVec on row m.
 template <template <class> class Rows, bool kBlockScaled, class D>
@@ -258,9 +265,9 @@ HWY_INLINE void CompressedMatMulPanels(D d, const float* a, size_t lda, size_t m
       const bool continue_c = k0 > 0;
       if constexpr (kRowSums) {
         for (size_t r = 0; r < rows; ++r) {
-          for (size_t b = 0; b < depth / kQuantBlock; ++b) {
-            row_sums.sums[r * RowSums::kStride + b] =
-                compressed::SubBlockSum(a + (m0 + r) * lda + k0 + b * kQuantBlock);
+          for (size_t sub = 0; sub < depth / Scale::kSubRows; ++sub) {
+            row_sums.sums[r * RowSums::kStride + sub] =
+                compressed::SubBlockSum(a + (m0 + r) * lda + k0 + sub * Scale::kSubRows, Scale::kSubRows);
           }
         }
       }

@@ -41,6 +41,8 @@ void CompressedMatMul(const float* a, size_t lda, size_t m, const CompressedMatr
       return CompressedMatMulPanels<Q41Quants, true>(d, a, lda, m, w, c, ldc, panel_begin, panel_end);
     case CompressedFormat::kQ5_1:
       return CompressedMatMulPanels<Q51Quants, true>(d, a, lda, m, w, c, ldc, panel_begin, panel_end);
+    case CompressedFormat::kQ2_K:
+      return CompressedMatMulPanels<Q2KQuants, true>(d, a, lda, m, w, c, ldc, panel_begin, panel_end);
   }
 }
 

@@ -173,10 +173,10 @@ struct QuantBlockPrefetch {
 };
 
 // The block-quantized types: block-scaled accumulation by sub-block (BlockScales: 32
-// rows, 16 for q6_k). Per sub-block, one FMA chain over its rows in ascending k of
-// x[k]·q (q8_0: q; q4_0: q − 8; q5_0: q − 16; q4_k, q5_k: q; q6_k: q − 32; exact floats) from 0
+// rows, 16 for q6_k, q3_k and q2_k). Per sub-block, one FMA chain over its rows in ascending k of
+// x[k]·q (q8_0: q; q4_0: q − 8; q5_0: q − 16; q2_k, q4_k, q5_k: q; q6_k: q − 32; exact floats) from 0
 // gives the partial sum P, and the column's accumulator becomes fma(scale, P, acc) (and
-// for q4_k and q5_k then acc − min·S fused), sub-blocks in ascending order from 0. One multiply per
+// for q2_k, q4_k and q5_k then acc − min·S fused), sub-blocks in ascending order from 0. One multiply per
 // sub-block instead of per weight.
 // kFirstLane ≥ 0: the kPanels are panels kFirstLane.. of one whole group in lane
 // order, whose rows serve all of them from the same loads, decoded with shifts known
@@ -229,14 +229,14 @@ HWY_INLINE void BlockScaledMatVecPanels(D d, const CompressedMatrixView& w, cons
       for (size_t r = rows_begin; r < loaded_end; ++r) row_products(r, std::true_type());
       for (size_t r = loaded_end; r < rows_end; ++r) row_products(r, std::false_type());
       float sum = 0.0f;
-      if constexpr (Scale::kHasMin) sum = compressed::SubBlockSum(x + k0 + rows_begin);
+      if constexpr (Scale::kHasMin) sum = compressed::SubBlockSum(x + k0 + rows_begin, Scale::kSubRows);
       for (size_t g = 0; g < kPanels; ++g) {
         hn::Vec<D> scale[kVecs];
         Scale::Scales(d, panel[g], b, s, scale);
         for (size_t v = 0; v < kVecs; ++v) acc[g][v] = hn::MulAdd(scale[v], partial[g][v], acc[g][v]);
         if constexpr (Scale::kHasMin) {
           hn::Vec<D> min[kVecs];
-          Scale::Mins(d, panel[g], b, min);
+          Scale::Mins(d, panel[g], b, s, min);
           const auto sum_vector = hn::Set(d, sum);
           for (size_t v = 0; v < kVecs; ++v) acc[g][v] = hn::NegMulAdd(min[v], sum_vector, acc[g][v]);
         }
@@ -256,7 +256,7 @@ HWY_INLINE void BlockScaledMatVecGroup(D d, const CompressedMatrixView& w, const
   // A kernel group of 4 (AVX3) or 2 (AVX2) panels that starts at the first or third
   // panel of a lane-order group lies inside it.
   constexpr size_t kGroupPanels = compressed::kGroupPanels;
-  if constexpr (Quants<D>::kType != CompressedFormat::kQ8_0 && kPanels >= 2 &&
+  if constexpr (compressed::HasNibbleRows(Quants<D>::kType) && kPanels >= 2 &&
                 kGroupPanels % kPanels == 0) {
     const compressed::PanelRows first = compressed::RowsOfPanel(w, first_panel);
     if (first.LaneOrder() && first.index == 0) {

@@ -39,6 +39,8 @@ void CompressedMatVec(const CompressedMatrixView& w, const float* x, float* y,
       return CompressedMatVecPanels<Q41Quants, true>(d, w, x, y, panel_begin, panel_end);
     case CompressedFormat::kQ5_1:
       return CompressedMatVecPanels<Q51Quants, true>(d, w, x, y, panel_begin, panel_end);
+    case CompressedFormat::kQ2_K:
+      return CompressedMatVecPanels<Q2KQuants, true>(d, w, x, y, panel_begin, panel_end);
   }
 }
 

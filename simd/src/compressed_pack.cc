@@ -212,6 +212,29 @@ struct PanelWriter {
       }
     }
   }
+  // One ggml q2_k super-block of column n: {u8 scales[16]; u8 qs[64]; f16 d; f16 dmin}.
+  // Sub-block s (16 elements) keeps its byte scales[s] (sc | m << 4) as stored; element
+  // 128c + 32t + l (c < 2, t < 4, l < 32) has its 2-bit quant at bit 2t of qs[32c + l]
+  // (q3_k's low bits), which goes to bits 2j of the panel row's uint64.
+  void Q2KBlock(size_t k0, size_t n, const uint8_t* block) const {
+    const compressed::PanelRowsOf<uint8_t> panel = Panel(n);
+    const size_t j = n % kWidth;
+    const uint8_t* scales = block;
+    const uint8_t* qs = block + 16;
+    uint8_t* header = panel.Header(type, k0);
+    std::memcpy(header + 2 * j, block + 80, 2);
+    std::memcpy(header + compressed::kScaleBytes + 2 * j, block + 82, 2);
+    for (size_t sub = 0; sub < kSuperBlock / 16; ++sub) {
+      panel.Scales(type, k0 + sub * 16)[sub % 2 * kWidth + j] = scales[sub];
+    }
+    for (size_t e = 0; e < kSuperBlock; ++e) {
+      const size_t c = e / 128, t = e % 128 / 32, l = e % 32;
+      const unsigned q = (qs[32 * c + l] >> (2 * t)) & 3;
+      uint8_t& byte = panel.Q2Row(type, k0 + e)[j / 4];
+      const unsigned shift = 2 * (j % 4);
+      byte = static_cast<uint8_t>((byte & ~(3u << shift)) | (q << shift));
+    }
+  }
   // One ggml block of the writer's quantized type (ggml's bytes), column n, from row k0.
   void Block(size_t k0, size_t n, const uint8_t* block) const {
     switch (type) {
@@ -226,6 +249,7 @@ struct PanelWriter {
       case CompressedFormat::kQ6_K: return Q6KBlock(k0, n, block);
       case CompressedFormat::kQ3_K: return Q3KBlock(k0, n, block);
       case CompressedFormat::kIQ4_XS: return IQ4XSBlock(k0, n, block);
+      case CompressedFormat::kQ2_K: return Q2KBlock(k0, n, block);
       case CompressedFormat::kBf16:
       case CompressedFormat::kF16: return;
     }
@@ -278,6 +302,7 @@ void QuantizeBlock(CompressedFormat type, const float* values, uint8_t* out) {
     case CompressedFormat::kQ6_K: return QuantizeBlockQ6_K(values, out);
     case CompressedFormat::kQ3_K: return QuantizeBlockQ3_K(values, out);
     case CompressedFormat::kIQ4_XS: return QuantizeBlockIQ4_XS(values, out);
+    case CompressedFormat::kQ2_K: return QuantizeBlockQ2_K(values, out);
     case CompressedFormat::kBf16:
     case CompressedFormat::kF16: return;
   }
@@ -303,6 +328,7 @@ const char* CompressedFormatName(CompressedFormat type) {
     case CompressedFormat::kIQ4_XS: return "iq4_xs";
     case CompressedFormat::kQ4_1: return "q4_1";
     case CompressedFormat::kQ5_1: return "q5_1";
+    case CompressedFormat::kQ2_K: return "q2_k";
   }
   return "?";
 }
@@ -352,6 +378,8 @@ size_t GgmlRowBytes(CompressedFormat type, size_t rows_k) {
       return rows_k / kSuperBlock * compressed::kGgmlQ3KBlockBytes;
     case CompressedFormat::kIQ4_XS:
       return rows_k / kSuperBlock * compressed::kGgmlIQ4XSBlockBytes;
+    case CompressedFormat::kQ2_K:
+      return rows_k / kSuperBlock * compressed::kGgmlQ2KBlockBytes;
   }
   return 0;
 }

@@ -112,7 +112,7 @@ struct QuantPanel {
         rows_offset(panel.width * compressed::ScaleAreaBytes(type)),
         scale_area(compressed::ScaleAreaBytes(type)),
         high_offset(panel.width * compressed::kQ4RowBytes + panel.index * compressed::HighBytes(type)),
-        lane_order(type != CompressedFormat::kQ8_0 && panel.LaneOrder()) {
+        lane_order(compressed::HasNibbleRows(type) && panel.LaneOrder()) {
     static_assert(compressed::kSuperBlockBlocks == size_t{1} << 3, "block_shift");
   }
   const uint8_t* Block(size_t block) const {
@@ -126,10 +126,10 @@ struct QuantPanel {
   const uint8_t* GroupRow(size_t block, size_t r) const {
     return Block(block) + rows_offset + r * row_stride;
   }
-  // The panel's own bytes of a row (q8_0; for the others its nibbles, in a group of
-  // fewer than four).
+  // The panel's own bytes of a row (q8_0, q2_k; for the others its nibbles, in a group
+  // of fewer than four).
   const uint8_t* Row(size_t block, size_t r, CompressedFormat type) const {
-    const size_t bytes = type == CompressedFormat::kQ8_0 ? compressed::kQ8RowBytes : compressed::kQ4RowBytes;
+    const size_t bytes = compressed::HasNibbleRows(type) ? compressed::kQ4RowBytes : compressed::QuantRowBytes(type);
     return GroupRow(block, r) + index * bytes;
   }
   // q5_k, q6_k: the panel's 4 or 8 bytes of high bits of a row, after the group's

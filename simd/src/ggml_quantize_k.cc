@@ -1,4 +1,4 @@
-// ggml's reference K-quant quantizers (compressed_matrix.h: QuantizeBlockQ3_K/Q4_K/Q5_K/Q6_K),
+// ggml's reference K-quant quantizers (compressed_matrix.h: QuantizeBlockQ2_K/Q3_K/Q4_K/Q5_K/Q6_K),
 // written from the published algorithm: the same float operations in the same order,
 // unfused (ggml builds them into ggml-base without -march flags, so without FMA), so
 // that the bytes equal llama-quantize's. The searches look odd in places (a scale
@@ -30,9 +30,11 @@ int Clamp(int value, int low, int high) { return value < low ? low : (value > hi
 
 // ggml's make_qkx2_quants: levels L[i] in [0, nmax] and a scale and minimum (returned
 // as −min ≥ 0 in `negative_min`) for x ≈ scale·L + min with min ≤ 0, chosen by a
-// weighted least-squares refit over nstep + 1 trial inverse scales.
+// weighted least-squares refit over nstep + 1 trial inverse scales, the fits compared
+// by their weighted squared errors, or (use_mad, q2_k's) absolute errors.
 float FitScaleAndMin(int n, int nmax, const float* x, const float* weights, uint8_t* levels,
-                     float* negative_min, uint8_t* trial, float rmin, float rdelta, int nstep) {
+                     float* negative_min, uint8_t* trial, float rmin, float rdelta, int nstep,
+                     bool use_mad) {
   float min = x[0];
   float max = x[0];
   float sum_w = weights[0];
@@ -57,7 +59,7 @@ float FitScaleAndMin(int n, int nmax, const float* x, const float* weights, uint
     const int l = NearestInt(iscale * (x[i] - min));
     levels[i] = static_cast<uint8_t>(Clamp(l, 0, nmax));
     float diff = scale * static_cast<float>(levels[i]) + min - x[i];
-    diff = diff * diff;
+    diff = use_mad ? std::fabs(diff) : diff * diff;
     best_error += weights[i] * diff;
   }
   if (nstep < 1) {
@@ -87,7 +89,7 @@ float FitScaleAndMin(int n, int nmax, const float* x, const float* weights, uint
       float error = 0;
       for (int i = 0; i < n; ++i) {
         float diff = this_scale * static_cast<float>(trial[i]) + this_min - x[i];
-        diff = diff * diff;
+        diff = use_mad ? std::fabs(diff) : diff * diff;
         error += weights[i] * diff;
       }
       if (error < best_error) {
@@ -240,7 +242,7 @@ void ScaleMinSuperBlock(const float* x, int nmax, float rmin, float rdelta, int 
     const float av_x = std::sqrt(sum_x2 / kSub);
     for (int l = 0; l < kSub; ++l) weights[l] = av_x + std::fabs(xs[l]);
     scales[j] = FitScaleAndMin(kSub, nmax, xs, weights, levels + kSub * j, &mins[j], trial, rmin,
-                               rdelta, nstep);
+                               rdelta, nstep, false);
     if (scales[j] > max_scale) max_scale = scales[j];
     if (mins[j] > max_min) max_min = mins[j];
   }
@@ -279,6 +281,59 @@ void ScaleMinSuperBlock(const float* x, int nmax, float rmin, float rdelta, int 
 }
 
 }  // namespace
+
+void QuantizeBlockQ2_K(const float* x, uint8_t* out) {
+  constexpr int kSub = 16, kSubs = kSuperBlock / kSub;
+  constexpr float kLevels = 15.0f;  // the 4-bit scales' and minimums' largest value
+  uint8_t levels[kSuperBlock];
+  uint8_t trial[kSub];
+  float weights[kSub];
+  float mins[kSubs];
+  float scales[kSubs];
+  float max_scale = 0;  // the minimum is subtracted, so scales are never negative
+  float max_min = 0;
+  for (int j = 0; j < kSubs; ++j) {
+    const float* xs = x + kSub * j;
+    for (int l = 0; l < kSub; ++l) weights[l] = std::fabs(xs[l]);
+    scales[j] = FitScaleAndMin(kSub, 3, xs, weights, levels + kSub * j, &mins[j], trial, -0.5f, 0.1f, 15, true);
+    if (scales[j] > max_scale) max_scale = scales[j];
+    if (mins[j] > max_min) max_min = mins[j];
+  }
+  uint8_t* packed = out;  // scales[16]: sc | m << 4
+  uint8_t* qs = out + 16;
+  uint16_t d = F32ToF16(0.0f);
+  uint16_t dmin = F32ToF16(0.0f);
+  std::memset(packed, 0, kSubs);
+  if (max_scale > 0) {
+    const float iscale = kLevels / max_scale;
+    for (int j = 0; j < kSubs; ++j) packed[j] = static_cast<uint8_t>(NearestInt(iscale * scales[j]));
+    d = F32ToF16(max_scale / kLevels);
+  }
+  if (max_min > 0) {
+    const float iscale = kLevels / max_min;
+    for (int j = 0; j < kSubs; ++j) {
+      packed[j] = static_cast<uint8_t>(packed[j] | (NearestInt(iscale * mins[j]) << 4));
+    }
+    dmin = F32ToF16(max_min / kLevels);
+  }
+  compressed::StoreU16(out + 80, d);
+  compressed::StoreU16(out + 82, dmin);
+  for (int j = 0; j < kSubs; ++j) {
+    const float dl = F16ToF32(d) * static_cast<float>(packed[j] & 0xF);
+    if (dl == 0) continue;  // keeps the search's levels
+    const float ml = F16ToF32(dmin) * static_cast<float>(packed[j] >> 4);
+    for (int i = 0; i < kSub; ++i) {
+      levels[kSub * j + i] = static_cast<uint8_t>(Clamp(NearestInt((x[kSub * j + i] + ml) / dl), 0, 3));
+    }
+  }
+  // Element 128c + 32t + l at bit 2t of qs[32c + l].
+  for (int j = 0; j < static_cast<int>(kSuperBlock); j += 128) {
+    for (int l = 0; l < 32; ++l) {
+      qs[j / 4 + l] = static_cast<uint8_t>(levels[j + l] | (levels[j + l + 32] << 2) |
+                                           (levels[j + l + 64] << 4) | (levels[j + l + 96] << 6));
+    }
+  }
+}
 
 void QuantizeBlockQ3_K(const float* x, uint8_t* out) {
   constexpr int kSub = 16, kSubs = kSuperBlock / kSub;

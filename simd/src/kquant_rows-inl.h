@@ -3,6 +3,10 @@
 // of every block-quantized type, shared by the compressed MatVec and MatMul.
 //   Q4KQuants: q (0..15) as f32, the q4_0 nibble decoder without its offset.
 //   Q3KQuants: q − 4 (q in 0..7) as f32, the q4_0 nibble decoder with offset 4.
+//   Q2KQuants: q (0..3) as f32 from the panel row's uint64 of 2-bit quants: per vector
+//              the 32-bit word holding its columns broadcast and shifted right by 2·lane,
+//              then (AVX-512) a VPERMPS of the table i & 3, which reads only bits 3:0,
+//              or elsewhere masked to 2 bits and ORed into the mantissa of 2^23.
 //   Q5KQuants, Q50Quants, Q6KQuants (HighBitQuants): q (0..31), q − 16 (q in 0..31)
 //              and q − 32 (q in 0..63) as f32, from a row's nibble (the low 4 bits, as
 //              q4_0's) and its high bits (q5_k, q5_0: 1 a column, one word, column c at
@@ -11,7 +15,8 @@
 //              offset and 16·high, and an add; elsewhere the 5 or 6 bits ORed into the
 //              mantissa of 2^23, then 2^23 + offset subtracted.
 // The kernels apply the scales per sub-block (BlockScales): q8_0/q4_0/q5_0 d per 32 rows,
-// q4_k and q5_k d·sc and dmin·m per 32 rows, q6_k and q3_k d·sc per 16 rows.
+// q4_k and q5_k d·sc and dmin·m per 32 rows, q2_k the same per 16 rows, q6_k and q3_k
+// d·sc per 16 rows.
 #if defined(KVRT_SIMD_KQUANT_ROWS_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef KVRT_SIMD_KQUANT_ROWS_INL_H_
 #undef KVRT_SIMD_KQUANT_ROWS_INL_H_
@@ -38,6 +43,43 @@ using Q4KQuants = NibbleQuants<D, CompressedFormat::kQ4_K, 0>;
 // q3_k keeps its whole 3-bit quant in the nibble (compressed_matrix.h): q − 4.
 template <class D>
 using Q3KQuants = NibbleQuants<D, CompressedFormat::kQ3_K, 4>;
+
+// q2_k's rows: 8 bytes a panel (a group's panels side by side, no lane order), column c
+// at bits 2c of the little-endian uint64. Every panel is decoded from its own bytes;
+// the kernels take the panel-by-panel path (QuantPanel::lane_order is false).
+template <class D>
+struct Q2KQuants {
+  static constexpr CompressedFormat kType = CompressedFormat::kQ2_K;
+  static constexpr size_t kVecs = PanelVectors<D>();
+  using DU = hn::RebindToUnsigned<D>;
+
+  // q for the 2-bit quant in bits 1:0 of every lane of `bits` (the bits above ignored).
+  static HWY_INLINE hn::Vec<D> Values(D d, hn::Vec<DU> bits) {
+#if HWY_TARGET == HWY_AVX3
+    alignas(64) static constexpr float kTable[16] = {0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3};
+    return hn::Vec<D>{_mm512_permutexvar_ps(bits.raw, hn::Load(d, kTable).raw)};
+#else
+    const DU du;
+    const auto magic = hn::Or(hn::And(bits, hn::Set(du, 3)), hn::Set(du, 0x4B000000));
+    return hn::Sub(hn::BitCast(d, magic), hn::Set(d, 8388608.0f));  // 2^23
+#endif
+  }
+
+  static HWY_INLINE void Decode(D d, const QuantPanel& panel, size_t b, size_t r, hn::Vec<D>* q) {
+    const DU du;
+    const size_t lanes = hn::Lanes(du);
+    uint32_t words[2];
+    std::memcpy(words, panel.Row(b, r, kType), sizeof(words));
+    const auto lane_shift = hn::ShiftLeft<1>(hn::Iota(du, 0));  // 2·lane
+    HWY_UNROLL(16)
+    for (size_t v = 0; v < kVecs; ++v) {
+      // Columns v·lanes.. start at bit 2·v·lanes; 16 columns a word.
+      const size_t first_bit = 2 * v * lanes;
+      const auto shift = hn::Add(lane_shift, hn::Set(du, static_cast<uint32_t>(first_bit % 32)));
+      q[v] = Values(d, hn::Set(du, words[first_bit / 32]) >> shift);
+    }
+  }
+};
 
 // A row's quants from its nibble (the low 4 bits, as q4_0's) and its high bits after
 // the group's nibbles: q5_k and q5_0 1 bit a column (q in 0..31, as is or less kOffset
@@ -145,11 +187,11 @@ using Q51Quants = HighBitQuants<D, CompressedFormat::kQ5_1, 0>;
 
 // How a block-quantized type's sub-blocks are scaled (compressed_matrix.h, MatVec):
 // after the partial sums P of a sub-block of kSubRows rows, acc = fma(scale, P, acc),
-// and for kHasMin (q4_k, q5_k, q4_1, q5_1) then acc = acc − min·S fused, S the
+// and for kHasMin (q2_k, q4_k, q5_k, q4_1, q5_1) then acc = acc − min·S fused, S the
 // sub-block's Σx (SubBlockSum); q4_1's and q5_1's min is −m, so that the step adds m·S.
 template <CompressedFormat kType>
 struct BlockScales {
-  static constexpr size_t kSubRows = compressed::HasSignedScales16(kType) ? 16 : kQuantBlock;
+  static constexpr size_t kSubRows = compressed::ScaleSubRows(kType);
   static constexpr size_t kSubBlocks = kQuantBlock / kSubRows;  // per block of 32 rows
   static constexpr bool kHasMin = compressed::HasMin(kType) || compressed::HasBlockMin(kType);
 
@@ -163,15 +205,21 @@ struct BlockScales {
       hn::Vec<D> super[PanelVectors<D>()];
       LoadColumnScales(d, panel.Header(b), super);
       // q6_k's, q3_k's and iq4_xs's scale bytes are signed, q4_k's and q5_k's not.
+      // q2_k's scale is the low nibble of its sub-block's byte.
       constexpr bool kSigned = compressed::HasSignedScales16(kType) || kType == CompressedFormat::kIQ4_XS;
-      ScaleBytes<kSigned>(d, panel.Scales(b) + s * kCompressedPanelWidth, super, scale);
+      constexpr ScaleBits kBits = kType == CompressedFormat::kQ2_K ? ScaleBits::kLowNibble
+                                  : kSigned                        ? ScaleBits::kSigned
+                                                                   : ScaleBits::kByte;
+      ScaleBytes<kBits>(d, panel.Scales(b) + s * kCompressedPanelWidth, super, scale);
     }
   }
-  // The column minimums subtracted per block b: q4_k, q5_k dmin·m; q4_1, q5_1 −m (the
-  // f16 m after the block's d, negated: exact).
+  // The column minimums subtracted per sub-block s of block b: q2_k, q4_k, q5_k dmin·m
+  // (q4_k, q5_k: the m bytes after the sc bytes; q2_k: the high nibbles of sub-block s's
+  // bytes); q4_1, q5_1 −m (the f16 m after the block's d, negated: exact; their only
+  // sub-block is the block, s = 0).
   template <class D>
-  static HWY_INLINE void Mins(D d, const QuantPanel& panel, size_t b, hn::Vec<D>* min) {
-    static_assert(kHasMin, "q4_k, q5_k, q4_1 and q5_1 only");
+  static HWY_INLINE void Mins(D d, const QuantPanel& panel, size_t b, size_t s, hn::Vec<D>* min) {
+    static_assert(kHasMin, "q2_k, q4_k, q5_k, q4_1 and q5_1 only");
     if constexpr (compressed::HasBlockMin(kType)) {
       LoadColumnScales(d, panel.Scales(b) + compressed::kScaleBytes, min);
       for (size_t v = 0; v < PanelVectors<D>(); ++v) min[v] = hn::Neg(min[v]);
@@ -179,12 +227,18 @@ struct BlockScales {
     }
     hn::Vec<D> super[PanelVectors<D>()];
     LoadColumnScales(d, panel.Header(b) + compressed::kScaleBytes, super);
-    ScaleBytes<false>(d, panel.Scales(b) + kCompressedPanelWidth, super, min);
+    if constexpr (kType == CompressedFormat::kQ2_K) {
+      ScaleBytes<ScaleBits::kHighNibble>(d, panel.Scales(b) + s * kCompressedPanelWidth, super, min);
+    } else {
+      ScaleBytes<ScaleBits::kByte>(d, panel.Scales(b) + kCompressedPanelWidth, super, min);
+    }
   }
 
  private:
-  // out[v] = super[v]·float(byte of each column), the bytes signed (q6_k, q3_k) or not.
-  template <bool kSigned, class D>
+  // What a scale byte holds: an unsigned or signed byte, or q2_k's 4-bit sc (low) or m (high).
+  enum class ScaleBits { kByte, kSigned, kLowNibble, kHighNibble };
+  // out[v] = super[v]·float(the scale of each column's byte).
+  template <ScaleBits kBits, class D>
   static HWY_INLINE void ScaleBytes(D d, const uint8_t* bytes, const hn::Vec<D>* super, hn::Vec<D>* out) {
     constexpr size_t kVecs = PanelVectors<D>();
     const hn::RebindToSigned<D> di;
@@ -192,12 +246,14 @@ struct BlockScales {
     HWY_UNROLL(16)
     for (size_t v = 0; v < kVecs; ++v) {
       hn::Vec<decltype(di)> integers;
-      if constexpr (kSigned) {
+      if constexpr (kBits == ScaleBits::kSigned) {
         const hn::Rebind<int8_t, D> di8;
         integers = hn::PromoteTo(di, hn::LoadU(di8, reinterpret_cast<const int8_t*>(bytes) + v * lanes));
       } else {
         const hn::Rebind<uint8_t, D> du8;
         integers = hn::BitCast(di, hn::PromoteTo(hn::RebindToUnsigned<D>(), hn::LoadU(du8, bytes + v * lanes)));
+        if constexpr (kBits == ScaleBits::kLowNibble) integers = hn::And(integers, hn::Set(di, 0xF));
+        if constexpr (kBits == ScaleBits::kHighNibble) integers = hn::ShiftRight<4>(integers);
       }
       out[v] = hn::Mul(super[v], hn::ConvertTo(d, integers));
     }

@@ -39,8 +39,9 @@ static_assert(KVRT_WEIGHTS_IQ4_XS == static_cast<int>(WeightFormat::kIQ4_XS));
 static_assert(KVRT_WEIGHTS_IQ4_XS == 17);
 static_assert(KVRT_WEIGHTS_Q4_1 == 18 && KVRT_WEIGHTS_Q4_1 == static_cast<int>(WeightFormat::kQ4_1));
 static_assert(KVRT_WEIGHTS_Q5_1 == 19 && KVRT_WEIGHTS_Q5_1 == static_cast<int>(WeightFormat::kQ5_1));
+static_assert(KVRT_WEIGHTS_Q2_K == 20 && KVRT_WEIGHTS_Q2_K == static_cast<int>(WeightFormat::kQ2_K));
 // The first number past the last format.
-constexpr int kUnknownWeights = KVRT_WEIGHTS_Q5_1 + 1;
+constexpr int kUnknownWeights = KVRT_WEIGHTS_Q2_K + 1;
 
 const std::string kModel = testing::FixturePath("llama2c/gqa_untied.bin");
 constexpr size_t kVocabulary = 512;
@@ -51,7 +52,7 @@ TEST(CApiWeightsTest, FastMatchesTheReferenceOnTheSameWeights) {
                             KVRT_WEIGHTS_Q8_0, KVRT_WEIGHTS_Q4_0, KVRT_WEIGHTS_Q5_0, KVRT_WEIGHTS_IQ4_NL,
                             KVRT_WEIGHTS_IQ4_XS, KVRT_WEIGHTS_Q4_K, KVRT_WEIGHTS_Q5_K, KVRT_WEIGHTS_Q6_K,
                             KVRT_WEIGHTS_Q4_K_M, KVRT_WEIGHTS_Q5_K_S, KVRT_WEIGHTS_Q3_K, KVRT_WEIGHTS_Q3_K_M,
-                            KVRT_WEIGHTS_Q4_1, KVRT_WEIGHTS_Q5_1}) {
+                            KVRT_WEIGHTS_Q4_1, KVRT_WEIGHTS_Q5_1, KVRT_WEIGHTS_Q2_K}) {
     std::vector<double> fast(kVocabulary), reference(kVocabulary);
     ASSERT_EQ(CApiWeightsLogits(kModel.c_str(), tokens.data(), tokens.size(), KVRT_BACKEND_FAST, weights,
                                 fast.data(), kVocabulary),

@@ -45,7 +45,7 @@ TEST(BenchCliTest, BadFlagsAreOneLineErrorsBeforeTheModelLoads) {
   ExpectOneLineError(RunKvrt({"bench", "-m", model, "-t", "0"}), "--threads");
   ExpectOneLineError(RunKvrt({"bench", "-m", model, "-t", "1,1"}), "twice");
   ExpectOneLineError(RunKvrt({"bench", "-m", model, "--sequences", "0"}), "--sequences");
-  ExpectOneLineError(RunKvrt({"bench", "-m", model, "--weights", "q2_k"}), "--weights");
+  ExpectOneLineError(RunKvrt({"bench", "-m", model, "--weights", "iq2_xs"}), "--weights");
   ExpectOneLineError(RunKvrt({"bench", "-m", model, "--int8-activations", "2"}), "--int8-activations");
   ExpectOneLineError(RunKvrt({"bench", "-m", model, "-r", "0"}), "--repetitions");
   ExpectOneLineError(RunKvrt({"bench", "-m", model, "-o", "xml"}), "--output");

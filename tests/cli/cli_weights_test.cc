@@ -26,6 +26,7 @@ const std::string kIQ4_NL = testing::FixturePath("gguf/modern/kq-iq4_nl.gguf");
 const std::string kIQ4_XS = testing::FixturePath("gguf/modern/kq-iq4_xs.gguf");
 const std::string kQ4_1 = testing::FixturePath("gguf/modern/kq-q4_1.gguf");
 const std::string kQ5_1 = testing::FixturePath("gguf/modern/kq-q5_1.gguf");
+const std::string kQ2_K = testing::FixturePath("gguf/modern/kq-q2_k.gguf");
 
 TEST(CliWeightsTest, AnUnknownFormatIsATypedUsageError) {
   for (const char* command : {"logits", "generate"}) {
@@ -191,6 +192,33 @@ TEST(CliWeightsTest, TheEngineLineNamesIQ4_XSMatricesAndTheirFallbacks) {
       << converted.err;
 }
 
+// A Q2_K file (llama-quantize's Q2_K mix) runs as stored, its Q2_K matrices in q2_k;
+// kq-f32 converts to q2_k whole (every K a multiple of 256); the demo's matrices fall
+// back to iq4_nl where K = 64 is a multiple of 32 but not of 256 and to f16 where
+// K = 172 is neither, as llama.cpp's quantizer does.
+TEST(CliWeightsTest, TheEngineLineNamesQ2_KMatricesAndTheirFallbacks) {
+  const testing::CliRun stored = RunKvrt({"generate", "--model", kQ2_K, "--tokens", "1,450", "--max-new-tokens",
+                                          "2", "--threads", "1", "--no-eos"});
+  ASSERT_EQ(stored.status, 0) << stored.err;
+  EXPECT_NE(stored.err.find("; weights as-stored: q6_k x1 q3_k x6 q2_k x9; no fallbacks"), std::string::npos)
+      << stored.err;
+  const testing::CliRun whole = RunKvrt({"generate", "--model", testing::FixturePath("gguf/modern/kq-f32.gguf"),
+                                         "--tokens", "1,450", "--max-new-tokens", "2", "--weights", "q2_k",
+                                         "--threads", "1", "--no-eos"});
+  ASSERT_EQ(whole.status, 0) << whole.err;
+  EXPECT_NE(whole.err.find("; weights q2_k: q2_k x16; no fallbacks"), std::string::npos) << whole.err;
+  const testing::CliRun converted = RunKvrt({"generate", "--model", kDemo, "--tokens", "67,118",
+                                             "--max-new-tokens", "2", "--weights", "q2_k", "--threads", "1"});
+  ASSERT_EQ(converted.status, 0) << converted.err;
+  EXPECT_NE(converted.err.find("; weights q2_k: f16 x2 iq4_nl x13; fallbacks: token_embedding.weight q2_k -> "
+                               "iq4_nl (K = 64 is not a multiple of 256)"),
+            std::string::npos)
+      << converted.err;
+  EXPECT_NE(converted.err.find("blocks.0.ffn.down.weight q2_k -> f16 (K = 172 is not a multiple of 256)"),
+            std::string::npos)
+      << converted.err;
+}
+
 TEST(CliWeightsTest, AMixGivesEachMatrixLlamaQuantizesType) {
   // kq-f32 (D 256, F 768) as Q4_K_M: every type is a format, as in kq-q4_k_m.gguf.
   const std::string kF32 = testing::FixturePath("gguf/modern/kq-f32.gguf");
@@ -250,7 +278,7 @@ std::vector<double> Logits(const std::vector<std::string>& args) {
 }
 
 TEST(CliWeightsTest, FastLogitsAreWithinToleranceOfTheReferenceOracle) {
-  for (const std::string format : {"bf16", "q8_0", "q4_0", "q5_0", "q4_1", "q5_1", "iq4_nl", "iq4_xs"}) {
+  for (const std::string format : {"bf16", "q8_0", "q4_0", "q5_0", "q4_1", "q5_1", "iq4_nl", "iq4_xs", "q2_k"}) {
     const std::vector<std::string> base = {"logits", "--model", kDemo, "--tokens", "67,118,34,102", "--json",
                                            "--weights", format};
     std::vector<std::string> fast = base, reference = base, uncached = base;

@@ -1,13 +1,14 @@
 // Conversion at load to the K-quants, q5_0, q4_1, q5_1, iq4_nl and iq4_xs is ggml's
 // reference quantization bit for bit: kq-f32.gguf converted by the engine's own path
-// (--weights q3_k / q4_k / q5_k / q6_k / q5_0 / q4_1 / q5_1 / iq4_nl / iq4_xs: the
-// plan, then PackCompressedWeight from the parameter's f32 values) gives the same panels
-// as the bytes llama-quantize b4747 wrote into kq-q4_k_s.gguf, kq-q5_k_m.gguf,
-// kq-q3_k_m.gguf, kq-q2_k.gguf, kq-q6_k.gguf, kq-q5_0.gguf, kq-q4_1.gguf, kq-q5_1.gguf,
-// kq-iq4_nl.gguf and kq-iq4_xs.gguf, repacked as stored. (llama-quantize without an
-// importance matrix runs ggml's quantize_row_q*_ref, so every tensor it kept in Q3_K,
-// Q4_K, Q5_K, Q6_K, Q5_0, Q4_1, Q5_1, IQ4_NL or IQ4_XS is what --pure writes.) Equal
-// panels mean equal ggml blocks: the repack places every bit of a block.
+// (--weights q2_k / q3_k / q4_k / q5_k / q6_k / q5_0 / q4_1 / q5_1 / iq4_nl / iq4_xs:
+// the plan, then PackCompressedWeight from the parameter's f32 values) gives the same
+// panels as the bytes llama-quantize b4747 wrote into kq-q4_k_s.gguf, kq-q5_k_m.gguf,
+// kq-q3_k_m.gguf, kq-q2_k.gguf (its Q2_K and Q3_K tensors), kq-q6_k.gguf, kq-q5_0.gguf,
+// kq-q4_1.gguf, kq-q5_1.gguf, kq-iq4_nl.gguf and kq-iq4_xs.gguf, repacked as stored.
+// (llama-quantize without an importance matrix runs ggml's quantize_row_q*_ref, so
+// every tensor it kept in Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q5_0, Q4_1, Q5_1, IQ4_NL or
+// IQ4_XS is what --pure writes.) Equal panels mean equal ggml blocks: the repack places
+// every bit of a block.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -112,6 +113,12 @@ TEST(KQuantConversionTest, Q3_KEqualsLlamaQuantize) {
   // kq-q2_k keeps the attn_v, attn_output and ffn_down of both layers in Q3_K.
   EXPECT_EQ(ExpectConversionEqualsFile("kq-q3_k_m.gguf", WeightFormat::kQ3_K), 9u);
   EXPECT_EQ(ExpectConversionEqualsFile("kq-q2_k.gguf", WeightFormat::kQ3_K), 6u);
+}
+
+TEST(KQuantConversionTest, Q2_KEqualsLlamaQuantize) {
+  // kq-q2_k (llama-quantize's Q2_K mix) keeps 9 matrices in Q2_K: the token table, and
+  // attn_q/k and ffn_gate/up of both layers (the rest Q3_K, the head Q6_K).
+  EXPECT_EQ(ExpectConversionEqualsFile("kq-q2_k.gguf", WeightFormat::kQ2_K), 9u);
 }
 
 // A mix converts every matrix to the type and the bytes llama-quantize gave it.

@@ -42,21 +42,23 @@ using testing::SeededTokens;
 constexpr WeightFormat kConverted[] = {WeightFormat::kF32,  WeightFormat::kBf16, WeightFormat::kF16,
                                        WeightFormat::kQ8_0, WeightFormat::kQ4_0, WeightFormat::kQ5_0,
                                        WeightFormat::kQ4_1, WeightFormat::kQ5_1, WeightFormat::kIQ4_NL, WeightFormat::kIQ4_XS, WeightFormat::kQ4_K,
-                                       WeightFormat::kQ5_K, WeightFormat::kQ6_K, WeightFormat::kQ3_K};
+                                       WeightFormat::kQ5_K, WeightFormat::kQ6_K, WeightFormat::kQ3_K,
+                                       WeightFormat::kQ2_K};
 constexpr WeightFormat kAll[] = {WeightFormat::kAsStored, WeightFormat::kF32,  WeightFormat::kBf16,
                                  WeightFormat::kF16,      WeightFormat::kQ8_0, WeightFormat::kQ4_0,
                                  WeightFormat::kQ5_0,     WeightFormat::kIQ4_NL, WeightFormat::kIQ4_XS,
                                  WeightFormat::kQ4_K,     WeightFormat::kQ5_K,   WeightFormat::kQ6_K,
-                                 WeightFormat::kQ3_K,     WeightFormat::kQ4_1,   WeightFormat::kQ5_1};
+                                 WeightFormat::kQ3_K,     WeightFormat::kQ4_1,   WeightFormat::kQ5_1,
+                                 WeightFormat::kQ2_K};
 // The formats that compress, every one packed by the fast f32 engine's kernels.
 constexpr WeightFormat kCompressed[] = {WeightFormat::kBf16, WeightFormat::kF16,  WeightFormat::kQ8_0,
                                         WeightFormat::kQ4_0, WeightFormat::kQ5_0, WeightFormat::kIQ4_NL,
                                         WeightFormat::kIQ4_XS, WeightFormat::kQ4_K, WeightFormat::kQ5_K,
                                         WeightFormat::kQ6_K, WeightFormat::kQ3_K, WeightFormat::kQ4_1,
-                                        WeightFormat::kQ5_1};
+                                        WeightFormat::kQ5_1, WeightFormat::kQ2_K};
 // The K-quants.
 constexpr WeightFormat kKQuants[] = {WeightFormat::kQ4_K, WeightFormat::kQ5_K, WeightFormat::kQ6_K,
-                                     WeightFormat::kQ3_K};
+                                     WeightFormat::kQ3_K, WeightFormat::kQ2_K};
 // llama-quantize's mixes.
 constexpr WeightFormat kMixes[] = {WeightFormat::kQ4_K_S, WeightFormat::kQ4_K_M, WeightFormat::kQ5_K_S,
                                    WeightFormat::kQ5_K_M, WeightFormat::kQ3_K_M};
@@ -110,7 +112,7 @@ TEST(WeightFormatTest, NamesParseBackAndUnknownValuesAreRefused) {
   EngineOptions options;
   EXPECT_EQ(options.weights, WeightFormat::kAsStored);
   EXPECT_TRUE(options.Validate());
-  options.weights = static_cast<WeightFormat>(static_cast<int>(WeightFormat::kQ5_1) + 1);
+  options.weights = static_cast<WeightFormat>(static_cast<int>(WeightFormat::kQ2_K) + 1);
   EXPECT_FALSE(IsKnownWeightFormat(options.weights));
   EXPECT_EQ(WeightFormatName(options.weights), "unknown");
   Result<void> refused = options.Validate();
@@ -120,6 +122,9 @@ TEST(WeightFormatTest, NamesParseBackAndUnknownValuesAreRefused) {
   EXPECT_EQ(static_cast<int>(WeightFormat::kIQ4_XS), 17);
   EXPECT_EQ(static_cast<int>(WeightFormat::kQ4_1), 18);
   EXPECT_EQ(static_cast<int>(WeightFormat::kQ5_1), 19);
+  // q2_k is 20, and 21 is past the enum.
+  EXPECT_EQ(static_cast<int>(WeightFormat::kQ2_K), 20);
+  EXPECT_FALSE(IsKnownWeightFormat(static_cast<WeightFormat>(static_cast<int>(WeightFormat::kQ2_K) + 1)));
 }
 
 class CompressedGoldenTest : public ::testing::TestWithParam<std::string> {};
@@ -241,7 +246,7 @@ TEST_P(CompressedKQuantGgufTest, FastMatchesTheOracleAsStoredAndConverted) {
 }
 
 INSTANTIATE_TEST_SUITE_P(GgufFixtures, CompressedKQuantGgufTest,
-                         ::testing::Values("q3_k_m", "q4_k_m", "q4_k_s", "q5_k_m", "q6_k"),
+                         ::testing::Values("q2_k", "q3_k_m", "q4_k_m", "q4_k_s", "q5_k_m", "q6_k"),
                          [](const ::testing::TestParamInfo<std::string>& type) { return type.param; });
 
 // kq-q5_0.gguf (llama-quantize Q5_0, fixtures/gguf/modern): as stored, its Q5_0 tensors
@@ -313,6 +318,33 @@ TEST(CompressedQ4_1GgufTest, Q4_1FastMatchesTheOracleAsStoredAndConverted) {
 
 TEST(CompressedQ4_1GgufTest, Q5_1FastMatchesTheOracleAsStoredAndConverted) {
   ExpectFileKeptAsStoredAndConverted("q5_1", WeightFormat::kQ5_1);
+}
+
+// kq-q2_k.gguf (llama-quantize's Q2_K mix, fixtures/gguf/modern): as stored, its Q2_K
+// tensors are kept as q2_k (its Q3_K, Q4_K and Q6_K ones in their own types), and the
+// fast engine stays within 1e-4 of the oracle as stored and converted with q2_k.
+TEST(CompressedQ2_KGgufTest, FastMatchesTheOracleAsStoredAndConverted) {
+  Result<ModelFile> loaded = ReadModelFile(testing::FixturePath("gguf/modern/kq-q2_k.gguf"));
+  ASSERT_TRUE(loaded) << loaded.error().message();
+  const DecoderModel& model = loaded->model;
+  const std::vector<uint32_t> prompt = SeededTokens(19, 3, 512), continuation = SeededTokens(3, 5, 512);
+  threading::ThreadPool pool(2);
+  for (WeightFormat requested : {WeightFormat::kAsStored, WeightFormat::kQ2_K}) {
+    const double diff = MaxAbsDiff(
+        SessionLogits(model, prompt, continuation, Engine(Backend::kFast, Precision::kF32, requested, &pool)),
+        SessionLogits(model, prompt, continuation, Engine(Backend::kReference, Precision::kF64, requested)));
+    std::cout << "[ q2_k    ] kq-q2_k " << WeightFormatName(requested) << ": |fast f32 - oracle| " << diff << "\n";
+    EXPECT_LE(diff, 1e-4) << WeightFormatName(requested);
+  }
+  size_t kept = 0;
+  for (const MatrixWeightFormat& matrix : PlanWeightFormats(model, WeightFormat::kAsStored)) {
+    EXPECT_FALSE(matrix.fallback) << matrix.name;
+    EXPECT_TRUE(matrix.as_stored) << matrix.name;
+    kept += matrix.effective == WeightFormat::kQ2_K;
+  }
+  // 9 of its 16 matrices (the token table, attn_q/k and ffn_gate/up of both layers):
+  // the mix keeps attn_v, attn_output and ffn_down in Q3_K and the head in Q6_K.
+  EXPECT_EQ(kept, 9u);
 }
 
 TEST(CompressedWeightsTest, StoredBytesAreDroppedOnceAParameterIsUpdated) {
@@ -420,17 +452,20 @@ DecoderModel ModelFor(WeightFormat format, bool tied = true) {
 
 // The K-quants and iq4_xs fall back as llama.cpp's quantizer does where K is a
 // multiple of 32 (the down projection, K = F = 64): q6_k to q8_0, q4_k to q5_0, q5_k
-// to q5_1, q3_k and iq4_xs to iq4_nl; elsewhere (K = 48) all to f16.
+// to q5_1, q2_k, q3_k and iq4_xs to iq4_nl; elsewhere (K = 48) all to f16.
 TEST(CompressedWeightsTest, KQuantsFallBackLikeLlamaCpp) {
   const DecoderModel model = NarrowModel();
   const auto down_fallback = [](WeightFormat format) {
     return format == WeightFormat::kQ6_K                                     ? WeightFormat::kQ8_0
            : format == WeightFormat::kQ4_K                                   ? WeightFormat::kQ5_0
-           : format == WeightFormat::kQ5_K                                   ? WeightFormat::kQ5_1
-           : format == WeightFormat::kIQ4_XS || format == WeightFormat::kQ3_K ? WeightFormat::kIQ4_NL
-                                                                               : WeightFormat::kF16;
+           : format == WeightFormat::kQ5_K ? WeightFormat::kQ5_1
+           : format == WeightFormat::kIQ4_XS || format == WeightFormat::kQ3_K ||
+                   format == WeightFormat::kQ2_K
+               ? WeightFormat::kIQ4_NL
+               : WeightFormat::kF16;
   };
-  for (WeightFormat format : {WeightFormat::kQ4_K, WeightFormat::kQ5_K, WeightFormat::kQ6_K, WeightFormat::kIQ4_XS}) {
+  for (WeightFormat format : {WeightFormat::kQ4_K, WeightFormat::kQ5_K, WeightFormat::kQ6_K, WeightFormat::kIQ4_XS,
+                              WeightFormat::kQ2_K}) {
     for (const MatrixWeightFormat& matrix : PlanWeightFormats(model, format)) {
       const bool down = matrix.name.find("ffn.down") != std::string::npos;
       EXPECT_TRUE(matrix.fallback) << matrix.name;
@@ -521,7 +556,7 @@ TEST(CompressedWeightsTest, KQuantsMatchTheOracleAndAreBatchInvariant) {
   threading::ThreadPool pool(2);
   for (WeightFormat format : {WeightFormat::kQ4_K, WeightFormat::kQ5_K, WeightFormat::kQ6_K, WeightFormat::kQ5_0,
                               WeightFormat::kQ4_1, WeightFormat::kQ5_1, WeightFormat::kIQ4_NL,
-                              WeightFormat::kIQ4_XS}) {
+                              WeightFormat::kIQ4_XS, WeightFormat::kQ2_K}) {
     const DecoderModel model = ModelFor(format);
     const EngineOptions fast = Engine(Backend::kFast, Precision::kF32, format, &pool);
     const auto oracle = SessionLogits(model, prompt, continuation, Engine(Backend::kReference, Precision::kF64, format));

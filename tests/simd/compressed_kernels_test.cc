@@ -34,7 +34,7 @@ constexpr CompressedFormat kAllTypes[] = {CompressedFormat::kBf16, CompressedFor
                                           CompressedFormat::kQ5_1, CompressedFormat::kIQ4_NL,
                                           CompressedFormat::kIQ4_XS, CompressedFormat::kQ4_K,
                                           CompressedFormat::kQ5_K, CompressedFormat::kQ6_K,
-                                          CompressedFormat::kQ3_K};
+                                          CompressedFormat::kQ3_K, CompressedFormat::kQ2_K};
 
 // ggml's kvalues_iq4nl (ggml-common.h), written out here so that the emulation does not
 // share the library's copy.
@@ -55,13 +55,22 @@ bool HasBlockMin(CompressedFormat type) {
 bool IsKQuant(CompressedFormat type) {
   return type == CompressedFormat::kQ4_K || type == CompressedFormat::kQ5_K ||
          type == CompressedFormat::kQ6_K || type == CompressedFormat::kQ3_K ||
-         type == CompressedFormat::kIQ4_XS;
+         type == CompressedFormat::kIQ4_XS || type == CompressedFormat::kQ2_K;
 }
 // The K-quants with a minimum per sub-block.
 bool HasMin(CompressedFormat type) {
-  return type == CompressedFormat::kQ4_K || type == CompressedFormat::kQ5_K;
+  return type == CompressedFormat::kQ4_K || type == CompressedFormat::kQ5_K ||
+         type == CompressedFormat::kQ2_K;
 }
 
+// Σ of 16 activations in the tree compressed_matrix.h documents for q2_k.
+float DocumentedSubBlockSum16(const float* x) {
+  float t[8];
+  for (size_t j = 0; j < 8; ++j) t[j] = x[j] + x[j + 8];
+  for (size_t j = 0; j < 4; ++j) t[j] = t[j] + t[j + 4];
+  for (size_t j = 0; j < 2; ++j) t[j] = t[j] + t[j + 2];
+  return t[0] + t[1];
+}
 // Σ of 32 activations in the tree compressed_matrix.h documents for q4_k and q5_k.
 float DocumentedSubBlockSum(const float* x) {
   float t[16];
@@ -138,10 +147,13 @@ struct CompressedCase {
       }
     }
     if (IsKQuant(type)) {
-      sub_rows = type == CompressedFormat::kQ6_K || type == CompressedFormat::kQ3_K ? 16 : 32;
+      sub_rows = type == CompressedFormat::kQ6_K || type == CompressedFormat::kQ3_K ||
+                         type == CompressedFormat::kQ2_K
+                     ? 16
+                     : 32;
       quants.resize(rows * cols);
       scales.resize(rows / sub_rows * cols);
-      if (HasMin(type)) mins.resize(rows / kQuantBlock * cols);
+      if (HasMin(type)) mins.resize(rows / sub_rows * cols);
       std::vector<float> column(rows);
       std::vector<uint8_t> row(GgmlRowBytes(type, rows));
       const size_t block_bytes = GgmlRowBytes(type, kSuperBlock);
@@ -151,6 +163,7 @@ struct CompressedCase {
           if (type == CompressedFormat::kQ4_K) QuantizeBlockQ4_K(column.data() + kSuperBlock * b, row.data() + block_bytes * b);
           if (type == CompressedFormat::kQ5_K) QuantizeBlockQ5_K(column.data() + kSuperBlock * b, row.data() + block_bytes * b);
           if (type == CompressedFormat::kQ3_K) QuantizeBlockQ3_K(column.data() + kSuperBlock * b, row.data() + block_bytes * b);
+          if (type == CompressedFormat::kQ2_K) QuantizeBlockQ2_K(column.data() + kSuperBlock * b, row.data() + block_bytes * b);
           if (type == CompressedFormat::kQ6_K) QuantizeBlockQ6_K(column.data() + kSuperBlock * b, row.data() + block_bytes * b);
           if (type == CompressedFormat::kIQ4_XS) QuantizeBlockIQ4_XS(column.data() + kSuperBlock * b, row.data() + block_bytes * b);
         }
@@ -158,7 +171,7 @@ struct CompressedCase {
           const simd_test::KQuantElement e = simd_test::DecodeKQuant(type, row.data(), k);
           quants[k * cols + n] = static_cast<float>(e.q);
           scales[k / sub_rows * cols + n] = e.scale;
-          if (!mins.empty()) mins[k / kQuantBlock * cols + n] = e.min;
+          if (!mins.empty()) mins[k / sub_rows * cols + n] = e.min;
         }
       }
     }
@@ -186,7 +199,9 @@ struct CompressedCase {
       acc = mul_add(scales[b * cols + n], partial, acc);
       if (!mins.empty()) {
         // acc − min·S, fused or not.
-        const float min = mins[b * cols + n], sum = DocumentedSubBlockSum(x + b * sub_rows);
+        const float min = mins[b * cols + n];
+        const float sum = sub_rows == 16 ? DocumentedSubBlockSum16(x + b * sub_rows)
+                                         : DocumentedSubBlockSum(x + b * sub_rows);
         acc = fused ? std::fma(-min, sum, acc) : acc - min * sum;
       }
     }
@@ -216,17 +231,19 @@ struct CompressedCase {
       case CompressedFormat::kQ4_1:
       case CompressedFormat::kQ5_1:
         return (k + k / 16 + 40) * eps / 2 * AbsTermSum(x, n) + (k + k / 16) * denorm;
+      case CompressedFormat::kQ2_K:
+        return (k + k / 8 + 24) * eps / 2 * AbsTermSum(x, n) + (k + k / 8) * denorm;
     }
     return 0;
   }
-  // q4_k, q5_k: Σ_k |x[k]|·(|d·sc·q| + |dmin·m|), the two terms the kernel sums apart
+  // q2_k, q4_k, q5_k: Σ_k |x[k]|·(|d·sc·q| + |dmin·m|), the two terms the kernel sums apart
   // (q4_1, q5_1: |d·q| + |m|).
   long double AbsTermSum(const float* x, size_t n) const {
     long double sum = 0;
     for (size_t k = 0; k < view.rows; ++k) {
       const size_t at = k * view.cols + n;
       const long double scaled = std::fabs(static_cast<long double>(scales[k / sub_rows * view.cols + n]) * quants[at]);
-      sum += std::fabs(static_cast<long double>(x[k])) * (scaled + std::fabs(mins[k / kQuantBlock * view.cols + n]));
+      sum += std::fabs(static_cast<long double>(x[k])) * (scaled + std::fabs(mins[k / sub_rows * view.cols + n]));
     }
     return sum;
   }
@@ -245,8 +262,8 @@ struct CompressedCase {
   GuardedBuffer<float> f32_storage;
   PackedMatrixView<float> f32_view;
   // The quantized types: [K, N] quants as the kernels multiply them (q8_0 q, q4_0 q − 8,
-  // q5_0 q − 16, iq4_nl kvalues_iq4nl[q], q4_k and q5_k q, q6_k q − 32, q3_k q − 4), [K / sub_rows, N] scales (d, or d·sc), q4_k and q5_k
-  // [K / 32, N] minimums dmin·m (q4_1, q5_1: −m, also with q itself as quants); all
+  // q5_0 q − 16, iq4_nl kvalues_iq4nl[q], q2_k, q4_k and q5_k q, q6_k q − 32, q3_k q − 4), [K / sub_rows, N] scales (d, or d·sc), q2_k, q4_k and q5_k
+  // [K / sub_rows, N] minimums dmin·m (q4_1, q5_1: −m, also with q itself as quants); all
   // empty for bf16/f16.
   size_t sub_rows = 0;
   std::vector<float> quants;

@@ -28,7 +28,7 @@ constexpr CompressedFormat kAllTypes[] = {CompressedFormat::kBf16, CompressedFor
                                           CompressedFormat::kQ5_1, CompressedFormat::kIQ4_NL,
                                           CompressedFormat::kIQ4_XS, CompressedFormat::kQ4_K,
                                           CompressedFormat::kQ5_K, CompressedFormat::kQ6_K,
-                                          CompressedFormat::kQ3_K};
+                                          CompressedFormat::kQ3_K, CompressedFormat::kQ2_K};
 
 // ggml's kvalues_iq4nl (ggml-common.h).
 constexpr int kIQ4NLTable[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
@@ -38,7 +38,7 @@ constexpr int kIQ4NLTable[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
 bool IsKQuant(CompressedFormat type) {
   return type == CompressedFormat::kQ4_K || type == CompressedFormat::kQ5_K ||
          type == CompressedFormat::kQ6_K || type == CompressedFormat::kQ3_K ||
-         type == CompressedFormat::kIQ4_XS;
+         type == CompressedFormat::kIQ4_XS || type == CompressedFormat::kQ2_K;
 }
 
 uint32_t Bits(float v) {
@@ -280,6 +280,29 @@ TEST(GgmlQuantizeTest, KQuantZeroBlocks) {
   std::memset(out, 0xFF, sizeof(out));
   QuantizeBlockQ3_K(zeros.data(), out);
   for (size_t i = 0; i < 110; ++i) EXPECT_EQ(out[i], 0) << i;
+  // q2_k: max == min == 0 in every group: scale 0, levels 0, d = dmin = 0.
+  std::memset(out, 0xFF, sizeof(out));
+  QuantizeBlockQ2_K(zeros.data(), out);
+  for (size_t i = 0; i < 84; ++i) EXPECT_EQ(out[i], 0) << i;
+}
+
+// Values on q2_k's own grid with no minimum: each group of 16 holds the levels 0..3
+// (four times each, scrambled) times 0.25, so the search fits scale 0.25 and minimum 0,
+// every 4-bit scale is 15 against d = 0.25/15 (as f16), and every value comes back as
+// its own level: each 2-bit position of every qs byte goes through ggml's packing.
+TEST(GgmlQuantizeTest, Q2_KKeepsItsOwnGrid) {
+  std::vector<float> x(256);
+  for (size_t i = 0; i < 256; ++i) x[i] = 0.25f * static_cast<float>((i * 5 + i / 16) % 4);
+  uint8_t out[84];
+  QuantizeBlockQ2_K(x.data(), out);
+  EXPECT_EQ(U16(out + 80), F32ToF16(0.25f / 15.0f));
+  EXPECT_EQ(U16(out + 82), 0);  // dmin: no group needs a minimum
+  for (size_t i = 0; i < 256; ++i) {
+    const simd_test::KQuantElement e = simd_test::DecodeKQuant(CompressedFormat::kQ2_K, out, i);
+    EXPECT_EQ(e.q, static_cast<int>(x[i] * 4.0f)) << i;
+    EXPECT_EQ(e.min, 0.0f) << i;
+  }
+  for (size_t j = 0; j < 16; ++j) EXPECT_EQ(out[j], 15) << j;
 }
 
 // Values on q3_k's own grid: one step for the whole block and every level −4..3 in
@@ -412,6 +435,13 @@ TEST(CompressedMatrixTest, SizesAreGgmlBytesPerWeight) {
   EXPECT_EQ(CompressedMatrixBytes(CompressedFormat::kQ3_K, 768, 768), 768u * 768 * 146 / 256);
   EXPECT_EQ(CompressedMatrixBytes(CompressedFormat::kQ3_K, 256, 33), 2u * 32 * 146);
   EXPECT_EQ(GgmlRowBytes(CompressedFormat::kQ3_K, 512), 220u);
+  // q2_k: ggml's own 84 bytes per 256 weights (2.625 bits a weight), 2688 a panel's
+  // super-block.
+  EXPECT_FALSE(FitsCompressedFormat(CompressedFormat::kQ2_K, 512 + 128));
+  EXPECT_EQ(CompressedRowMultiple(CompressedFormat::kQ2_K), 256u);
+  EXPECT_EQ(CompressedMatrixBytes(CompressedFormat::kQ2_K, 768, 768), 768u * 768 * 84 / 256);
+  EXPECT_EQ(CompressedMatrixBytes(CompressedFormat::kQ2_K, 256, 33), 2u * 2688);
+  EXPECT_EQ(GgmlRowBytes(CompressedFormat::kQ2_K, 512), 168u);
 }
 
 // ---- packing ------------------------------------------------------------------------------
@@ -465,6 +495,9 @@ std::vector<uint8_t> GgmlRows(CompressedFormat type, const std::vector<float>& d
     for (size_t b = 0; b < rows / 256 && type == CompressedFormat::kIQ4_XS; ++b) {
       QuantizeBlockIQ4_XS(column.data() + 256 * b, row + 136 * b);
     }
+    for (size_t b = 0; b < rows / 256 && type == CompressedFormat::kQ2_K; ++b) {
+      QuantizeBlockQ2_K(column.data() + 256 * b, row + 84 * b);
+    }
   }
   return out;
 }
@@ -515,7 +548,8 @@ float GgmlElement(CompressedFormat type, const std::vector<uint8_t>& ggml, size_
       return static_cast<float>(q) * F16ToF32(U16(block)) + F16ToF32(U16(block + 2));
     }
     case CompressedFormat::kQ4_K:
-    case CompressedFormat::kQ5_K: {
+    case CompressedFormat::kQ5_K:
+    case CompressedFormat::kQ2_K: {
       const simd_test::KQuantElement e = simd_test::DecodeKQuant(type, row, k);
       return e.scale * static_cast<float>(e.q) - e.min;
     }
@@ -635,6 +669,7 @@ TEST(CompressedMatrixTest, RepackIsLosslessForArbitraryBytes) {
                           : type == CompressedFormat::kQ6_K ? 210
                           : type == CompressedFormat::kQ3_K ? 110
                           : type == CompressedFormat::kIQ4_XS ? 136
+                          : type == CompressedFormat::kQ2_K ? 84
                                                             : 2;
     std::vector<size_t> halves = {0};
     if (type == CompressedFormat::kQ4_K || type == CompressedFormat::kQ5_K ||
@@ -642,6 +677,7 @@ TEST(CompressedMatrixTest, RepackIsLosslessForArbitraryBytes) {
       halves = {0, 2};  // d and dmin, or d and m
     }
     if (type == CompressedFormat::kQ6_K || type == CompressedFormat::kQ3_K) halves = {type == CompressedFormat::kQ6_K ? size_t{208} : size_t{108}};
+    if (type == CompressedFormat::kQ2_K) halves = {80, 82};
     for (size_t i = 0; i < ggml.size(); i += stride) {
       for (size_t h : halves) {
         const bool bf16 = type == CompressedFormat::kBf16;

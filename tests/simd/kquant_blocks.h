@@ -1,4 +1,4 @@
-// ggml's q3_k, q4_k, q5_k and q6_k blocks read back as ggml's dequantize_row_q3_K /
+// ggml's q2_k, q3_k, q4_k, q5_k and q6_k blocks read back as ggml's dequantize_row_q2_K / _q3_K /
 // _q4_K / _q5_K / _q6_K read them, written apart from the kernels' panel layout so that the simd tests check that
 // layout (at(), the kernels) against ggml's own bytes.
 #pragma once
@@ -11,9 +11,9 @@
 
 namespace kvrt::simd_test {
 
-// Element k of a ggml row: its quant as the kernels multiply it (q4_k and q5_k q, q6_k
-// q − 32, q3_k q − 4), the scale d·sc of its sub-block and (q4_k, q5_k) the minimum dmin·m; the
-// value ggml dequantizes to is scale·q − min (q4_k, q5_k) or scale·q (q6_k, q3_k).
+// Element k of a ggml row: its quant as the kernels multiply it (q2_k, q4_k and q5_k q, q6_k
+// q − 32, q3_k q − 4), the scale d·sc of its sub-block and (q2_k, q4_k, q5_k) the minimum dmin·m; the
+// value ggml dequantizes to is scale·q − min (q2_k, q4_k, q5_k) or scale·q (q6_k, q3_k).
 struct KQuantElement {
   int q;
   float scale;
@@ -54,6 +54,19 @@ inline KQuantElement DecodeKQuant(simd::CompressedFormat type, const uint8_t* ro
     if (q5 && (block[16 + e % 32] >> (e / 32) & 1) != 0) q += 16;
     return {q, simd::F16ToF32(LoadHalf(block)) * static_cast<float>(sc),
             simd::F16ToF32(LoadHalf(block + 2)) * static_cast<float>(m)};
+  }
+  if (type == simd::CompressedFormat::kQ2_K) {
+    // {scales[16], qs[64], f16 d, f16 dmin}, walked as dequantize_row_q2_K walks it: per
+    // 128 elements q advances 32 bytes; for shift 0, 2, 4, 6 two runs of 16 elements,
+    // from q[l] and q[l + 16], each with the next scale byte (dl = d·(sc & 15), ml =
+    // dmin·(sc >> 4)).
+    const uint8_t* block = row + 84 * (k / 256);
+    const size_t chunk = e / 128, run = e % 128 / 16, l = e % 16;
+    const size_t shift = 2 * (run / 2);
+    const uint8_t* q = block + 16 + 32 * chunk + (run % 2 == 1 ? 16 : 0);
+    const uint8_t sc = block[8 * chunk + run];
+    return {(q[l] >> shift) & 3, simd::F16ToF32(LoadHalf(block + 80)) * static_cast<float>(sc & 0xF),
+            simd::F16ToF32(LoadHalf(block + 82)) * static_cast<float>(sc >> 4)};
   }
   if (type == simd::CompressedFormat::kQ3_K) {
     // {hmask[32], qs[64], scales[12], f16 d}: as dequantize_row_q3_K unpacks them

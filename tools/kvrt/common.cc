@@ -32,7 +32,7 @@ std::string DescribeEngineWeights(const Model& model, const EngineOptions& engin
                                     WeightFormat::kQ8_0, WeightFormat::kQ4_0, WeightFormat::kQ4_K,
                                     WeightFormat::kQ6_K, WeightFormat::kQ5_K, WeightFormat::kQ5_0,
                                     WeightFormat::kQ3_K, WeightFormat::kIQ4_NL, WeightFormat::kIQ4_XS,
-                                    WeightFormat::kQ4_1, WeightFormat::kQ5_1}) {
+                                    WeightFormat::kQ4_1, WeightFormat::kQ5_1, WeightFormat::kQ2_K}) {
     size_t count = 0;
     for (const MatrixWeightFormat& matrix : plan) count += matrix.effective == format;
     if (count) text += " " + std::string(WeightFormatName(format)) + " x" + std::to_string(count);

@@ -27,8 +27,8 @@ int ReportRegression(const std::string& what);
 
 // The values --weights takes, for its error message.
 inline constexpr const char* kWeightFormatChoices =
-    "as-stored, f32, bf16, f16, q8_0, q4_0, q5_0, q4_1, q5_1, iq4_nl, iq4_xs, q3_k, q4_k, q5_k, q6_k, q3_k_m, q4_k_s, "
-    "q4_k_m, q5_k_s or q5_k_m";
+    "as-stored, f32, bf16, f16, q8_0, q4_0, q5_0, q4_1, q5_1, iq4_nl, iq4_xs, q2_k, q3_k, q4_k, q5_k, q6_k, "
+    "q3_k_m, q4_k_s, q4_k_m, q5_k_s or q5_k_m";
 
 // The engine flags of `logits` and `generate`.
 inline constexpr FlagSpec kEngineFlags[] = {
@@ -36,9 +36,9 @@ inline constexpr FlagSpec kEngineFlags[] = {
     {"precision", true, "f32 (default) or f64, for the fast backend"},
     {"threads", true, "worker threads of the fast backend (default: $KVRT_THREADS, else all cores)", 't'},
     {"weights", true,
-     "weight matrices as-stored (default: a GGUF's bf16/f16/q8_0/q4_0/q5_0/q4_1/q5_1/iq4_nl/iq4_xs/q3_k/q4_k/q5_k/q6_k "
-     "as stored, else f32), f32, bf16, f16, q8_0, q4_0, q5_0, q4_1, q5_1, iq4_nl, iq4_xs, q3_k, q4_k, q5_k or q6_k "
-     "(converted at load "
+     "weight matrices as-stored (default: a GGUF's bf16/f16/q8_0/q4_0/q5_0/q4_1/q5_1/iq4_nl/iq4_xs/q2_k/q3_k/q4_k/"
+     "q5_k/q6_k as stored, else f32), f32, bf16, f16, q8_0, q4_0, q5_0, q4_1, q5_1, iq4_nl, iq4_xs, q2_k, q3_k, q4_k, "
+     "q5_k or q6_k (converted at load "
      "with ggml's reference quantizers; "
      "with --backend reference: the f64 oracle on the dequantized values), or llama-quantize's mix "
      "q3_k_m, q4_k_s, q4_k_m, q5_k_s or q5_k_m (each matrix the type llama.cpp gives it)"},

@@ -19,7 +19,7 @@ constexpr FlagSpec kFlags[] = {
     {"json", false, "print one JSON object instead of text"},
     {"weights", true,
      "list the format the fast engine keeps each weight matrix in for as-stored, f32, bf16, f16, q8_0, "
-     "q4_0, q5_0, q4_1, q5_1, iq4_nl, iq4_xs, q3_k, q4_k, q5_k or q6_k, or a mix q3_k_m ... q5_k_m (fallbacks marked) "
+     "q4_0, q5_0, q4_1, q5_1, iq4_nl, iq4_xs, q2_k, q3_k, q4_k, q5_k or q6_k, or a mix q3_k_m ... q5_k_m (fallbacks marked) "
      "instead of the file summary"},
     {"help", false, "show this help"},
 };

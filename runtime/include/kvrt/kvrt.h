@@ -290,12 +290,12 @@ size_t kvrt_pool_threads(const kvrt_pool* pool);
 void kvrt_pool_free(kvrt_pool* pool);
 
 /* The format of the weight matrices (kvrt/weight_format.h). AS_STORED (0, the
- * default) keeps a GGUF's bf16/f16/q8_0/q4_0/q5_0/q4_1/q5_1/iq4_nl/iq4_xs/q3_k/q4_k/
- * q5_k/q6_k tensors as stored and the rest in f32; the others convert every matrix at
- * bind (q8_0/q4_0/q5_0/q4_1/q5_1/iq4_nl fall back to f16 for a matrix whose input width
- * is not a multiple of 32; q6_k to q8_0, q4_k to q5_0, q5_k to q5_1, iq4_xs and q3_k to
- * iq4_nl for one whose width is not a multiple of 256, and then to f16 where 32 does
- * not divide it either). With the reference
+ * default) keeps a GGUF's bf16/f16/q8_0/q4_0/q5_0/q4_1/q5_1/iq4_nl/iq4_xs/q2_k/q3_k/
+ * q4_k/q5_k/q6_k tensors as stored and the rest in f32; the others convert every matrix
+ * at bind (q8_0/q4_0/q5_0/q4_1/q5_1/iq4_nl fall back to f16 for a matrix whose input
+ * width is not a multiple of 32; q6_k to q8_0, q4_k to q5_0, q5_k to q5_1, iq4_xs, q3_k
+ * and q2_k to iq4_nl for one whose width is not a multiple of 256, and then to f16 where
+ * 32 does not divide it either). With the reference
  * backend the scalar f64 engine runs on the format's dequantized values (the
  * oracle). */
 typedef enum kvrt_weights {
@@ -320,7 +320,8 @@ typedef enum kvrt_weights {
   KVRT_WEIGHTS_IQ4_NL = 16,
   KVRT_WEIGHTS_IQ4_XS = 17,
   KVRT_WEIGHTS_Q4_1 = 18,
-  KVRT_WEIGHTS_Q5_1 = 19
+  KVRT_WEIGHTS_Q5_1 = 19,
+  KVRT_WEIGHTS_Q2_K = 20
 } kvrt_weights;
 
 /* The element type of the K/V cache's rows (KvType in kvrt/engine_options.h).

@@ -4,24 +4,25 @@
 // decode: f32 costs 4 bytes, bf16 and f16 2, q8_0 1.0625, q5_1 0.75, q5_0 0.6875,
 // q4_1 0.625 and q4_0 and iq4_nl 0.5625 (ggml's block formats: 32 weights along the
 // input dimension K share one f16 scale, q4_1 and q5_1 also an f16 minimum; iq4_nl's
-// 4-bit index picks one of 16 non-linearly spaced values), q6_k
-// 0.82, q5_k 0.70, q4_k 0.58, q3_k 0.57 and iq4_xs 0.57 (ggml's K-quants and iq4_xs:
-// 256 weights along K share an f16 scale, and 16 or 32 of them an 8- or 6-bit
-// sub-scale; q4_k and q5_k also a minimum; q3_k's 3-bit quants are kept in 4 bits, so
-// it is barely smaller than q4_k here: simd/compressed_matrix.h).
+// 4-bit index picks one of 16 non-linearly spaced values), q6_k 0.82, q5_k 0.70, q4_k
+// 0.58, q3_k 0.57, iq4_xs 0.57 and q2_k 0.33 (ggml's K-quants and iq4_xs: 256 weights
+// along K share an f16 scale, and 16 or 32 of them an 8-, 6- or 4-bit sub-scale; q2_k,
+// q4_k and q5_k also a minimum; q3_k's 3-bit quants are kept in 4 bits, so it is barely
+// smaller than q4_k here, while q2_k keeps ggml's 2.625 bits a weight:
+// simd/compressed_matrix.h).
 //
 // kAsStored keeps what the file holds: a GGUF tensor already in bf16, f16, q8_0,
-// q4_0, q5_0, q4_1, q5_1, iq4_nl, iq4_xs, q3_k, q4_k, q5_k or q6_k is used as stored (repacked
+// q4_0, q5_0, q4_1, q5_1, iq4_nl, iq4_xs, q2_k, q3_k, q4_k, q5_k or q6_k is used as stored (repacked
 // losslessly), everything else is f32. An explicit format converts every matrix (the seven per block, the token
 // table and the vocabulary head) from its f32-rounded values when the weights are
 // packed, with ggml's reference quantizers (no importance matrix). Gains and RoPE
 // tables stay in the engine's precision.
 //
-// A q8_0, q4_0, q5_0, q4_1, q5_1 or iq4_nl matrix needs K % 32 == 0, a q3_k, q4_k,
-// q5_k, q6_k or iq4_xs one K % 256 == 0. A matrix that does not fit falls back as
+// A q8_0, q4_0, q5_0, q4_1, q5_1 or iq4_nl matrix needs K % 32 == 0, a q2_k, q3_k,
+// q4_k, q5_k, q6_k or iq4_xs one K % 256 == 0. A matrix that does not fit falls back as
 // llama.cpp's quantizer does (llama_tensor_get_type): q6_k to q8_0, q4_k to q5_0, q5_k
-// to q5_1, q3_k and iq4_xs to iq4_nl, and anything whose block does not divide K to
-// f16, where llama.cpp's chain ends (for q8_0/q4_0/q5_0/q4_1/q5_1/iq4_nl themselves
+// to q5_1, q2_k, q3_k and iq4_xs to iq4_nl, and anything whose block does not divide K
+// to f16, where llama.cpp's chain ends (for q8_0/q4_0/q5_0/q4_1/q5_1/iq4_nl themselves
 // llama.cpp refuses the tensor instead). Fallbacks are never errors: Model::WeightPlan
 // lists them, and the CLI reports them.
 //
@@ -66,11 +67,12 @@ enum class WeightFormat : uint8_t {
   kIQ4_XS = 17,
   kQ4_1 = 18,
   kQ5_1 = 19,
+  kQ2_K = 20,  // llama-quantize --pure's Q2_K (its Q2_K mix is not offered)
 };
 
 // "as-stored", "f32", "bf16", "f16", "q8_0", "q4_0", "q4_k", "q6_k", "q5_k", "q4_k_s",
 // "q4_k_m", "q5_k_s", "q5_k_m", "q5_0", "q3_k", "q3_k_m", "iq4_nl", "iq4_xs", "q4_1",
-// "q5_1" ("unknown" outside the enum).
+// "q5_1", "q2_k" ("unknown" outside the enum).
 std::string_view WeightFormatName(WeightFormat format);
 // The inverse of WeightFormatName for its names; nullopt for anything else.
 std::optional<WeightFormat> ParseWeightFormat(std::string_view name);
@@ -82,7 +84,7 @@ bool IsWeightMix(WeightFormat format);
 // depends).
 double WeightFormatBytesPerWeight(WeightFormat format);
 // What K must be a multiple of for a matrix to be kept in `format`: 32 for q8_0,
-// q4_0, q5_0, q4_1, q5_1 and iq4_nl, 256 for q3_k, q4_k, q5_k, q6_k and iq4_xs, 1 for the rest.
+// q4_0, q5_0, q4_1, q5_1 and iq4_nl, 256 for q2_k, q3_k, q4_k, q5_k, q6_k and iq4_xs, 1 for the rest.
 size_t WeightFormatRowMultiple(WeightFormat format);
 
 // The format one matrix of a model is kept in for a requested format.

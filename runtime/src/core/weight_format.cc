@@ -21,6 +21,7 @@ constexpr struct {
     {WeightFormat::kQ3_K, "q3_k"},          {WeightFormat::kQ3_K_M, "q3_k_m"},
     {WeightFormat::kIQ4_NL, "iq4_nl"},      {WeightFormat::kIQ4_XS, "iq4_xs"},
     {WeightFormat::kQ4_1, "q4_1"},          {WeightFormat::kQ5_1, "q5_1"},
+    {WeightFormat::kQ2_K, "q2_k"},
 };
 
 }  // namespace
@@ -68,6 +69,9 @@ double WeightFormatBytesPerWeight(WeightFormat format) {
     case WeightFormat::kQ3_K: return 146.0 / 256.0;
     // iq4_xs's panel layout keeps a byte per block scale and one unused (ggml: 6 bits).
     case WeightFormat::kIQ4_XS: return 146.0 / 256.0;
+    // q2_k's panels keep ggml's own bytes: 2-bit quants, a byte of 4-bit scale and
+    // minimum per 16 weights, d and dmin per 256.
+    case WeightFormat::kQ2_K: return 84.0 / 256.0;
     default: return std::numeric_limits<double>::quiet_NaN();
   }
 }
@@ -80,6 +84,7 @@ size_t WeightFormatRowMultiple(WeightFormat format) {
     case WeightFormat::kQ4_1:
     case WeightFormat::kQ5_1:
     case WeightFormat::kIQ4_NL: return 32;
+    case WeightFormat::kQ2_K:
     case WeightFormat::kQ3_K:
     case WeightFormat::kQ4_K:
     case WeightFormat::kQ5_K:

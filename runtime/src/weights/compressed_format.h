@@ -19,7 +19,7 @@ inline constexpr std::array<BlockSlot, 7> kBlockMatrixSlots = {
 
 // Values of WeightFormat (the enum's last one plus one), for tables indexed by format;
 // a value the enum skips is never used as an index (IsKnownWeightFormat refuses it).
-inline constexpr size_t kWeightFormatCount = static_cast<size_t>(WeightFormat::kQ5_1) + 1;
+inline constexpr size_t kWeightFormatCount = static_cast<size_t>(WeightFormat::kQ2_K) + 1;
 
 // The kernels' type of a compressed format; nullopt for kF32 and kAsStored.
 inline std::optional<simd::CompressedFormat> CompressedFormatOf(WeightFormat format) {
@@ -35,6 +35,7 @@ inline std::optional<simd::CompressedFormat> CompressedFormatOf(WeightFormat for
     case WeightFormat::kQ5_1: return simd::CompressedFormat::kQ5_1;
     case WeightFormat::kQ4_K: return simd::CompressedFormat::kQ4_K;
     case WeightFormat::kQ5_K: return simd::CompressedFormat::kQ5_K;
+    case WeightFormat::kQ2_K: return simd::CompressedFormat::kQ2_K;
     case WeightFormat::kQ3_K: return simd::CompressedFormat::kQ3_K;
     case WeightFormat::kQ6_K: return simd::CompressedFormat::kQ6_K;
     default: return std::nullopt;

@@ -12,9 +12,9 @@ namespace kvrt {
 namespace {
 
 // llama.cpp's fallback for a block type that does not divide a row of `rows`
-// (llama_tensor_get_type): q6_k becomes q8_0, q4_k q5_0, q5_k q5_1, q3_k and iq4_xs
-// iq4_nl, and a type whose block still does not divide the row f16, where ggml's chain
-// ends.
+// (llama_tensor_get_type): q6_k becomes q8_0, q4_k q5_0, q5_k q5_1, q2_k, q3_k and
+// iq4_xs iq4_nl, and a type whose block still does not divide the row f16, where
+// ggml's chain ends.
 WeightFormat Fallback(WeightFormat wanted, size_t rows) {
   if (wanted == WeightFormat::kQ6_K && simd::FitsCompressedFormat(simd::CompressedFormat::kQ8_0, rows)) {
     return WeightFormat::kQ8_0;
@@ -25,7 +25,7 @@ WeightFormat Fallback(WeightFormat wanted, size_t rows) {
   if (wanted == WeightFormat::kQ5_K && simd::FitsCompressedFormat(simd::CompressedFormat::kQ5_1, rows)) {
     return WeightFormat::kQ5_1;
   }
-  if ((wanted == WeightFormat::kIQ4_XS || wanted == WeightFormat::kQ3_K) &&
+  if ((wanted == WeightFormat::kIQ4_XS || wanted == WeightFormat::kQ3_K || wanted == WeightFormat::kQ2_K) &&
       simd::FitsCompressedFormat(simd::CompressedFormat::kIQ4_NL, rows)) {
     return WeightFormat::kIQ4_NL;
   }
@@ -42,21 +42,19 @@ detail::KQuantMix MixOf(WeightFormat mix) {
   }
 }
 
-// The format of a mix's choice: every type the offered mixes choose is one. (q2_k comes
-// only from llama.cpp's Q2_K and Q3_K_S mixes, which MixOf does not offer; f16 would
-// stand in for it.)
+// The format of a mix's choice: every type llama.cpp's mixes choose is one.
 WeightFormat FormatOfMixType(detail::MixTensorType type) {
   switch (type) {
     case detail::MixTensorType::kF16: return WeightFormat::kF16;
     case detail::MixTensorType::kQ8_0: return WeightFormat::kQ8_0;
     case detail::MixTensorType::kQ5_0: return WeightFormat::kQ5_0;
     case detail::MixTensorType::kQ5_1: return WeightFormat::kQ5_1;
+    case detail::MixTensorType::kQ2_K: return WeightFormat::kQ2_K;
     case detail::MixTensorType::kQ3_K: return WeightFormat::kQ3_K;
     case detail::MixTensorType::kIQ4_NL: return WeightFormat::kIQ4_NL;
     case detail::MixTensorType::kQ4_K: return WeightFormat::kQ4_K;
     case detail::MixTensorType::kQ5_K: return WeightFormat::kQ5_K;
     case detail::MixTensorType::kQ6_K: return WeightFormat::kQ6_K;
-    case detail::MixTensorType::kQ2_K: break;
   }
   return WeightFormat::kF16;
 }

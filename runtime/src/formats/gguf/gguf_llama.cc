@@ -99,6 +99,7 @@ StoredWeights StoredForm(const GgufFile& file, const TensorInfo& tensor, bool ga
     case GgmlType::kQ5_0: format = WeightFormat::kQ5_0; break;
     case GgmlType::kQ4_1: format = WeightFormat::kQ4_1; break;
     case GgmlType::kQ5_1: format = WeightFormat::kQ5_1; break;
+    case GgmlType::kQ2_K: format = WeightFormat::kQ2_K; break;
     case GgmlType::kQ3_K: format = WeightFormat::kQ3_K; break;
     case GgmlType::kIQ4_NL: format = WeightFormat::kIQ4_NL; break;
     case GgmlType::kIQ4_XS: format = WeightFormat::kIQ4_XS; break;

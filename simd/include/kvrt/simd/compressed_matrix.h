@@ -1,6 +1,6 @@
 // Weight matrices kept compressed: bf16, f16, q8_0, q4_0, q5_0, q4_1, q5_1, iq4_nl,
-// iq4_xs and the K-quants q3_k, q4_k, q5_k and q6_k in the column-panel layout of the
-// fast matrix kernels, and their
+// iq4_xs and the K-quants q2_k, q3_k, q4_k, q5_k and q6_k in the column-panel layout of
+// the fast matrix kernels, and their
 // matrix–vector (decode) and matrix–matrix (prefill) products with f32 activations and
 // f32 accumulation.
 //
@@ -51,9 +51,17 @@
 //              low 2 bits | high bit << 2 (0..7, nibble bit 3 zero). Not ggml's 3.4375
 //              bits: the kernels then decode q3_k as q4_0's nibbles, and the rows cost
 //              4 bits a weight instead of 3 (a 2 + 1-bit row layout is not done yet).
-//              The K-quants keep ggml's two levels of scales: 4.5625, 4.625, 5.625 and
-//              6.5625 bits per weight (ggml's: 3.4375, 4.5, 5.5 and 6.5625; the panels
-//              keep q4_k's and q5_k's 6-bit scales and minimums a byte each).
+//   q2_k:      K/256 super-blocks of 2688 bytes: q4_k's header (32 f16 d, 32 f16 dmin),
+//              then 8 blocks of 32 rows (320 bytes each): a 64-byte scale area of
+//              ggml's scale bytes as stored, sc | m << 4 (4 bits each), 32 for the
+//              block's first 16 rows and 32 for its last 16, then 32 rows of 8 bytes:
+//              the 2-bit quants q (0..3) of the panel's 32 columns as one little-endian
+//              uint64, column c at bits 2c..2c+1 (no lane order: a row of a group is
+//              its W panels' 8 bytes side by side). 2.625 bits per weight, ggml's own.
+//              The K-quants keep ggml's two levels of scales: 2.625, 4.5625, 4.625,
+//              5.625 and 6.5625 bits per weight (ggml's: 2.625, 3.4375, 4.5, 5.5 and
+//              6.5625; the panels keep q4_k's and q5_k's 6-bit scales and minimums a
+//              byte each).
 // Panels are stored in groups of four (the last group holds the one to three panels
 // left over) whose rows are interleaved: a group of W panels keeps row k of its W
 // panels side by side (bf16/f16: W × 64 bytes), and for the quantized types, block by
@@ -66,7 +74,7 @@
 // that one 32-bit lane holds column j of all four panels (a q5_0, q5_1, q5_k or q6_k
 // row of a group then has its four panels' 4 or 8 high-bit bytes after those 64).
 // Bytes per weight are 2, 2, 34/32, 18/32, 22/32, 20/32, 24/32, 148/256, 180/256,
-// 210/256 and 146/256
+// 210/256, 146/256 and 84/256 (q2_k)
 // (plus the padding of the last panel). Every panel is a multiple of 64 bytes, so 64-byte aligned storage
 // keeps every panel, block and scale area aligned.
 //
@@ -80,7 +88,8 @@
 // bits; the addition rounds once);
 // q4_k and q5_k (d·sc)·q − dmin·m, in
 // f32 in that order (d·sc, dmin·m and (d·sc)·q are exact: at most 11 + 6 + 5
-// significant bits; the subtraction rounds); q6_k (d·sc)·(q − 32), q3_k
+// significant bits; the subtraction rounds); q2_k the same with its 4-bit sc and m
+// and q ≤ 3 (one rounding, the subtraction); q6_k (d·sc)·(q − 32), q3_k
 // (d·sc)·(q − 4) with sc the signed scale, both exact. The
 // block-quantized kernels sum x·q per block and apply the scales once per block
 // (MatVec below).
@@ -91,8 +100,8 @@
 
 namespace kvrt::simd {
 
-// Compressed types only. (kQ5_K, kQ5_0, kQ3_K, kIQ4_NL, kIQ4_XS, kQ4_1 and kQ5_1 came
-// last; the order means nothing else.)
+// Compressed types only. (kQ5_K, kQ5_0, kQ3_K, kIQ4_NL, kIQ4_XS, kQ4_1, kQ5_1 and
+// kQ2_K came last; the order means nothing else.)
 enum class CompressedFormat : uint8_t {
   kBf16,
   kF16,
@@ -106,7 +115,8 @@ enum class CompressedFormat : uint8_t {
   kIQ4_NL,
   kIQ4_XS,
   kQ4_1,
-  kQ5_1
+  kQ5_1,
+  kQ2_K
 };
 
 // How the blocks of a q8_0/q4_0 panel order their quants (q5_0, iq4_nl: kRows only). kRows is the
@@ -124,7 +134,7 @@ inline constexpr size_t kSuperBlock = 256;
 inline constexpr size_t kCompressedPanelWidth = 32;
 
 // "bf16", "f16", "q8_0", "q4_0", "q4_k", "q6_k", "q5_k", "q5_0", "q3_k", "iq4_nl",
-// "iq4_xs", "q4_1", "q5_1".
+// "iq4_xs", "q4_1", "q5_1", "q2_k".
 const char* CompressedFormatName(CompressedFormat type);
 
 // Rows (along K) a matrix in `type` must be a multiple of: bf16/f16 1,
@@ -141,7 +151,7 @@ size_t CompressedMatrixBytes(CompressedFormat type, size_t rows, size_t cols);
 // Bytes of one tensor row (K elements of one output column) as ggml stores it in a GGUF
 // file: 2·K for bf16/f16, 34·K/32 for q8_0, 18·K/32 for q4_0 and iq4_nl, 22·K/32 for
 // q5_0, 20·K/32 for q4_1, 24·K/32 for q5_1, 144·K/256 for q4_k, 176·K/256 for q5_k, 210·K/256 for q6_k, 110·K/256 for q3_k,
-// 136·K/256 for iq4_xs; requires FitsCompressedFormat.
+// 136·K/256 for iq4_xs, 84·K/256 for q2_k; requires FitsCompressedFormat.
 size_t GgmlRowBytes(CompressedFormat type, size_t rows_k);
 
 struct CompressedMatrixView {
@@ -188,7 +198,8 @@ void PackCompressed(CompressedFormat type, const float* source, size_t rows, siz
 // q5_k: K/256 blocks of {f16 d; f16 dmin; u8 scales[12]; u8 qh[32]; u8 qs[128]} (176
 // bytes); q6_k: K/256 blocks of {u8 ql[128]; u8 qh[64]; i8 scales[16]; f16 d} (210
 // bytes); q3_k: K/256 blocks of {u8 hmask[32]; u8 qs[64]; u8 scales[12]; f16 d} (110
-// bytes), the bit order of ggml's dequantize_row_q4_K / _q5_K / _q6_K / _q3_K. Requires
+// bytes); q2_k: K/256 blocks of {u8 scales[16]; u8 qs[64]; f16 d; f16 dmin} (84 bytes);
+// the bit order of ggml's dequantize_row_q4_K / _q5_K / _q6_K / _q3_K / _q2_K. Requires
 // FitsCompressedFormat(type, rows_k). `out` must not overlap `ggml_rows`.
 // PackCompressed(type, W) == RepackGgml(type, ggml quantization of Wᵀ's rows), byte for byte.
 void RepackGgml(CompressedFormat type, const uint8_t* ggml_rows, size_t rows_k, size_t cols_n,
@@ -234,7 +245,7 @@ void QuantizeBlockIQ4_NL(const float* x, uint8_t* out);
 // and the indices against 1/(d·(ls − 32)) (f32, before d's f16 rounding); 136 bytes.
 void QuantizeBlockIQ4_XS(const float* x, uint8_t* out);
 
-// ggml's reference K-quant quantizers (quantize_row_q3_K_ref / _q4_K_ref / _q5_K_ref /
+// ggml's reference K-quant quantizers (quantize_row_q2_K_ref / _q3_K_ref / _q4_K_ref / _q5_K_ref /
 // _q6_K_ref, no importance matrix), one super-block of 256 values into ggml's bytes,
 // the same float operations in the same order (ggml compiles them without fused
 // multiply-adds):
@@ -251,7 +262,13 @@ void QuantizeBlockIQ4_XS(const float* x, uint8_t* out);
 //         weights x², up to 5 passes moving single levels), the 16 scales quantized
 //         to 6 bits against the largest in magnitude (d = −max/32 as f16, sc − 32 in
 //         −32..31), then q = clamp(round(x/(d·(sc − 32))), −4, 3) + 4       (110 bytes)
+//   q2_k: per 16 values a scale and a minimum by ggml's search (make_qkx2_quants, 3
+//         levels, weights |x|, absolute errors, trial steps −0.5 + 0.1·i, i ≤ 15),
+//         both quantized to 4 bits against the largest of each (d = max_scale/15,
+//         dmin = max_min/15), then q = clamp(round((x + dmin·m)/(d·sc)), 0, 3)
+//         (84 bytes)
 // Finite inputs.
+void QuantizeBlockQ2_K(const float* x, uint8_t* out);
 void QuantizeBlockQ3_K(const float* x, uint8_t* out);
 void QuantizeBlockQ4_K(const float* x, uint8_t* out);
 void QuantizeBlockQ5_K(const float* x, uint8_t* out);
@@ -304,16 +321,16 @@ double RoundToBf16(double value);
 //                acc = fma(d_b, P_b, acc) and acc = fma(m_b, S_b, acc), with S_b = Σ x[k]
 //                over the block in q4_k's fixed tree (below), from acc = 0: Σ x·(q·d + m)
 //                = d·Σ x·q + m·Σ x, two multiply-adds per block and column.
-//              q3_k, q4_k, q5_k, q6_k: block-scaled accumulation by sub-block (q4_k,
-//                q5_k: 32 rows, q3_k, q6_k: 16), in ascending order from acc = 0: P_s =
-//                one FMA chain from 0 over the sub-block's rows of x[k]·q (q4_k, q5_k:
-//                q; q6_k: q − 32; q3_k: q − 4), then
+//              q2_k, q3_k, q4_k, q5_k, q6_k: block-scaled accumulation by sub-block
+//                (q4_k, q5_k: 32 rows, q2_k, q3_k, q6_k: 16), in ascending order from
+//                acc = 0: P_s = one FMA chain from 0 over the sub-block's rows of
+//                x[k]·q (q2_k, q4_k, q5_k: q; q6_k: q − 32; q3_k: q − 4), then
 //                q3_k, q6_k: acc = fma(d·sc_s, P_s, acc);
-//                q4_k, q5_k: acc = fma(d·sc_s, P_s, acc), then acc = acc −
+//                q2_k, q4_k, q5_k: acc = fma(d·sc_s, P_s, acc), then acc = acc −
 //                (dmin·m_s)·S_s fused, with S_s = Σ x[k] over the sub-block's 32
-//                rows in a fixed tree, the same for every column and every target:
-//                t_j = x_j + x_{j+16} (j < 16), then t_j + t_{j+8} (j < 8), + 4, + 2,
-//                + 1.
+//                (q2_k: 16) rows in a fixed tree, the same for every column and every
+//                target: t_j = x_j + x_{j+16} (j < 16), then t_j + t_{j+8} (j < 8),
+//                + 4, + 2, + 1 (q2_k: from t_j = x_j + x_{j+8}, j < 8).
 //                (d·sc and dmin·m are exact in f32: 11-bit significands times
 //                8-bit integers.) Since Σ_k x·((d·sc)·q − dmin·m) = (d·sc)·Σ x·q −
 //                (dmin·m)·Σ x per sub-block, two multiply-adds per sub-block and column
@@ -365,6 +382,13 @@ double RoundToBf16(double value);
 //              q5_k: as q4_k, (K + K/16 + 40)·(ε/2)·Σ' (+ (K + K/16)·denorm_min): the
 //                same operations, and q ≤ 31 keeps (d·sc)·q exact (≤ 22 significant
 //                bits), so at() still rounds once.
+//              q2_k: as q4_k with sub-blocks of 16: |y[n] − twin| ≤ (K + K/8 + 24)·(ε/2)·Σ'
+//                (+ (K + K/8)·denorm_min). Derivation: d·sc (11 + 4 bits), (d·sc)·q
+//                (q ≤ 3, + 2 bits) and dmin·m are exact, so at() rounds once (the
+//                subtraction, ≤ u); P_s errs by ≤ γ_16, S_s (a tree of depth 4) by
+//                ≤ γ_4, the chain of 2·K/16 fused steps by ≤ γ_{K/8}, the twin by
+//                ≤ γ_K, each times Σ' (Σ' as q4_k's): K + K/8 + 16 + 4 + 1, rounded up
+//                for the γ's second-order terms as q4_k's 38 to 40.
 //              The scalar target has no FMA: bf16/f16 equal the twin there.
 void MatVec(const CompressedMatrixView& w, const float* x, float* y, size_t panel_begin,
             size_t panel_end);
@@ -381,12 +405,12 @@ void MatVecScalar(const CompressedMatrixView& w, const float* x, float* y, size_
 //   Method:    the f32 MatMul's loop nest (matmul.h). Each panel's K block (256 rows) is
 //              decoded once per M block (256 rows of A) into a 33 KiB stack tile (f32,
 //              f32 panel layout; for the quantized types the integers and the column
-//              scales per (sub-)block, for q4_k and q5_k also dmin·m) and reused by every row
+//              scales per (sub-)block, for q2_k, q4_k and q5_k also dmin·m) and reused by every row
 //              tile. bf16/f16 run the f32 register-blocked micro-kernel (AVX-512: 8
 //              rows × 32 columns) on the dequantized values, so C is the f32 MatMul on
 //              the dequantized matrix bit for bit; the quantized types a block-scaled
 //              micro-kernel (AVX-512: 6 rows × 32 columns, a partial sum and an
-//              accumulator per element) doing MatVec's arithmetic (q4_k and q5_k with S_s of
+//              accumulator per element) doing MatVec's arithmetic (q2_k, q4_k and q5_k with S_s of
 //              each row computed once per row and K block). Either way
 //              every row equals MatVec of that row bit for bit on the same target,
 //              independent of M, the panel range and the thread split.
