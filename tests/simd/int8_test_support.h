@@ -1,11 +1,13 @@
 // Shared by the int8-activation kernel tests (int8_activations_test.cc for q8_0, q4_0
-// and q5_0; int8_kquant_test.cc for the K-quants): activation rows rounded to q8_0
-// blocks, and the check every shape of MatMulInt8 must pass.
+// and q5_0; int8_kquant_test.cc for the K-quants; int8_iq4_test.cc for iq4_nl and
+// iq4_xs): activation rows rounded to q8_0 blocks, and the checks every shape and panel
+// range of MatMulInt8 must pass.
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -63,6 +65,31 @@ inline ::testing::AssertionResult MatMulMatchesTwin(const Activations& act, size
   MatMulInt8(act.rows, first_row + m - 1, 1, quads, alone.data(), cols, 0, quads.panels());
   if (!simd_test::SameBits(alone.data(), c.data() + (m - 1) * ldc, cols)) {
     return ::testing::AssertionFailure() << "a row alone != the same row in the tile";
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// MatMulInt8 over panel ranges {0..3, 3..4, 4..9, 9..10} of a 10-panel `quads` (the last
+// panel partial) writes only its ranges' columns, and the ranges together give the bits
+// of one call over all panels, for one and for two rows of `act`.
+inline ::testing::AssertionResult PanelRangesWriteOnlyTheirColumns(const Activations& act,
+                                                                   const CompressedMatrixView& quads) {
+  const size_t cols = quads.cols;
+  for (size_t m : {1, 2}) {
+    std::vector<float> whole(m * cols), split(m * cols, kUntouched);
+    MatMulInt8(act.rows, 0, m, quads, whole.data(), cols, 0, quads.panels());
+    for (const auto& [begin, end] : {std::pair<size_t, size_t>{0, 3}, {3, 4}, {4, 9}, {9, 10}}) {
+      MatMulInt8(act.rows, 0, m, quads, split.data(), cols, begin, end);
+      for (size_t r = 0; r < m; ++r) {
+        for (size_t n = end * 32; n < cols; ++n) {
+          if (split[r * cols + n] != kUntouched) {
+            return ::testing::AssertionFailure() << "panels " << begin << ".." << end << " wrote column " << n;
+          }
+        }
+      }
+    }
+    if (!simd_test::SameBits(whole.data(), split.data(), m * cols))
+      return ::testing::AssertionFailure() << "M=" << m << ": the ranges differ from one call";
   }
   return ::testing::AssertionSuccess();
 }
