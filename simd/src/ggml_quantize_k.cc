@@ -221,6 +221,32 @@ void ScaleMinK4(size_t j, const uint8_t* packed, uint8_t& scale, uint8_t& min) {
   }
 }
 
+// The largest scale and largest (negated) minimum of a super-block's sub-blocks.
+struct SubBlockFits {
+  float max_scale = 0;  // the minimum is subtracted, so scales are never negative
+  float max_min = 0;
+};
+
+// FitScaleAndMin on each of kSubs sub-blocks of kSub values of x, weighted by what
+// `weigh(xs, weights)` gives each: its levels, scales[j] and mins[j] (ggml's loop of
+// quantize_row_q2_K_ref, _q4_K_ref and _q5_K_ref).
+template <int kSub, int kSubs, class Weigh>
+SubBlockFits FitSubBlocks(const float* x, int nmax, float rmin, float rdelta, int nstep, bool use_mad,
+                          const Weigh& weigh, uint8_t* levels, float* scales, float* mins) {
+  uint8_t trial[kSub];
+  float weights[kSub];
+  SubBlockFits fits;
+  for (int j = 0; j < kSubs; ++j) {
+    const float* xs = x + kSub * j;
+    weigh(xs, weights);
+    scales[j] = FitScaleAndMin(kSub, nmax, xs, weights, levels + kSub * j, &mins[j], trial, rmin,
+                               rdelta, nstep, use_mad);
+    if (scales[j] > fits.max_scale) fits.max_scale = scales[j];
+    if (mins[j] > fits.max_min) fits.max_min = mins[j];
+  }
+  return fits;
+}
+
 // What quantize_row_q4_K_ref and _q5_K_ref share: per 32 values a scale and a minimum
 // from ggml's search with `nmax` levels (and its trial scales rmin + rdelta·is, is =
 // 0..nstep), quantized to 6 bits against the largest of each into d, dmin and the
@@ -229,23 +255,18 @@ void ScaleMinK4(size_t j, const uint8_t* packed, uint8_t& scale, uint8_t& min) {
 void ScaleMinSuperBlock(const float* x, int nmax, float rmin, float rdelta, int nstep, uint8_t* out,
                         uint8_t* levels) {
   constexpr int kSub = 32, kSubs = kSuperBlock / kSub;
-  uint8_t trial[kSub];
-  float weights[kSub];
   float mins[kSubs];
   float scales[kSubs];
-  float max_scale = 0;  // the minimum is subtracted, so scales are never negative
-  float max_min = 0;
-  for (int j = 0; j < kSubs; ++j) {
-    const float* xs = x + kSub * j;
+  // Weights √(mean x²) + |x|.
+  const auto weigh = [](const float* xs, float* weights) {
     float sum_x2 = 0;
     for (int l = 0; l < kSub; ++l) sum_x2 += xs[l] * xs[l];
     const float av_x = std::sqrt(sum_x2 / kSub);
     for (int l = 0; l < kSub; ++l) weights[l] = av_x + std::fabs(xs[l]);
-    scales[j] = FitScaleAndMin(kSub, nmax, xs, weights, levels + kSub * j, &mins[j], trial, rmin,
-                               rdelta, nstep, false);
-    if (scales[j] > max_scale) max_scale = scales[j];
-    if (mins[j] > max_min) max_min = mins[j];
-  }
+  };
+  const SubBlockFits fits =
+      FitSubBlocks<kSub, kSubs>(x, nmax, rmin, rdelta, nstep, false, weigh, levels, scales, mins);
+  const float max_scale = fits.max_scale, max_min = fits.max_min;
   uint8_t* packed = out + 4;
   const float inv_scale = max_scale > 0 ? 63.0f / max_scale : 0.0f;
   const float inv_min = max_min > 0 ? 63.0f / max_min : 0.0f;
@@ -286,19 +307,15 @@ void QuantizeBlockQ2_K(const float* x, uint8_t* out) {
   constexpr int kSub = 16, kSubs = kSuperBlock / kSub;
   constexpr float kLevels = 15.0f;  // the 4-bit scales' and minimums' largest value
   uint8_t levels[kSuperBlock];
-  uint8_t trial[kSub];
-  float weights[kSub];
   float mins[kSubs];
   float scales[kSubs];
-  float max_scale = 0;  // the minimum is subtracted, so scales are never negative
-  float max_min = 0;
-  for (int j = 0; j < kSubs; ++j) {
-    const float* xs = x + kSub * j;
+  // Weights |x|, errors absolute (use_mad).
+  const auto weigh = [](const float* xs, float* weights) {
     for (int l = 0; l < kSub; ++l) weights[l] = std::fabs(xs[l]);
-    scales[j] = FitScaleAndMin(kSub, 3, xs, weights, levels + kSub * j, &mins[j], trial, -0.5f, 0.1f, 15, true);
-    if (scales[j] > max_scale) max_scale = scales[j];
-    if (mins[j] > max_min) max_min = mins[j];
-  }
+  };
+  const SubBlockFits fits =
+      FitSubBlocks<kSub, kSubs>(x, 3, -0.5f, 0.1f, 15, true, weigh, levels, scales, mins);
+  const float max_scale = fits.max_scale, max_min = fits.max_min;
   uint8_t* packed = out;  // scales[16]: sc | m << 4
   uint8_t* qs = out + 16;
   uint16_t d = F32ToF16(0.0f);
