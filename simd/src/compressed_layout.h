@@ -410,16 +410,22 @@ inline void DequantizeRow(CompressedFormat type, const PanelRows& panel, size_t 
 //                     c + 16 at bits 4 + h·i..: where the nibble byte has the same
 //                     index, so that a shift and a mask per 32-bit lane move them to
 //                     bit 4 (int8_matmul-inl.h, QuadWeights).
-// Block sizes stay 1088, 576 (q4_0, q4_k, q3_k, iq4_nl, iq4_xs), 704 (q5_0, q5_k) and
-// 832 bytes.
+//   q2_k:             per half block of 16 rows (one sub-block, its four quads) 128
+//                     bytes: byte 4c + j holds at bits 2i..2i+1 the quant of row 4i + j
+//                     of column c (c < 32), so that quad i's operand is one shift by
+//                     2i and a mask of 0x03030303 per 32-bit lane.
+// Block sizes stay 1088, 576 (q4_0, q4_k, q3_k, iq4_nl, iq4_xs), 704 (q5_0, q5_k),
+// 832 (q6_k) and 320 (q2_k) bytes.
 inline constexpr size_t kQuadRows = 4;
 inline constexpr size_t kQuadsPerBlock = kQuantBlock / kQuadRows;  // 8
 inline constexpr size_t kQ8QuadBytes = kWidth * kQuadRows;      // 128
 inline constexpr size_t kQ4QuadBytes = kWidth / 2 * kQuadRows;  // 64
 inline constexpr size_t kPlaneBytes = kQ4QuadBytes;             // one high-bit plane
 inline constexpr uint8_t kQ8Offset = 128;  // stored unsigned q8_0 quant u = q + 128
+inline constexpr size_t kQ2GroupQuads = 4;  // q2_k quads sharing one byte per (row, column)
 static_assert(kScaleBytes + kQuadsPerBlock * kQ8QuadBytes == kQ8BlockBytes &&
-                  kScaleBytes + kQuadsPerBlock * kQ4QuadBytes == kQ4BlockBytes,
+                  kScaleBytes + kQuadsPerBlock * kQ4QuadBytes == kQ4BlockBytes &&
+                  kScaleBytes + kQuadsPerBlock / kQ2GroupQuads * kQ8QuadBytes == kQ2BlockBytes,
               "the quad layout keeps the row layout's block sizes");
 
 // The types that have a quad layout.
@@ -428,7 +434,7 @@ constexpr bool HasQuadLayout(CompressedFormat type) {
          type == CompressedFormat::kQ5_0 || type == CompressedFormat::kQ4_K ||
          type == CompressedFormat::kQ5_K || type == CompressedFormat::kQ6_K ||
          type == CompressedFormat::kQ3_K || type == CompressedFormat::kIQ4_NL ||
-         type == CompressedFormat::kIQ4_XS;
+         type == CompressedFormat::kIQ4_XS || type == CompressedFormat::kQ2_K;
 }
 // iq4_nl and iq4_xs: the stored nibble indexes kvalues_iq4nl (t in −127..113).
 constexpr bool HasValueTable(CompressedFormat type) {
@@ -464,10 +470,11 @@ inline size_t QuantBlockOffset(CompressedFormat type, size_t k) {
 inline size_t QuadHeaderOffset(CompressedFormat type, size_t k) {
   return k / SuperRows(type) * SuperBlockBytes(type);
 }
-// Offsets, from its block's start, of quad t's quants and of the high-bit plane it
-// shares (q5_k, q6_k).
+// Offsets, from its block's start, of quad t's quants (q2_k: of the 128 bytes its
+// group of four shares) and of the high-bit plane it shares (q5_k, q6_k).
 inline size_t QuadOffset(CompressedFormat type, size_t t) {
   if (type == CompressedFormat::kQ8_0) return kScaleBytes + t * kQ8QuadBytes;
+  if (type == CompressedFormat::kQ2_K) return kScaleBytes + t / kQ2GroupQuads * kQ8QuadBytes;
   const size_t group = PlaneQuads(type);
   if (group == 0) return kScaleBytes + t * kQ4QuadBytes;
   return kScaleBytes + t / group * (group * kQ4QuadBytes + kPlaneBytes) + t % group * kQ4QuadBytes;
@@ -478,17 +485,21 @@ inline size_t PlaneOffset(CompressedFormat type, size_t t) {
 }
 
 // Byte of row k, column j (< 32) in a quad-layout panel; a column j ≥ 16 of the
-// nibble types is the high nibble of the byte of column j − 16. The plane byte of
-// (k, j) has the same place in its plane.
+// nibble types is the high nibble of the byte of column j − 16 (q2_k's quant sits at
+// bit Q2QuadShift(k) of its byte). The plane byte of (k, j) has the same place in its
+// plane.
 inline size_t QuadByteOffset(CompressedFormat type, size_t k, size_t j) {
   const size_t t = k % kQuantBlock / kQuadRows, within = k % kQuadRows;
-  const size_t column = type == CompressedFormat::kQ8_0 ? j : j % (kWidth / 2);
+  const size_t column =
+      type == CompressedFormat::kQ8_0 || type == CompressedFormat::kQ2_K ? j : j % (kWidth / 2);
   return QuantBlockOffset(type, k) + QuadOffset(type, t) + column * kQuadRows + within;
 }
 inline size_t QuadPlaneByteOffset(CompressedFormat type, size_t k, size_t j) {
   const size_t t = k % kQuantBlock / kQuadRows, within = k % kQuadRows;
   return QuantBlockOffset(type, k) + PlaneOffset(type, t) + j % (kWidth / 2) * kQuadRows + within;
 }
+// Bit of q2_k's quant of row k in its byte: 2i for the quad i of its group of four.
+inline size_t Q2QuadShift(size_t k) { return 2 * (k % kQuantBlock / kQuadRows % kQ2GroupQuads); }
 // Bit of (k, j)'s high bits in its plane byte.
 inline size_t QuadPlaneShift(CompressedFormat type, size_t k, size_t j) {
   const size_t i = k % kQuantBlock / kQuadRows % PlaneQuads(type);
@@ -497,10 +508,12 @@ inline size_t QuadPlaneShift(CompressedFormat type, size_t k, size_t j) {
 
 // The unsigned quant u of (k, j) in a quad-layout panel the kernels multiply: q8_0
 // q + 128, q4_0 q + 8, q5_0 q + 16, the K-quants their q (q3_k 0..7, q4_k 0..15, q5_k
-// 0..31, q6_k 0..63), iq4_nl and iq4_xs the table's value of the stored index + 128.
+// 0..31, q6_k 0..63, q2_k 0..3), iq4_nl and iq4_xs the table's value of the stored
+// index + 128.
 inline int QuadQuant(CompressedFormat type, const uint8_t* panel, size_t k, size_t j) {
   const uint8_t byte = panel[QuadByteOffset(type, k, j)];
   if (type == CompressedFormat::kQ8_0) return byte;
+  if (type == CompressedFormat::kQ2_K) return byte >> Q2QuadShift(k) & 3;
   int q = j < kWidth / 2 ? byte & 0xF : byte >> 4;
   if (HasValueTable(type)) return kIQ4NLValues[q] + kIQ4Bias;
   if (const size_t h = HighBitsPerQuant(type); h != 0) {
@@ -528,6 +541,15 @@ inline float DequantizeQuadElement(CompressedFormat type, const uint8_t* panel, 
       const float d = F16ToF32(LoadU16(header + 2 * j)) * static_cast<float>(scales[j]);
       const float min = F16ToF32(LoadU16(header + kScaleBytes + 2 * j)) *
                         static_cast<float>(scales[kWidth + j]);
+      return d * static_cast<float>(u) - min;
+    }
+    case CompressedFormat::kQ2_K: {
+      // DequantizeElement's dl·q − ml, its sc | m << 4 byte of the sub-block of row k.
+      const uint8_t scale_min = scales[k % kQuantBlock / 16 * kWidth + j];
+      const uint8_t* header = panel + QuadHeaderOffset(type, k);
+      const float d = F16ToF32(LoadU16(header + 2 * j)) * static_cast<float>(scale_min & 0xF);
+      const float min =
+          F16ToF32(LoadU16(header + kScaleBytes + 2 * j)) * static_cast<float>(scale_min >> 4);
       return d * static_cast<float>(u) - min;
     }
     case CompressedFormat::kQ6_K:

@@ -26,9 +26,9 @@ namespace hn = hwy::HWY_NAMESPACE;
 // columns in order; every 32-bit lane holds the four unsigned quants u of its column,
 // row 4t + j in byte j (compressed_layout.h has the quad layout; iq4_nl's and iq4_xs's
 // u = t + 128 looked up from their stored index). Per block the
-// integer sums S_h of kHalves sub-blocks (q6_k: two of 16 rows, each with its own
-// scale; the others one of 32) start at −kOffset·Σa of their activations, and
-// Accumulate applies the block's scales to them.
+// integer sums S_h of kHalves sub-blocks (q6_k, q3_k and q2_k: two of 16 rows, each
+// with its own scale; the others one of 32) start at −kOffset·Σa of their
+// activations, and Accumulate applies the block's scales to them.
 template <CompressedFormat kFormat, class DI>
 struct QuadWeights {
   static constexpr bool kQ8 = kFormat == CompressedFormat::kQ8_0;
@@ -36,13 +36,15 @@ struct QuadWeights {
   static constexpr size_t kPlaneQuads = compressed::PlaneQuads(kFormat);
   // Sub-blocks of 16 rows with an int8 scale each (q6_k, q3_k).
   static constexpr bool kSigned16 = compressed::HasSignedScales16(kFormat);
-  static constexpr size_t kHalves = kSigned16 ? 2 : 1;
+  // q2_k: 2-bit quants, four quads to a byte; a scale and a minimum per 16 rows.
+  static constexpr bool kQ2 = kFormat == CompressedFormat::kQ2_K;
+  static constexpr size_t kHalves = kSigned16 || kQ2 ? 2 : 1;
   // iq4_nl and iq4_xs: a nibble indexing kvalues_iq4nl; iq4_xs an int8 scale per block.
   static constexpr bool kTable = compressed::HasValueTable(kFormat);
   static constexpr bool kSigned32 = kFormat == CompressedFormat::kIQ4_XS;
   // q8_0 q + 128, q4_0 q + 8, q5_0 q + 16, q6_k q + 32, q3_k q + 4 and the iq4 types
-  // t + 128 are multiplied: the sums start at −kOffset·Σa; q4_k and q5_k multiply q
-  // itself (their minimum is Accumulate's).
+  // t + 128 are multiplied: the sums start at −kOffset·Σa; q4_k, q5_k and q2_k multiply
+  // q itself (their minimum is Accumulate's).
   // One f16 d per column and block (the legacy types and iq4_nl), or two levels (the
   // K-quants and iq4_xs).
   static constexpr bool kBlockScaled = kQ8 || kFormat == CompressedFormat::kQ4_0 ||
@@ -57,7 +59,7 @@ struct QuadWeights {
                                                                           : 0;
   // u = q + 128 (q8_0) and t + 128 (iq4) reach 255 and 241: signed bytes biased.
   static constexpr bool kBiasedSigned = kQ8 || kTable;
-  static constexpr int32_t kMaxQuant = kBiasedSigned ? 255 : (16 << kHighBits) - 1;
+  static constexpr int32_t kMaxQuant = kBiasedSigned ? 255 : kQ2 ? 3 : (16 << kHighBits) - 1;
 
   // A nibble type's quad (64 bytes) holds columns c and c + 16 in the low and high
   // nibbles of the same byte, so one load gives two vectors: a mask, and a shift and
@@ -70,6 +72,15 @@ struct QuadWeights {
     if constexpr (kQ8) {
       HWY_UNROLL(16)
       for (size_t v = 0; v < kVecs; ++v) w[v] = hn::LoadU(di, lanes + v * hn::Lanes(di));
+    } else if constexpr (kQ2) {
+      // The group's 128 bytes hold quad t % 4's quants at bits 2·(t % 4) of every
+      // byte (an arithmetic shift's sign bits land above the mask).
+      const int at = static_cast<int>(2 * (t % compressed::kQ2GroupQuads));
+      const auto two_bits = hn::Set(di, 0x03030303);
+      HWY_UNROLL(16)
+      for (size_t v = 0; v < kVecs; ++v) {
+        w[v] = hn::And(hn::ShiftRightSame(hn::LoadU(di, lanes + v * hn::Lanes(di)), at), two_bits);
+      }
     } else {
       const auto nibbles = hn::Set(di, 0x0F0F0F0F);
       HWY_UNROLL(16)
@@ -123,7 +134,8 @@ struct QuadWeights {
   // product is q·a, |q·a| ≤ 128·127, a pair ≤ 32512 (|a| ≤ 127, int8_activations.h);
   // one quad's pairs are widened at once, and the sums carry no offset. The nibble
   // types' u ≤ kMaxQuant (15, 31, 63) keep a quad's pair within 2·kMaxQuant·128 (3840,
-  // 7936, 16128), so 8, 4 and 2 quads add in int16 before a widening (q5_0 like q5_k).
+  // 7936, 16128), so 8, 4 and 2 quads add in int16 before a widening (q5_0 like q5_k);
+  // q2_k's u ≤ 3 (a pair ≤ 768) would allow 42, so its four quads per sub-block widen once.
   static constexpr size_t kQuadsPerWidening =
       kBiasedSigned ? 1 : 32767 / (2 * kMaxQuant * 128);
   static constexpr int32_t kPairOffset = kBiasedSigned ? 0 : kOffset;
@@ -151,10 +163,13 @@ struct QuadWeights {
   //   q6_k, q3_k: acc + (d·d_a)·float(sc_0·S_0 + sc_1·S_1)
   //   iq4_xs: acc + (d·d_a)·float(sc·S)
   //   q4_k, q5_k: acc + ((d·d_a)·float(sc·S) − (dmin·d_a)·float(m·Σa))
-  // each operation rounded to f32 (no FMA), d·d_a and dmin·d_a exact.
+  //   q2_k: acc + ((d·d_a)·float(sc_0·S_0 + sc_1·S_1) − (dmin·d_a)·float(m_0·Σa_0 + m_1·Σa_1))
+  // each operation rounded to f32 (no FMA), d·d_a and dmin·d_a exact. half_sums: the
+  // Σa of the block's two halves.
   template <class D, size_t kVecs>
   static HWY_INLINE void Accumulate(D d, const uint8_t* panel, const uint8_t* block, size_t k0,
                                     float activation_scale, int32_t activation_sum,
+                                    const int32_t* half_sums,
                                     const hn::Vec<DI> (&s)[kHalves][kVecs], hn::Vec<D>* acc) {
     const DI di;
     const size_t lanes = hn::Lanes(d);
@@ -189,6 +204,25 @@ struct QuadWeights {
           const auto total = hn::Mul(s[0][v], sc);          // exact
           const auto scale = hn::Mul(super_scale[v], da);  // exact
           acc[v] = hn::Add(acc[v], hn::Mul(scale, hn::ConvertTo(d, total)));
+        }
+      } else if constexpr (kQ2) {
+        // Each half's byte sc | m << 4: the scale and the minimum's multiplier.
+        const hn::Rebind<uint8_t, DI> d8;
+        hn::Vec<D> min_scale[kVecs];
+        LoadColumnScales(d, header + compressed::kScaleBytes, min_scale);
+        const auto sum0 = hn::Set(di, half_sums[0]), sum1 = hn::Set(di, half_sums[1]);
+        const auto low = hn::Set(di, 0xF);
+        for (size_t v = 0; v < kVecs; ++v) {
+          const auto byte0 = hn::PromoteTo(di, hn::LoadU(d8, block + v * lanes));
+          const auto byte1 =
+              hn::PromoteTo(di, hn::LoadU(d8, block + kCompressedPanelWidth + v * lanes));
+          const auto total = hn::Add(hn::Mul(s[0][v], hn::And(byte0, low)),
+                                     hn::Mul(s[1][v], hn::And(byte1, low)));  // exact
+          const auto min_total = hn::Add(hn::Mul(hn::ShiftRight<4>(byte0), sum0),
+                                         hn::Mul(hn::ShiftRight<4>(byte1), sum1));  // exact
+          const auto scaled = hn::Mul(hn::Mul(super_scale[v], da), hn::ConvertTo(d, total));
+          const auto mins = hn::Mul(hn::Mul(min_scale[v], da), hn::ConvertTo(d, min_total));
+          acc[v] = hn::Add(acc[v], hn::Sub(scaled, mins));
         }
       } else {
         const hn::Rebind<uint8_t, DI> d8;
@@ -411,7 +445,8 @@ HWY_INLINE void Int8Tile(D d, const Int8Rows& a, size_t row0, const CompressedMa
         for (size_t h = 0; h < kHalves; ++h) {
           for (size_t v = 0; v < kVecs; ++v) s[h][v] = sums[h][r][g][v];
         }
-        W::Accumulate(d, panel[g], block[g], k0, activation_scale, activation_sum, s, acc[r][g]);
+        W::Accumulate(d, panel[g], block[g], k0, activation_scale, activation_sum,
+                      a.half_sums + ((row0 + r) * blocks + b) * 2, s, acc[r][g]);
       }
     }
   }
@@ -530,8 +565,8 @@ HWY_INLINE void Int8RowPanel(D d, const Int8Rows& a, size_t row, const Compresse
           totals[h][v] = hn::Add(totals[h][v], sum[h][chain][v]);
       }
     }
-    W::Accumulate(d, panel, block, k0, a.scales[row * blocks + b], a.sums[row * blocks + b], totals,
-                  acc);
+    W::Accumulate(d, panel, block, k0, a.scales[row * blocks + b], a.sums[row * blocks + b],
+                  a.half_sums + (row * blocks + b) * 2, totals, acc);
   }
   const size_t first_col = p * kCompressedPanelWidth;
   StorePanelRow<kVecs>(d, acc, std::min(kCompressedPanelWidth, w.cols - first_col), c + first_col);
@@ -623,6 +658,9 @@ HWY_INLINE void Int8MatMulFor(D d, const Int8Rows& a, size_t first_row, size_t m
                                                        panel_end);
     case CompressedFormat::kQ6_K:
       return Int8Panels<CompressedFormat::kQ6_K, kDot>(d, a, first_row, m, w, c, ldc, panel_begin,
+                                                       panel_end);
+    case CompressedFormat::kQ2_K:
+      return Int8Panels<CompressedFormat::kQ2_K, kDot>(d, a, first_row, m, w, c, ldc, panel_begin,
                                                        panel_end);
     case CompressedFormat::kIQ4_NL:
       return Int8Panels<CompressedFormat::kIQ4_NL, kDot>(d, a, first_row, m, w, c, ldc,

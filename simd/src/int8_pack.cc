@@ -1,5 +1,5 @@
 // The int8-activation path's load-time and per-row preparation (int8_activations.h):
-// the quad relayout of q8_0, q4_0 and K-quant panels and the rounding of activation
+// the quad relayout of q8_0, q4_0, iq4 and K-quant panels and the rounding of activation
 // rows to q8_0 blocks. Plain C++; the quad offsets live in compressed_layout.h with the others.
 #include <cstring>
 
@@ -57,7 +57,7 @@ CompressedMatrixView PackInt8Quads(const CompressedMatrixView& w, uint8_t* out) 
   const size_t super_rows = compressed::SuperRows(w.type);
   const size_t header_bytes = compressed::HeaderBytes(w.type);
   const bool planes = compressed::HighBitsPerQuant(w.type) != 0;
-  std::memset(out, 0, w.panels() * panel_bytes);  // the planes are OR-ed into
+  std::memset(out, 0, w.panels() * panel_bytes);  // planes and q2_k's bytes are OR-ed into
   for (size_t p = 0; p < w.panels(); ++p) {
     const compressed::PanelRows source = compressed::RowsOfPanel(w, p);
     uint8_t* target = out + p * panel_bytes;
@@ -69,7 +69,15 @@ CompressedMatrixView PackInt8Quads(const CompressedMatrixView& w, uint8_t* out) 
       std::memcpy(target + compressed::QuantBlockOffset(w.type, k0), source.Scales(w.type, k0),
                   compressed::kScaleBytes);
       for (size_t k = k0; k < k0 + kQuantBlock; ++k) {
-        if (w.type == CompressedFormat::kQ8_0) {
+        if (w.type == CompressedFormat::kQ2_K) {
+          // Row k's 2-bit quants, column c at bits 2c, each into its group's byte.
+          uint64_t bits;
+          std::memcpy(&bits, source.Q2Row(w.type, k), sizeof(bits));
+          for (size_t j = 0; j < kWidth; ++j) {
+            target[compressed::QuadByteOffset(w.type, k, j)] |=
+                static_cast<uint8_t>((bits >> (2 * j) & 3) << compressed::Q2QuadShift(k));
+          }
+        } else if (w.type == CompressedFormat::kQ8_0) {
           const uint8_t* row = source.QuantRow(w.type, k);
           for (size_t j = 0; j < kWidth; ++j) {
             target[compressed::QuadByteOffset(w.type, k, j)] =

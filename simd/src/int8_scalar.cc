@@ -82,6 +82,23 @@ float Column(const Int8Rows& a, size_t row, const CompressedMatrixView& w, const
         acc = acc + (scaled - mins);
         break;
       }
+      case CompressedFormat::kQ2_K: {
+        // Per half h: sc_h·S_h and m_h·Σa_h from its byte sc | m << 4.
+        int32_t total = 0, min_total = 0;
+        for (size_t h = 0; h < 2; ++h) {
+          const size_t begin = k0 + h * kQuantBlock / 2;
+          const int32_t half_sum = a.half_sums[(row * a.blocks() + b) * 2 + h];
+          const int32_t sum = QuadSum(w, panel, quants, j, begin, begin + kQuantBlock / 2, 0);
+          const uint8_t scale_min = block[h * kWidth + j];
+          total += (scale_min & 0xF) * sum;
+          min_total += (scale_min >> 4) * half_sum;
+        }
+        const float scaled = (ColumnScale(header, j) * da) * static_cast<float>(total);
+        const float mins = (ColumnScale(header + compressed::kScaleBytes, j) * da) *
+                           static_cast<float>(min_total);
+        acc = acc + (scaled - mins);
+        break;
+      }
       default:
         break;
     }

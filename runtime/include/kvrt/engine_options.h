@@ -115,7 +115,7 @@ struct EngineOptions {
   bool batch_invariant = true;
   // false (the default): activations stay f32 in every matrix product.
   // true (opt-in, LESS EXACT, fast f32 engine only): the q8_0, q4_0, q5_0, iq4_nl, iq4_xs,
-  // q3_k, q4_k, q5_k and q6_k matrices (ReachedByInt8Activations) multiply activation rows
+  // q2_k, q3_k, q4_k, q5_k and q6_k matrices (ReachedByInt8Activations) multiply activation rows
   // rounded to 8 bits, in ggml's q8_0 blocks, as llama.cpp does for q8_0/q4_0/q5_0/iq4_nl
   // weights (for the K-quants and iq4_xs it rounds to q8_K
   // super-blocks, whose steps are no finer; simd/int8_activations.h): exact integer sums
