@@ -21,6 +21,7 @@ namespace kvrt::simd {
 namespace {
 
 using int8_test::Activations;
+using int8_test::ColumnCounts;
 using simd_test::Inputs;
 
 class Int8IQ4Test : public hwy::TestWithParamTarget {};
@@ -78,16 +79,9 @@ std::vector<BlockParts> Decode(CompressedFormat type, const uint8_t* block) {
 
 // A [K, N] matrix from ggml rows (one per column), in the row layout and in the quad
 // layout, with every column's decoded blocks of 32.
-struct IQ4Case {
+struct IQ4Case : int8_test::GgmlQuads {
   IQ4Case(CompressedFormat format, size_t rows, size_t cols, std::vector<uint8_t> ggml_rows)
-      : type(format),
-        ggml(std::move(ggml_rows)),
-        bytes(CompressedMatrixBytes(type, rows, cols)),
-        row_storage(hwy::AllocateAligned<uint8_t>(bytes)),
-        quad_storage(hwy::AllocateAligned<uint8_t>(bytes)) {
-    RepackGgml(type, ggml.data(), rows, cols, row_storage.get());
-    row_view = {type, row_storage.get(), rows, cols};
-    quads = PackInt8Quads(row_view, quad_storage.get());
+      : GgmlQuads(format, rows, cols, std::move(ggml_rows)) {
     const size_t per_column = rows / GgmlBlockRows(type);
     for (size_t n = 0; n < cols; ++n) {
       for (size_t s = 0; s < per_column; ++s) {
@@ -118,11 +112,6 @@ struct IQ4Case {
     return parts[n * (row_view.rows / 32) + k / 32];
   }
 
-  CompressedFormat type;
-  std::vector<uint8_t> ggml;
-  size_t bytes;
-  hwy::AlignedFreeUniquePtr<uint8_t[]> row_storage, quad_storage;
-  CompressedMatrixView row_view, quads;
   std::vector<BlockParts> parts;
 };
 
@@ -142,26 +131,13 @@ float Formula(const IQ4Case& w, const Activations& act, size_t row, size_t n) {
   return acc;
 }
 
-std::vector<size_t> ColumnCounts() { return {1, 17, 32, 33, 64, 100, 161}; }
-
 TEST(Int8IQ4PackTest, QuadRelayoutIsLossless) {
   for (CompressedFormat type : kTypes) {
     ASSERT_TRUE(HasInt8Quads(type));
     for (size_t cols : ColumnCounts()) {
       Inputs inputs(simd_test::CaseSeed(512, cols, static_cast<size_t>(type)));
       const IQ4Case w = IQ4Case::Random(type, 512, cols, inputs);
-      for (size_t k = 0; k < 512; ++k) {
-        for (size_t n = 0; n < w.quads.panels() * 32; ++n) {
-          ASSERT_EQ(w.quads.at(k, n), w.row_view.at(k, n))
-              << CompressedFormatName(type) << " N=" << cols << " k=" << k << " n=" << n;
-        }
-      }
-      std::vector<float> column(512), expected(512);
-      for (size_t n = 0; n < cols; n += 5) {
-        GatherColumn(w.quads, n, column.data());
-        GatherColumn(w.row_view, n, expected.data());
-        ASSERT_EQ(column, expected);
-      }
+      ASSERT_TRUE(int8_test::RelayoutIsLossless(w)) << CompressedFormatName(type) << " N=" << cols;
     }
   }
 }

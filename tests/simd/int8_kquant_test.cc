@@ -27,6 +27,7 @@ HWY_TARGET_INSTANTIATE_TEST_SUITE_P(Int8KQuantTest);
 constexpr CompressedFormat kTypes[] = {CompressedFormat::kQ4_K, CompressedFormat::kQ5_K,
                                        CompressedFormat::kQ6_K, CompressedFormat::kQ3_K};
 using int8_test::Activations;
+using int8_test::ColumnCounts;
 
 size_t GgmlBlockBytes(CompressedFormat type) {
   return type == CompressedFormat::kQ4_K   ? 144
@@ -120,16 +121,9 @@ SuperBlockParts Decode(CompressedFormat type, const uint8_t* block) {
 
 // A [K, N] K-quant matrix from ggml rows (one per column), in the row layout and in the
 // quad layout, with every column's decoded super-blocks.
-struct KQuantCase {
+struct KQuantCase : int8_test::GgmlQuads {
   KQuantCase(CompressedFormat format, size_t rows, size_t cols, std::vector<uint8_t> ggml_rows)
-      : type(format),
-        ggml(std::move(ggml_rows)),
-        bytes(CompressedMatrixBytes(type, rows, cols)),
-        row_storage(hwy::AllocateAligned<uint8_t>(bytes)),
-        quad_storage(hwy::AllocateAligned<uint8_t>(bytes)) {
-    RepackGgml(type, ggml.data(), rows, cols, row_storage.get());
-    row_view = {type, row_storage.get(), rows, cols};
-    quads = PackInt8Quads(row_view, quad_storage.get());
+      : GgmlQuads(format, rows, cols, std::move(ggml_rows)) {
     for (size_t n = 0; n < cols; ++n) {
       for (size_t s = 0; s < rows / 256; ++s) {
         parts.push_back(Decode(type, ggml.data() + (n * rows / 256 + s) * GgmlBlockBytes(type)));
@@ -157,11 +151,6 @@ struct KQuantCase {
     return parts[n * (row_view.rows / 256) + k / 256];
   }
 
-  CompressedFormat type;
-  std::vector<uint8_t> ggml;
-  size_t bytes;
-  hwy::AlignedFreeUniquePtr<uint8_t[]> row_storage, quad_storage;
-  CompressedMatrixView row_view, quads;
   std::vector<SuperBlockParts> parts;
 };
 
@@ -195,26 +184,13 @@ float Formula(const KQuantCase& w, const Activations& act, size_t row, size_t n)
   return acc;
 }
 
-std::vector<size_t> ColumnCounts() { return {1, 17, 32, 33, 64, 100, 161}; }
-
 TEST(Int8KQuantPackTest, QuadRelayoutIsLossless) {
   for (CompressedFormat type : kTypes) {
     ASSERT_TRUE(HasInt8Quads(type));
     for (size_t cols : ColumnCounts()) {
       Inputs inputs(simd_test::CaseSeed(512, cols, static_cast<size_t>(type)));
       const KQuantCase w = KQuantCase::Random(type, 512, cols, inputs);
-      for (size_t k = 0; k < 512; ++k) {
-        for (size_t n = 0; n < w.quads.panels() * 32; ++n) {
-          ASSERT_EQ(w.quads.at(k, n), w.row_view.at(k, n))
-              << CompressedFormatName(type) << " N=" << cols << " k=" << k << " n=" << n;
-        }
-      }
-      std::vector<float> column(512), expected(512);
-      for (size_t n = 0; n < cols; n += 5) {
-        GatherColumn(w.quads, n, column.data());
-        GatherColumn(w.row_view, n, expected.data());
-        ASSERT_EQ(column, expected);
-      }
+      ASSERT_TRUE(int8_test::RelayoutIsLossless(w)) << CompressedFormatName(type) << " N=" << cols;
     }
   }
 }

@@ -20,7 +20,7 @@ namespace kvrt::simd {
 namespace {
 
 using int8_test::Activations;
-using int8_test::kUntouched;
+using int8_test::ColumnCounts;
 using simd_test::Inputs;
 
 class Int8Q2KTest : public hwy::TestWithParamTarget {};
@@ -61,15 +61,9 @@ std::vector<BlockParts> Decode(const uint8_t* block) {
 
 // A [K, N] matrix from ggml rows (one per column), in the row layout and in the quad
 // layout, with every column's decoded blocks of 32.
-struct Q2Case {
+struct Q2Case : int8_test::GgmlQuads {
   Q2Case(size_t rows, size_t cols, std::vector<uint8_t> ggml_rows)
-      : ggml(std::move(ggml_rows)),
-        bytes(CompressedMatrixBytes(kType, rows, cols)),
-        row_storage(hwy::AllocateAligned<uint8_t>(bytes)),
-        quad_storage(hwy::AllocateAligned<uint8_t>(bytes)) {
-    RepackGgml(kType, ggml.data(), rows, cols, row_storage.get());
-    row_view = {kType, row_storage.get(), rows, cols};
-    quads = PackInt8Quads(row_view, quad_storage.get());
+      : GgmlQuads(kType, rows, cols, std::move(ggml_rows)) {
     for (size_t s = 0; s < cols * rows / 256; ++s) {
       for (const BlockParts& b : Decode(ggml.data() + s * kGgmlBytes)) parts.push_back(b);
     }
@@ -87,10 +81,6 @@ struct Q2Case {
     return parts[n * (row_view.rows / 32) + k / 32];
   }
 
-  std::vector<uint8_t> ggml;
-  size_t bytes;
-  hwy::AlignedFreeUniquePtr<uint8_t[]> row_storage, quad_storage;
-  CompressedMatrixView row_view, quads;
   std::vector<BlockParts> parts;
 };
 
@@ -121,24 +111,12 @@ float Formula(const Q2Case& w, const Activations& act, size_t row, size_t n) {
   return acc;
 }
 
-std::vector<size_t> ColumnCounts() { return {1, 17, 32, 33, 64, 100, 161}; }
-
 TEST(Int8Q2KPackTest, QuadRelayoutIsLossless) {
   ASSERT_TRUE(HasInt8Quads(kType));
   for (size_t cols : ColumnCounts()) {
     Inputs inputs(simd_test::CaseSeed(512, cols, static_cast<size_t>(kType)));
     const Q2Case w = Q2Case::Random(512, cols, inputs);
-    for (size_t k = 0; k < 512; ++k) {
-      for (size_t n = 0; n < w.quads.panels() * 32; ++n) {
-        ASSERT_EQ(w.quads.at(k, n), w.row_view.at(k, n)) << "N=" << cols << " k=" << k << " n=" << n;
-      }
-    }
-    std::vector<float> column(512), expected(512);
-    for (size_t n = 0; n < cols; n += 5) {
-      GatherColumn(w.quads, n, column.data());
-      GatherColumn(w.row_view, n, expected.data());
-      ASSERT_EQ(column, expected);
-    }
+    ASSERT_TRUE(int8_test::RelayoutIsLossless(w)) << "N=" << cols;
   }
 }
 
@@ -231,17 +209,7 @@ TEST_P(Int8Q2KTest, PanelRangesWriteOnlyTheirColumns) {
   Inputs inputs(simd_test::CaseSeed(rows, cols, 50 + static_cast<size_t>(kType)));
   const Q2Case w = Q2Case::Random(rows, cols, inputs);
   Activations act(2, rows, inputs);
-  for (size_t m : {1, 2}) {
-    std::vector<float> whole(m * cols), split(m * cols, kUntouched);
-    MatMulInt8(act.rows, 0, m, w.quads, whole.data(), cols, 0, w.quads.panels());
-    for (const auto& [begin, end] : {std::pair<size_t, size_t>{0, 3}, {3, 4}, {4, 9}, {9, 10}}) {
-      MatMulInt8(act.rows, 0, m, w.quads, split.data(), cols, begin, end);
-      for (size_t r = 0; r < m; ++r) {
-        for (size_t n = end * 32; n < cols; ++n) ASSERT_EQ(split[r * cols + n], kUntouched);
-      }
-    }
-    ASSERT_TRUE(simd_test::SameBits(whole.data(), split.data(), m * cols));
-  }
+  ASSERT_TRUE(int8_test::PanelRangesWriteOnlyTheirColumns(act, w.quads));
 }
 
 }  // namespace

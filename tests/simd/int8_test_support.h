@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "hwy/aligned_allocator.h"
 #include "kvrt/simd/compressed_matrix.h"
 #include "kvrt/simd/int8_activations.h"
 #include "simd_test_support.h"
@@ -19,6 +20,51 @@ namespace kvrt::simd::int8_test {
 
 // Written where a kernel must not write.
 inline constexpr float kUntouched = -5.0f;
+
+// Column counts that cover one panel, a partial one, whole groups and remainders.
+inline std::vector<size_t> ColumnCounts() { return {1, 17, 32, 33, 64, 100, 161}; }
+
+// A [K, N] matrix of `type` from ggml's own blocks (one row of blocks along K per
+// column), repacked into the row layout and moved from there into the quad layout.
+struct GgmlQuads {
+  GgmlQuads(CompressedFormat format, size_t rows, size_t cols, std::vector<uint8_t> ggml_rows)
+      : type(format),
+        ggml(std::move(ggml_rows)),
+        bytes(CompressedMatrixBytes(type, rows, cols)),
+        row_storage(hwy::AllocateAligned<uint8_t>(bytes)),
+        quad_storage(hwy::AllocateAligned<uint8_t>(bytes)) {
+    RepackGgml(type, ggml.data(), rows, cols, row_storage.get());
+    row_view = {type, row_storage.get(), rows, cols};
+    quads = PackInt8Quads(row_view, quad_storage.get());
+  }
+
+  CompressedFormat type;
+  std::vector<uint8_t> ggml;
+  size_t bytes;
+  hwy::AlignedFreeUniquePtr<uint8_t[]> row_storage, quad_storage;
+  CompressedMatrixView row_view, quads;
+};
+
+// The quad layout holds every value of the row layout it was packed from: at() of
+// every element (padding columns included) and GatherColumn of every fifth column.
+inline ::testing::AssertionResult RelayoutIsLossless(const GgmlQuads& w) {
+  const size_t rows = w.row_view.rows;
+  for (size_t k = 0; k < rows; ++k) {
+    for (size_t n = 0; n < w.quads.panels() * 32; ++n) {
+      if (w.quads.at(k, n) != w.row_view.at(k, n)) {
+        return ::testing::AssertionFailure() << "k=" << k << " n=" << n << ": " << w.quads.at(k, n)
+                                             << " vs the row layout's " << w.row_view.at(k, n);
+      }
+    }
+  }
+  std::vector<float> column(rows), expected(rows);
+  for (size_t n = 0; n < w.row_view.cols; n += 5) {
+    GatherColumn(w.quads, n, column.data());
+    GatherColumn(w.row_view, n, expected.data());
+    if (column != expected) return ::testing::AssertionFailure() << "column " << n << " differs";
+  }
+  return ::testing::AssertionSuccess();
+}
 
 // M activation rows of K values and their Int8Rows.
 struct Activations {
