@@ -94,19 +94,13 @@ struct IQ4Case : int8_test::GgmlQuads {
   }
   // From random values, quantized by ggml's reference quantizer column by column.
   static IQ4Case Random(CompressedFormat type, size_t rows, size_t cols, Inputs& inputs) {
-    auto dense = inputs.Uniform<float>(rows * cols, -1, 1);
-    for (size_t i = 0; i < dense.size(); i += 89) dense[i] *= 30.0f;
-    const size_t block_rows = GgmlBlockRows(type), per_column = rows / block_rows;
-    std::vector<uint8_t> ggml(cols * per_column * GgmlBlockBytes(type));
-    for (size_t n = 0; n < cols; ++n) {
-      for (size_t s = 0; s < per_column; ++s) {
-        const float* x = dense.data() + n * rows + s * block_rows;  // column n along K
-        uint8_t* out = ggml.data() + (n * per_column + s) * GgmlBlockBytes(type);
-        if (type == CompressedFormat::kIQ4_NL) QuantizeBlockIQ4_NL(x, out);
-        if (type == CompressedFormat::kIQ4_XS) QuantizeBlockIQ4_XS(x, out);
-      }
-    }
-    return IQ4Case(type, rows, cols, std::move(ggml));
+    const auto quantize = [type](const float* x, uint8_t* out) {
+      if (type == CompressedFormat::kIQ4_NL) QuantizeBlockIQ4_NL(x, out);
+      if (type == CompressedFormat::kIQ4_XS) QuantizeBlockIQ4_XS(x, out);
+    };
+    return IQ4Case(type, rows, cols,
+                   int8_test::RandomGgmlRows(rows, cols, GgmlBlockRows(type), GgmlBlockBytes(type),
+                                             quantize, inputs));
   }
   const BlockParts& Parts(size_t k, size_t n) const {
     return parts[n * (row_view.rows / 32) + k / 32];
@@ -147,24 +141,11 @@ TEST_P(Int8IQ4Test, MatMulEqualsTwinAndFormulaForEveryShape) {
     const std::vector<size_t> depths = type == CompressedFormat::kIQ4_NL
                                            ? std::vector<size_t>{32, 96, 256, 544}
                                            : std::vector<size_t>{256, 512};
-    for (size_t rows : depths) {
-      for (size_t cols : ColumnCounts()) {
-        for (size_t m : {1, 2, 3, 4, 5, 9}) {
-          Inputs inputs(simd_test::CaseSeed(rows * 7 + m, cols, static_cast<size_t>(type)));
-          const IQ4Case w = IQ4Case::Random(type, rows, cols, inputs);
-          Activations act(m + 2, rows, inputs);
-          const size_t ldc = cols + 3, first_row = 1;
-          std::vector<float> twin;
-          ASSERT_TRUE(int8_test::MatMulMatchesTwin(act, first_row, m, w.quads, &twin))
-              << CompressedFormatName(type) << " K=" << rows << " N=" << cols << " M=" << m;
-          if (m == 3) {
-            const auto formula = [&](size_t n) { return Formula(w, act, first_row + 2, n); };
-            ASSERT_TRUE(int8_test::RowEqualsFormula(&twin[2 * ldc], cols, formula))
-                << CompressedFormatName(type) << " K=" << rows << " N=" << cols;
-          }
-        }
-      }
-    }
+    const auto make = [type](size_t rows, size_t cols, Inputs& inputs) {
+      return IQ4Case::Random(type, rows, cols, inputs);
+    };
+    ASSERT_TRUE(int8_test::EveryShapeMatchesTwinAndFormula(static_cast<size_t>(type), depths, make, Formula))
+        << CompressedFormatName(type);
   }
 }
 

@@ -132,20 +132,14 @@ struct KQuantCase : int8_test::GgmlQuads {
   }
   // From random values, quantized by ggml's reference quantizer column by column.
   static KQuantCase Random(CompressedFormat type, size_t rows, size_t cols, Inputs& inputs) {
-    auto dense = inputs.Uniform<float>(rows * cols, -1, 1);
-    for (size_t i = 0; i < dense.size(); i += 89) dense[i] *= 30.0f;
-    std::vector<uint8_t> ggml(cols * rows / 256 * GgmlBlockBytes(type));
-    for (size_t n = 0; n < cols; ++n) {
-      for (size_t s = 0; s < rows / 256; ++s) {
-        const float* x = dense.data() + n * rows + s * 256;  // column n's values along K
-        uint8_t* out = ggml.data() + (n * rows / 256 + s) * GgmlBlockBytes(type);
-        if (type == CompressedFormat::kQ4_K) QuantizeBlockQ4_K(x, out);
-        if (type == CompressedFormat::kQ5_K) QuantizeBlockQ5_K(x, out);
-        if (type == CompressedFormat::kQ6_K) QuantizeBlockQ6_K(x, out);
-        if (type == CompressedFormat::kQ3_K) QuantizeBlockQ3_K(x, out);
-      }
-    }
-    return KQuantCase(type, rows, cols, std::move(ggml));
+    const auto quantize = [type](const float* x, uint8_t* out) {
+      if (type == CompressedFormat::kQ4_K) QuantizeBlockQ4_K(x, out);
+      if (type == CompressedFormat::kQ5_K) QuantizeBlockQ5_K(x, out);
+      if (type == CompressedFormat::kQ6_K) QuantizeBlockQ6_K(x, out);
+      if (type == CompressedFormat::kQ3_K) QuantizeBlockQ3_K(x, out);
+    };
+    return KQuantCase(type, rows, cols,
+                      int8_test::RandomGgmlRows(rows, cols, 256, GgmlBlockBytes(type), quantize, inputs));
   }
   const SuperBlockParts& Parts(size_t k, size_t n) const {
     return parts[n * (row_view.rows / 256) + k / 256];
@@ -197,24 +191,11 @@ TEST(Int8KQuantPackTest, QuadRelayoutIsLossless) {
 
 TEST_P(Int8KQuantTest, MatMulEqualsTwinAndFormulaForEveryShape) {
   for (CompressedFormat type : kTypes) {
-    for (size_t rows : {256, 512}) {
-      for (size_t cols : ColumnCounts()) {
-        for (size_t m : {1, 2, 3, 4, 5, 9}) {
-          Inputs inputs(simd_test::CaseSeed(rows * 7 + m, cols, static_cast<size_t>(type)));
-          const KQuantCase w = KQuantCase::Random(type, rows, cols, inputs);
-          Activations act(m + 2, rows, inputs);
-          const size_t ldc = cols + 3, first_row = 1;
-          std::vector<float> twin;
-          ASSERT_TRUE(int8_test::MatMulMatchesTwin(act, first_row, m, w.quads, &twin))
-              << CompressedFormatName(type) << " K=" << rows << " N=" << cols << " M=" << m;
-          if (m == 3) {
-            const auto formula = [&](size_t n) { return Formula(w, act, first_row + 2, n); };
-            ASSERT_TRUE(int8_test::RowEqualsFormula(&twin[2 * ldc], cols, formula))
-                << CompressedFormatName(type) << " K=" << rows << " N=" << cols;
-          }
-        }
-      }
-    }
+    const auto make = [type](size_t rows, size_t cols, Inputs& inputs) {
+      return KQuantCase::Random(type, rows, cols, inputs);
+    };
+    ASSERT_TRUE(int8_test::EveryShapeMatchesTwinAndFormula(static_cast<size_t>(type), {256, 512}, make, Formula))
+        << CompressedFormatName(type);
   }
 }
 

@@ -70,12 +70,7 @@ struct Q2Case : int8_test::GgmlQuads {
   }
   // From random values, quantized by ggml's reference quantizer column by column.
   static Q2Case Random(size_t rows, size_t cols, Inputs& inputs) {
-    auto dense = inputs.Uniform<float>(rows * cols, -1, 1);
-    for (size_t i = 0; i < dense.size(); i += 89) dense[i] *= 30.0f;
-    std::vector<uint8_t> ggml(cols * rows / 256 * kGgmlBytes);
-    for (size_t s = 0; s < cols * rows / 256; ++s)
-      QuantizeBlockQ2_K(dense.data() + s * 256, ggml.data() + s * kGgmlBytes);
-    return Q2Case(rows, cols, std::move(ggml));
+    return Q2Case(rows, cols, int8_test::RandomGgmlRows(rows, cols, 256, kGgmlBytes, QuantizeBlockQ2_K, inputs));
   }
   const BlockParts& Parts(size_t k, size_t n) const {
     return parts[n * (row_view.rows / 32) + k / 32];
@@ -146,25 +141,8 @@ TEST(Int8Q2KPackTest, ArbitraryQuantsSurviveTheRelayout) {
 }
 
 TEST_P(Int8Q2KTest, MatMulEqualsTwinAndFormulaForEveryShape) {
-  for (size_t rows : {256, 512}) {
-    for (size_t cols : ColumnCounts()) {
-      for (size_t m : {1, 2, 3, 4, 5, 9}) {
-        Inputs inputs(simd_test::CaseSeed(rows * 7 + m, cols, static_cast<size_t>(kType)));
-        const Q2Case w = Q2Case::Random(rows, cols, inputs);
-        Activations act(m + 2, rows, inputs);
-        const size_t ldc = cols + 3, first_row = 1;
-        std::vector<float> twin;
-        ASSERT_TRUE(int8_test::MatMulMatchesTwin(act, first_row, m, w.quads, &twin))
-            << "K=" << rows << " N=" << cols << " M=" << m;
-        if (m == 3 || m == 1) {
-          const size_t r = m - 1;
-          const auto formula = [&](size_t n) { return Formula(w, act, first_row + r, n); };
-          ASSERT_TRUE(int8_test::RowEqualsFormula(&twin[r * ldc], cols, formula))
-              << "K=" << rows << " N=" << cols << " M=" << m;
-        }
-      }
-    }
-  }
+  ASSERT_TRUE(int8_test::EveryShapeMatchesTwinAndFormula(static_cast<size_t>(kType), {256, 512}, Q2Case::Random,
+                                                         Formula));
 }
 
 // Every quant 3 (even columns) or 0 (odd), every scale and minimum 15 (columns n with

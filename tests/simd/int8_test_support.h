@@ -45,6 +45,20 @@ struct GgmlQuads {
   CompressedMatrixView row_view, quads;
 };
 
+// Random values along K, quantized column by column into ggml's blocks of `block_rows`
+// values and `block_bytes` bytes by `quantize(x, out)` (ggml's reference quantizer):
+// the rows a GgmlQuads of [rows, cols] takes. Every 89th value is 30 times the others.
+template <class Quantize>
+std::vector<uint8_t> RandomGgmlRows(size_t rows, size_t cols, size_t block_rows, size_t block_bytes,
+                                    const Quantize& quantize, simd_test::Inputs& inputs) {
+  auto dense = inputs.Uniform<float>(rows * cols, -1, 1);
+  for (size_t i = 0; i < dense.size(); i += 89) dense[i] *= 30.0f;
+  std::vector<uint8_t> ggml(cols * rows / block_rows * block_bytes);
+  for (size_t b = 0; b < cols * rows / block_rows; ++b)
+    quantize(dense.data() + b * block_rows, ggml.data() + b * block_bytes);
+  return ggml;
+}
+
 // The quad layout holds every value of the row layout it was packed from: at() of
 // every element (padding columns included) and GatherColumn of every fifth column.
 inline ::testing::AssertionResult RelayoutIsLossless(const GgmlQuads& w) {
@@ -149,6 +163,33 @@ template <class Expected>
     if (!simd_test::SameBits(&row[n], &value, 1)) {
       return ::testing::AssertionFailure()
              << "n=" << n << ": " << row[n] << " vs the formula's " << value;
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// For every K of `depths`, N of ColumnCounts() and M of {1, 2, 3, 4, 5, 9}: the matrix
+// make(K, N, inputs) passes MatMulMatchesTwin for M rows of M + 2, and for M = 1 and 3
+// the twin's last row equals formula(w, act, row, n), the header's formula.
+template <class Make, class Formula>
+::testing::AssertionResult EveryShapeMatchesTwinAndFormula(size_t seed, const std::vector<size_t>& depths,
+                                                          const Make& make, const Formula& formula) {
+  for (size_t rows : depths) {
+    for (size_t cols : ColumnCounts()) {
+      for (size_t m : {1, 2, 3, 4, 5, 9}) {
+        simd_test::Inputs inputs(simd_test::CaseSeed(rows * 7 + m, cols, seed));
+        const auto w = make(rows, cols, inputs);
+        Activations act(m + 2, rows, inputs);
+        const size_t ldc = cols + 3, first_row = 1;
+        std::vector<float> twin;
+        ::testing::AssertionResult same = MatMulMatchesTwin(act, first_row, m, w.quads, &twin);
+        if (!same) return same << " (K=" << rows << " N=" << cols << " M=" << m << ")";
+        if (m != 1 && m != 3) continue;
+        const size_t r = m - 1;  // the tile's last row
+        ::testing::AssertionResult exact = RowEqualsFormula(
+            &twin[r * ldc], cols, [&](size_t n) { return formula(w, act, first_row + r, n); });
+        if (!exact) return exact << " (K=" << rows << " N=" << cols << ")";
+      }
     }
   }
   return ::testing::AssertionSuccess();
