@@ -104,10 +104,9 @@ float FitScaleAndMin(int n, int nmax, const float* x, const float* weights, uint
   return scale;
 }
 
-// ggml's make_qx_quants with rmse_type 1 and no importance weights: signed levels in
-// [−nmax, nmax − 1], stored + nmax in L, and a scale refit by least squares weighted by
-// x², over 18 trial inverse scales around −nmax/max.
-float FitSignedScale(int n, int nmax, const float* x, int8_t* levels) {
+// The first of x[0..n) with the largest magnitude, sign kept (0 for an all-zero group):
+// the value ggml's make_qx_quants and make_q3_quants scale their levels from.
+float LargestMagnitude(int n, const float* x) {
   float max = 0;
   float amax = 0;
   for (int i = 0; i < n; ++i) {
@@ -117,7 +116,15 @@ float FitSignedScale(int n, int nmax, const float* x, int8_t* levels) {
       max = x[i];
     }
   }
-  if (amax < kGroupMaxEps) {
+  return max;
+}
+
+// ggml's make_qx_quants with rmse_type 1 and no importance weights: signed levels in
+// [−nmax, nmax − 1], stored + nmax in L, and a scale refit by least squares weighted by
+// x², over 18 trial inverse scales around −nmax/max.
+float FitSignedScale(int n, int nmax, const float* x, int8_t* levels) {
+  const float max = LargestMagnitude(n, x);
+  if (std::fabs(max) < kGroupMaxEps) {
     for (int i = 0; i < n; ++i) levels[i] = 0;
     return 0.0f;
   }
@@ -158,16 +165,8 @@ float FitSignedScale(int n, int nmax, const float* x, int8_t* levels) {
 // scale (weights x²) puts them, kept when they raise sumlx²/suml2; levels stored + nmax
 // in L, except for an all-zero group (0, and scale 0).
 float FitQ3Scale(int n, int nmax, const float* x, int8_t* levels) {
-  float max = 0;
-  float amax = 0;
-  for (int i = 0; i < n; ++i) {
-    const float ax = std::fabs(x[i]);
-    if (ax > amax) {
-      amax = ax;
-      max = x[i];
-    }
-  }
-  if (amax < kGroupMaxEps) {
+  const float max = LargestMagnitude(n, x);
+  if (std::fabs(max) < kGroupMaxEps) {
     for (int i = 0; i < n; ++i) levels[i] = 0;
     return 0.0f;
   }
