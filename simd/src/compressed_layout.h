@@ -398,12 +398,12 @@ inline void DequantizeRow(CompressedFormat type, const PanelRows& panel, size_t 
 // the row layout's size; only the quants of a block are reordered into quads of 4
 // rows, one 32-bit lane holding four consecutive rows of one column:
 //   q8_0:             8 quads of 32 columns × 4 bytes (128), the unsigned u = q + 128.
-//   q4_0, q4_k, q3_k, iq4_nl, iq4_xs: 8 quads of 16 columns × 4 bytes (64), byte 4c + j
-//                     holding row j of column c in its low nibble and of column c + 16
+//   q4_0, q4_1, q4_k, q3_k, iq4_nl, iq4_xs: 8 quads of 16 columns × 4 bytes (64), byte
+//                     4c + j holding row j of column c in its low nibble and of column c + 16
 //                     in its high one (for iq4_nl and iq4_xs the index into
 //                     kvalues_iq4nl, which the kernels look up as u = t + 128).
-//   q5_0, q5_k, q6_k: those quads, with the high bits in planes of 64 bytes after
-//                     every kPlaneQuads(type) quads (q5_0, q5_k 4: [4 quads][plane], twice;
+//   q5_0, q5_1, q5_k, q6_k: those quads, with the high bits in planes of 64 bytes after
+//                     every kPlaneQuads(type) quads (q5_0, q5_1, q5_k 4: [4 quads][plane], twice;
 //                     q6_k 2: [2 quads][plane], four times). Byte 4c + j of a plane
 //                     holds, for the plane's quad i and h = HighBitsPerQuant (1 or 2),
 //                     the high bits of row j of column c at bits h·i.. and of column
@@ -414,8 +414,9 @@ inline void DequantizeRow(CompressedFormat type, const PanelRows& panel, size_t 
 //                     bytes: byte 4c + j holds at bits 2i..2i+1 the quant of row 4i + j
 //                     of column c (c < 32), so that quad i's operand is one shift by
 //                     2i and a mask of 0x03030303 per 32-bit lane.
-// Block sizes stay 1088, 576 (q4_0, q4_k, q3_k, iq4_nl, iq4_xs), 704 (q5_0, q5_k),
-// 832 (q6_k) and 320 (q2_k) bytes.
+// The quads follow the block's scale area (q4_1's and q5_1's 128 bytes of d and m).
+// Block sizes stay 1088, 576 (q4_0, q4_k, q3_k, iq4_nl, iq4_xs), 640 (q4_1), 704 (q5_0,
+// q5_k), 768 (q5_1), 832 (q6_k) and 320 (q2_k) bytes.
 inline constexpr size_t kQuadRows = 4;
 inline constexpr size_t kQuadsPerBlock = kQuantBlock / kQuadRows;  // 8
 inline constexpr size_t kQ8QuadBytes = kWidth * kQuadRows;      // 128
@@ -434,7 +435,8 @@ constexpr bool HasQuadLayout(CompressedFormat type) {
          type == CompressedFormat::kQ5_0 || type == CompressedFormat::kQ4_K ||
          type == CompressedFormat::kQ5_K || type == CompressedFormat::kQ6_K ||
          type == CompressedFormat::kQ3_K || type == CompressedFormat::kIQ4_NL ||
-         type == CompressedFormat::kIQ4_XS || type == CompressedFormat::kQ2_K;
+         type == CompressedFormat::kIQ4_XS || type == CompressedFormat::kQ2_K ||
+         HasBlockMin(type);
 }
 // iq4_nl and iq4_xs: the stored nibble indexes kvalues_iq4nl (t in −127..113).
 constexpr bool HasValueTable(CompressedFormat type) {
@@ -442,11 +444,9 @@ constexpr bool HasValueTable(CompressedFormat type) {
 }
 // The unsigned quant u the int8 kernels multiply for an iq4 index: t + 128 (1..241).
 inline constexpr int kIQ4Bias = 128;
-// High bits per quant kept in planes: q5_0 and q5_k 1, q6_k 2, else 0.
+// High bits per quant kept in planes: q5_0, q5_1 and q5_k 1, q6_k 2, else 0.
 constexpr size_t HighBitsPerQuant(CompressedFormat type) {
-  return type == CompressedFormat::kQ6_K                                        ? 2
-         : type == CompressedFormat::kQ5_K || type == CompressedFormat::kQ5_0 ? 1
-                                                                               : 0;
+  return type == CompressedFormat::kQ6_K ? 2 : HighBytes(type) == kQ5HighBytes ? 1 : 0;
 }
 // Quads sharing one high-bit plane (4 / h; 0 without planes).
 constexpr size_t PlaneQuads(CompressedFormat type) {
@@ -470,18 +470,21 @@ inline size_t QuantBlockOffset(CompressedFormat type, size_t k) {
 inline size_t QuadHeaderOffset(CompressedFormat type, size_t k) {
   return k / SuperRows(type) * SuperBlockBytes(type);
 }
-// Offsets, from its block's start, of quad t's quants (q2_k: of the 128 bytes its
-// group of four shares) and of the high-bit plane it shares (q5_k, q6_k).
+// Offsets, from its block's start (its scale area: 128 bytes for q4_1 and q5_1, else
+// 64), of quad t's quants (q2_k: of the 128 bytes its group of four shares) and of the
+// high-bit plane it shares (q5_0, q5_1, q5_k, q6_k).
 inline size_t QuadOffset(CompressedFormat type, size_t t) {
-  if (type == CompressedFormat::kQ8_0) return kScaleBytes + t * kQ8QuadBytes;
-  if (type == CompressedFormat::kQ2_K) return kScaleBytes + t / kQ2GroupQuads * kQ8QuadBytes;
+  const size_t quants = ScaleAreaBytes(type);
+  if (type == CompressedFormat::kQ8_0) return quants + t * kQ8QuadBytes;
+  if (type == CompressedFormat::kQ2_K) return quants + t / kQ2GroupQuads * kQ8QuadBytes;
   const size_t group = PlaneQuads(type);
-  if (group == 0) return kScaleBytes + t * kQ4QuadBytes;
-  return kScaleBytes + t / group * (group * kQ4QuadBytes + kPlaneBytes) + t % group * kQ4QuadBytes;
+  if (group == 0) return quants + t * kQ4QuadBytes;
+  return quants + t / group * (group * kQ4QuadBytes + kPlaneBytes) + t % group * kQ4QuadBytes;
 }
 inline size_t PlaneOffset(CompressedFormat type, size_t t) {
   const size_t group = PlaneQuads(type);
-  return kScaleBytes + t / group * (group * kQ4QuadBytes + kPlaneBytes) + group * kQ4QuadBytes;
+  return ScaleAreaBytes(type) + t / group * (group * kQ4QuadBytes + kPlaneBytes) +
+         group * kQ4QuadBytes;
 }
 
 // Byte of row k, column j (< 32) in a quad-layout panel; a column j ≥ 16 of the
@@ -507,7 +510,7 @@ inline size_t QuadPlaneShift(CompressedFormat type, size_t k, size_t j) {
 }
 
 // The unsigned quant u of (k, j) in a quad-layout panel the kernels multiply: q8_0
-// q + 128, q4_0 q + 8, q5_0 q + 16, the K-quants their q (q3_k 0..7, q4_k 0..15, q5_k
+// q + 128, q4_0 q + 8, q5_0 q + 16, q4_1 and q5_1 their q (0..15, 0..31), the K-quants their q (q3_k 0..7, q4_k 0..15, q5_k
 // 0..31, q6_k 0..63, q2_k 0..3), iq4_nl and iq4_xs the table's value of the stored
 // index + 128.
 inline int QuadQuant(CompressedFormat type, const uint8_t* panel, size_t k, size_t j) {
@@ -534,6 +537,12 @@ inline float DequantizeQuadElement(CompressedFormat type, const uint8_t* panel, 
     case CompressedFormat::kQ5_0: {
       const int offset = type == CompressedFormat::kQ8_0 ? kQ8Offset : type == CompressedFormat::kQ4_0 ? kQ4Zero : 16;
       return static_cast<float>(u - offset) * F16ToF32(LoadU16(scales + 2 * j));
+    }
+    case CompressedFormat::kQ4_1:
+    case CompressedFormat::kQ5_1: {
+      const float d = F16ToF32(LoadU16(scales + 2 * j));
+      const float m = F16ToF32(LoadU16(scales + kScaleBytes + 2 * j));
+      return static_cast<float>(u) * d + m;
     }
     case CompressedFormat::kQ4_K:
     case CompressedFormat::kQ5_K: {

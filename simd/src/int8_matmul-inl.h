@@ -43,10 +43,12 @@ struct QuadWeights {
   static constexpr bool kTable = compressed::HasValueTable(kFormat);
   static constexpr bool kSigned32 = kFormat == CompressedFormat::kIQ4_XS;
   // q8_0 q + 128, q4_0 q + 8, q5_0 q + 16, q6_k q + 32, q3_k q + 4 and the iq4 types
-  // t + 128 are multiplied: the sums start at −kOffset·Σa; q4_k, q5_k and q2_k multiply
-  // q itself (their minimum is Accumulate's).
+  // t + 128 are multiplied: the sums start at −kOffset·Σa; q4_1, q5_1, q4_k, q5_k and
+  // q2_k multiply q itself (their minimum is Accumulate's).
   // One f16 d per column and block (the legacy types and iq4_nl), or two levels (the
   // K-quants and iq4_xs).
+  // q4_1 and q5_1: an f16 d and an f16 minimum m per column and block.
+  static constexpr bool kBlockMin = compressed::HasBlockMin(kFormat);
   static constexpr bool kBlockScaled = kQ8 || kFormat == CompressedFormat::kQ4_0 ||
                                        kFormat == CompressedFormat::kQ5_0 ||
                                        kFormat == CompressedFormat::kIQ4_NL;
@@ -160,11 +162,12 @@ struct QuadWeights {
 
   // acc + this block's part, from its integer sums s (int8_activations.h):
   //   q8_0, q4_0, q5_0, iq4_nl: acc + (d_w·d_a)·float(S)
+  //   q4_1, q5_1: acc + ((d_w·d_a)·float(S) + (m_w·d_a)·float(Σa))
   //   q6_k, q3_k: acc + (d·d_a)·float(sc_0·S_0 + sc_1·S_1)
   //   iq4_xs: acc + (d·d_a)·float(sc·S)
   //   q4_k, q5_k: acc + ((d·d_a)·float(sc·S) − (dmin·d_a)·float(m·Σa))
   //   q2_k: acc + ((d·d_a)·float(sc_0·S_0 + sc_1·S_1) − (dmin·d_a)·float(m_0·Σa_0 + m_1·Σa_1))
-  // each operation rounded to f32 (no FMA), d·d_a and dmin·d_a exact. half_sums: the
+  // each operation rounded to f32 (no FMA), d·d_a, m_w·d_a and dmin·d_a exact. half_sums: the
   // Σa of the block's two halves.
   template <class D, size_t kVecs>
   static HWY_INLINE void Accumulate(D d, const uint8_t* panel, const uint8_t* block, size_t k0,
@@ -174,7 +177,18 @@ struct QuadWeights {
     const DI di;
     const size_t lanes = hn::Lanes(d);
     const auto da = hn::Set(d, activation_scale);
-    if constexpr (kBlockScaled) {
+    if constexpr (kBlockMin) {
+      // The scale area holds the 32 columns' d, then their m.
+      hn::Vec<D> weight_scale[kVecs], weight_min[kVecs];
+      LoadColumnScales(d, block, weight_scale);
+      LoadColumnScales(d, block + compressed::kScaleBytes, weight_min);
+      const auto sum = hn::Set(d, static_cast<float>(activation_sum));  // exact: |Σa| ≤ 4064
+      for (size_t v = 0; v < kVecs; ++v) {
+        const auto scaled = hn::Mul(hn::Mul(weight_scale[v], da), hn::ConvertTo(d, s[0][v]));
+        const auto mins = hn::Mul(hn::Mul(weight_min[v], da), sum);
+        acc[v] = hn::Add(acc[v], hn::Add(scaled, mins));
+      }
+    } else if constexpr (kBlockScaled) {
       hn::Vec<D> weight_scale[kVecs];
       LoadColumnScales(d, block, weight_scale);
       for (size_t v = 0; v < kVecs; ++v) {
@@ -646,6 +660,12 @@ HWY_INLINE void Int8MatMulFor(D d, const Int8Rows& a, size_t first_row, size_t m
                                                        panel_end);
     case CompressedFormat::kQ5_0:
       return Int8Panels<CompressedFormat::kQ5_0, kDot>(d, a, first_row, m, w, c, ldc, panel_begin,
+                                                       panel_end);
+    case CompressedFormat::kQ4_1:
+      return Int8Panels<CompressedFormat::kQ4_1, kDot>(d, a, first_row, m, w, c, ldc, panel_begin,
+                                                       panel_end);
+    case CompressedFormat::kQ5_1:
+      return Int8Panels<CompressedFormat::kQ5_1, kDot>(d, a, first_row, m, w, c, ldc, panel_begin,
                                                        panel_end);
     case CompressedFormat::kQ4_K:
       return Int8Panels<CompressedFormat::kQ4_K, kDot>(d, a, first_row, m, w, c, ldc, panel_begin,

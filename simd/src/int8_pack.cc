@@ -31,15 +31,14 @@ void QuantizeRowScalar(const float* x, const Int8Rows& out, size_t row) {
 
 namespace {
 
-// The unsigned quant of (k, j) in a row-layout panel: the nibble and, for q5_0, q5_k
-// and q6_k, its high bits (compressed_layout.h, PanelRows::HighBits).
+// The unsigned quant of (k, j) in a row-layout panel: the nibble and, for q5_0, q5_1,
+// q5_k and q6_k, its high bits (compressed_layout.h, PanelRows::HighBits).
 int RowQuant(CompressedFormat type, const compressed::PanelRows& source, size_t k, size_t j) {
   const uint8_t byte = *source.NibbleByte(type, k, j);
   int q = j < compressed::kWidth / 2 ? byte & 0xF : byte >> 4;
   const uint8_t* high =
       compressed::HighBitsPerQuant(type) != 0 ? source.HighBits(type, k) : nullptr;
-  if (type == CompressedFormat::kQ5_K || type == CompressedFormat::kQ5_0)
-    q |= (high[j / 8] >> (j % 8) & 1) << 4;
+  if (compressed::HighBitsPerQuant(type) == 1) q |= (high[j / 8] >> (j % 8) & 1) << 4;
   if (type == CompressedFormat::kQ6_K) q |= (high[j / 4] >> (2 * (j % 4)) & 3) << 4;
   return q;
 }
@@ -67,7 +66,7 @@ CompressedMatrixView PackInt8Quads(const CompressedMatrixView& w, uint8_t* out) 
                     header_bytes);
       }
       std::memcpy(target + compressed::QuantBlockOffset(w.type, k0), source.Scales(w.type, k0),
-                  compressed::kScaleBytes);
+                  compressed::ScaleAreaBytes(w.type));
       for (size_t k = k0; k < k0 + kQuantBlock; ++k) {
         if (w.type == CompressedFormat::kQ2_K) {
           // Row k's 2-bit quants, column c at bits 2c, each into its group's byte.

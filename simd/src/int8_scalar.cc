@@ -82,6 +82,16 @@ float Column(const Int8Rows& a, size_t row, const CompressedMatrixView& w, const
         acc = acc + (scaled - mins);
         break;
       }
+      case CompressedFormat::kQ4_1:
+      case CompressedFormat::kQ5_1: {
+        // x = q·d + m: Σ x·a = d·S + m·Σa, the minimum's term added.
+        const int32_t sum = QuadSum(w, panel, quants, j, k0, k0 + kQuantBlock, 0);
+        const float scaled = (ColumnScale(block, j) * da) * static_cast<float>(sum);
+        const float mins = (ColumnScale(block + compressed::kScaleBytes, j) * da) *
+                           static_cast<float>(block_sum);
+        acc = acc + (scaled + mins);
+        break;
+      }
       case CompressedFormat::kQ2_K: {
         // Per half h: sc_h·S_h and m_h·Σa_h from its byte sc | m << 4.
         int32_t total = 0, min_total = 0;

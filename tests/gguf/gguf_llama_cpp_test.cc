@@ -82,7 +82,8 @@ TEST_P(LlamaCppFixture, GreedyContinuationsAgreeWithLlamaCpp) {
 }
 
 // Whether llama.cpp rounds the activations of every matrix of `file` to q8_0 blocks, as
-// kvrt's int8 activations do (q8_0, q4_0, q5_0 and iq4_nl weights): not where a matrix
+// kvrt's int8 activations do (q8_0, q4_0, q5_0 and iq4_nl weights; for q4_1 and q5_1 to
+// q8_1 blocks, the same quants and scale with the block's d·Σa kept in f16): not where a matrix
 // is a K-quant or iq4_xs, which llama.cpp multiplies against q8_K super-blocks (a
 // "q4_0" file made without --pure keeps its output matrix in q6_k).
 bool RoundsActivationsAsKvrt(const GgufFile& file) {
@@ -103,7 +104,7 @@ bool RoundsActivationsAsKvrt(const GgufFile& file) {
 }
 
 // The opt-in int8 activations (EngineOptions::int8_activations) do llama.cpp's
-// arithmetic for q8_0/q4_0/q5_0/iq4_nl weights (activations rounded to q8_0 blocks,
+// arithmetic for q8_0/q4_0/q5_0/q4_1/q5_1/iq4_nl weights (activations rounded to q8_0 blocks,
 // integer block sums), so on a file of those alone they must stay within the same bound
 // of llama.cpp. For the K-quants and iq4_xs kvrt rounds the activations to q8_0 blocks
 // too, llama.cpp to q8_K super-blocks: two different roundings, each its own distance
@@ -115,9 +116,10 @@ bool RoundsActivationsAsKvrt(const GgufFile& file) {
 TEST_P(LlamaCppFixture, Int8ActivationsStayWithinTheBoundOfLlamaCpp) {
   const FixtureType t = GetParam();
   const std::string type = t.type;
-  static const std::set<std::string> kReached = {"q8_0",   "q4_0",   "q5_0",   "q2_k",
-                                                  "q3_k_m", "q4_k_s", "q4_k_m", "q5_k_m",
-                                                  "q6_k",   "iq4_nl", "iq4_xs"};
+  static const std::set<std::string> kReached = {"q8_0",   "q4_0",   "q5_0",   "q4_1",
+                                                  "q5_1",   "q2_k",   "q3_k_m", "q4_k_s",
+                                                  "q4_k_m", "q5_k_m", "q6_k",   "iq4_nl",
+                                                  "iq4_xs"};
   if (!kReached.contains(type)) {
     GTEST_SKIP() << "no matrix the int8 activations reach";
   }

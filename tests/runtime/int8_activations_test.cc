@@ -1,5 +1,5 @@
 // The opt-in int8 activations (EngineOptions::int8_activations) in the engine: they
-// reach the q8_0, q4_0, q5_0, iq4_nl, iq4_xs and K-quant matrices (q2_k, q3_k, q4_k,
+// reach the q8_0, q4_0, q5_0, q4_1, q5_1, iq4_nl, iq4_xs and K-quant matrices (q2_k, q3_k, q4_k,
 // q5_k, q6_k, and llama-quantize's Q4_K_M and Q3_K_M mixes of them) (the logits move off the f32-activation ones, and stay
 // near the oracle), they keep every determinism promise — the same bits for 1–3
 // threads, for a prompt prefilled at once, in chunks or token by token, and for a
@@ -50,6 +50,7 @@ DecoderModel Model(bool k_quant = false) {
 }
 
 constexpr WeightFormat kFormats[] = {WeightFormat::kQ8_0, WeightFormat::kQ4_0, WeightFormat::kQ5_0,
+                                     WeightFormat::kQ4_1, WeightFormat::kQ5_1,
                                      WeightFormat::kQ3_K, WeightFormat::kQ4_K, WeightFormat::kQ5_K,
                                      WeightFormat::kQ6_K, WeightFormat::kQ4_K_M, WeightFormat::kQ3_K_M,
                                      WeightFormat::kIQ4_NL, WeightFormat::kIQ4_XS, WeightFormat::kQ2_K};
@@ -57,7 +58,8 @@ constexpr WeightFormat kFormats[] = {WeightFormat::kQ8_0, WeightFormat::kQ4_0, W
 // Formats whose blocks are super-blocks of 256 rows.
 bool NeedsSuperBlocks(WeightFormat format) {
   return format != WeightFormat::kQ8_0 && format != WeightFormat::kQ4_0 &&
-         format != WeightFormat::kQ5_0 && format != WeightFormat::kIQ4_NL;
+         format != WeightFormat::kQ5_0 && format != WeightFormat::kQ4_1 &&
+         format != WeightFormat::kQ5_1 && format != WeightFormat::kIQ4_NL;
 }
 
 // The model each format is tested on (built once).

@@ -22,7 +22,7 @@ const FlagSpec kBenchFlags[] = {
     {"weights", true,
      "weight formats, comma list of as-stored (default), f32, bf16, f16, q8_0, q4_0, q5_0, q4_1, q5_1, iq4_nl, iq4_xs, "
      "q2_k, q3_k, q4_k, q5_k, q6_k"},
-    {"int8-activations", true, "0 (f32 activations, default), 1 (int8 on q8_0, q4_0, q5_0, iq4_nl, iq4_xs and K-quant matrices), comma list"},
+    {"int8-activations", true, "0 (f32 activations, default), 1 (int8 on every quantized matrix), comma list"},
     {"kv-type", true, "K/V cache types, comma list of f32 (default), f16, bf16, q8_0"},
     {"repetitions", true, "timed runs of every row, after one warm-up run (default 5)", 'r'},
     {"output", true, "md (default: a markdown table), csv, json (Google Benchmark's shape) or jsonl", 'o'},

@@ -114,10 +114,10 @@ struct EngineOptions {
   // engine ignores it (it is always exact).
   bool batch_invariant = true;
   // false (the default): activations stay f32 in every matrix product.
-  // true (opt-in, LESS EXACT, fast f32 engine only): the q8_0, q4_0, q5_0, iq4_nl, iq4_xs,
-  // q2_k, q3_k, q4_k, q5_k and q6_k matrices (ReachedByInt8Activations) multiply activation rows
-  // rounded to 8 bits, in ggml's q8_0 blocks, as llama.cpp does for q8_0/q4_0/q5_0/iq4_nl
-  // weights (for the K-quants and iq4_xs it rounds to q8_K
+  // true (opt-in, LESS EXACT, fast f32 engine only): the q8_0, q4_0, q5_0, q4_1, q5_1,
+  // iq4_nl, iq4_xs, q2_k, q3_k, q4_k, q5_k and q6_k matrices (ReachedByInt8Activations)
+  // multiply activation rows rounded to 8 bits, in ggml's q8_0 blocks, as llama.cpp does
+  // for q8_0/q4_0/q5_0/iq4_nl weights (q4_1/q5_1: q8_1 blocks, the same quants) (for the K-quants and iq4_xs it rounds to q8_K
   // super-blocks, whose steps are no finer; simd/int8_activations.h): exact integer sums
   // (AVX-512 VNNI where the CPU has it, VPMADDUBSW byte pairs on AVX2), faster
   // decode and prefill on those weights. The rounding errs by up to half a step of

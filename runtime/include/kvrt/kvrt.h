@@ -353,7 +353,7 @@ typedef struct kvrt_engine_options {
                              * the step's shape (chunk sizes, other slots' rows), never with the
                              * thread count, within the fast tolerance. Other values: an error */
   int int8_activations;     /* fast f32 backend: 0 (an initializer without it): f32 activations.
-                             * 1: q8_0, q4_0, q5_0, iq4_nl, iq4_xs and K-quant matrices
+                             * 1: every quantized matrix (q8_0, q4_0, q5_0, q4_1, q5_1, iq4 and K-quants)
                              * multiply activations rounded to 8-bit q8_0 blocks as llama.cpp
                              * does (EngineOptions::int8_activations):
                              * faster, LESS EXACT; still thread-count and batch invariant.

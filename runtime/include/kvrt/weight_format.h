@@ -111,8 +111,8 @@ struct MatrixWeightFormat {
 std::string DescribeFallbacks(const std::vector<MatrixWeightFormat>& plan);
 
 // Whether a matrix kept in `format` multiplies int8-rounded activations when
-// EngineOptions::int8_activations is set: q8_0, q4_0, q5_0, iq4_nl, iq4_xs and the
-// K-quants (the formats with an int8 kernel); a mix's own value is false (its matrices
+// EngineOptions::int8_activations is set: q8_0, q4_0, q5_0, q4_1, q5_1, iq4_nl, iq4_xs
+// and the K-quants (every quantized format has an int8 kernel); a mix's own value is false (its matrices
 // each have one of those).
 bool ReachedByInt8Activations(WeightFormat format);
 

@@ -1,6 +1,6 @@
 // Weights times activations rounded to 8 bits: the opt-in int8-activation path
-// (EngineOptions::int8_activations) for q8_0, q4_0, q5_0, the K-quants q2_k, q3_k,
-// q4_k, q5_k and q6_k, and iq4_nl and iq4_xs. Each activation row is rounded to ggml's q8_0 blocks (32 values, one f16
+// (EngineOptions::int8_activations) for q8_0, q4_0, q5_0, q4_1, q5_1, the K-quants
+// q2_k, q3_k, q4_k, q5_k and q6_k, and iq4_nl and iq4_xs. Each activation row is rounded to ggml's q8_0 blocks (32 values, one f16
 // scale each), and every block's dot product is an exact integer sum. It is LESS
 // EXACT than the f32-activation kernels (compressed_matrix.h), whose only rounding
 // is the f32 arithmetic: rounding an activation to 8 bits errs by up to half a step
@@ -17,8 +17,8 @@
 // holds four consecutive k of one column, the operand shape of VPDPBUSD;
 // compressed_layout.h has the bytes). PackInt8Quads makes it from the row layout,
 // losslessly. The unsigned quant u multiplied is q8_0's q + 128 (stored so), q4_0's q + 8,
-// q5_0's, q6_k's and q3_k's q (q − 16, q − 32 and q − 4 being their values), q4_k's and
-// q5_k's and q2_k's q, and for iq4_nl and iq4_xs t + 128, t = kvalues_iq4nl[index] in −127..113
+// q5_0's, q6_k's and q3_k's q (q − 16, q − 32 and q − 4 being their values), q4_1's,
+// q5_1's, q4_k's, q5_k's and q2_k's q, and for iq4_nl and iq4_xs t + 128, t = kvalues_iq4nl[index] in −127..113
 // (the index is stored; the kernels look t + 128 up, one byte shuffle per vector).
 //
 // Activations: Int8Rows, M rows of K (a multiple of 32) as ggml's block_q8_0 holds
@@ -32,10 +32,12 @@
 //                                                        q5_0 16, else 0)
 //   S_h = Σ_{k in half h of b} u[k][n]·a[k] − o·Σ_{k in half h} a[k]  (q6_k 32, q3_k 4,
 //                                                                      q2_k 0)
-// and the block's f32 scales d_w (q8_0, q4_0, q5_0, iq4_nl), or its super-block's d, dmin
+// and the block's f32 scales d_w (q8_0, q4_0, q5_0, iq4_nl; q4_1 and q5_1 with their
+// minimum m_w), or its super-block's d, dmin
 // and the block's sc, m (sc_0, sc_1 for q6_k's and q3_k's halves, sc_h and m_h for
 // q2_k's, from its bytes sc | m << 4; iq4_xs's sc = ls − 32), with Σa_h the Σa of half h:
 //   q8_0, q4_0, q5_0, iq4_nl: acc = acc + (d_w·d_a)·float(S)
+//   q4_1, q5_1: acc = acc + ((d_w·d_a)·float(S) + (m_w·d_a)·float(Σa))
 //   q6_k, q3_k: acc = acc + (d·d_a)·float(sc_0·S_0 + sc_1·S_1)
 //   iq4_xs: acc = acc + (d·d_a)·float(sc·S)
 //   q4_k, q5_k: acc = acc + ((d·d_a)·float(sc·S) − (dmin·d_a)·float(m·Σa))
@@ -45,9 +47,9 @@
 // and in f32 (|S| < 2^21; sc·S < 2^23, |sc_0·S_0 + sc_1·S_1| ≤ 2·128·65024 < 2^24,
 // iq4_xs |sc·S| ≤ 32·(32·127·127) = 16516096 < 2^24, m·Σa < 2^18; q2_k |S_h| ≤ 16·3·127,
 // |sc_0·S_0 + sc_1·S_1| ≤ 2·15·6096 = 182880, |m_0·Σa_0 + m_1·Σa_1| ≤ 2·15·2032 = 60960),
-// and so are d_w·d_a, d·d_a and dmin·d_a (two 11-bit significands): per block there
-// are two (q8_0, q4_0, q5_0, q6_k, q3_k, iq4_nl, iq4_xs) or five roundings (q4_k,
-// q5_k, q2_k). y depends only on the row, the column and K, never on M, the panel
+// and so are d_w·d_a, m_w·d_a, d·d_a and dmin·d_a (two 11-bit significands): per block
+// there are two (q8_0, q4_0, q5_0, q6_k, q3_k, iq4_nl, iq4_xs) or five roundings (q4_1,
+// q5_1, q4_k, q5_k, q2_k). y depends only on the row, the column and K, never on M, the panel
 // range or the thread split.
 #pragma once
 
@@ -77,8 +79,8 @@ struct Int8Rows {
 void QuantizeRow(const float* x, const Int8Rows& out, size_t row);
 void QuantizeRowScalar(const float* x, const Int8Rows& out, size_t row);
 
-// Whether `type` has a quad layout: q8_0, q4_0, q5_0, q2_k, q3_k, q4_k, q5_k, q6_k,
-// iq4_nl, iq4_xs.
+// Whether `type` has a quad layout: q8_0, q4_0, q5_0, q4_1, q5_1, q2_k, q3_k, q4_k, q5_k,
+// q6_k, iq4_nl, iq4_xs (every quantized type).
 bool HasInt8Quads(CompressedFormat type);
 
 // The row-layout matrix `w` (HasInt8Quads(w.type)) in CompressedLayout::kInt8Quads, into `out`
