@@ -160,6 +160,65 @@ struct QuadWeights {
     return -offset * sum;
   }
 
+  // The weights' side of one block's scaling in one panel, the same for every
+  // activation row: a tile of rows loads and widens it once (Prepare) and applies it
+  // to each row's sums (Apply). scale: d_w, or the super-block's d; min: m_w (q4_1,
+  // q5_1) or the super-block's dmin (q4_k, q5_k, q2_k); sc[h] and m[h]: the integer
+  // scale and minimum multiplier of sub-block h (q4_k, q5_k: sc, m; q6_k, q3_k: sc_0,
+  // sc_1; iq4_xs: sc; q2_k: each half's sc and m from its byte sc | m << 4).
+  template <class D, size_t kVecs>
+  struct BlockScales {
+    hn::Vec<D> scale[kVecs];
+    hn::Vec<D> min[kVecs];
+    hn::Vec<DI> sc[2][kVecs];
+    hn::Vec<DI> m[2][kVecs];
+  };
+
+  template <class D, size_t kVecs>
+  static HWY_INLINE void Prepare(D d, const uint8_t* panel, const uint8_t* block, size_t k0,
+                                 BlockScales<D, kVecs>* out) {
+    const DI di;
+    const size_t lanes = hn::Lanes(d);
+    if constexpr (kBlockMin) {
+      // The scale area holds the 32 columns' d, then their m.
+      LoadColumnScales(d, block, out->scale);
+      LoadColumnScales(d, block + compressed::kScaleBytes, out->min);
+    } else if constexpr (kBlockScaled) {
+      LoadColumnScales(d, block, out->scale);
+    } else {
+      const uint8_t* header = panel + compressed::QuadHeaderOffset(kFormat, k0);
+      LoadColumnScales(d, header, out->scale);
+      if constexpr (kSigned16 || kSigned32) {
+        const hn::Rebind<int8_t, DI> d8;
+        const auto* scales = reinterpret_cast<const int8_t*>(block);
+        for (size_t h = 0; h < (kSigned16 ? 2 : 1); ++h) {
+          for (size_t v = 0; v < kVecs; ++v) {
+            out->sc[h][v] =
+                hn::PromoteTo(di, hn::LoadU(d8, scales + h * kCompressedPanelWidth + v * lanes));
+          }
+        }
+      } else {
+        const hn::Rebind<uint8_t, DI> d8;
+        LoadColumnScales(d, header + compressed::kScaleBytes, out->min);
+        for (size_t v = 0; v < kVecs; ++v) {
+          const auto first = hn::PromoteTo(di, hn::LoadU(d8, block + v * lanes));
+          const auto second =
+              hn::PromoteTo(di, hn::LoadU(d8, block + kCompressedPanelWidth + v * lanes));
+          if constexpr (kQ2) {
+            const auto low = hn::Set(di, 0xF);
+            out->sc[0][v] = hn::And(first, low);
+            out->sc[1][v] = hn::And(second, low);
+            out->m[0][v] = hn::ShiftRight<4>(first);
+            out->m[1][v] = hn::ShiftRight<4>(second);
+          } else {
+            out->sc[0][v] = first;
+            out->m[0][v] = second;
+          }
+        }
+      }
+    }
+  }
+
   // acc + this block's part, from its integer sums s (int8_activations.h):
   //   q8_0, q4_0, q5_0, iq4_nl: acc + (d_w·d_a)·float(S)
   //   q4_1, q5_1: acc + ((d_w·d_a)·float(S) + (m_w·d_a)·float(Σa))
@@ -170,90 +229,50 @@ struct QuadWeights {
   // each operation rounded to f32 (no FMA), d·d_a, m_w·d_a and dmin·d_a exact. half_sums: the
   // Σa of the block's two halves.
   template <class D, size_t kVecs>
+  static HWY_INLINE void Apply(D d, const BlockScales<D, kVecs>& w, float activation_scale,
+                               int32_t activation_sum, const int32_t* half_sums,
+                               const hn::Vec<DI> (&s)[kHalves][kVecs], hn::Vec<D>* acc) {
+    const DI di;
+    const auto da = hn::Set(d, activation_scale);
+    for (size_t v = 0; v < kVecs; ++v) {
+      const auto scale = hn::Mul(w.scale[v], da);  // exact
+      if constexpr (kBlockMin) {
+        const auto sum = hn::Set(d, static_cast<float>(activation_sum));  // exact: |Σa| ≤ 4064
+        const auto scaled = hn::Mul(scale, hn::ConvertTo(d, s[0][v]));
+        const auto mins = hn::Mul(hn::Mul(w.min[v], da), sum);
+        acc[v] = hn::Add(acc[v], hn::Add(scaled, mins));
+      } else if constexpr (kBlockScaled) {
+        acc[v] = hn::Add(acc[v], hn::Mul(scale, hn::ConvertTo(d, s[0][v])));
+      } else if constexpr (kSigned16) {
+        const auto total = hn::Add(hn::Mul(s[0][v], w.sc[0][v]), hn::Mul(s[1][v], w.sc[1][v]));
+        acc[v] = hn::Add(acc[v], hn::Mul(scale, hn::ConvertTo(d, total)));  // total exact
+      } else if constexpr (kSigned32) {
+        acc[v] = hn::Add(acc[v], hn::Mul(scale, hn::ConvertTo(d, hn::Mul(s[0][v], w.sc[0][v]))));
+      } else if constexpr (kQ2) {
+        const auto sum0 = hn::Set(di, half_sums[0]), sum1 = hn::Set(di, half_sums[1]);
+        const auto total = hn::Add(hn::Mul(s[0][v], w.sc[0][v]), hn::Mul(s[1][v], w.sc[1][v]));
+        const auto min_total = hn::Add(hn::Mul(w.m[0][v], sum0), hn::Mul(w.m[1][v], sum1));
+        const auto scaled = hn::Mul(scale, hn::ConvertTo(d, total));  // the integers exact
+        const auto mins = hn::Mul(hn::Mul(w.min[v], da), hn::ConvertTo(d, min_total));
+        acc[v] = hn::Add(acc[v], hn::Sub(scaled, mins));
+      } else {
+        const auto sum = hn::Set(di, activation_sum);
+        const auto scaled = hn::Mul(scale, hn::ConvertTo(d, hn::Mul(s[0][v], w.sc[0][v])));
+        const auto mins = hn::Mul(hn::Mul(w.min[v], da), hn::ConvertTo(d, hn::Mul(w.m[0][v], sum)));
+        acc[v] = hn::Add(acc[v], hn::Sub(scaled, mins));
+      }
+    }
+  }
+
+  // Prepare and Apply for one row (the decode kernel, Int8RowPanel).
+  template <class D, size_t kVecs>
   static HWY_INLINE void Accumulate(D d, const uint8_t* panel, const uint8_t* block, size_t k0,
                                     float activation_scale, int32_t activation_sum,
                                     const int32_t* half_sums,
                                     const hn::Vec<DI> (&s)[kHalves][kVecs], hn::Vec<D>* acc) {
-    const DI di;
-    const size_t lanes = hn::Lanes(d);
-    const auto da = hn::Set(d, activation_scale);
-    if constexpr (kBlockMin) {
-      // The scale area holds the 32 columns' d, then their m.
-      hn::Vec<D> weight_scale[kVecs], weight_min[kVecs];
-      LoadColumnScales(d, block, weight_scale);
-      LoadColumnScales(d, block + compressed::kScaleBytes, weight_min);
-      const auto sum = hn::Set(d, static_cast<float>(activation_sum));  // exact: |Σa| ≤ 4064
-      for (size_t v = 0; v < kVecs; ++v) {
-        const auto scaled = hn::Mul(hn::Mul(weight_scale[v], da), hn::ConvertTo(d, s[0][v]));
-        const auto mins = hn::Mul(hn::Mul(weight_min[v], da), sum);
-        acc[v] = hn::Add(acc[v], hn::Add(scaled, mins));
-      }
-    } else if constexpr (kBlockScaled) {
-      hn::Vec<D> weight_scale[kVecs];
-      LoadColumnScales(d, block, weight_scale);
-      for (size_t v = 0; v < kVecs; ++v) {
-        const auto scale = hn::Mul(weight_scale[v], da);  // exact
-        acc[v] = hn::Add(acc[v], hn::Mul(scale, hn::ConvertTo(d, s[0][v])));
-      }
-    } else {
-      const uint8_t* header = panel + compressed::QuadHeaderOffset(kFormat, k0);
-      hn::Vec<D> super_scale[kVecs];
-      LoadColumnScales(d, header, super_scale);
-      if constexpr (kSigned16) {
-        const hn::Rebind<int8_t, DI> d8;
-        for (size_t v = 0; v < kVecs; ++v) {
-          const auto sc0 =
-              hn::PromoteTo(di, hn::LoadU(d8, reinterpret_cast<const int8_t*>(block) + v * lanes));
-          const auto sc1 = hn::PromoteTo(di, hn::LoadU(d8, reinterpret_cast<const int8_t*>(block) +
-                                                               kCompressedPanelWidth + v * lanes));
-          const auto total = hn::Add(hn::Mul(s[0][v], sc0), hn::Mul(s[1][v], sc1));  // exact
-          const auto scale = hn::Mul(super_scale[v], da);                            // exact
-          acc[v] = hn::Add(acc[v], hn::Mul(scale, hn::ConvertTo(d, total)));
-        }
-      } else if constexpr (kSigned32) {
-        const hn::Rebind<int8_t, DI> d8;
-        for (size_t v = 0; v < kVecs; ++v) {
-          const auto sc =
-              hn::PromoteTo(di, hn::LoadU(d8, reinterpret_cast<const int8_t*>(block) + v * lanes));
-          const auto total = hn::Mul(s[0][v], sc);          // exact
-          const auto scale = hn::Mul(super_scale[v], da);  // exact
-          acc[v] = hn::Add(acc[v], hn::Mul(scale, hn::ConvertTo(d, total)));
-        }
-      } else if constexpr (kQ2) {
-        // Each half's byte sc | m << 4: the scale and the minimum's multiplier.
-        const hn::Rebind<uint8_t, DI> d8;
-        hn::Vec<D> min_scale[kVecs];
-        LoadColumnScales(d, header + compressed::kScaleBytes, min_scale);
-        const auto sum0 = hn::Set(di, half_sums[0]), sum1 = hn::Set(di, half_sums[1]);
-        const auto low = hn::Set(di, 0xF);
-        for (size_t v = 0; v < kVecs; ++v) {
-          const auto byte0 = hn::PromoteTo(di, hn::LoadU(d8, block + v * lanes));
-          const auto byte1 =
-              hn::PromoteTo(di, hn::LoadU(d8, block + kCompressedPanelWidth + v * lanes));
-          const auto total = hn::Add(hn::Mul(s[0][v], hn::And(byte0, low)),
-                                     hn::Mul(s[1][v], hn::And(byte1, low)));  // exact
-          const auto min_total = hn::Add(hn::Mul(hn::ShiftRight<4>(byte0), sum0),
-                                         hn::Mul(hn::ShiftRight<4>(byte1), sum1));  // exact
-          const auto scaled = hn::Mul(hn::Mul(super_scale[v], da), hn::ConvertTo(d, total));
-          const auto mins = hn::Mul(hn::Mul(min_scale[v], da), hn::ConvertTo(d, min_total));
-          acc[v] = hn::Add(acc[v], hn::Sub(scaled, mins));
-        }
-      } else {
-        const hn::Rebind<uint8_t, DI> d8;
-        hn::Vec<D> min_scale[kVecs];
-        LoadColumnScales(d, header + compressed::kScaleBytes, min_scale);
-        const auto sum = hn::Set(di, activation_sum);
-        for (size_t v = 0; v < kVecs; ++v) {
-          const auto sc = hn::PromoteTo(di, hn::LoadU(d8, block + v * lanes));
-          const auto m =
-              hn::PromoteTo(di, hn::LoadU(d8, block + kCompressedPanelWidth + v * lanes));
-          const auto scaled =
-              hn::Mul(hn::Mul(super_scale[v], da), hn::ConvertTo(d, hn::Mul(s[0][v], sc)));
-          const auto mins = hn::Mul(hn::Mul(min_scale[v], da), hn::ConvertTo(d, hn::Mul(m, sum)));
-          acc[v] = hn::Add(acc[v], hn::Sub(scaled, mins));
-        }
-      }
-    }
+    BlockScales<D, kVecs> scales;
+    Prepare(d, panel, block, k0, &scales);
+    Apply(d, scales, activation_scale, activation_sum, half_sums, s, acc);
   }
 };
 
@@ -405,7 +424,7 @@ constexpr int32_t SumOffset() {
 
 // C rows [row0, row0 + kRows) × the columns of kPanels panels from first_panel: per
 // block and sub-block the integer sums in int32 lanes (from −o·Σa), then
-// W::Accumulate's rounded f32 operations (no FMA, so that every target and the twin
+// W::Prepare's and W::Apply's rounded f32 operations (no FMA, so that every target and the twin
 // agree bit for bit).
 template <CompressedFormat kFormat, Int8Dot kDot, size_t kRows, size_t kPanels, class D>
 HWY_INLINE void Int8Tile(D d, const Int8Rows& a, size_t row0, const CompressedMatrixView& w,
@@ -451,16 +470,17 @@ HWY_INLINE void Int8Tile(D d, const Int8Rows& a, size_t row0, const CompressedMa
                                                         (h + 1) * kHalfQuads, sums[h]);
       }
     }
-    for (size_t r = 0; r < kRows; ++r) {
-      const float activation_scale = a.scales[(row0 + r) * blocks + b];
-      const int32_t activation_sum = a.sums[(row0 + r) * blocks + b];
-      for (size_t g = 0; g < kPanels; ++g) {
+    // The block's weight scales once per panel, then each row's.
+    for (size_t g = 0; g < kPanels; ++g) {
+      typename W::template BlockScales<D, kVecs> scales;
+      W::Prepare(d, panel[g], block[g], k0, &scales);
+      for (size_t r = 0; r < kRows; ++r) {
         hn::Vec<DI> s[kHalves][kVecs];
         for (size_t h = 0; h < kHalves; ++h) {
           for (size_t v = 0; v < kVecs; ++v) s[h][v] = sums[h][r][g][v];
         }
-        W::Accumulate(d, panel[g], block[g], k0, activation_scale, activation_sum,
-                      a.half_sums + ((row0 + r) * blocks + b) * 2, s, acc[r][g]);
+        W::Apply(d, scales, a.scales[(row0 + r) * blocks + b], a.sums[(row0 + r) * blocks + b],
+                 a.half_sums + ((row0 + r) * blocks + b) * 2, s, acc[r][g]);
       }
     }
   }
