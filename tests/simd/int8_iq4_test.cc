@@ -21,7 +21,6 @@ namespace kvrt::simd {
 namespace {
 
 using int8_test::Activations;
-using int8_test::ColumnCounts;
 using simd_test::Inputs;
 
 class Int8IQ4Test : public hwy::TestWithParamTarget {};
@@ -79,9 +78,9 @@ std::vector<BlockParts> Decode(CompressedFormat type, const uint8_t* block) {
 
 // A [K, N] matrix from ggml rows (one per column), in the row layout and in the quad
 // layout, with every column's decoded blocks of 32.
-struct IQ4Case : int8_test::GgmlQuads {
+struct IQ4Case : int8_test::DecodedGgmlQuads<BlockParts, 32> {
   IQ4Case(CompressedFormat format, size_t rows, size_t cols, std::vector<uint8_t> ggml_rows)
-      : GgmlQuads(format, rows, cols, std::move(ggml_rows)) {
+      : DecodedGgmlQuads(format, rows, cols, std::move(ggml_rows)) {
     const size_t per_column = rows / GgmlBlockRows(type);
     for (size_t n = 0; n < cols; ++n) {
       for (size_t s = 0; s < per_column; ++s) {
@@ -102,11 +101,6 @@ struct IQ4Case : int8_test::GgmlQuads {
                    int8_test::RandomGgmlRows(rows, cols, GgmlBlockRows(type), GgmlBlockBytes(type),
                                              quantize, inputs));
   }
-  const BlockParts& Parts(size_t k, size_t n) const {
-    return parts[n * (row_view.rows / 32) + k / 32];
-  }
-
-  std::vector<BlockParts> parts;
 };
 
 // The header's formula from the decoded ggml parts: per block acc + (d·d_a)·float(sc·S)
@@ -127,12 +121,10 @@ float Formula(const IQ4Case& w, const Activations& act, size_t row, size_t n) {
 
 TEST(Int8IQ4PackTest, QuadRelayoutIsLossless) {
   for (CompressedFormat type : kTypes) {
-    ASSERT_TRUE(HasInt8Quads(type));
-    for (size_t cols : ColumnCounts()) {
-      Inputs inputs(simd_test::CaseSeed(512, cols, static_cast<size_t>(type)));
-      const IQ4Case w = IQ4Case::Random(type, 512, cols, inputs);
-      ASSERT_TRUE(int8_test::RelayoutIsLossless(w)) << CompressedFormatName(type) << " N=" << cols;
-    }
+    ASSERT_TRUE(int8_test::RelayoutIsLosslessForEveryColumnCount(type, 512, [type](size_t rows, size_t cols,
+                                                                                    Inputs& inputs) {
+      return IQ4Case::Random(type, rows, cols, inputs);
+    })) << CompressedFormatName(type);
   }
 }
 

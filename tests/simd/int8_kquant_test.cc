@@ -27,7 +27,6 @@ HWY_TARGET_INSTANTIATE_TEST_SUITE_P(Int8KQuantTest);
 constexpr CompressedFormat kTypes[] = {CompressedFormat::kQ4_K, CompressedFormat::kQ5_K,
                                        CompressedFormat::kQ6_K, CompressedFormat::kQ3_K};
 using int8_test::Activations;
-using int8_test::ColumnCounts;
 
 size_t GgmlBlockBytes(CompressedFormat type) {
   return type == CompressedFormat::kQ4_K   ? 144
@@ -121,9 +120,9 @@ SuperBlockParts Decode(CompressedFormat type, const uint8_t* block) {
 
 // A [K, N] K-quant matrix from ggml rows (one per column), in the row layout and in the
 // quad layout, with every column's decoded super-blocks.
-struct KQuantCase : int8_test::GgmlQuads {
+struct KQuantCase : int8_test::DecodedGgmlQuads<SuperBlockParts, 256> {
   KQuantCase(CompressedFormat format, size_t rows, size_t cols, std::vector<uint8_t> ggml_rows)
-      : GgmlQuads(format, rows, cols, std::move(ggml_rows)) {
+      : DecodedGgmlQuads(format, rows, cols, std::move(ggml_rows)) {
     for (size_t n = 0; n < cols; ++n) {
       for (size_t s = 0; s < rows / 256; ++s) {
         parts.push_back(Decode(type, ggml.data() + (n * rows / 256 + s) * GgmlBlockBytes(type)));
@@ -141,11 +140,6 @@ struct KQuantCase : int8_test::GgmlQuads {
     return KQuantCase(type, rows, cols,
                       int8_test::RandomGgmlRows(rows, cols, 256, GgmlBlockBytes(type), quantize, inputs));
   }
-  const SuperBlockParts& Parts(size_t k, size_t n) const {
-    return parts[n * (row_view.rows / 256) + k / 256];
-  }
-
-  std::vector<SuperBlockParts> parts;
 };
 
 // The header's formula from the decoded ggml parts, every integer and product exact in
@@ -180,12 +174,10 @@ float Formula(const KQuantCase& w, const Activations& act, size_t row, size_t n)
 
 TEST(Int8KQuantPackTest, QuadRelayoutIsLossless) {
   for (CompressedFormat type : kTypes) {
-    ASSERT_TRUE(HasInt8Quads(type));
-    for (size_t cols : ColumnCounts()) {
-      Inputs inputs(simd_test::CaseSeed(512, cols, static_cast<size_t>(type)));
-      const KQuantCase w = KQuantCase::Random(type, 512, cols, inputs);
-      ASSERT_TRUE(int8_test::RelayoutIsLossless(w)) << CompressedFormatName(type) << " N=" << cols;
-    }
+    ASSERT_TRUE(int8_test::RelayoutIsLosslessForEveryColumnCount(type, 512, [type](size_t rows, size_t cols,
+                                                                                    Inputs& inputs) {
+      return KQuantCase::Random(type, rows, cols, inputs);
+    })) << CompressedFormatName(type);
   }
 }
 

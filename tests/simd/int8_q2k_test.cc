@@ -20,7 +20,6 @@ namespace kvrt::simd {
 namespace {
 
 using int8_test::Activations;
-using int8_test::ColumnCounts;
 using simd_test::Inputs;
 
 class Int8Q2KTest : public hwy::TestWithParamTarget {};
@@ -61,9 +60,9 @@ std::vector<BlockParts> Decode(const uint8_t* block) {
 
 // A [K, N] matrix from ggml rows (one per column), in the row layout and in the quad
 // layout, with every column's decoded blocks of 32.
-struct Q2Case : int8_test::GgmlQuads {
+struct Q2Case : int8_test::DecodedGgmlQuads<BlockParts, 32> {
   Q2Case(size_t rows, size_t cols, std::vector<uint8_t> ggml_rows)
-      : GgmlQuads(kType, rows, cols, std::move(ggml_rows)) {
+      : DecodedGgmlQuads(kType, rows, cols, std::move(ggml_rows)) {
     for (size_t s = 0; s < cols * rows / 256; ++s) {
       for (const BlockParts& b : Decode(ggml.data() + s * kGgmlBytes)) parts.push_back(b);
     }
@@ -72,11 +71,6 @@ struct Q2Case : int8_test::GgmlQuads {
   static Q2Case Random(size_t rows, size_t cols, Inputs& inputs) {
     return Q2Case(rows, cols, int8_test::RandomGgmlRows(rows, cols, 256, kGgmlBytes, QuantizeBlockQ2_K, inputs));
   }
-  const BlockParts& Parts(size_t k, size_t n) const {
-    return parts[n * (row_view.rows / 32) + k / 32];
-  }
-
-  std::vector<BlockParts> parts;
 };
 
 // The header's formula from the decoded ggml parts: per block
@@ -107,12 +101,9 @@ float Formula(const Q2Case& w, const Activations& act, size_t row, size_t n) {
 }
 
 TEST(Int8Q2KPackTest, QuadRelayoutIsLossless) {
-  ASSERT_TRUE(HasInt8Quads(kType));
-  for (size_t cols : ColumnCounts()) {
-    Inputs inputs(simd_test::CaseSeed(512, cols, static_cast<size_t>(kType)));
-    const Q2Case w = Q2Case::Random(512, cols, inputs);
-    ASSERT_TRUE(int8_test::RelayoutIsLossless(w)) << "N=" << cols;
-  }
+  ASSERT_TRUE(int8_test::RelayoutIsLosslessForEveryColumnCount(kType, 512, [](size_t rows, size_t cols, Inputs& inputs) {
+    return Q2Case::Random(rows, cols, inputs);
+  }));
 }
 
 // Arbitrary quant bytes (finite scales) keep every quant: at() is the row layout's,

@@ -21,7 +21,6 @@ namespace kvrt::simd {
 namespace {
 
 using int8_test::Activations;
-using int8_test::ColumnCounts;
 using simd_test::Inputs;
 
 class Int8Q4_1Test : public hwy::TestWithParamTarget {};
@@ -59,9 +58,9 @@ BlockParts Decode(CompressedFormat type, const uint8_t* block) {
 
 // A [K, N] matrix from ggml rows (one per column), in the row layout and in the quad
 // layout, with every column's decoded blocks.
-struct Q4_1Case : int8_test::GgmlQuads {
+struct Q4_1Case : int8_test::DecodedGgmlQuads<BlockParts, 32> {
   Q4_1Case(CompressedFormat format, size_t rows, size_t cols, std::vector<uint8_t> ggml_rows)
-      : GgmlQuads(format, rows, cols, std::move(ggml_rows)) {
+      : DecodedGgmlQuads(format, rows, cols, std::move(ggml_rows)) {
     for (size_t i = 0; i < cols * rows / 32; ++i)
       parts.push_back(Decode(type, ggml.data() + i * GgmlBlockBytes(type)));
   }
@@ -74,9 +73,6 @@ struct Q4_1Case : int8_test::GgmlQuads {
     return Q4_1Case(type, rows, cols,
                     int8_test::RandomGgmlRows(rows, cols, 32, GgmlBlockBytes(type), quantize, inputs));
   }
-  const BlockParts& Parts(size_t k, size_t n) const { return parts[n * (row_view.rows / 32) + k / 32]; }
-
-  std::vector<BlockParts> parts;
 };
 
 // The header's formula from the decoded ggml parts: per block
@@ -103,12 +99,10 @@ float Formula(const Q4_1Case& w, const Activations& act, size_t row, size_t n) {
 
 TEST(Int8Q4_1PackTest, QuadRelayoutIsLossless) {
   for (CompressedFormat type : kTypes) {
-    ASSERT_TRUE(HasInt8Quads(type));
-    for (size_t cols : ColumnCounts()) {
-      Inputs inputs(simd_test::CaseSeed(512, cols, static_cast<size_t>(type)));
-      const Q4_1Case w = Q4_1Case::Random(type, 512, cols, inputs);
-      ASSERT_TRUE(int8_test::RelayoutIsLossless(w)) << CompressedFormatName(type) << " N=" << cols;
-    }
+    ASSERT_TRUE(int8_test::RelayoutIsLosslessForEveryColumnCount(type, 512, [type](size_t rows, size_t cols,
+                                                                                    Inputs& inputs) {
+      return Q4_1Case::Random(type, rows, cols, inputs);
+    })) << CompressedFormatName(type);
   }
 }
 

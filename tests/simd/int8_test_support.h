@@ -45,6 +45,18 @@ struct GgmlQuads {
   CompressedMatrixView row_view, quads;
 };
 
+// A GgmlQuads whose test decodes every column's ggml blocks itself into Parts, one per
+// kPartRows rows along K (the subclass fills `parts` column by column), for the checks
+// of the header's formula.
+template <class Part, size_t kPartRows>
+struct DecodedGgmlQuads : GgmlQuads {
+  using GgmlQuads::GgmlQuads;
+  const Part& Parts(size_t k, size_t n) const {
+    return parts[n * (row_view.rows / kPartRows) + k / kPartRows];
+  }
+  std::vector<Part> parts;
+};
+
 // Random values along K, quantized column by column into ggml's blocks of `block_rows`
 // values and `block_bytes` bytes by `quantize(x, out)` (ggml's reference quantizer):
 // the rows a GgmlQuads of [rows, cols] takes. Every 89th value is 30 times the others.
@@ -76,6 +88,20 @@ inline ::testing::AssertionResult RelayoutIsLossless(const GgmlQuads& w) {
     GatherColumn(w.quads, n, column.data());
     GatherColumn(w.row_view, n, expected.data());
     if (column != expected) return ::testing::AssertionFailure() << "column " << n << " differs";
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// RelayoutIsLossless for a [rows, N] matrix of `type` from make(rows, N, inputs), for
+// every N of ColumnCounts().
+template <class Make>
+::testing::AssertionResult RelayoutIsLosslessForEveryColumnCount(CompressedFormat type, size_t rows,
+                                                                 const Make& make) {
+  if (!HasInt8Quads(type)) return ::testing::AssertionFailure() << "no quad layout";
+  for (size_t cols : ColumnCounts()) {
+    simd_test::Inputs inputs(simd_test::CaseSeed(rows, cols, static_cast<size_t>(type)));
+    ::testing::AssertionResult lossless = RelayoutIsLossless(make(rows, cols, inputs));
+    if (!lossless) return lossless << " (N=" << cols << ")";
   }
   return ::testing::AssertionSuccess();
 }
