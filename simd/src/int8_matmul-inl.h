@@ -28,7 +28,7 @@ namespace hn = hwy::HWY_NAMESPACE;
 // u = t + 128 looked up from their stored index). Per block the
 // integer sums S_h of kHalves sub-blocks (q6_k, q3_k and q2_k: two of 16 rows, each
 // with its own scale; the others one of 32) start at −kOffset·Σa of their
-// activations, and Accumulate applies the block's scales to them.
+// activations, and Prepare and Apply put the block's scales on them.
 template <CompressedFormat kFormat, class DI>
 struct QuadWeights {
   static constexpr bool kQ8 = kFormat == CompressedFormat::kQ8_0;
@@ -45,10 +45,10 @@ struct QuadWeights {
   // q8_0 q + 128, q4_0 q + 8, q5_0 q + 16, q6_k q + 32, q3_k q + 4 and the iq4 types
   // t + 128 are multiplied: the sums start at −kOffset·Σa; q4_1, q5_1, q4_k, q5_k and
   // q2_k multiply q itself (their minimum is Accumulate's).
-  // One f16 d per column and block (the legacy types and iq4_nl), or two levels (the
-  // K-quants and iq4_xs).
   // q4_1 and q5_1: an f16 d and an f16 minimum m per column and block.
   static constexpr bool kBlockMin = compressed::HasBlockMin(kFormat);
+  // One f16 d per column and block (the legacy types and iq4_nl), or two levels (the
+  // K-quants and iq4_xs).
   static constexpr bool kBlockScaled = kQ8 || kFormat == CompressedFormat::kQ4_0 ||
                                        kFormat == CompressedFormat::kQ5_0 ||
                                        kFormat == CompressedFormat::kIQ4_NL;
