@@ -147,8 +147,6 @@ TEST_P(Int8IQ4Test, MatMulEqualsTwinAndFormulaForEveryShape) {
 // 2^24). Fast == twin == formula.
 TEST_P(Int8IQ4Test, ExtremeValuesSumExactly) {
   const size_t rows = 512, cols = 64;
-  std::vector<float> x(rows);
-  for (size_t k = 0; k < rows; ++k) x[k] = k < 256 || (k / 2) % 2 == 0 ? 1.0f : -1.0f;
   for (CompressedFormat type : kTypes) {
     const size_t block_bytes = GgmlBlockBytes(type);
     const size_t blocks = cols * rows / GgmlBlockRows(type);
@@ -171,17 +169,10 @@ TEST_P(Int8IQ4Test, ExtremeValuesSumExactly) {
     IQ4Case w(type, rows, cols, ggml);
     Inputs inputs(simd_test::CaseSeed(rows, cols, 73));
     Activations act(1, rows, inputs);
-    act.x = x;
-    act.Quantize(1);
-    ASSERT_EQ(act.quants[0], 127);
-    ASSERT_EQ(act.quants[258], -127);
-    std::vector<float> y(cols), twin(cols);
-    MatMulInt8(act.rows, 0, 1, w.quads, y.data(), cols, 0, w.quads.panels());
-    MatMulInt8Scalar(act.rows, 0, 1, w.quads, twin.data(), cols, 0, w.quads.panels());
-    ASSERT_TRUE(simd_test::SameBits(y.data(), twin.data(), cols)) << CompressedFormatName(type);
-    ASSERT_TRUE(int8_test::RowEqualsFormula(twin.data(), cols, [&](size_t n) {
-      return Formula(w, act, 0, n);
-    })) << CompressedFormatName(type);
+    ASSERT_TRUE(int8_test::SetExtremeActivations(&act));
+    std::vector<float> y;
+    ASSERT_TRUE(int8_test::OneRowMatchesTwinAndFormula(
+        act, w.quads, [&](size_t n) { return Formula(w, act, 0, n); }, &y)) << CompressedFormatName(type);
     // Column 0: 256 values of −127 against +127 and 256 whose ±127 pairs cancel.
     const float column0 = type == CompressedFormat::kIQ4_NL ? -127.0f * 127 * 256 * act.scales[0]
                                                             : 32.0f * 127 * 127 * 256 * act.scales[0];

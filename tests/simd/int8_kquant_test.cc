@@ -197,8 +197,6 @@ TEST_P(Int8KQuantTest, MatMulEqualsTwinAndFormulaForEveryShape) {
 // says stay exact. Fast == twin == formula.
 TEST_P(Int8KQuantTest, ExtremeQuantsSumExactly) {
   const size_t rows = 512, cols = 64;
-  std::vector<float> x(rows);
-  for (size_t k = 0; k < rows; ++k) x[k] = k < 256 || (k / 2) % 2 == 0 ? 1.0f : -1.0f;
   for (CompressedFormat type : kTypes) {
     const size_t block_bytes = GgmlBlockBytes(type);
     std::vector<uint8_t> ggml(cols * rows / 256 * block_bytes, 0xFF);
@@ -228,17 +226,10 @@ TEST_P(Int8KQuantTest, ExtremeQuantsSumExactly) {
     KQuantCase w(type, rows, cols, ggml);
     Inputs inputs(simd_test::CaseSeed(rows, cols, 71));
     Activations act(1, rows, inputs);
-    act.x = x;
-    act.Quantize(1);
-    ASSERT_EQ(act.quants[0], 127);
-    ASSERT_EQ(act.quants[258], -127);
-    std::vector<float> y(cols), twin(cols);
-    MatMulInt8(act.rows, 0, 1, w.quads, y.data(), cols, 0, w.quads.panels());
-    MatMulInt8Scalar(act.rows, 0, 1, w.quads, twin.data(), cols, 0, w.quads.panels());
-    ASSERT_TRUE(simd_test::SameBits(y.data(), twin.data(), cols)) << CompressedFormatName(type);
-    ASSERT_TRUE(int8_test::RowEqualsFormula(twin.data(), cols, [&](size_t n) {
-      return Formula(w, act, 0, n);
-    })) << CompressedFormatName(type);
+    ASSERT_TRUE(int8_test::SetExtremeActivations(&act));
+    std::vector<float> y;
+    ASSERT_TRUE(int8_test::OneRowMatchesTwinAndFormula(
+        act, w.quads, [&](size_t n) { return Formula(w, act, 0, n); }, &y)) << CompressedFormatName(type);
   }
 }
 

@@ -143,8 +143,6 @@ TEST_P(Int8Q2KTest, MatMulEqualsTwinAndFormulaForEveryShape) {
 // Fast == twin == formula.
 TEST_P(Int8Q2KTest, ExtremeValuesSumExactly) {
   const size_t rows = 512, cols = 64;
-  std::vector<float> x(rows);
-  for (size_t k = 0; k < rows; ++k) x[k] = k < 256 || (k / 2) % 2 == 0 ? 1.0f : -1.0f;
   std::vector<uint8_t> ggml(cols * rows / 256 * kGgmlBytes);
   for (size_t s = 0; s < cols * rows / 256; ++s) {
     uint8_t* block = ggml.data() + s * kGgmlBytes;
@@ -157,16 +155,10 @@ TEST_P(Int8Q2KTest, ExtremeValuesSumExactly) {
   const Q2Case w(rows, cols, ggml);
   Inputs inputs(simd_test::CaseSeed(rows, cols, 79));
   Activations act(1, rows, inputs);
-  act.x = x;
-  act.Quantize(1);
-  ASSERT_EQ(act.quants[0], 127);
-  ASSERT_EQ(act.quants[258], -127);
-  std::vector<float> y(cols), twin(cols);
-  MatMulInt8(act.rows, 0, 1, w.quads, y.data(), cols, 0, w.quads.panels());
-  MatMulInt8Scalar(act.rows, 0, 1, w.quads, twin.data(), cols, 0, w.quads.panels());
-  ASSERT_TRUE(simd_test::SameBits(y.data(), twin.data(), cols));
-  ASSERT_TRUE(int8_test::RowEqualsFormula(twin.data(), cols,
-                                          [&](size_t n) { return Formula(w, act, 0, n); }));
+  ASSERT_TRUE(int8_test::SetExtremeActivations(&act));
+  std::vector<float> y;
+  ASSERT_TRUE(int8_test::OneRowMatchesTwinAndFormula(
+      act, w.quads, [&](size_t n) { return Formula(w, act, 0, n); }, &y));
   // Column 0: 8 blocks of (2·15·16·3·127 − 2·15·16·127)·d_a, then 8 whose ±127 pairs
   // cancel; column 1 (quants 0) only the minimums.
   ASSERT_FLOAT_EQ(y[0], 8.0f * (182880 - 60960) * act.scales[0]);

@@ -123,8 +123,6 @@ TEST_P(Int8Q4_1Test, MatMulEqualsTwinAndFormulaForEveryShape) {
 // activations' sum decides. Fast == twin == formula, and column 0 by hand.
 TEST_P(Int8Q4_1Test, ExtremeValuesSumExactly) {
   const size_t rows = 512, cols = 64;
-  std::vector<float> x(rows);
-  for (size_t k = 0; k < rows; ++k) x[k] = k < 256 || (k / 2) % 2 == 0 ? 1.0f : -1.0f;
   for (CompressedFormat type : kTypes) {
     const size_t block_bytes = GgmlBlockBytes(type);
     const size_t blocks = cols * rows / 32;
@@ -142,17 +140,10 @@ TEST_P(Int8Q4_1Test, ExtremeValuesSumExactly) {
     Q4_1Case w(type, rows, cols, ggml);
     Inputs inputs(simd_test::CaseSeed(rows, cols, 74));
     Activations act(1, rows, inputs);
-    act.x = x;
-    act.Quantize(1);
-    ASSERT_EQ(act.quants[0], 127);
-    ASSERT_EQ(act.quants[258], -127);
-    std::vector<float> y(cols), twin(cols);
-    MatMulInt8(act.rows, 0, 1, w.quads, y.data(), cols, 0, w.quads.panels());
-    MatMulInt8Scalar(act.rows, 0, 1, w.quads, twin.data(), cols, 0, w.quads.panels());
-    ASSERT_TRUE(simd_test::SameBits(y.data(), twin.data(), cols)) << CompressedFormatName(type);
-    ASSERT_TRUE(int8_test::RowEqualsFormula(twin.data(), cols, [&](size_t n) {
-      return Formula(w, act, 0, n);
-    })) << CompressedFormatName(type);
+    ASSERT_TRUE(int8_test::SetExtremeActivations(&act));
+    std::vector<float> y;
+    ASSERT_TRUE(int8_test::OneRowMatchesTwinAndFormula(
+        act, w.quads, [&](size_t n) { return Formula(w, act, 0, n); }, &y)) << CompressedFormatName(type);
     // Column 0: 256 values of q_max − 2 against +127, and 256 whose ±127 pairs cancel.
     const float q_max = type == CompressedFormat::kQ4_1 ? 15.0f : 31.0f;
     ASSERT_FLOAT_EQ(y[0], (q_max - 2.0f) * 127 * 256 * act.scales[0]) << CompressedFormatName(type);

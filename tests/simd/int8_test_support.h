@@ -131,6 +131,16 @@ struct Activations {
   Int8Rows rows;
 };
 
+// One activation row (K ≥ 260) at the quants' extremes: the first 256 values round to
+// +127, the rest to ±127 in pairs that cancel: the largest byte products a kernel adds.
+inline ::testing::AssertionResult SetExtremeActivations(Activations* act) {
+  for (size_t k = 0; k < act->x.size(); ++k) act->x[k] = k < 256 || (k / 2) % 2 == 0 ? 1.0f : -1.0f;
+  act->Quantize(1);
+  if (act->quants[0] != 127 || act->quants[258] != -127)
+    return ::testing::AssertionFailure() << "the activations did not round to ±127";
+  return ::testing::AssertionSuccess();
+}
+
 // MatMulInt8 of rows [first_row, first_row + m) against `quads` (N = quads.cols)
 // equals MatMulInt8Scalar bit for bit, writes nothing outside its rows and columns,
 // and its last row computed alone equals the same row inside the tile. The twin's
@@ -192,6 +202,21 @@ template <class Expected>
     }
   }
   return ::testing::AssertionSuccess();
+}
+
+// MatMulInt8 of activation row 0 against `quads` equals its twin bit for bit, and the
+// twin equals expected(n) for every column; *y gets the fast row.
+template <class Expected>
+::testing::AssertionResult OneRowMatchesTwinAndFormula(const Activations& act,
+                                                       const CompressedMatrixView& quads,
+                                                       const Expected& expected, std::vector<float>* y) {
+  const size_t cols = quads.cols;
+  std::vector<float> twin(cols);
+  y->assign(cols, 0.0f);
+  MatMulInt8(act.rows, 0, 1, quads, y->data(), cols, 0, quads.panels());
+  MatMulInt8Scalar(act.rows, 0, 1, quads, twin.data(), cols, 0, quads.panels());
+  if (!simd_test::SameBits(y->data(), twin.data(), cols)) return ::testing::AssertionFailure() << "fast != twin";
+  return RowEqualsFormula(twin.data(), cols, expected);
 }
 
 // For every K of `depths`, N of ColumnCounts() and M of {1, 2, 3, 4, 5, 9}: the matrix
