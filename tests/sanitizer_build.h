@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
+#include <string_view>
 
 // Sanitizers reserve terabytes of shadow memory and ASan's quarantine keeps freed
 // blocks resident: no address-space limit or peak-RSS bound means anything there.
@@ -32,5 +34,23 @@ inline constexpr size_t kSanitizerCaseStride = 1;
 
 // Whether case `index` of such a loop runs in this build.
 inline bool CaseRunsInThisBuild(size_t index) { return index % kSanitizerCaseStride == 0; }
+
+// Suites with one whole model file per parameter (load it, run the fast engine, the f64
+// reference and a plain forward pass) check every file in the release build. Under a
+// sanitizer each such test takes seconds, and the engine code it runs is the same for
+// every file: a sanitizer build runs the files whose name hashes into every
+// kSanitizerFileStride-th class and skips the rest (SkipReason says why).
+#if defined(KVRT_SANITIZER_BUILD)
+inline constexpr size_t kSanitizerFileStride = 3;
+#else
+inline constexpr size_t kSanitizerFileStride = 1;
+#endif
+
+inline bool FileRunsInThisBuild(std::string_view name) {
+  return std::hash<std::string_view>{}(name) % kSanitizerFileStride == 0;
+}
+
+inline constexpr const char* kSanitizerSkipReason =
+    "a sanitizer build checks a sample of the model files (sanitizer_build.h)";
 
 }  // namespace kvrt::sanitizer_build

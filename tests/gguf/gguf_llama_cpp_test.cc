@@ -42,6 +42,7 @@ class LlamaCppFixture : public ::testing::TestWithParam<FixtureType> {};
 
 TEST_P(LlamaCppFixture, LogitsMatchLlamaCppAndAPlainForwardPass) {
   const FixtureType t = GetParam();
+  KVRT_SKIP_FIXTURE_OUTSIDE_SANITIZER_SAMPLE(t);
   const Models& models = LoadModels(t);
   const nlohmann::json& json = LlamaCppLogits(t);
   const PlainLlama plain(models.file);
@@ -71,6 +72,7 @@ TEST_P(LlamaCppFixture, LogitsMatchLlamaCppAndAPlainForwardPass) {
 // llama.cpp's winning margin exceeds twice the logit bound.
 TEST_P(LlamaCppFixture, GreedyContinuationsAgreeWithLlamaCpp) {
   const FixtureType t = GetParam();
+  KVRT_SKIP_FIXTURE_OUTSIDE_SANITIZER_SAMPLE(t);
   const Models& models = LoadModels(t);
   const nlohmann::json& json = LlamaCppLogits(t);
   const bool free_running = std::string(t.type) == "f32";
@@ -115,6 +117,7 @@ bool RoundsActivationsAsKvrt(const GgufFile& file) {
 // do not reach.)
 TEST_P(LlamaCppFixture, Int8ActivationsStayWithinTheBoundOfLlamaCpp) {
   const FixtureType t = GetParam();
+  KVRT_SKIP_FIXTURE_OUTSIDE_SANITIZER_SAMPLE(t);
   const std::string type = t.type;
   static const std::set<std::string> kReached = {"q8_0",   "q4_0",   "q5_0",   "q4_1",
                                                   "q5_1",   "q2_k",   "q3_k_m", "q4_k_s",

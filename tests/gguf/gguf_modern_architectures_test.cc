@@ -68,6 +68,7 @@ class ModernArchitecture : public ::testing::TestWithParam<FixtureType> {};
 
 TEST_P(ModernArchitecture, LogitsMatchLlamaCppAndTheReference) {
   const FixtureType t = GetParam();
+  KVRT_SKIP_FIXTURE_OUTSIDE_SANITIZER_SAMPLE(t);
   const Models& models = LoadModels(t);
   const nlohmann::json& json = LlamaCppLogits(t);
   for (const nlohmann::json& sequence : json["sequences"]) {
@@ -93,6 +94,7 @@ TEST_P(ModernArchitecture, LogitsMatchLlamaCppAndTheReference) {
 // llama.cpp's tokens, the same choice wherever its margin exceeds twice the bound.
 TEST_P(ModernArchitecture, GreedyContinuationsEqualLlamaCpps) {
   const FixtureType t = GetParam();
+  KVRT_SKIP_FIXTURE_OUTSIDE_SANITIZER_SAMPLE(t);
   const Models& models = LoadModels(t);
   const bool free_running = IsF32(t);
   for (const nlohmann::json& sequence : LlamaCppLogits(t)["sequences"]) {
@@ -108,6 +110,7 @@ TEST_P(ModernArchitecture, GreedyContinuationsEqualLlamaCpps) {
 // q8_0 blocks, two roundings whose bounds add (gguf_llama_cpp_test.cc).
 TEST_P(ModernArchitecture, Int8ActivationsStayWithinTheBoundOfLlamaCpp) {
   const FixtureType t = GetParam();
+  KVRT_SKIP_FIXTURE_OUTSIDE_SANITIZER_SAMPLE(t);
   if (std::string(t.type).ends_with("f32")) GTEST_SKIP() << "int8 activations serve quantized weights";
   const Models& models = LoadModels(t);
   const nlohmann::json& json = LlamaCppLogits(t);
@@ -130,6 +133,7 @@ TEST_P(ModernArchitecture, Int8ActivationsStayWithinTheBoundOfLlamaCpp) {
 // logits are the same bits with 1, 2, 3 and 4 threads.
 TEST_P(ModernArchitecture, OneToFourThreadsGiveTheSameBits) {
   const FixtureType t = GetParam();
+  KVRT_SKIP_FIXTURE_OUTSIDE_SANITIZER_SAMPLE(t);
   const Models& models = LoadModels(t);
   const std::vector<uint32_t> tokens = Ids(LlamaCppLogits(t)["sequences"].back()["tokens"]);
   auto run = [&](threading::ThreadPool* pool) {
@@ -157,6 +161,7 @@ TEST_P(ModernArchitecture, OneToFourThreadsGiveTheSameBits) {
 // together) give each one's solo logits bit for bit.
 TEST_P(ModernArchitecture, BatchSlotsEqualSoloRuns) {
   const FixtureType t = GetParam();
+  KVRT_SKIP_FIXTURE_OUTSIDE_SANITIZER_SAMPLE(t);
   const Models& models = LoadModels(t);
   const nlohmann::json& sequences = LlamaCppLogits(t)["sequences"];
   std::vector<std::vector<uint32_t>> prompts;

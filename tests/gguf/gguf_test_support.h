@@ -20,6 +20,7 @@
 #include "kv/decoder_kv_cache.h"
 #include "model/decoder_model.h"
 #include "session/decoder_kv_session.h"
+#include "sanitizer_build.h"
 
 namespace kvrt::gguf::testing {
 
@@ -61,6 +62,12 @@ inline constexpr FixtureType kModernTypes[] = {
     {"q4_k_m", kQ8SuperBlockBound, "modern/kq-q4_k_m"},
     {"q5_k_m", kQ8SuperBlockBound, "modern/kq-q5_k_m"},
     {"q6_k", kQ8SuperBlockBound, "modern/kq-q6_k"}};
+
+// Opens a test that runs fixture `t` whole: in a sanitizer build only a sample of the
+// files runs (sanitizer_build.h), the others are skipped with the reason.
+#define KVRT_SKIP_FIXTURE_OUTSIDE_SANITIZER_SAMPLE(t)             \
+  if (!::kvrt::sanitizer_build::FileRunsInThisBuild((t).stem)) \
+  GTEST_SKIP() << ::kvrt::sanitizer_build::kSanitizerSkipReason
 
 inline std::string ModelPath(const FixtureType& t) { return FixturePath(std::string(t.stem) + ".gguf"); }
 

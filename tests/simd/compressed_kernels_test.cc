@@ -292,8 +292,11 @@ bool MultipliesThenAdds(int64_t target) { return target == HWY_SCALAR || target 
 TEST_P(CompressedKernelsTest, MatVecMatchesTwinAndEmulation) {
   const bool scalar_target = MultipliesThenAdds(GetParam());
   for (CompressedFormat type : kAllTypes) {
+    // A sanitizer build takes a sample that still reaches every type (see CaseRunsInThisBuild).
+    size_t index = 0;
     for (size_t rows : RowCounts(type)) {
       for (size_t cols : ColumnCounts()) {
+        if (!sanitizer_build::CaseRunsInThisBuild(index++)) continue;
         Inputs inputs(simd_test::CaseSeed(rows, cols, static_cast<size_t>(type)));
         CompressedCase w(type, rows, cols, (rows + cols) % 2 == 0 ? 0 : 4, inputs);
         const auto x = inputs.Uniform<float>(rows, -1, 1);

@@ -186,7 +186,9 @@ TEST(QuantizeKvRowQ8_0Test, IsGgmlsBlockQuantizerBlockByBlock) {
       EXPECT_EQ(scales[b].bits, ggml[0] | ggml[1] << 8) << head_width;
       for (size_t j = 0; j < kQ8KvBlock; ++j) {
         EXPECT_EQ(quants[b * kQ8KvBlock + j].quant, static_cast<int8_t>(ggml[2 + j])) << head_width << " " << j;
-        if (b * kQ8KvBlock + j >= head_width) EXPECT_EQ(quants[b * kQ8KvBlock + j].quant, 0);
+        if (b * kQ8KvBlock + j >= head_width) {
+          EXPECT_EQ(quants[b * kQ8KvBlock + j].quant, 0);
+        }
       }
     }
   }
