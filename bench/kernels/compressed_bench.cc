@@ -331,7 +331,8 @@ void RegisterFastAndTwin(CompressedFormat type, size_t rows, size_t cols,
 }
 
 // Prefill: the f32 FMA peak of these threads is measured right before the loop, as for
-// the f32 MatMul rows (matmul_bench.cc).
+// the f32 MatMul rows (matmul_bench.cc); with int8 activations the int8 dot peak too
+// (int8_peak_fraction: 2 operations per weight and row, as FLOPs count an FMA).
 void RegisterMatMul(CompressedFormat type, size_t m, size_t rows, size_t cols,
                     threading::ThreadPool& pool, const std::shared_ptr<WeightCache>& cache,
                     Activations activations = Activations::kF32) {
@@ -344,6 +345,8 @@ void RegisterMatMul(CompressedFormat type, size_t m, size_t rows, size_t cols,
     auto c = RandomRow<float>(m * cols, 0, 1);
     QuantizedRows quantized(m, rows);
     const double peak = machine::MeasureFmaFlopsPerSecond(pool);
+    // Int8 activations are judged against the int8 dot peak as well (its unit).
+    const double int8_peak = activations == Activations::kInt8 ? machine::MeasureInt8DotOpsPerSecond(pool) : 0;
     const LoopClock clock;
     for (auto _ : state) {
       if (activations == Activations::kInt8) {
@@ -365,6 +368,10 @@ void RegisterMatMul(CompressedFormat type, size_t m, size_t rows, size_t cols,
                                                   benchmark::Counter::kIsRate);
     state.counters["fma_peak_fraction"] = clock.FractionOfLimit(state, flops, peak);
     state.counters["peak_FLOP/s"] = peak;
+    if (int8_peak > 0) {
+      state.counters["int8_peak_fraction"] = clock.FractionOfLimit(state, flops, int8_peak);
+      state.counters["int8_peak_OP/s"] = int8_peak;
+    }
   }));
 }
 

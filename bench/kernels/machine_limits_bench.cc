@@ -28,6 +28,17 @@ void RegisterFmaPeak(threading::ThreadPool& pool) {
   }));
 }
 
+void RegisterInt8DotPeak(threading::ThreadPool& pool) {
+  const std::string name = "MachineLimits/Int8DotPeak/threads:" + std::to_string(pool.threads());
+  Timed(benchmark::RegisterBenchmark(name.c_str(), [&pool](State& state) {
+    int32_t sink = 0;
+    size_t ops = 0;
+    for (auto _ : state) ops += machine::ParallelInt8DotProbe(pool, 1'600'000, &sink);
+    benchmark::DoNotOptimize(sink);
+    state.counters["OP/s"] = benchmark::Counter(static_cast<double>(ops), benchmark::Counter::kIsRate);
+  }));
+}
+
 // A buffer of machine::BandwidthProbeBytes() shared by the bandwidth rows, filled on first use.
 class ProbeBuffer {
  public:
@@ -81,6 +92,8 @@ void RegisterMachineLimitBenchmarks(threading::ThreadPool& one_thread,
                                     threading::ThreadPool& two_threads) {
   RegisterFmaPeak(one_thread);
   RegisterFmaPeak(two_threads);
+  RegisterInt8DotPeak(one_thread);
+  RegisterInt8DotPeak(two_threads);
   auto buffer = std::make_shared<ProbeBuffer>();
   RegisterReadBandwidth(one_thread, buffer);
   RegisterReadBandwidth(two_threads, buffer);

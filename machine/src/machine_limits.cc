@@ -4,6 +4,9 @@
 #define HWY_TARGET_INCLUDE "src/machine_limits.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 
+#include <algorithm>
+#include <cstdint>
+
 #include "hwy/highway.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -28,6 +31,87 @@ size_t FmaProbeF32(size_t iterations, float* sink) {
   for (size_t c = 0; c < kFmaChains; ++c) total = hn::Add(total, acc[c]);
   *sink = hn::GetLane(hn::SumOfLanes(d, total));
   return iterations * kFmaChains * hn::Lanes(d) * 2;
+}
+
+// The int8 dot the int8-activation kernels run on this target (simd/src/
+// int8_matmul-inl.h), in 16 independent chains of register operands: VPDPBUSD where
+// the CPU has AVX-512 VNNI (`vnni`, AVX3 only), VPMADDUBSW's byte pairs into int16 on
+// AVX2, and the portable form (bytes shifted and masked out of each lane, int32
+// multiplies and adds) elsewhere. Every byte is 1, so the sums grow by a few units a
+// round and never wrap. Returns the operations executed, 2 per byte product (a
+// multiply and an add, as an FMA counts 2 FLOPs).
+size_t Int8DotProbe(size_t iterations, bool vnni, int32_t* sink) {
+  const hn::ScalableTag<int32_t> d;
+  const size_t lanes = hn::Lanes(d);
+  constexpr size_t kChains = 16;
+  hn::Vec<decltype(d)> acc[kChains];
+  for (size_t c = 0; c < kChains; ++c) acc[c] = hn::Set(d, static_cast<int32_t>(c));
+  const auto ones = hn::Set(d, 0x01010101);
+  size_t products_per_round = 0;
+#if HWY_TARGET == HWY_AVX3
+  if (vnni) {
+    const __m512i bytes = ones.raw;
+    for (size_t i = 0; i < iterations; ++i) {
+      HWY_UNROLL(16)
+      for (size_t c = 0; c < kChains; ++c) {
+        __m512i raw = acc[c].raw;
+        asm volatile("vpdpbusd %2, %1, %0" : "+v"(raw) : "v"(bytes), "v"(bytes));
+        acc[c] = hn::Vec<decltype(d)>{raw};
+      }
+    }
+    products_per_round = kChains * lanes * 4;
+  }
+#elif HWY_TARGET == HWY_AVX2
+  (void)vnni;
+  {
+    // 16-bit sums of byte pairs; each round adds 2 to a lane, so 16 bits hold 16k
+    // rounds: the chains are widened to int32 (VPMADDWD by ones, as the kernel does
+    // after a few quads) every 4096 rounds.
+    const __m256i bytes = ones.raw, pair_ones = _mm256_set1_epi16(1);
+    __m256i pairs[kChains];
+    for (size_t i = 0; i < iterations;) {
+      for (size_t c = 0; c < kChains; ++c) pairs[c] = _mm256_setzero_si256();
+      const size_t end = std::min(iterations, i + 4096);
+      for (; i < end; ++i) {
+        HWY_UNROLL(16)
+        for (size_t c = 0; c < kChains; ++c) {
+          pairs[c] = _mm256_add_epi16(pairs[c], _mm256_maddubs_epi16(bytes, bytes));
+          asm volatile("" : "+x"(pairs[c]));  // keeps each round's product
+        }
+      }
+      for (size_t c = 0; c < kChains; ++c) {
+        acc[c] = hn::Add(acc[c], hn::Vec<decltype(d)>{_mm256_madd_epi16(pairs[c], pair_ones)});
+      }
+    }
+    products_per_round = kChains * lanes * 4;
+  }
+#else
+  (void)vnni;
+#endif
+  if (products_per_round == 0) {
+    // Each chain its own activation, the weights' bytes shared by all (as the kernel
+    // shares them between rows); the weights move every round by a step the compiler
+    // cannot know is 0, so the products stay inside the loop.
+    const auto byte = hn::Set(d, 0xFF);
+    const auto step = hn::Set(d, static_cast<int32_t>(iterations >> 62));
+    hn::Vec<decltype(d)> activation[kChains];
+    for (size_t c = 0; c < kChains; ++c) activation[c] = hn::Set(d, static_cast<int32_t>(c + 1));
+    auto weights = ones;
+    for (size_t i = 0; i < iterations; ++i) {
+      weights = hn::Add(weights, step);
+      hn::Vec<decltype(d)> byte_of[4];
+      for (int j = 0; j < 4; ++j) byte_of[j] = hn::And(hn::ShiftRightSame(weights, 8 * j), byte);
+      HWY_UNROLL(16)
+      for (size_t c = 0; c < kChains; ++c) {
+        for (int j = 0; j < 4; ++j) acc[c] = hn::Add(acc[c], hn::Mul(byte_of[j], activation[c]));
+      }
+    }
+    products_per_round = kChains * lanes * 4;
+  }
+  auto total = hn::Zero(d);
+  for (size_t c = 0; c < kChains; ++c) total = hn::Add(total, acc[c]);
+  *sink = hn::GetLane(hn::SumOfLanes(d, total));
+  return iterations * products_per_round * 2;
 }
 
 // Wrapping sum of n 32-bit words read as four interleaved sequential streams (the
@@ -68,6 +152,7 @@ HWY_AFTER_NAMESPACE();
 #include <vector>
 
 #include "kvrt/machine/machine_limits.h"
+#include "kvrt/simd/int8_activations.h"
 
 namespace kvrt::machine {
 namespace {
@@ -112,6 +197,7 @@ class ProbePages {
 }  // namespace
 
 HWY_EXPORT(FmaProbeF32);
+HWY_EXPORT(Int8DotProbe);
 HWY_EXPORT(StreamSumU32);
 
 size_t RunFmaProbe(size_t iterations, float* sink) {
@@ -128,6 +214,25 @@ size_t ParallelFmaProbe(threading::ThreadPool& pool, size_t iterations, float* s
   size_t total = 0;
   for (size_t task = 0; task < kTasks; ++task) {
     total += flops[task];
+    *sink += sinks[task];
+  }
+  return total;
+}
+
+size_t RunInt8DotProbe(size_t iterations, int32_t* sink) {
+  return HWY_DYNAMIC_DISPATCH(Int8DotProbe)(iterations, simd::Int8DotUsesVnni(), sink);
+}
+
+size_t ParallelInt8DotProbe(threading::ThreadPool& pool, size_t iterations, int32_t* sink) {
+  constexpr size_t kTasks = 16;
+  std::vector<int32_t> sinks(kTasks);
+  std::vector<size_t> ops(kTasks);
+  pool.ParallelFor(kTasks, [&](size_t task, size_t) {
+    ops[task] = RunInt8DotProbe(iterations / kTasks, &sinks[task]);
+  });
+  size_t total = 0;
+  for (size_t task = 0; task < kTasks; ++task) {
+    total += ops[task];
     *sink += sinks[task];
   }
   return total;
@@ -208,6 +313,20 @@ double MeasureFmaFlopsPerSecond(threading::ThreadPool& pool) {
     best = std::max(best, static_cast<double>(flops) / seconds);
   }
   return best;  // the probe runs behind dispatch and pool calls: it cannot be elided
+}
+
+double MeasureInt8DotOpsPerSecond(threading::ThreadPool& pool) {
+  // As many rounds as the FMA probe's: 16 chains of one instruction each.
+  const size_t iterations = size_t{1'000'000} * pool.threads();
+  int32_t sink = 0;
+  double best = 0;
+  for (int run = 0; run < 3; ++run) {
+    size_t ops = 0;
+    const double seconds = SecondsOf([&] { ops = ParallelInt8DotProbe(pool, iterations, &sink); });
+    best = std::max(best, static_cast<double>(ops) / seconds);
+  }
+  probe_sink = static_cast<uint32_t>(sink);
+  return best;
 }
 
 double MeasureReadBytesPerSecond(threading::ThreadPool& pool, const void* data, size_t bytes) {
