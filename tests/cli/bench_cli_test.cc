@@ -120,6 +120,49 @@ class OneCpuAffinity {
   bool applied_ = false;
 };
 
+// Rows with int8 activations carry the int8 dot peak and judge the products of the
+// matrices that take int8 by it, everything else (attention, the matrices int8 does
+// not reach) by the FMA peak. With the prefill's operations S = F + I (I the int8
+// part), a row without int8 gives p/R0 = S/fma0 and one with gives p/R1 = F/fma1 +
+// I/int8: I follows from the two and must be a proper part of S (the attention
+// stays on the FMA units); on f32 weights nothing takes int8 and the roofline is the
+// FMA one.
+TEST(BenchCliTest, Int8RowsAreJudgedByTheInt8DotPeak) {
+  const auto rows_of = [](const std::string& weights) {
+    const CliRun run = RunKvrt({"bench", "-m", TinyModel(), "-p", "32", "-n", "0", "--weights", weights,
+                                "--int8-activations", "0,1", "-t", "1", "-r", "1", "-o", "jsonl", "-q"});
+    EXPECT_EQ(run.status, 0) << run.err;
+    std::vector<Json> rows;
+    std::istringstream lines(run.out);
+    for (std::string line; std::getline(lines, line);) {
+      const Json row = Json::parse(line);
+      if (row.contains("tokens_per_second")) rows.push_back(row);
+    }
+    return rows;
+  };
+  for (const std::string weights : {"q8_0", "f32"}) {
+    const std::vector<Json> rows = rows_of(weights);
+    ASSERT_EQ(rows.size(), 2u) << weights;
+    const Json& f32 = rows[0].at("int8_activations").get<bool>() ? rows[1] : rows[0];
+    const Json& int8 = rows[0].at("int8_activations").get<bool>() ? rows[0] : rows[1];
+    EXPECT_FALSE(f32.contains("int8_dot_ops_per_second")) << weights;
+    ASSERT_TRUE(int8.contains("int8_dot_ops_per_second")) << weights;
+    const double int8_peak = int8.at("int8_dot_ops_per_second").get<double>();
+    ASSERT_GT(int8_peak, 0) << weights;
+    const double p = 32;
+    const double fma0 = f32.at("fma_flops_per_second").get<double>(), fma1 = int8.at("fma_flops_per_second").get<double>();
+    const double all = p / f32.at("roofline_tokens_per_second").get<double>() * fma0;
+    const double seconds1 = p / int8.at("roofline_tokens_per_second").get<double>();
+    const double int8_part = (seconds1 - all / fma1) / (1 / int8_peak - 1 / fma1);
+    if (weights == "f32") {
+      EXPECT_NEAR(seconds1 * fma1, all, 1e-9 * all);
+    } else {
+      EXPECT_GT(int8_part, 0.5 * all) << "the q8_0 matrices' products are most of the prefill";
+      EXPECT_LT(int8_part, all) << "the attention stays on the FMA units";
+    }
+  }
+}
+
 TEST(BenchCliTest, MoreThreadsThanTheAffinityMaskAllowsIsSaidAndRecorded) {
   CliRun run;
   {

@@ -58,6 +58,7 @@ void RowFields(const BenchRow& row, Json& json) {
   json["samples_tokens_per_second"] = row.TokensPerSecond();
   json["read_bytes_per_second"] = row.read_bytes_per_second;
   json["fma_flops_per_second"] = row.fma_flops_per_second;
+  if (c.int8_activations) json["int8_dot_ops_per_second"] = row.int8_dot_ops_per_second;
   json["weight_bytes"] = row.weight_bytes;
   json["roofline_tokens_per_second"] = row.roofline_tokens_per_second;
   json["roofline_fraction"] = row.RooflineFraction();

@@ -121,35 +121,54 @@ double KvBytesPerToken(const ModelConfig& config, KvType kv_type, double context
 // once (only the prompt's last row reaches it). Not 2·parameters per token: the
 // token table is looked up, not multiplied, and a small model's vocabulary would
 // otherwise dominate the count (a 4M-parameter model read 5× its "roofline").
-double PrefillFlops(const Model& model, size_t depth, size_t prompt) {
+//
+// Split by the unit that runs them: `int8` the products of the matrices that take
+// int8 activations (with `int8_activations`, the matrices ReachedByInt8Activations
+// in `format`), `fma` the rest.
+struct PrefillOperations {
+  double fma = 0;
+  double int8 = 0;
+};
+
+PrefillOperations PrefillFlops(const Model& model, WeightFormat format, bool int8_activations, size_t depth,
+                               size_t prompt) {
   const ModelConfig& config = model.config();
-  double block_weights = 0, head_weights = 0;
-  for (const MatrixWeightFormat& matrix : model.WeightPlan(WeightFormat::kAsStored)) {
+  const double t = static_cast<double>(prompt), d = static_cast<double>(depth);
+  PrefillOperations ops;
+  PrefillOperations head;  // the last matrix as wide as the vocabulary: the head
+  for (const MatrixWeightFormat& matrix : model.WeightPlan(format)) {
     const double weights = static_cast<double>(matrix.rows) * static_cast<double>(matrix.cols);
+    const bool int8 = int8_activations && ReachedByInt8Activations(matrix.effective);
     // The token table and the output head are the matrices as wide as the vocabulary.
     if (matrix.cols == config.vocabulary_size) {
-      head_weights = weights;
+      head = {};
+      (int8 ? head.int8 : head.fma) = 2.0 * weights;
     } else {
-      block_weights += weights;
+      (int8 ? ops.int8 : ops.fma) += 2.0 * t * weights;
     }
   }
-  const double t = static_cast<double>(prompt), d = static_cast<double>(depth);
   const double earlier_positions = t * d + t * (t + 1) / 2;
-  const double attention = 4.0 * static_cast<double>(config.model_width) * static_cast<double>(config.layers) *
-                           earlier_positions;
-  return 2.0 * t * block_weights + attention + 2.0 * head_weights;
+  ops.fma += 4.0 * static_cast<double>(config.model_width) * static_cast<double>(config.layers) * earlier_positions +
+             head.fma;
+  ops.int8 += head.int8;
+  return ops;
 }
 
 double Roofline(const Model& model, const BenchCase& bench_case, double weight_bytes, double read_bytes_per_second,
-                double fma_flops_per_second) {
+                double fma_flops_per_second, double int8_dot_ops_per_second) {
   const double sequences = static_cast<double>(bench_case.sequences);
   const double prompt = static_cast<double>(bench_case.test.prompt);
   const double decode = static_cast<double>(bench_case.test.decode);
   // Seconds at the limits: the prefill's FLOPs at the FMA peak; decode steps each
   // reading the weights once for all sequences and every sequence's K/V rows at
   // the mean context of the steps, at the read bandwidth.
-  const double prefill_seconds =
-      prompt > 0 ? sequences * PrefillFlops(model, bench_case.depth, bench_case.test.prompt) / fma_flops_per_second : 0;
+  double prefill_seconds = 0;
+  if (prompt > 0) {
+    const PrefillOperations ops = PrefillFlops(model, bench_case.weights, bench_case.int8_activations,
+                                               bench_case.depth, bench_case.test.prompt);
+    prefill_seconds = sequences * ops.fma / fma_flops_per_second;
+    if (ops.int8 > 0) prefill_seconds += sequences * ops.int8 / int8_dot_ops_per_second;
+  }
   const double context = static_cast<double>(bench_case.depth) + prompt + decode / 2.0 + 1.0;
   const double step_bytes = weight_bytes + sequences * KvBytesPerToken(model.config(), bench_case.kv_type, context);
   const double decode_seconds = decode * step_bytes / read_bytes_per_second;
@@ -213,6 +232,7 @@ Result<BenchRow> BenchRunner::Run(const BenchCase& bench_case, size_t repetition
   row.weight_bytes = WeightBytesPerStep(model_, bench_case.weights);
   const size_t probe_bytes = static_cast<size_t>(row.weight_bytes);
   const double fma_before = machine::MeasureFmaFlopsPerSecond(pool);
+  const double int8_before = bench_case.int8_activations ? machine::MeasureInt8DotOpsPerSecond(pool) : 0;
   const double read_before = machine::MeasureSizedReadBytesPerSecond(pool, probe_bytes);
   if (!(read_before > 0)) {
     return std::unexpected(Error(ErrorCode::kAllocationFailed, {{"", std::to_string(probe_bytes)}},
@@ -231,11 +251,14 @@ Result<BenchRow> BenchRunner::Run(const BenchCase& bench_case, size_t repetition
     row.cpu_seconds.push_back(cpu_seconds);
   }
   const double fma_after = machine::MeasureFmaFlopsPerSecond(pool);
+  const double int8_after = bench_case.int8_activations ? machine::MeasureInt8DotOpsPerSecond(pool) : 0;
   const double read_after = machine::MeasureSizedReadBytesPerSecond(pool, probe_bytes);
   row.fma_flops_per_second = (fma_before + fma_after) / 2;
+  row.int8_dot_ops_per_second = (int8_before + int8_after) / 2;
   row.read_bytes_per_second = read_after > 0 ? (read_before + read_after) / 2 : read_before;
   row.roofline_tokens_per_second =
-      Roofline(model_, bench_case, row.weight_bytes, row.read_bytes_per_second, row.fma_flops_per_second);
+      Roofline(model_, bench_case, row.weight_bytes, row.read_bytes_per_second, row.fma_flops_per_second,
+               row.int8_dot_ops_per_second);
   return row;
 }
 

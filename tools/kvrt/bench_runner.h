@@ -26,11 +26,15 @@ struct BenchRow {
   // shared machine the limits drift, and a row is judged against the machine it ran on.
   double read_bytes_per_second = 0;
   double fma_flops_per_second = 0;
+  // Rows with int8 activations only (0 otherwise): the int8 dot peak, in operations
+  // (2 per byte product).
+  double int8_dot_ops_per_second = 0;
   double weight_bytes = 0;  // what one step reads of the weights in the case's format
   // The fastest the case could run on these probes: prefill at the FMA peak over
   // the FLOPs it executes (2 per block weight and token, the causal attention, the
-  // head once), decode at the read bandwidth over the bytes a token reads (the
-  // weights, shared by the sequences of a step, and its K/V rows).
+  // head once) — with int8 activations, the products of the matrices that take them
+  // at the int8 dot peak instead —, decode at the read bandwidth over the bytes a
+  // token reads (the weights, shared by the sequences of a step, and its K/V rows).
   double roofline_tokens_per_second = 0;
 
   std::vector<double> TokensPerSecond() const;  // one per timed run
