@@ -31,7 +31,7 @@ void RegisterFmaPeak(threading::ThreadPool& pool) {
 void RegisterInt8DotPeak(threading::ThreadPool& pool) {
   const std::string name = "MachineLimits/Int8DotPeak/threads:" + std::to_string(pool.threads());
   Timed(benchmark::RegisterBenchmark(name.c_str(), [&pool](State& state) {
-    int32_t sink = 0;
+    uint32_t sink = 0;
     size_t ops = 0;
     for (auto _ : state) ops += machine::ParallelInt8DotProbe(pool, 1'600'000, &sink);
     benchmark::DoNotOptimize(sink);

@@ -40,7 +40,7 @@ size_t FmaProbeF32(size_t iterations, float* sink) {
 // multiplies and adds) elsewhere. Every byte is 1, so the sums grow by a few units a
 // round and never wrap. Returns the operations executed, 2 per byte product (a
 // multiply and an add, as an FMA counts 2 FLOPs).
-size_t Int8DotProbe(size_t iterations, bool vnni, int32_t* sink) {
+size_t Int8DotProbe(size_t iterations, bool vnni, uint32_t* sink) {
   const hn::ScalableTag<int32_t> d;
   const size_t lanes = hn::Lanes(d);
   constexpr size_t kChains = 16;
@@ -108,9 +108,12 @@ size_t Int8DotProbe(size_t iterations, bool vnni, int32_t* sink) {
     }
     products_per_round = kChains * lanes * 4;
   }
-  auto total = hn::Zero(d);
-  for (size_t c = 0; c < kChains; ++c) total = hn::Add(total, acc[c]);
-  *sink = hn::GetLane(hn::SumOfLanes(d, total));
+  // The chains' lanes summed as unsigned words, which wrap where a long run's total
+  // would overflow int32 (each lane alone stays far below it).
+  const hn::RebindToUnsigned<decltype(d)> du;
+  auto total = hn::Zero(du);
+  for (size_t c = 0; c < kChains; ++c) total = hn::Add(total, hn::BitCast(du, acc[c]));
+  *sink = hn::GetLane(hn::SumOfLanes(du, total));
   return iterations * products_per_round * 2;
 }
 
@@ -219,13 +222,13 @@ size_t ParallelFmaProbe(threading::ThreadPool& pool, size_t iterations, float* s
   return total;
 }
 
-size_t RunInt8DotProbe(size_t iterations, int32_t* sink) {
+size_t RunInt8DotProbe(size_t iterations, uint32_t* sink) {
   return HWY_DYNAMIC_DISPATCH(Int8DotProbe)(iterations, simd::Int8DotUsesVnni(), sink);
 }
 
-size_t ParallelInt8DotProbe(threading::ThreadPool& pool, size_t iterations, int32_t* sink) {
+size_t ParallelInt8DotProbe(threading::ThreadPool& pool, size_t iterations, uint32_t* sink) {
   constexpr size_t kTasks = 16;
-  std::vector<int32_t> sinks(kTasks);
+  std::vector<uint32_t> sinks(kTasks);
   std::vector<size_t> ops(kTasks);
   pool.ParallelFor(kTasks, [&](size_t task, size_t) {
     ops[task] = RunInt8DotProbe(iterations / kTasks, &sinks[task]);
@@ -318,14 +321,14 @@ double MeasureFmaFlopsPerSecond(threading::ThreadPool& pool) {
 double MeasureInt8DotOpsPerSecond(threading::ThreadPool& pool) {
   // As many rounds as the FMA probe's: 16 chains of one instruction each.
   const size_t iterations = size_t{1'000'000} * pool.threads();
-  int32_t sink = 0;
+  uint32_t sink = 0;
   double best = 0;
   for (int run = 0; run < 3; ++run) {
     size_t ops = 0;
     const double seconds = SecondsOf([&] { ops = ParallelInt8DotProbe(pool, iterations, &sink); });
     best = std::max(best, static_cast<double>(ops) / seconds);
   }
-  probe_sink = static_cast<uint32_t>(sink);
+  probe_sink = sink;
   return best;
 }
 

@@ -21,13 +21,14 @@ constexpr size_t kProductsPerLane = 4;  // four byte products into each int32 la
 
 // Sixteen chains start at 0..15. VPDPBUSD and the byte pairs add 1·1 four times a
 // round to every lane; the portable form multiplies chain c's bytes by c + 1.
-int64_t ExpectedSink(size_t lanes, size_t rounds, bool every_chain_by_one) {
-  int64_t per_lane = 0;
+// The probe sums the lanes modulo 2^32.
+uint32_t ExpectedSink(size_t lanes, size_t rounds, bool every_chain_by_one) {
+  uint64_t per_lane = 0;
   for (size_t c = 0; c < kChains; ++c) {
-    const int64_t step = every_chain_by_one ? 1 : static_cast<int64_t>(c + 1);
-    per_lane += static_cast<int64_t>(c) + step * static_cast<int64_t>(kProductsPerLane * rounds);
+    const uint64_t step = every_chain_by_one ? 1 : c + 1;
+    per_lane += c + step * kProductsPerLane * rounds;
   }
-  return per_lane * static_cast<int64_t>(lanes);
+  return static_cast<uint32_t>(per_lane * lanes);
 }
 
 TEST(Int8DotProbeTest, EveryTargetRunsTheOperationsItCounts) {
@@ -35,13 +36,29 @@ TEST(Int8DotProbeTest, EveryTargetRunsTheOperationsItCounts) {
   constexpr size_t kRounds = 5'003;
   for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
     hwy::SetSupportedTargetsForTest(target);
-    int32_t sink = 0;
+    uint32_t sink = 0;
     const size_t ops = RunInt8DotProbe(kRounds, &sink);
     const size_t per_round = kChains * kProductsPerLane * 2;
     ASSERT_EQ(ops % (kRounds * per_round), 0u) << hwy::TargetName(target);
     const size_t lanes = ops / (kRounds * per_round);
     EXPECT_TRUE(lanes == 1 || lanes == 4 || lanes == 8 || lanes == 16) << hwy::TargetName(target) << " " << lanes;
     // The byte forms: VPDPBUSD (AVX3 with VNNI) and AVX2's pairs; otherwise the portable one.
+    const bool byte_form = target == HWY_AVX2 || (target == HWY_AVX3 && simd::Int8DotUsesVnni());
+    EXPECT_EQ(sink, ExpectedSink(lanes, kRounds, byte_form)) << hwy::TargetName(target);
+  }
+  hwy::SetSupportedTargetsForTest(0);
+}
+
+// A run long enough that the chains' total passes 2^31 on AVX-512 (16 lanes × 16
+// chains × 4 a round × 2.2M rounds): the sum wraps as unsigned words, not into
+// signed overflow (UBSan watches this in CI).
+TEST(Int8DotProbeTest, ALongRunWrapsItsSumWithoutOverflow) {
+  constexpr size_t kRounds = 2'200'000;
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    uint32_t sink = 0;
+    const size_t ops = RunInt8DotProbe(kRounds, &sink);
+    const size_t lanes = ops / (kRounds * kChains * kProductsPerLane * 2);
     const bool byte_form = target == HWY_AVX2 || (target == HWY_AVX3 && simd::Int8DotUsesVnni());
     EXPECT_EQ(sink, ExpectedSink(lanes, kRounds, byte_form)) << hwy::TargetName(target);
   }

@@ -55,14 +55,15 @@ double MeasureFmaFlopsPerSecond(threading::ThreadPool& pool);
 // One run of the int8 dot probe on the calling thread, on the best target:
 // `iterations` rounds of 16 independent chains of the dot instruction the
 // int8-activation kernels use here (below). Returns the operations executed, 2 per
-// byte product; every byte is 1, so `sink` (the sum of the chains' lanes) is exact.
-size_t RunInt8DotProbe(size_t iterations, int32_t* sink);
+// byte product; every byte is 1, so `sink` (the sum of the chains' lanes, modulo
+// 2^32) is known in advance.
+size_t RunInt8DotProbe(size_t iterations, uint32_t* sink);
 
 // The int8 dot probe on every thread of `pool`: 16 tasks of iterations/16 rounds of 16
 // independent chains of the dot instruction the int8-activation kernels use here
 // (VPDPBUSD with AVX-512 VNNI, VPMADDUBSW on AVX2, the portable form elsewhere).
 // Returns the operations executed, 2 per byte product.
-size_t ParallelInt8DotProbe(threading::ThreadPool& pool, size_t iterations, int32_t* sink);
+size_t ParallelInt8DotProbe(threading::ThreadPool& pool, size_t iterations, uint32_t* sink);
 
 // Int8 dot operations/s of `pool` right now (2 per byte product): the peak the
 // prefill of int8 activations is judged against, as the FMA peak is for f32. The
