@@ -207,19 +207,43 @@ size_t RunFmaProbe(size_t iterations, float* sink) {
   return HWY_DYNAMIC_DISPATCH(FmaProbeF32)(iterations, sink);
 }
 
-size_t ParallelFmaProbe(threading::ThreadPool& pool, size_t iterations, float* sink) {
+namespace {
+
+// `run_probe(iterations / 16, &sink)` as 16 tasks on `pool`, which balances them; the
+// operations they report added, their sinks added into `sink`.
+template <typename Sink, class RunProbe>
+size_t ParallelProbe(threading::ThreadPool& pool, size_t iterations, Sink* sink, RunProbe run_probe) {
   constexpr size_t kTasks = 16;
-  std::vector<float> sinks(kTasks);
-  std::vector<size_t> flops(kTasks);
-  pool.ParallelFor(kTasks, [&](size_t task, size_t) {
-    flops[task] = RunFmaProbe(iterations / kTasks, &sinks[task]);
-  });
+  std::vector<Sink> sinks(kTasks);
+  std::vector<size_t> ops(kTasks);
+  pool.ParallelFor(kTasks, [&](size_t task, size_t) { ops[task] = run_probe(iterations / kTasks, &sinks[task]); });
   size_t total = 0;
   for (size_t task = 0; task < kTasks; ++task) {
-    total += flops[task];
+    total += ops[task];
     *sink += sinks[task];
   }
   return total;
+}
+
+// The best rate (operations per second) of three parallel runs of a probe, 1M rounds
+// per thread each: ~3 ms for the FMA probe at the AVX-512 peak of this machine.
+template <typename Sink, class RunProbe>
+double BestParallelRate(threading::ThreadPool& pool, RunProbe run_probe) {
+  const size_t iterations = size_t{1'000'000} * pool.threads();
+  Sink sink = 0;
+  double best = 0;
+  for (int run = 0; run < 3; ++run) {
+    size_t ops = 0;
+    const double seconds = SecondsOf([&] { ops = ParallelProbe(pool, iterations, &sink, run_probe); });
+    best = std::max(best, static_cast<double>(ops) / seconds);
+  }
+  return best;  // the probe runs behind dispatch and pool calls: it cannot be elided
+}
+
+}  // namespace
+
+size_t ParallelFmaProbe(threading::ThreadPool& pool, size_t iterations, float* sink) {
+  return ParallelProbe(pool, iterations, sink, RunFmaProbe);
 }
 
 size_t RunInt8DotProbe(size_t iterations, uint32_t* sink) {
@@ -227,18 +251,7 @@ size_t RunInt8DotProbe(size_t iterations, uint32_t* sink) {
 }
 
 size_t ParallelInt8DotProbe(threading::ThreadPool& pool, size_t iterations, uint32_t* sink) {
-  constexpr size_t kTasks = 16;
-  std::vector<uint32_t> sinks(kTasks);
-  std::vector<size_t> ops(kTasks);
-  pool.ParallelFor(kTasks, [&](size_t task, size_t) {
-    ops[task] = RunInt8DotProbe(iterations / kTasks, &sinks[task]);
-  });
-  size_t total = 0;
-  for (size_t task = 0; task < kTasks; ++task) {
-    total += ops[task];
-    *sink += sinks[task];
-  }
-  return total;
+  return ParallelProbe(pool, iterations, sink, RunInt8DotProbe);
 }
 
 size_t ThreadedFmaProbe(size_t threads, size_t iterations, float* sink) {
@@ -306,30 +319,11 @@ volatile uint32_t probe_sink = 0;
 }  // namespace
 
 double MeasureFmaFlopsPerSecond(threading::ThreadPool& pool) {
-  // 1M rounds per thread: 0.5 GFLOP, ~3 ms at the AVX-512 peak of this machine.
-  const size_t iterations = size_t{1'000'000} * pool.threads();
-  float sink = 0;
-  double best = 0;
-  for (int run = 0; run < 3; ++run) {
-    size_t flops = 0;
-    const double seconds = SecondsOf([&] { flops = ParallelFmaProbe(pool, iterations, &sink); });
-    best = std::max(best, static_cast<double>(flops) / seconds);
-  }
-  return best;  // the probe runs behind dispatch and pool calls: it cannot be elided
+  return BestParallelRate<float>(pool, RunFmaProbe);
 }
 
 double MeasureInt8DotOpsPerSecond(threading::ThreadPool& pool) {
-  // As many rounds as the FMA probe's: 16 chains of one instruction each.
-  const size_t iterations = size_t{1'000'000} * pool.threads();
-  uint32_t sink = 0;
-  double best = 0;
-  for (int run = 0; run < 3; ++run) {
-    size_t ops = 0;
-    const double seconds = SecondsOf([&] { ops = ParallelInt8DotProbe(pool, iterations, &sink); });
-    best = std::max(best, static_cast<double>(ops) / seconds);
-  }
-  probe_sink = sink;
-  return best;
+  return BestParallelRate<uint32_t>(pool, RunInt8DotProbe);
 }
 
 double MeasureReadBytesPerSecond(threading::ThreadPool& pool, const void* data, size_t bytes) {

@@ -31,39 +31,31 @@ uint32_t ExpectedSink(size_t lanes, size_t rounds, bool every_chain_by_one) {
   return static_cast<uint32_t>(per_lane * lanes);
 }
 
-TEST(Int8DotProbeTest, EveryTargetRunsTheOperationsItCounts) {
-  // Past the AVX2 form's 4,096-round widening, and an odd remainder.
-  constexpr size_t kRounds = 5'003;
+// Runs the probe for `rounds` on every compiled target and checks the operations it
+// reports and the sum it leaves.
+void ExpectEveryTargetRunsWhatItCounts(size_t rounds) {
   for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
     hwy::SetSupportedTargetsForTest(target);
     uint32_t sink = 0;
-    const size_t ops = RunInt8DotProbe(kRounds, &sink);
+    const size_t ops = RunInt8DotProbe(rounds, &sink);
     const size_t per_round = kChains * kProductsPerLane * 2;
-    ASSERT_EQ(ops % (kRounds * per_round), 0u) << hwy::TargetName(target);
-    const size_t lanes = ops / (kRounds * per_round);
+    ASSERT_EQ(ops % (rounds * per_round), 0u) << hwy::TargetName(target);
+    const size_t lanes = ops / (rounds * per_round);
     EXPECT_TRUE(lanes == 1 || lanes == 4 || lanes == 8 || lanes == 16) << hwy::TargetName(target) << " " << lanes;
     // The byte forms: VPDPBUSD (AVX3 with VNNI) and AVX2's pairs; otherwise the portable one.
     const bool byte_form = target == HWY_AVX2 || (target == HWY_AVX3 && simd::Int8DotUsesVnni());
-    EXPECT_EQ(sink, ExpectedSink(lanes, kRounds, byte_form)) << hwy::TargetName(target);
+    EXPECT_EQ(sink, ExpectedSink(lanes, rounds, byte_form)) << hwy::TargetName(target);
   }
   hwy::SetSupportedTargetsForTest(0);
 }
 
+// Past the AVX2 form's 4,096-round widening, and an odd remainder.
+TEST(Int8DotProbeTest, EveryTargetRunsTheOperationsItCounts) { ExpectEveryTargetRunsWhatItCounts(5'003); }
+
 // A run long enough that the chains' total passes 2^31 on AVX-512 (16 lanes × 16
 // chains × 4 a round × 2.2M rounds): the sum wraps as unsigned words, not into
 // signed overflow (UBSan watches this in CI).
-TEST(Int8DotProbeTest, ALongRunWrapsItsSumWithoutOverflow) {
-  constexpr size_t kRounds = 2'200'000;
-  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
-    hwy::SetSupportedTargetsForTest(target);
-    uint32_t sink = 0;
-    const size_t ops = RunInt8DotProbe(kRounds, &sink);
-    const size_t lanes = ops / (kRounds * kChains * kProductsPerLane * 2);
-    const bool byte_form = target == HWY_AVX2 || (target == HWY_AVX3 && simd::Int8DotUsesVnni());
-    EXPECT_EQ(sink, ExpectedSink(lanes, kRounds, byte_form)) << hwy::TargetName(target);
-  }
-  hwy::SetSupportedTargetsForTest(0);
-}
+TEST(Int8DotProbeTest, ALongRunWrapsItsSumWithoutOverflow) { ExpectEveryTargetRunsWhatItCounts(2'200'000); }
 
 }  // namespace
 }  // namespace kvrt::machine
