@@ -39,7 +39,7 @@ inline bool CaseRunsInThisBuild(size_t index) { return index % kSanitizerCaseStr
 // reference and a plain forward pass) check every file in the release build. Under a
 // sanitizer each such test takes seconds, and the engine code it runs is the same for
 // every file: a sanitizer build runs the files whose name hashes into every
-// kSanitizerFileStride-th class and skips the rest (SkipReason says why).
+// kSanitizerFileStride-th class and skips the rest (kSanitizerSkipReason says why).
 #if defined(KVRT_SANITIZER_BUILD)
 inline constexpr size_t kSanitizerFileStride = 3;
 #else

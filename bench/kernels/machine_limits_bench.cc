@@ -16,27 +16,27 @@ namespace {
 
 using benchmark::State;
 
-void RegisterFmaPeak(threading::ThreadPool& pool) {
-  const std::string name = "MachineLimits/FmaPeak/f32/threads:" + std::to_string(pool.threads());
-  Timed(benchmark::RegisterBenchmark(name.c_str(), [&pool](State& state) {
-    float sink = 0;
-    size_t flops = 0;
-    for (auto _ : state) flops += machine::ParallelFmaProbe(pool, 1'600'000, &sink);
+// A register-only probe's rate on `pool`: `run(pool, rounds, &sink)` per iteration,
+// its operations as the `counter` rate.
+template <typename Sink, class Run>
+void RegisterPeak(threading::ThreadPool& pool, const std::string& name, const char* counter, Run run) {
+  Timed(benchmark::RegisterBenchmark(name.c_str(), [&pool, counter, run](State& state) {
+    Sink sink = 0;
+    size_t ops = 0;
+    for (auto _ : state) ops += run(pool, 1'600'000, &sink);
     benchmark::DoNotOptimize(sink);
-    state.counters["FLOP/s"] =
-        benchmark::Counter(static_cast<double>(flops), benchmark::Counter::kIsRate);
+    state.counters[counter] = benchmark::Counter(static_cast<double>(ops), benchmark::Counter::kIsRate);
   }));
 }
 
+void RegisterFmaPeak(threading::ThreadPool& pool) {
+  RegisterPeak<float>(pool, "MachineLimits/FmaPeak/f32/threads:" + std::to_string(pool.threads()), "FLOP/s",
+                      machine::ParallelFmaProbe);
+}
+
 void RegisterInt8DotPeak(threading::ThreadPool& pool) {
-  const std::string name = "MachineLimits/Int8DotPeak/threads:" + std::to_string(pool.threads());
-  Timed(benchmark::RegisterBenchmark(name.c_str(), [&pool](State& state) {
-    uint32_t sink = 0;
-    size_t ops = 0;
-    for (auto _ : state) ops += machine::ParallelInt8DotProbe(pool, 1'600'000, &sink);
-    benchmark::DoNotOptimize(sink);
-    state.counters["OP/s"] = benchmark::Counter(static_cast<double>(ops), benchmark::Counter::kIsRate);
-  }));
+  RegisterPeak<uint32_t>(pool, "MachineLimits/Int8DotPeak/threads:" + std::to_string(pool.threads()), "OP/s",
+                         machine::ParallelInt8DotProbe);
 }
 
 // A buffer of machine::BandwidthProbeBytes() shared by the bandwidth rows, filled on first use.

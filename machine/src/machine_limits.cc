@@ -37,9 +37,10 @@ size_t FmaProbeF32(size_t iterations, float* sink) {
 // int8_matmul-inl.h), in 16 independent chains of register operands: VPDPBUSD where
 // the CPU has AVX-512 VNNI (`vnni`, AVX3 only), VPMADDUBSW's byte pairs into int16 on
 // AVX2, and the portable form (bytes shifted and masked out of each lane, int32
-// multiplies and adds) elsewhere. Every byte is 1, so the sums grow by a few units a
-// round and never wrap. Returns the operations executed, 2 per byte product (a
-// multiply and an add, as an FMA counts 2 FLOPs).
+// multiplies and adds) elsewhere. Every byte is 1, so each lane grows by a few units a
+// round; `sink` gets their total modulo 2^32. Returns the operations executed, 2 per
+// byte product (a multiply and an add, as an FMA counts 2 FLOPs): four products per
+// lane, chain and round in every form.
 size_t Int8DotProbe(size_t iterations, bool vnni, uint32_t* sink) {
   const hn::ScalableTag<int32_t> d;
   const size_t lanes = hn::Lanes(d);
@@ -47,7 +48,7 @@ size_t Int8DotProbe(size_t iterations, bool vnni, uint32_t* sink) {
   hn::Vec<decltype(d)> acc[kChains];
   for (size_t c = 0; c < kChains; ++c) acc[c] = hn::Set(d, static_cast<int32_t>(c));
   const auto ones = hn::Set(d, 0x01010101);
-  size_t products_per_round = 0;
+  bool byte_form_ran = false;  // VPDPBUSD or the byte pairs; else the portable form runs
 #if HWY_TARGET == HWY_AVX3
   if (vnni) {
     const __m512i bytes = ones.raw;
@@ -59,7 +60,7 @@ size_t Int8DotProbe(size_t iterations, bool vnni, uint32_t* sink) {
         acc[c] = hn::Vec<decltype(d)>{raw};
       }
     }
-    products_per_round = kChains * lanes * 4;
+    byte_form_ran = true;
   }
 #elif HWY_TARGET == HWY_AVX2
   (void)vnni;
@@ -83,12 +84,12 @@ size_t Int8DotProbe(size_t iterations, bool vnni, uint32_t* sink) {
         acc[c] = hn::Add(acc[c], hn::Vec<decltype(d)>{_mm256_madd_epi16(pairs[c], pair_ones)});
       }
     }
-    products_per_round = kChains * lanes * 4;
+    byte_form_ran = true;
   }
 #else
   (void)vnni;
 #endif
-  if (products_per_round == 0) {
+  if (!byte_form_ran) {
     // Each chain its own activation, the weights' bytes shared by all (as the kernel
     // shares them between rows); the weights move every round by a step the compiler
     // cannot know is 0, so the products stay inside the loop.
@@ -106,7 +107,6 @@ size_t Int8DotProbe(size_t iterations, bool vnni, uint32_t* sink) {
         for (int j = 0; j < 4; ++j) acc[c] = hn::Add(acc[c], hn::Mul(byte_of[j], activation[c]));
       }
     }
-    products_per_round = kChains * lanes * 4;
   }
   // The chains' lanes summed as unsigned words, which wrap where a long run's total
   // would overflow int32 (each lane alone stays far below it).
@@ -114,7 +114,7 @@ size_t Int8DotProbe(size_t iterations, bool vnni, uint32_t* sink) {
   auto total = hn::Zero(du);
   for (size_t c = 0; c < kChains; ++c) total = hn::Add(total, hn::BitCast(du, acc[c]));
   *sink = hn::GetLane(hn::SumOfLanes(du, total));
-  return iterations * products_per_round * 2;
+  return iterations * kChains * lanes * 4 * 2;
 }
 
 // Wrapping sum of n 32-bit words read as four interleaved sequential streams (the

@@ -130,7 +130,7 @@ struct PrefillOperations {
   double int8 = 0;
 };
 
-PrefillOperations PrefillFlops(const Model& model, WeightFormat format, bool int8_activations, size_t depth,
+PrefillOperations PrefillOperationsOf(const Model& model, WeightFormat format, bool int8_activations, size_t depth,
                                size_t prompt) {
   const ModelConfig& config = model.config();
   const double t = static_cast<double>(prompt), d = static_cast<double>(depth);
@@ -159,12 +159,13 @@ double Roofline(const Model& model, const BenchCase& bench_case, double weight_b
   const double sequences = static_cast<double>(bench_case.sequences);
   const double prompt = static_cast<double>(bench_case.test.prompt);
   const double decode = static_cast<double>(bench_case.test.decode);
-  // Seconds at the limits: the prefill's FLOPs at the FMA peak; decode steps each
+  // Seconds at the limits: the prefill's FLOPs at the FMA peak (with int8 activations,
+  // the int8 matrices' products at the int8 dot peak); decode steps each
   // reading the weights once for all sequences and every sequence's K/V rows at
   // the mean context of the steps, at the read bandwidth.
   double prefill_seconds = 0;
   if (prompt > 0) {
-    const PrefillOperations ops = PrefillFlops(model, bench_case.weights, bench_case.int8_activations,
+    const PrefillOperations ops = PrefillOperationsOf(model, bench_case.weights, bench_case.int8_activations,
                                                bench_case.depth, bench_case.test.prompt);
     prefill_seconds = sequences * ops.fma / fma_flops_per_second;
     if (ops.int8 > 0) prefill_seconds += sequences * ops.int8 / int8_dot_ops_per_second;
