@@ -36,7 +36,8 @@ inline constexpr size_t kSanitizerCaseStride = 1;
 inline bool CaseRunsInThisBuild(size_t index) { return index % kSanitizerCaseStride == 0; }
 
 // Suites with one whole model file per parameter (load it, run the fast engine, the f64
-// reference and a plain forward pass) check every file in the release build. Under a
+// reference and a plain forward pass), or one whole model per weight format, check
+// every file (format) in the release build. Under a
 // sanitizer each such test takes seconds, and the engine code it runs is the same for
 // every file: a sanitizer build runs the files whose name hashes into every
 // kSanitizerFileStride-th class and skips the rest (kSanitizerSkipReason says why).
