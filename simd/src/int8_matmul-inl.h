@@ -631,39 +631,57 @@ HWY_INLINE void Int8Panels(D d, const Int8Rows& a, size_t first_row, size_t m,
 // QuantizeBlockQ8_0 does, then q = roundf(x·id) lane-wise: x·id is one rounded
 // multiply either way, and roundf (half away from zero) is the truncation plus one
 // toward the sign where the exact fraction is at least a half.
+//
+// A row goes in chunks of kQuantizeChunk blocks: the blocks' maxima first, then their
+// scales in a scalar loop of their own (its divisions overlap across blocks, and the
+// out-of-line f16 round trip spills no vectors there), then the quants.
+inline constexpr size_t kQuantizeChunk = 16;
+
 template <class D>
 HWY_INLINE void QuantizeRowFor(D d, const float* x, const Int8Rows& out, size_t row) {
   using DI = hn::RebindToSigned<D>;
   const DI di;
   const hn::Rebind<int8_t, D> di8;
   const size_t lanes = hn::Lanes(d);
+  const size_t blocks = out.blocks();
   int8_t* quants = out.quants + row * out.k;
-  for (size_t b = 0; b < out.blocks(); ++b) {
-    const float* block = x + b * kQuantBlock;
-    auto amax = hn::Zero(d);
-    for (size_t i = 0; i < kQuantBlock; i += lanes)
-      amax = hn::Max(amax, hn::Abs(hn::LoadU(d, block + i)));
-    const float block_max = hn::GetLane(hn::MaxOfLanes(d, amax));
-    const float scale = block_max / 127.0f;
-    const float inverse = scale != 0.0f ? 1.0f / scale : 0.0f;
-    out.scales[row * out.blocks() + b] = F16ToF32(F32ToF16(scale));
-    const auto id = hn::Set(d, inverse), half = hn::Set(d, 0.5f), one = hn::Set(d, 1.0f);
-    hn::Vec<decltype(di)> sum[2] = {hn::Zero(di), hn::Zero(di)};  // the block's two halves
-    for (size_t i = 0; i < kQuantBlock; i += lanes) {
-      const auto scaled = hn::Mul(hn::LoadU(d, block + i), id);
-      const auto whole = hn::Trunc(scaled);
-      const auto away = hn::Ge(hn::Abs(hn::Sub(scaled, whole)), half);
-      const auto rounded =
-          hn::IfThenElse(away, hn::Add(whole, hn::CopySignToAbs(one, scaled)), whole);
-      const auto q = hn::ConvertTo(di, rounded);
-      sum[i / (kQuantBlock / 2)] = hn::Add(sum[i / (kQuantBlock / 2)], q);
-      hn::StoreU(hn::DemoteTo(di8, q), di8, quants + b * kQuantBlock + i);
+  float* scales = out.scales + row * blocks;
+  for (size_t chunk = 0; chunk < blocks; chunk += kQuantizeChunk) {
+    const size_t count = std::min(kQuantizeChunk, blocks - chunk);
+    float inverse[kQuantizeChunk];
+    for (size_t j = 0; j < count; ++j) {
+      const float* block = x + (chunk + j) * kQuantBlock;
+      auto amax = hn::Zero(d);
+      for (size_t i = 0; i < kQuantBlock; i += lanes)
+        amax = hn::Max(amax, hn::Abs(hn::LoadU(d, block + i)));
+      inverse[j] = hn::GetLane(hn::MaxOfLanes(d, amax));  // the block's max until below
     }
-    const int32_t first = hn::GetLane(hn::SumOfLanes(di, sum[0]));
-    const int32_t second = hn::GetLane(hn::SumOfLanes(di, sum[1]));
-    out.half_sums[(row * out.blocks() + b) * 2] = first;
-    out.half_sums[(row * out.blocks() + b) * 2 + 1] = second;
-    out.sums[row * out.blocks() + b] = first + second;
+    for (size_t j = 0; j < count; ++j) {
+      const float scale = inverse[j] / 127.0f;
+      inverse[j] = scale != 0.0f ? 1.0f / scale : 0.0f;
+      scales[chunk + j] = F16ToF32(F32ToF16(scale));
+    }
+    for (size_t j = 0; j < count; ++j) {
+      const size_t b = chunk + j;
+      const float* block = x + b * kQuantBlock;
+      const auto id = hn::Set(d, inverse[j]), half = hn::Set(d, 0.5f), one = hn::Set(d, 1.0f);
+      hn::Vec<decltype(di)> sum[2] = {hn::Zero(di), hn::Zero(di)};  // the block's two halves
+      for (size_t i = 0; i < kQuantBlock; i += lanes) {
+        const auto scaled = hn::Mul(hn::LoadU(d, block + i), id);
+        const auto whole = hn::Trunc(scaled);
+        const auto away = hn::Ge(hn::Abs(hn::Sub(scaled, whole)), half);
+        const auto rounded =
+            hn::IfThenElse(away, hn::Add(whole, hn::CopySignToAbs(one, scaled)), whole);
+        const auto q = hn::ConvertTo(di, rounded);
+        sum[i / (kQuantBlock / 2)] = hn::Add(sum[i / (kQuantBlock / 2)], q);
+        hn::StoreU(hn::DemoteTo(di8, q), di8, quants + b * kQuantBlock + i);
+      }
+      const int32_t first = hn::GetLane(hn::SumOfLanes(di, sum[0]));
+      const int32_t second = hn::GetLane(hn::SumOfLanes(di, sum[1]));
+      out.half_sums[(row * blocks + b) * 2] = first;
+      out.half_sums[(row * blocks + b) * 2 + 1] = second;
+      out.sums[row * blocks + b] = first + second;
+    }
   }
 }
 
