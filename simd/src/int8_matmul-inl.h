@@ -633,9 +633,26 @@ HWY_INLINE void Int8Panels(D d, const Int8Rows& a, size_t first_row, size_t m,
 // toward the sign where the exact fraction is at least a half.
 //
 // A row goes in chunks of kQuantizeChunk blocks: the blocks' maxima first, then their
-// scales in a scalar loop of their own (its divisions overlap across blocks, and the
-// out-of-line f16 round trip spills no vectors there), then the quants.
+// scales, lane-wise (the same IEEE divisions and f16 rounding as scalar code), then the
+// quants.
 inline constexpr size_t kQuantizeChunk = 16;
+
+// F16ToF32(F32ToF16(x)) lane-wise. x86's F16C conversion rounds to nearest even (the
+// rounding passed explicitly), overflows to infinity, quiets a NaN keeping its top
+// payload bits and widens exactly: the bits half_float.cc spells out in integers.
+// Elsewhere (Highway's portable f16 demotion truncates) lane by lane through them.
+template <class D>
+HWY_INLINE hn::Vec<D> RoundThroughF16(D d, hn::Vec<D> v) {
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2 && !defined(HWY_DISABLE_F16C)
+  const hn::Rebind<hwy::float16_t, D> df16;
+  return hn::PromoteTo(d, hn::DemoteTo(df16, v));
+#else
+  HWY_ALIGN float lanes[hn::MaxLanes(d)];
+  hn::Store(v, d, lanes);
+  for (size_t i = 0; i < hn::Lanes(d); ++i) lanes[i] = F16ToF32(F32ToF16(lanes[i]));
+  return hn::Load(d, lanes);
+#endif
+}
 
 template <class D>
 HWY_INLINE void QuantizeRowFor(D d, const float* x, const Int8Rows& out, size_t row) {
@@ -648,7 +665,7 @@ HWY_INLINE void QuantizeRowFor(D d, const float* x, const Int8Rows& out, size_t 
   float* scales = out.scales + row * blocks;
   for (size_t chunk = 0; chunk < blocks; chunk += kQuantizeChunk) {
     const size_t count = std::min(kQuantizeChunk, blocks - chunk);
-    float inverse[kQuantizeChunk];
+    HWY_ALIGN float inverse[kQuantizeChunk] = {};
     for (size_t j = 0; j < count; ++j) {
       const float* block = x + (chunk + j) * kQuantBlock;
       auto amax = hn::Zero(d);
@@ -656,11 +673,15 @@ HWY_INLINE void QuantizeRowFor(D d, const float* x, const Int8Rows& out, size_t 
         amax = hn::Max(amax, hn::Abs(hn::LoadU(d, block + i)));
       inverse[j] = hn::GetLane(hn::MaxOfLanes(d, amax));  // the block's max until below
     }
-    for (size_t j = 0; j < count; ++j) {
-      const float scale = inverse[j] / 127.0f;
-      inverse[j] = scale != 0.0f ? 1.0f / scale : 0.0f;
-      scales[chunk + j] = F16ToF32(F32ToF16(scale));
+    HWY_ALIGN float stored_scales[kQuantizeChunk];
+    for (size_t j = 0; j < kQuantizeChunk; j += lanes) {
+      const auto scale = hn::Div(hn::Load(d, inverse + j), hn::Set(d, 127.0f));
+      // Zero where the scale is; 1/scale elsewhere, a NaN scale's included (as `!=`).
+      const auto zero = hn::Eq(scale, hn::Zero(d));
+      hn::Store(hn::IfThenZeroElse(zero, hn::Div(hn::Set(d, 1.0f), scale)), d, inverse + j);
+      hn::Store(RoundThroughF16(d, scale), d, stored_scales + j);
     }
+    std::copy_n(stored_scales, count, scales + chunk);
     for (size_t j = 0; j < count; ++j) {
       const size_t b = chunk + j;
       const float* block = x + b * kQuantBlock;

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <algorithm>
 #include <utility>
+#include <limits>
 #include <vector>
 
 #include "hwy/aligned_allocator.h"
@@ -80,7 +81,7 @@ TEST(Int8ActivationsQuantizeTest, RowsAreGgmlQ8Blocks) {
 
 TEST_P(Int8ActivationsTest, QuantizeRowEqualsItsTwin) {
   Inputs inputs(12);
-  const size_t k = 160;
+  const size_t k = 21 * 32;  // more blocks than one chunk of the fast kernel (16)
   std::vector<float> x = inputs.Uniform<float>(k, -3, 3);
   std::fill(x.begin() + 32, x.begin() + 64, 0.0f);  // d = 0
   // Exact ties x·id = n + 1/2 (amax 127 gives id = 1): roundf rounds them away from 0.
@@ -88,18 +89,30 @@ TEST_P(Int8ActivationsTest, QuantizeRowEqualsItsTwin) {
   for (size_t i = 65; i < 96; ++i) x[i] = static_cast<float>(static_cast<int>(i) - 80) + 0.5f;
   x[96] = -1e-30f;  // a tiny block
   for (size_t i = 97; i < 128; ++i) x[i] = 1e-31f * static_cast<float>(i % 7);
+  // Scales the f16 round trip rounds: exact ties between two f16 values (1 + 2^-11 to
+  // even 1, 1 + 3·2^-11 to even 1 + 2^-9), past the f16 range (→ inf), and in the last
+  // chunk's block, a tie again.
+  x[128] = 127.0f * (1.0f + 1.0f / 2048.0f);
+  x[160] = -127.0f * (1.0f + 3.0f / 2048.0f);
+  x[192] = 1e10f;
+  x[k - 1] = 127.0f * (1.0f + 3.0f / 2048.0f);
+  const size_t blocks = k / 32;
   std::vector<int8_t> quants(k), twin_quants(k);
-  std::vector<float> scales(5), twin_scales(5);
-  std::vector<int32_t> sums(5), twin_sums(5), half_sums(10), twin_half_sums(10);
+  std::vector<float> scales(blocks), twin_scales(blocks);
+  std::vector<int32_t> sums(blocks), twin_sums(blocks), half_sums(2 * blocks), twin_half_sums(2 * blocks);
   QuantizeRow(x.data(), {quants.data(), scales.data(), sums.data(), half_sums.data(), k}, 0);
   QuantizeRowScalar(x.data(), {twin_quants.data(), twin_scales.data(), twin_sums.data(), twin_half_sums.data(), k},
                     0);
   EXPECT_EQ(quants, twin_quants);
   EXPECT_EQ(sums, twin_sums);
   EXPECT_EQ(half_sums, twin_half_sums);
-  ASSERT_TRUE(simd_test::SameBits(scales.data(), twin_scales.data(), 5));
+  ASSERT_TRUE(simd_test::SameBits(scales.data(), twin_scales.data(), blocks));
   EXPECT_EQ(quants[65], -15);  // −15.5 away from zero
   EXPECT_EQ(quants[66], -14);  // −14.5
+  EXPECT_EQ(scales[4], 1.0f);
+  EXPECT_EQ(scales[5], 1.0f + 1.0f / 512.0f);
+  EXPECT_EQ(scales[6], std::numeric_limits<float>::infinity());
+  EXPECT_EQ(scales[blocks - 1], 1.0f + 1.0f / 512.0f);
 }
 
 TEST(Int8ActivationsPackTest, QuadRelayoutIsLossless) {
