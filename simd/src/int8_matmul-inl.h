@@ -665,17 +665,18 @@ HWY_INLINE void QuantizeRowFor(D d, const float* x, const Int8Rows& out, size_t 
   float* scales = out.scales + row * blocks;
   for (size_t chunk = 0; chunk < blocks; chunk += kQuantizeChunk) {
     const size_t count = std::min(kQuantizeChunk, blocks - chunk);
-    HWY_ALIGN float inverse[kQuantizeChunk] = {};
+    HWY_ALIGN float maxima[kQuantizeChunk] = {};  // past `count`: zero blocks, never stored
     for (size_t j = 0; j < count; ++j) {
       const float* block = x + (chunk + j) * kQuantBlock;
       auto amax = hn::Zero(d);
       for (size_t i = 0; i < kQuantBlock; i += lanes)
         amax = hn::Max(amax, hn::Abs(hn::LoadU(d, block + i)));
-      inverse[j] = hn::GetLane(hn::MaxOfLanes(d, amax));  // the block's max until below
+      maxima[j] = hn::GetLane(hn::MaxOfLanes(d, amax));
     }
+    HWY_ALIGN float inverse[kQuantizeChunk];
     HWY_ALIGN float stored_scales[kQuantizeChunk];
     for (size_t j = 0; j < kQuantizeChunk; j += lanes) {
-      const auto scale = hn::Div(hn::Load(d, inverse + j), hn::Set(d, 127.0f));
+      const auto scale = hn::Div(hn::Load(d, maxima + j), hn::Set(d, 127.0f));
       // Zero where the scale is; 1/scale elsewhere, a NaN scale's included (as `!=`).
       const auto zero = hn::Eq(scale, hn::Zero(d));
       hn::Store(hn::IfThenZeroElse(zero, hn::Div(hn::Set(d, 1.0f), scale)), d, inverse + j);
