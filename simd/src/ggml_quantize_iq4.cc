@@ -36,6 +36,16 @@ uint8_t BestIndex(float x) {
   return static_cast<uint8_t>(x - Level(low) < Level(low + 1) - x ? low : low + 1);
 }
 
+// Level(BestIndex(x)) as selects only: the largest level at or below x (the first when
+// none is) and the smallest above it (the last when none is), the nearer taken, a tie
+// to the larger; a NaN keeps both defaults and takes the last, as BestIndex does.
+inline float NearestLevel(float x) {
+  float below = Level(0), above = Level(kLevels - 1);
+  for (int i = 1; i < kLevels - 1; ++i) below = x >= Level(i) ? Level(i) : below;
+  for (int i = kLevels - 2; i >= 1; --i) above = x < Level(i) ? Level(i) : above;
+  return x - below < above - x ? below : above;
+}
+
 // Σ w·q·x and Σ w·q² of the indices of x·id, accumulated in ggml's order and
 // association ((w·q)·x, (w·q)·q); the indices go to `indices` when it is not null.
 void WeightedSums(const float* x, const float* weight, float id, uint8_t* indices, float& sumqx,
@@ -73,12 +83,26 @@ float BlockScale(const float* x) {
   WeightedSums(x, weight, 1.0f / d, nullptr, sumqx, sumq2);
   d = sumqx / sumq2;
   float best = d * sumqx;
-  for (int trial = -kTrials; trial <= kTrials; ++trial) {
-    const float id = static_cast<float>(trial + kIQ4NLValues[0]) / max;
-    WeightedSums(x, weight, id, nullptr, sumqx, sumq2);
-    if (sumq2 > 0.0f && sumqx * sumqx > best * sumq2) {
-      d = sumqx / sumq2;
-      best = d * sumqx;
+  // The trials' sums are independent: they run side by side, each still accumulated
+  // over j in ggml's order (a trial's sums are those of WeightedSums), which lets the
+  // compiler keep kLanes trials in one vector. The last lane is padding, never read.
+  constexpr int kCount = 2 * kTrials + 1;
+  constexpr int kLanes = 16;
+  static_assert(kCount <= kLanes);
+  float id[kLanes] = {}, trial_qx[kLanes] = {}, trial_q2[kLanes] = {};
+  for (int t = 0; t < kCount; ++t) id[t] = static_cast<float>(t - kTrials + kIQ4NLValues[0]) / max;
+  for (size_t j = 0; j < kQuantBlock; ++j) {
+    const float xj = x[j], wj = weight[j];
+    for (int t = 0; t < kLanes; ++t) {
+      const float q = NearestLevel(id[t] * xj);
+      trial_qx[t] += wj * q * xj;
+      trial_q2[t] += wj * q * q;
+    }
+  }
+  for (int t = 0; t < kCount; ++t) {
+    if (trial_q2[t] > 0.0f && trial_qx[t] * trial_qx[t] > best * trial_q2[t]) {
+      d = trial_qx[t] / trial_q2[t];
+      best = d * trial_qx[t];
     }
   }
   return d;
