@@ -25,8 +25,7 @@ float Level(int index) { return static_cast<float>(kIQ4NLValues[index]); }
 // ggml's best_index_int8: the index of the table value nearest to x, a tie going to
 // the larger value. ggml bisects; the bisection ends on the pair low, low + 1 with
 // Level(low) ≤ x < Level(low + 1), and since the levels increase, low is the count of
-// inner levels at or below x — counted here without branches, which the quantizers'
-// trial loops (15 trial scales × 32 values per block) would mispredict half the time.
+// inner levels at or below x, counted here without the bisection's branches.
 // A NaN fails every comparison of the bisection, which then ends on the last pair.
 uint8_t BestIndex(float x) {
   if (x <= Level(0)) return 0;
@@ -46,22 +45,6 @@ inline float NearestLevel(float x) {
   return x - below < above - x ? below : above;
 }
 
-// Σ w·q·x and Σ w·q² of the indices of x·id, accumulated in ggml's order and
-// association ((w·q)·x, (w·q)·q); the indices go to `indices` when it is not null.
-void WeightedSums(const float* x, const float* weight, float id, uint8_t* indices, float& sumqx,
-                  float& sumq2) {
-  sumqx = 0.0f;
-  sumq2 = 0.0f;
-  for (size_t j = 0; j < kQuantBlock; ++j) {
-    const uint8_t l = BestIndex(id * x[j]);
-    if (indices != nullptr) indices[j] = l;
-    const float q = Level(l);
-    const float w = weight[j];
-    sumqx += w * q * x[j];
-    sumq2 += w * q * q;
-  }
-}
-
 // The scale of one block of 32 (ggml's scales[ib]): 0 for an all-but-zero block, else
 // the least-squares scale of the indices against m/127 (m the first element of largest
 // |x|, sign kept), replaced by that of a trial scale (t − 127)/m whenever it fits
@@ -78,31 +61,29 @@ float BlockScale(const float* x) {
     }
   }
   if (amax < kGroupMaxEps) return 0.0f;
-  float d = -max / Level(0);
-  float sumqx = 0.0f, sumq2 = 0.0f;
-  WeightedSums(x, weight, 1.0f / d, nullptr, sumqx, sumq2);
-  d = sumqx / sumq2;
-  float best = d * sumqx;
-  // The trials' sums are independent: they run side by side, each still accumulated
-  // over j in ggml's order (a trial's sums are those of WeightedSums), which lets the
-  // compiler keep kLanes trials in one vector. The last lane is padding, never read.
-  constexpr int kCount = 2 * kTrials + 1;
-  constexpr int kLanes = 16;
-  static_assert(kCount <= kLanes);
-  float id[kLanes] = {}, trial_qx[kLanes] = {}, trial_q2[kLanes] = {};
-  for (int t = 0; t < kCount; ++t) id[t] = static_cast<float>(t - kTrials + kIQ4NLValues[0]) / max;
+  // Σ w·q·x and Σ w·q² of the levels nearest x·id, in ggml's order and association
+  // ((w·q)·x, (w·q)·q), for 16 inverse scales side by side: ggml's first, 1/d with
+  // d = max/−127, then its 15 trials (t − 127)/max. Each one's sums are independent of
+  // the others', which lets the compiler keep the 16 in vectors (a block's trial loop
+  // was most of a conversion).
+  constexpr int kScales = 2 * kTrials + 2;
+  float id[kScales], sumqx[kScales] = {}, sumq2[kScales] = {};
+  id[0] = 1.0f / (-max / Level(0));
+  for (int t = 1; t < kScales; ++t) id[t] = static_cast<float>(t - 1 - kTrials + kIQ4NLValues[0]) / max;
   for (size_t j = 0; j < kQuantBlock; ++j) {
     const float xj = x[j], wj = weight[j];
-    for (int t = 0; t < kLanes; ++t) {
+    for (int t = 0; t < kScales; ++t) {
       const float q = NearestLevel(id[t] * xj);
-      trial_qx[t] += wj * q * xj;
-      trial_q2[t] += wj * q * q;
+      sumqx[t] += wj * q * xj;
+      sumq2[t] += wj * q * q;
     }
   }
-  for (int t = 0; t < kCount; ++t) {
-    if (trial_q2[t] > 0.0f && trial_qx[t] * trial_qx[t] > best * trial_q2[t]) {
-      d = trial_qx[t] / trial_q2[t];
-      best = d * trial_qx[t];
+  float d = sumqx[0] / sumq2[0];
+  float best = d * sumqx[0];
+  for (int t = 1; t < kScales; ++t) {
+    if (sumq2[t] > 0.0f && sumqx[t] * sumqx[t] > best * sumq2[t]) {
+      d = sumqx[t] / sumq2[t];
+      best = d * sumqx[t];
     }
   }
   return d;

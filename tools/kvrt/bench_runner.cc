@@ -130,8 +130,8 @@ struct PrefillOperations {
   double int8 = 0;
 };
 
-PrefillOperations PrefillOperationsOf(const Model& model, WeightFormat format, bool int8_activations, size_t depth,
-                               size_t prompt) {
+PrefillOperations PrefillOperationsOf(const Model& model, WeightFormat format, bool int8_activations,
+                                      size_t depth, size_t prompt) {
   const ModelConfig& config = model.config();
   const double t = static_cast<double>(prompt), d = static_cast<double>(depth);
   PrefillOperations ops;
@@ -166,7 +166,7 @@ double Roofline(const Model& model, const BenchCase& bench_case, double weight_b
   double prefill_seconds = 0;
   if (prompt > 0) {
     const PrefillOperations ops = PrefillOperationsOf(model, bench_case.weights, bench_case.int8_activations,
-                                               bench_case.depth, bench_case.test.prompt);
+                                                      bench_case.depth, bench_case.test.prompt);
     prefill_seconds = sequences * ops.fma / fma_flops_per_second;
     if (ops.int8 > 0) prefill_seconds += sequences * ops.int8 / int8_dot_ops_per_second;
   }
