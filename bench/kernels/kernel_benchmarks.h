@@ -17,6 +17,10 @@ void RegisterVectorKernelBenchmarks();
 // AttentionScores and MixValues at head widths 64/128 and contexts up to 2048.
 void RegisterAttentionBenchmarks();
 
+// DecodeAttention: one query over 64 cache lanes of 1k/4k positions per KV element
+// type, from memory (read_bw_fraction), fast vs twin.
+void RegisterDecodeAttentionBenchmarks(threading::ThreadPool& one_thread);
+
 // PackMatrix, and MatVec with weights cached and not in cache (1 and 2 threads); the
 // not-in-cache rows report read_bw_fraction against the read bandwidth measured
 // right before their timed loop (kvrt/machine/machine_limits.h).

@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
     kvrt::bench::RegisterCompressedBenchmarks(one_thread, two_threads);
     kvrt::bench::RegisterVectorKernelBenchmarks();
     kvrt::bench::RegisterAttentionBenchmarks();
+    kvrt::bench::RegisterDecodeAttentionBenchmarks(one_thread);
   };
   return kvrt::bench::RunBenchmarkMain(
       argc, argv,
