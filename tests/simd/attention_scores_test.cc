@@ -5,6 +5,7 @@
 #include "hwy/tests/hwy_gtest.h"
 #include "kvrt/simd/attention_scores.h"
 #include "simd_test_support.h"
+#include "tested_targets.h"
 
 namespace kvrt::simd {
 namespace {
@@ -13,7 +14,7 @@ using simd_test::GuardedBuffer;
 using simd_test::Inputs;
 
 class AttentionScoresTest : public hwy::TestWithParamTarget {};
-HWY_TARGET_INSTANTIATE_TEST_SUITE_P(AttentionScoresTest);
+KVRT_TARGET_INSTANTIATE_TEST_SUITE_P(AttentionScoresTest);
 
 // Each score is a dot of h = head_width products (the fast and twin sums differ by
 // the SumOfProductsBound, see simd_test_support.h), then multiplied by scale with

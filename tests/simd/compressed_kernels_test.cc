@@ -18,6 +18,7 @@
 #include "kquant_blocks.h"
 #include "simd_test_support.h"
 #include "sanitizer_build.h"
+#include "tested_targets.h"
 
 namespace kvrt::simd {
 namespace {
@@ -26,7 +27,7 @@ using simd_test::GuardedBuffer;
 using simd_test::Inputs;
 
 class CompressedKernelsTest : public hwy::TestWithParamTarget {};
-HWY_TARGET_INSTANTIATE_TEST_SUITE_P(CompressedKernelsTest);
+KVRT_TARGET_INSTANTIATE_TEST_SUITE_P(CompressedKernelsTest);
 
 constexpr CompressedFormat kAllTypes[] = {CompressedFormat::kBf16, CompressedFormat::kF16,
                                           CompressedFormat::kQ8_0, CompressedFormat::kQ4_0,

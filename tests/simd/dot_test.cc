@@ -5,6 +5,7 @@
 #include "hwy/tests/hwy_gtest.h"
 #include "kvrt/simd/dot.h"
 #include "simd_test_support.h"
+#include "tested_targets.h"
 
 namespace kvrt::simd {
 namespace {
@@ -13,7 +14,7 @@ using simd_test::GuardedBuffer;
 using simd_test::Inputs;
 
 class DotTest : public hwy::TestWithParamTarget {};
-HWY_TARGET_INSTANTIATE_TEST_SUITE_P(DotTest);
+KVRT_TARGET_INSTANTIATE_TEST_SUITE_P(DotTest);
 
 enum class DotInputs { kUniform, kHugeTimesTiny, kWideExponents, kSubnormalProducts };
 

@@ -20,6 +20,7 @@
 #include "kvrt/simd/int8_activations.h"
 #include "int8_test_support.h"
 #include "simd_test_support.h"
+#include "tested_targets.h"
 
 namespace kvrt::simd {
 namespace {
@@ -27,7 +28,7 @@ namespace {
 using simd_test::Inputs;
 
 class Int8ActivationsTest : public hwy::TestWithParamTarget {};
-HWY_TARGET_INSTANTIATE_TEST_SUITE_P(Int8ActivationsTest);
+KVRT_TARGET_INSTANTIATE_TEST_SUITE_P(Int8ActivationsTest);
 
 constexpr CompressedFormat kTypes[] = {CompressedFormat::kQ8_0, CompressedFormat::kQ4_0, CompressedFormat::kQ5_0};
 using int8_test::Activations;

@@ -16,6 +16,7 @@
 #include "kvrt/simd/compressed_matrix.h"
 #include "kvrt/simd/int8_activations.h"
 #include "simd_test_support.h"
+#include "tested_targets.h"
 
 namespace kvrt::simd {
 namespace {
@@ -24,7 +25,7 @@ using int8_test::Activations;
 using simd_test::Inputs;
 
 class Int8IQ4Test : public hwy::TestWithParamTarget {};
-HWY_TARGET_INSTANTIATE_TEST_SUITE_P(Int8IQ4Test);
+KVRT_TARGET_INSTANTIATE_TEST_SUITE_P(Int8IQ4Test);
 
 constexpr CompressedFormat kTypes[] = {CompressedFormat::kIQ4_NL, CompressedFormat::kIQ4_XS};
 

@@ -15,6 +15,7 @@
 #include "kvrt/simd/compressed_matrix.h"
 #include "kvrt/simd/int8_activations.h"
 #include "simd_test_support.h"
+#include "tested_targets.h"
 
 namespace kvrt::simd {
 namespace {
@@ -22,7 +23,7 @@ namespace {
 using simd_test::Inputs;
 
 class Int8KQuantTest : public hwy::TestWithParamTarget {};
-HWY_TARGET_INSTANTIATE_TEST_SUITE_P(Int8KQuantTest);
+KVRT_TARGET_INSTANTIATE_TEST_SUITE_P(Int8KQuantTest);
 
 constexpr CompressedFormat kTypes[] = {CompressedFormat::kQ4_K, CompressedFormat::kQ5_K,
                                        CompressedFormat::kQ6_K, CompressedFormat::kQ3_K};

@@ -15,6 +15,7 @@
 #include "kvrt/simd/compressed_matrix.h"
 #include "kvrt/simd/int8_activations.h"
 #include "simd_test_support.h"
+#include "tested_targets.h"
 
 namespace kvrt::simd {
 namespace {
@@ -23,7 +24,7 @@ using int8_test::Activations;
 using simd_test::Inputs;
 
 class Int8Q2KTest : public hwy::TestWithParamTarget {};
-HWY_TARGET_INSTANTIATE_TEST_SUITE_P(Int8Q2KTest);
+KVRT_TARGET_INSTANTIATE_TEST_SUITE_P(Int8Q2KTest);
 
 constexpr CompressedFormat kType = CompressedFormat::kQ2_K;
 constexpr size_t kGgmlBytes = 84;  // {u8 scales[16]; u8 qs[64]; f16 d, dmin} per 256

@@ -10,6 +10,7 @@
 #include "kvrt/simd/matvec.h"
 #include "packed_case.h"
 #include "simd_test_support.h"
+#include "tested_targets.h"
 
 namespace kvrt::simd {
 namespace {
@@ -19,7 +20,7 @@ using simd_test::Inputs;
 using simd_test::PackedCase;
 
 class MatMulTest : public hwy::TestWithParamTarget {};
-HWY_TARGET_INSTANTIATE_TEST_SUITE_P(MatMulTest);
+KVRT_TARGET_INSTANTIATE_TEST_SUITE_P(MatMulTest);
 
 constexpr float kUntouched = -5.0f;
 

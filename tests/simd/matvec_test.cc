@@ -7,6 +7,7 @@
 #include "kvrt/simd/matvec.h"
 #include "packed_case.h"
 #include "simd_test_support.h"
+#include "tested_targets.h"
 
 namespace kvrt::simd {
 namespace {
@@ -16,7 +17,7 @@ using simd_test::Inputs;
 using simd_test::PackedCase;
 
 class MatVecTest : public hwy::TestWithParamTarget {};
-HWY_TARGET_INSTANTIATE_TEST_SUITE_P(MatVecTest);
+KVRT_TARGET_INSTANTIATE_TEST_SUITE_P(MatVecTest);
 
 template <class T>
 void ExpectMatVecMatchesTwin(int64_t target) {

@@ -5,6 +5,7 @@
 #include "hwy/tests/hwy_gtest.h"
 #include "kvrt/simd/mix_values.h"
 #include "simd_test_support.h"
+#include "tested_targets.h"
 
 namespace kvrt::simd {
 namespace {
@@ -13,7 +14,7 @@ using simd_test::GuardedBuffer;
 using simd_test::Inputs;
 
 class MixValuesTest : public hwy::TestWithParamTarget {};
-HWY_TARGET_INSTANTIATE_TEST_SUITE_P(MixValuesTest);
+KVRT_TARGET_INSTANTIATE_TEST_SUITE_P(MixValuesTest);
 
 enum class MixInputs { kSoftmaxWeights, kSignedWeights, kLarge, kSubnormal };
 

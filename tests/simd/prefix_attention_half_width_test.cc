@@ -20,6 +20,7 @@
 #include "kvrt/simd/prefix_attention.h"
 #include "sanitizer_build.h"
 #include "simd_test_support.h"
+#include "tested_targets.h"
 
 namespace kvrt::simd {
 namespace {
@@ -28,7 +29,7 @@ using simd_test::GuardedBuffer;
 using simd_test::Inputs;
 
 class PrefixAttentionHalfWidthTest : public hwy::TestWithParamTarget {};
-HWY_TARGET_INSTANTIATE_TEST_SUITE_P(PrefixAttentionHalfWidthTest);
+KVRT_TARGET_INSTANTIATE_TEST_SUITE_P(PrefixAttentionHalfWidthTest);
 
 // An f32 rounded to the stored type (nearest, ties to even), and back (exact).
 template <class K>

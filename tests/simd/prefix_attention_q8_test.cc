@@ -19,6 +19,7 @@
 #include "kvrt/simd/prefix_attention.h"
 #include "sanitizer_build.h"
 #include "simd_test_support.h"
+#include "tested_targets.h"
 
 namespace kvrt::simd {
 namespace {
@@ -26,7 +27,7 @@ namespace {
 using simd_test::Inputs;
 
 class PrefixAttentionQ8Test : public hwy::TestWithParamTarget {};
-HWY_TARGET_INSTANTIATE_TEST_SUITE_P(PrefixAttentionQ8Test);
+KVRT_TARGET_INSTANTIATE_TEST_SUITE_P(PrefixAttentionQ8Test);
 
 // One segment of `count` rows `stride` quants apart (a multiple of the block, as in
 // the cache and the engine's staging), quantized by QuantizeKvRowQ8_0, and the same

@@ -9,6 +9,7 @@
 #include "hwy/tests/hwy_gtest.h"
 #include "kvrt/simd/prefix_attention.h"
 #include "simd_test_support.h"
+#include "tested_targets.h"
 
 namespace kvrt::simd {
 namespace {
@@ -17,7 +18,7 @@ using simd_test::GuardedBuffer;
 using simd_test::Inputs;
 
 class PrefixAttentionRowsTest : public hwy::TestWithParamTarget {};
-HWY_TARGET_INSTANTIATE_TEST_SUITE_P(PrefixAttentionRowsTest);
+KVRT_TARGET_INSTANTIATE_TEST_SUITE_P(PrefixAttentionRowsTest);
 
 // `rows` queries over a prefix of n rows, split between two segments at `split`
 // (the second segment at its own stride, as the engine's staged rows are).

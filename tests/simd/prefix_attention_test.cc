@@ -9,6 +9,7 @@
 #include "kvrt/simd/dot.h"
 #include "kvrt/simd/prefix_attention.h"
 #include "simd_test_support.h"
+#include "tested_targets.h"
 
 namespace kvrt::simd {
 namespace {
@@ -17,7 +18,7 @@ using simd_test::GuardedBuffer;
 using simd_test::Inputs;
 
 class PrefixAttentionTest : public hwy::TestWithParamTarget {};
-HWY_TARGET_INSTANTIATE_TEST_SUITE_P(PrefixAttentionTest);
+KVRT_TARGET_INSTANTIATE_TEST_SUITE_P(PrefixAttentionTest);
 
 // Prefix lengths around every tile boundary and short remainders.
 std::vector<size_t> Lengths() {

@@ -13,6 +13,7 @@
 #include "kvrt/simd/query_tile_attention.h"
 #include "sanitizer_build.h"
 #include "simd_test_support.h"
+#include "tested_targets.h"
 
 namespace kvrt::simd {
 namespace {
@@ -21,7 +22,7 @@ using simd_test::GuardedBuffer;
 using simd_test::Inputs;
 
 class QueryTileAttentionTest : public hwy::TestWithParamTarget {};
-HWY_TARGET_INSTANTIATE_TEST_SUITE_P(QueryTileAttentionTest);
+KVRT_TARGET_INSTANTIATE_TEST_SUITE_P(QueryTileAttentionTest);
 
 template <class T>
 struct Case {

@@ -6,6 +6,7 @@
 #include "hwy/tests/hwy_gtest.h"
 #include "kvrt/simd/rms_norm.h"
 #include "simd_test_support.h"
+#include "tested_targets.h"
 
 namespace kvrt::simd {
 namespace {
@@ -14,7 +15,7 @@ using simd_test::GuardedBuffer;
 using simd_test::Inputs;
 
 class RmsNormTest : public hwy::TestWithParamTarget {};
-HWY_TARGET_INSTANTIATE_TEST_SUITE_P(RmsNormTest);
+KVRT_TARGET_INSTANTIATE_TEST_SUITE_P(RmsNormTest);
 
 // Relative difference of inv between the kernels, from rms_norm.h:
 //  - both Σx² are sums of n positive products within γ_n ≈ n·ε/2, and inv depends on

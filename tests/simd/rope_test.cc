@@ -6,6 +6,7 @@
 #include "hwy/tests/hwy_gtest.h"
 #include "kvrt/simd/rope.h"
 #include "simd_test_support.h"
+#include "tested_targets.h"
 
 namespace kvrt::simd {
 namespace {
@@ -14,7 +15,7 @@ using simd_test::GuardedBuffer;
 using simd_test::Inputs;
 
 class RopeTest : public hwy::TestWithParamTarget {};
-HWY_TARGET_INSTANTIATE_TEST_SUITE_P(RopeTest);
+KVRT_TARGET_INSTANTIATE_TEST_SUITE_P(RopeTest);
 
 // The tables of one position, as the runtime precomputes them.
 template <class T>

@@ -5,6 +5,7 @@
 #include "hwy/tests/hwy_gtest.h"
 #include "kvrt/simd/scaled_accumulate.h"
 #include "simd_test_support.h"
+#include "tested_targets.h"
 
 namespace kvrt::simd {
 namespace {
@@ -13,7 +14,7 @@ using simd_test::GuardedBuffer;
 using simd_test::Inputs;
 
 class ScaledAccumulateTest : public hwy::TestWithParamTarget {};
-HWY_TARGET_INSTANTIATE_TEST_SUITE_P(ScaledAccumulateTest);
+KVRT_TARGET_INSTANTIATE_TEST_SUITE_P(ScaledAccumulateTest);
 
 // twin = (y + (w·x)(1+δ1))(1+δ2), fast = (y + w·x)(1+δ3) with |δ| ≤ u = ε/2
 // (fast = twin on targets without FMA), so

@@ -5,6 +5,7 @@
 #include "hwy/tests/hwy_gtest.h"
 #include "kvrt/simd/silu_mul.h"
 #include "simd_test_support.h"
+#include "tested_targets.h"
 
 namespace kvrt::simd {
 namespace {
@@ -13,7 +14,7 @@ using simd_test::GuardedBuffer;
 using simd_test::Inputs;
 
 class SiluMulTest : public hwy::TestWithParamTarget {};
-HWY_TARGET_INSTANTIATE_TEST_SUITE_P(SiluMulTest);
+KVRT_TARGET_INSTANTIATE_TEST_SUITE_P(SiluMulTest);
 
 // Error of one exp: Highway's Exp ≤ 1 ULP (math-inl.h), glibc's exp within 1 ULP.
 constexpr long double kExpUlp = 1;

@@ -6,6 +6,7 @@
 #include "hwy/tests/hwy_gtest.h"
 #include "kvrt/simd/softmax.h"
 #include "simd_test_support.h"
+#include "tested_targets.h"
 
 namespace kvrt::simd {
 namespace {
@@ -14,7 +15,7 @@ using simd_test::GuardedBuffer;
 using simd_test::Inputs;
 
 class SoftmaxTest : public hwy::TestWithParamTarget {};
-HWY_TARGET_INSTANTIATE_TEST_SUITE_P(SoftmaxTest);
+KVRT_TARGET_INSTANTIATE_TEST_SUITE_P(SoftmaxTest);
 
 // Error of one exp: Highway's Exp documents ≤ 1 ULP (hwy/contrib/math/math-inl.h),
 // glibc's exp/expf are within 1 ULP as well.
