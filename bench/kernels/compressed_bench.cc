@@ -29,6 +29,7 @@
 #include "kernel_benchmarks.h"
 #include "core/buffer.h"
 #include "kvrt/simd/compressed_matrix.h"
+#include "kvrt/simd/bf16_activations.h"
 #include "kvrt/simd/int8_activations.h"
 #include "kvrt/simd/matmul.h"
 #include "kvrt/simd/matvec.h"
@@ -61,11 +62,26 @@ struct CompressedWeights {
       quad_storage = hwy::AllocateAligned<uint8_t>(bytes);
       quads = simd::PackInt8Quads(view, quad_storage.get());
     }
+    if (simd::HasBf16Pairs(view)) {
+      pair_storage = hwy::AllocateAligned<uint8_t>(bytes);
+      pairs = simd::PackBf16Pairs(view, pair_storage.get());
+    }
   }
   size_t bytes;
-  hwy::AlignedFreeUniquePtr<uint8_t[]> storage, quad_storage;
+  hwy::AlignedFreeUniquePtr<uint8_t[]> storage, quad_storage, pair_storage;
   simd::CompressedMatrixView view;
   simd::CompressedMatrixView quads;  // HasInt8Quads: the int8-activation layout
+  simd::CompressedMatrixView pairs;  // HasBf16Pairs: the bf16-activation layout
+};
+
+// Activation rows rounded to bf16 pairs for the bf16-activation kernel.
+struct Bf16ActivationRows {
+  Bf16ActivationRows(size_t m, size_t k) : pairs(hwy::AllocateAligned<uint32_t>(m * k / 2)), rows{pairs.get(), k} {}
+  void From(const float* a, size_t m) {
+    for (size_t r = 0; r < m; ++r) simd::RoundRowToBf16(a + r * rows.k, rows, r);
+  }
+  hwy::AlignedFreeUniquePtr<uint32_t[]> pairs;
+  simd::Bf16Rows rows;
 };
 
 // Activation rows rounded to q8_0 blocks for the int8-activation kernel.
@@ -86,11 +102,13 @@ struct QuantizedRows {
   simd::Int8Rows rows;
 };
 
-enum class Activations { kF32, kInt8 };
+enum class Activations { kF32, kInt8, kBf16 };
 
 std::string TypeAndActivations(CompressedFormat type, Activations activations) {
-  return std::string(simd::CompressedFormatName(type)) +
-         (activations == Activations::kInt8 ? "/activations:int8" : "");
+  const char* suffix = activations == Activations::kInt8   ? "/activations:int8"
+                       : activations == Activations::kBf16 ? "/activations:bf16"
+                                                           : "";
+  return std::string(simd::CompressedFormatName(type)) + suffix;
 }
 
 // Packed matrices shared by all rows and repetitions of one run (quantizing 768×32000
@@ -122,8 +140,14 @@ void RegisterRoofline(CompressedFormat type, size_t rows, size_t cols, threading
     auto y = RandomRow<float>(cols, 0, 1);
     const size_t panels = w.view.panels();
     QuantizedRows quantized(1, rows);
+    Bf16ActivationRows rounded(1, rows);
     auto matvec = [&] {
-      if (activations == Activations::kInt8) {
+      if (activations == Activations::kBf16) {
+        rounded.From(x.get(), 1);
+        ForEachPanelRange(pool, panels, [&](size_t begin, size_t end) {
+          simd::MatMulBf16(rounded.rows, 0, 1, w.pairs, y.get(), cols, begin, end);
+        });
+      } else if (activations == Activations::kInt8) {
         quantized.From(x.get(), 1);
         ForEachPanelRange(pool, panels, [&](size_t begin, size_t end) {
           simd::MatMulInt8(quantized.rows, 0, 1, w.quads, y.get(), cols, begin, end);
@@ -344,15 +368,23 @@ void RegisterMatMul(CompressedFormat type, size_t m, size_t rows, size_t cols,
     const auto a = RandomRow<float>(m * rows, -1, 1);
     auto c = RandomRow<float>(m * cols, 0, 1);
     QuantizedRows quantized(m, rows);
+    Bf16ActivationRows rounded(m, rows);
     const double peak = machine::MeasureFmaFlopsPerSecond(pool);
     // Int8 activations are judged against the int8 dot peak as well (its unit).
     const double int8_peak = activations == Activations::kInt8 ? machine::MeasureInt8DotOpsPerSecond(pool) : 0;
+    // And bf16 activations against the bf16 dot peak (VDPBF16PS's unit where it runs).
+    const double bf16_peak = activations == Activations::kBf16 ? machine::MeasureBf16DotFlopsPerSecond(pool) : 0;
     const LoopClock clock;
     for (auto _ : state) {
       if (activations == Activations::kInt8) {
         quantized.From(a.get(), m);
         ForEachPanelRange(pool, w.view.panels(), [&](size_t begin, size_t end) {
           simd::MatMulInt8(quantized.rows, 0, m, w.quads, c.get(), cols, begin, end);
+        });
+      } else if (activations == Activations::kBf16) {
+        rounded.From(a.get(), m);
+        ForEachPanelRange(pool, w.view.panels(), [&](size_t begin, size_t end) {
+          simd::MatMulBf16(rounded.rows, 0, m, w.pairs, c.get(), cols, begin, end);
         });
       } else {
         ForEachPanelRange(pool, w.view.panels(), [&](size_t begin, size_t end) {
@@ -371,6 +403,10 @@ void RegisterMatMul(CompressedFormat type, size_t m, size_t rows, size_t cols,
     if (int8_peak > 0) {
       state.counters["int8_peak_fraction"] = clock.FractionOfLimit(state, flops, int8_peak);
       state.counters["int8_peak_OP/s"] = int8_peak;
+    }
+    if (bf16_peak > 0) {
+      state.counters["bf16_peak_fraction"] = clock.FractionOfLimit(state, flops, bf16_peak);
+      state.counters["bf16_peak_FLOP/s"] = bf16_peak;
     }
   }));
 }
@@ -436,6 +472,13 @@ void RegisterCompressedBenchmarks(threading::ThreadPool& one_thread,
     RegisterMatMul(type, 512, 768, 768, one_thread, cache, Activations::kInt8);
     RegisterMatMul(type, 512, 768, 768, two_threads, cache, Activations::kInt8);
   }
+  // bf16 weights with bf16 activations (VDPBF16PS where the CPU has AVX512_BF16).
+  for (size_t cols : {2048, 32000, 54000}) {
+    RegisterRoofline(CompressedFormat::kBf16, 768, cols, one_thread, cache, Activations::kBf16);
+    RegisterRoofline(CompressedFormat::kBf16, 768, cols, two_threads, cache, Activations::kBf16);
+  }
+  RegisterMatMul(CompressedFormat::kBf16, 512, 768, 768, one_thread, cache, Activations::kBf16);
+  RegisterMatMul(CompressedFormat::kBf16, 512, 768, 768, two_threads, cache, Activations::kBf16);
   for (CompressedFormat type : kTypes) RegisterFastAndTwin(type, 768, 2048, cache);
   for (const WalkShape& shape : kWalkShapes) {
     RegisterModelWalk(std::nullopt, shape, one_thread);  // f32

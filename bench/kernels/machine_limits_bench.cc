@@ -39,6 +39,11 @@ void RegisterInt8DotPeak(threading::ThreadPool& pool) {
                          machine::ParallelInt8DotProbe);
 }
 
+void RegisterBf16DotPeak(threading::ThreadPool& pool) {
+  RegisterPeak<float>(pool, "MachineLimits/Bf16DotPeak/threads:" + std::to_string(pool.threads()), "FLOP/s",
+                      machine::ParallelBf16DotProbe);
+}
+
 // A buffer of machine::BandwidthProbeBytes() shared by the bandwidth rows, filled on first use.
 class ProbeBuffer {
  public:
@@ -94,6 +99,8 @@ void RegisterMachineLimitBenchmarks(threading::ThreadPool& one_thread,
   RegisterFmaPeak(two_threads);
   RegisterInt8DotPeak(one_thread);
   RegisterInt8DotPeak(two_threads);
+  RegisterBf16DotPeak(one_thread);
+  RegisterBf16DotPeak(two_threads);
   auto buffer = std::make_shared<ProbeBuffer>();
   RegisterReadBandwidth(one_thread, buffer);
   RegisterReadBandwidth(two_threads, buffer);

@@ -33,6 +33,54 @@ size_t FmaProbeF32(size_t iterations, float* sink) {
   return iterations * kFmaChains * hn::Lanes(d) * 2;
 }
 
+// The bf16 pair dot the bf16-activation kernels run on this target (simd/src/
+// bf16_matmul-inl.h), in kFmaChains independent chains of register operands:
+// VDPBF16PS where the CPU has AVX512_BF16 (`vdpbf16ps`, AVX3 only), else two FMAs per
+// lane on the pairs' halves, as the portable kernel does. The products are 1·2^-24, so
+// the lanes stay normal and grow slowly. Returns the FLOPs executed, 2 per product:
+// two products per 32-bit lane, chain and round in both forms.
+size_t Bf16DotProbe(size_t iterations, bool vdpbf16ps, float* sink) {
+  const hn::ScalableTag<float> d;
+  const hn::RebindToUnsigned<decltype(d)> du;
+  hn::Vec<decltype(d)> acc[kFmaChains];
+  for (size_t c = 0; c < kFmaChains; ++c) acc[c] = hn::Set(d, 0.001f * static_cast<float>(c));
+  const auto ones = hn::Set(du, 0x3F803F80u);     // bf16 pairs (1, 1)
+  const auto tiny = hn::Set(du, 0x33803380u);     // bf16 pairs (2^-24, 2^-24)
+  bool dot_ran = false;
+#if HWY_TARGET == HWY_AVX3
+  if (vdpbf16ps) {
+    for (size_t i = 0; i < iterations; ++i) {
+      HWY_UNROLL(16)
+      for (size_t c = 0; c < kFmaChains; ++c) {
+        __m512 raw = acc[c].raw;
+        asm("vdpbf16ps %2, %1, %0" : "+v"(raw) : "v"(ones.raw), "v"(tiny.raw));
+        acc[c] = hn::Vec<decltype(d)>{raw};
+      }
+    }
+    dot_ran = true;
+  }
+#else
+  (void)vdpbf16ps;
+#endif
+  if (!dot_ran) {
+    const auto high = hn::Set(du, 0xFFFF0000u);
+    const auto weight_odd = hn::BitCast(d, hn::And(ones, high));
+    const auto weight_even = hn::BitCast(d, hn::ShiftLeft<16>(ones));
+    const auto a_odd = hn::BitCast(d, hn::And(tiny, high));
+    const auto a_even = hn::BitCast(d, hn::ShiftLeft<16>(tiny));
+    for (size_t i = 0; i < iterations; ++i) {
+      HWY_UNROLL(16)
+      for (size_t c = 0; c < kFmaChains; ++c) {
+        acc[c] = hn::MulAdd(a_even, weight_even, hn::MulAdd(a_odd, weight_odd, acc[c]));
+      }
+    }
+  }
+  auto total = hn::Zero(d);
+  for (size_t c = 0; c < kFmaChains; ++c) total = hn::Add(total, acc[c]);
+  *sink = hn::GetLane(hn::SumOfLanes(d, total));
+  return iterations * kFmaChains * hn::Lanes(d) * 4;
+}
+
 // The int8 dot the int8-activation kernels run on this target (simd/src/
 // int8_matmul-inl.h), in 16 independent chains of register operands: VPDPBUSD where
 // the CPU has AVX-512 VNNI (`vnni`, AVX3 only), VPMADDUBSW's byte pairs into int16 on
@@ -155,6 +203,7 @@ HWY_AFTER_NAMESPACE();
 #include <vector>
 
 #include "kvrt/machine/machine_limits.h"
+#include "kvrt/simd/bf16_activations.h"
 #include "kvrt/simd/int8_activations.h"
 
 namespace kvrt::machine {
@@ -201,6 +250,7 @@ class ProbePages {
 
 HWY_EXPORT(FmaProbeF32);
 HWY_EXPORT(Int8DotProbe);
+HWY_EXPORT(Bf16DotProbe);
 HWY_EXPORT(StreamSumU32);
 
 size_t RunFmaProbe(size_t iterations, float* sink) {
@@ -252,6 +302,14 @@ size_t RunInt8DotProbe(size_t iterations, uint32_t* sink) {
 
 size_t ParallelInt8DotProbe(threading::ThreadPool& pool, size_t iterations, uint32_t* sink) {
   return ParallelProbe(pool, iterations, sink, RunInt8DotProbe);
+}
+
+size_t RunBf16DotProbe(size_t iterations, float* sink) {
+  return HWY_DYNAMIC_DISPATCH(Bf16DotProbe)(iterations, simd::Bf16DotUsesVdpbf16ps(), sink);
+}
+
+size_t ParallelBf16DotProbe(threading::ThreadPool& pool, size_t iterations, float* sink) {
+  return ParallelProbe(pool, iterations, sink, RunBf16DotProbe);
 }
 
 size_t ThreadedFmaProbe(size_t threads, size_t iterations, float* sink) {
@@ -324,6 +382,10 @@ double MeasureFmaFlopsPerSecond(threading::ThreadPool& pool) {
 
 double MeasureInt8DotOpsPerSecond(threading::ThreadPool& pool) {
   return BestParallelRate<uint32_t>(pool, RunInt8DotProbe);
+}
+
+double MeasureBf16DotFlopsPerSecond(threading::ThreadPool& pool) {
+  return BestParallelRate<float>(pool, RunBf16DotProbe);
 }
 
 double MeasureReadBytesPerSecond(threading::ThreadPool& pool, const void* data, size_t bytes) {

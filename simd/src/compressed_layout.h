@@ -392,6 +392,14 @@ inline void DequantizeRow(CompressedFormat type, const PanelRows& panel, size_t 
   for (size_t j = 0; j < kWidth; ++j) out[j] = DequantizeElement(type, panel, k, j);
 }
 
+// The bf16-activation layout (CompressedLayout::kBf16Pairs, bf16_activations.h): each
+// panel stored apart, pair row i (rows 2i and 2i + 1) of 128 bytes holding column j's
+// two bf16 in the 32-bit lane j, row 2i in its low half.
+inline constexpr size_t kBf16PairRowBytes = 2 * kHalfRowBytes;
+inline size_t Bf16PairOffset(size_t k, size_t j) {
+  return k / 2 * kBf16PairRowBytes + j * 2 * sizeof(uint16_t) + k % 2 * sizeof(uint16_t);
+}
+
 // The int8-activation layout (CompressedLayout::kInt8Quads, int8_activations.h) stores
 // each panel apart (not interleaved with its group) and keeps the row layout's blocks,
 // their scale areas and a K-quant super-block's header where they were, so a panel has

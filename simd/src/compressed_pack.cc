@@ -390,6 +390,9 @@ float CompressedMatrixView::at(size_t k, size_t n) const {
   if (layout == CompressedLayout::kInt8Quads) {
     return compressed::DequantizeQuadElement(type, panel(n / kWidth), k, n % kWidth);
   }
+  if (layout == CompressedLayout::kBf16Pairs) {
+    return Bf16ToF32(compressed::LoadU16(panel(n / kWidth) + compressed::Bf16PairOffset(k, n % kWidth)));
+  }
   const compressed::PanelRows panel_rows = compressed::RowsOfPanel(*this, n / kWidth);
   return compressed::DequantizeElement(type, panel_rows, k, n % kWidth);
 }
@@ -402,6 +405,13 @@ void GatherColumn(const CompressedMatrixView& w, size_t n, float* out) {
     const uint8_t* panel = w.panel(n / kWidth);
     for (size_t k = 0; k < w.rows; ++k) {
       out[k] = compressed::DequantizeQuadElement(w.type, panel, k, j);
+    }
+    return;
+  }
+  if (w.layout == CompressedLayout::kBf16Pairs) {
+    const uint8_t* panel = w.panel(n / kWidth);
+    for (size_t k = 0; k < w.rows; ++k) {
+      out[k] = Bf16ToF32(compressed::LoadU16(panel + compressed::Bf16PairOffset(k, j)));
     }
     return;
   }

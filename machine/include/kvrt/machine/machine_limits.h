@@ -70,6 +70,19 @@ size_t ParallelInt8DotProbe(threading::ThreadPool& pool, size_t iterations, uint
 // best of three probe runs.
 double MeasureInt8DotOpsPerSecond(threading::ThreadPool& pool);
 
+// One run of the bf16 dot probe on the calling thread, on the best target:
+// `iterations` rounds of 16 independent chains of the pair dot the bf16-activation
+// kernels use here (VDPBF16PS with AVX512_BF16, two FMAs per lane elsewhere).
+// Returns the FLOPs executed, 2 per product.
+size_t RunBf16DotProbe(size_t iterations, float* sink);
+
+// The bf16 dot probe on every thread of `pool`, as ParallelInt8DotProbe.
+size_t ParallelBf16DotProbe(threading::ThreadPool& pool, size_t iterations, float* sink);
+
+// bf16 dot FLOPs/s of `pool` right now: the peak the prefill of bf16 activations is
+// judged against. The best of three probe runs.
+double MeasureBf16DotFlopsPerSecond(threading::ThreadPool& pool);
+
 // Read bytes/s of `pool` right now over `data` (which must be far larger than the
 // LLC and already paged in): the best of two passes.
 double MeasureReadBytesPerSecond(threading::ThreadPool& pool, const void* data, size_t bytes);

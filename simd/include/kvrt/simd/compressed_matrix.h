@@ -122,8 +122,9 @@ enum class CompressedFormat : uint8_t {
 // How the blocks of a q8_0/q4_0 panel order their quants (q5_0, iq4_nl: kRows only). kRows is the
 // layout above, the only one of bf16/f16 and the one every kernel of this header takes. kInt8Quads
 // (int8_activations.h) orders four consecutive rows of a column into one 32-bit lane
-// for the int8-activation kernels; at() and GatherColumn read both.
-enum class CompressedLayout : uint8_t { kRows, kInt8Quads };
+// for the int8-activation kernels, and kBf16Pairs (bf16_activations.h) two consecutive rows
+// of a bf16 column for the bf16-activation kernels; at() and GatherColumn read all three.
+enum class CompressedLayout : uint8_t { kRows, kInt8Quads, kBf16Pairs };
 
 // Rows (along K) of one q8_0 / q4_0 block, i.e. of one scale, and of one block of the
 // K-quants' panel layout.
@@ -164,7 +165,7 @@ struct CompressedMatrixView {
   size_t panels() const { return (cols + kCompressedPanelWidth - 1) / kCompressedPanelWidth; }
   // Bytes of one panel (CompressedMatrixBytes of a 32-column matrix).
   size_t panel_bytes() const;
-  // Panel p of the kInt8Quads layout, whose panels are stored apart. (In kRows a panel's
+  // Panel p of the kInt8Quads or kBf16Pairs layout, whose panels are stored apart. (In kRows a panel's
   // rows are interleaved with its group's: compressed_layout.h, RowsOfPanel.)
   const uint8_t* panel(size_t p) const { return data + p * panel_bytes(); }
   // The dequantized element, exactly as the kernels use it. Defined for every n in
