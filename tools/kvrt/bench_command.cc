@@ -1,7 +1,7 @@
 // kvrt bench: how fast a model runs on this machine, llama-bench style.
 //
 //   kvrt bench --model M [-p 512] [-n 128] [-pg 512,128] [-d 0,4096] [--sequences 1,4,16]
-//              [-t 1,2] [--weights as-stored,q8_0] [--int8-activations 0,1] [--kv-type f32,f16] [-r 5]
+//              [-t 1,2] [--weights as-stored,q8_0] [--int8-activations 0,1] [--bf16-activations 0,1] [--kv-type f32,f16] [-r 5]
 //              [-o md|csv|json|jsonl] [-q]
 //
 // Every combination of the lists is one row: one warm-up run, then -r timed runs,
@@ -81,7 +81,7 @@ int RunBench(std::span<char* const> args) {
   if (!flags) return ReportError(flags.error());
   if (flags->Has("help")) {
     PrintStdout("%s", Usage("kvrt bench --model M [-p N,..] [-n N,..] [-pg P,N] [-d N,..] [--sequences N,..] "
-                            "[-t N,..] [--weights F,..] [--int8-activations 0,1] [--kv-type T,..] [-r N] [-o md|csv|json|jsonl] [-q]",
+                            "[-t N,..] [--weights F,..] [--int8-activations 0,1] [--bf16-activations 0,1] [--kv-type T,..] [-r N] [-o md|csv|json|jsonl] [-q]",
                             specs)
                           .c_str());
     return 0;

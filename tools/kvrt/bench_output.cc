@@ -23,6 +23,15 @@ std::string Fixed(double value, int digits) {
 }
 
 std::string Int8Text(const BenchCase& bench_case) { return bench_case.int8_activations ? "1" : "0"; }
+std::string Bf16Text(const BenchCase& bench_case) { return bench_case.bf16_activations ? "1" : "0"; }
+// The bf16-activation column appears only in reports that have such rows, so the
+// tables of every other run keep their columns.
+bool HasBf16Rows(const BenchReport& report) {
+  for (const BenchRow& row : report.rows) {
+    if (row.bench_case.bf16_activations) return true;
+  }
+  return false;
+}
 // The cache's element type: "f32" (the engine's own), "f16", "bf16" or "q8_0".
 std::string KvText(const BenchCase& bench_case) {
   return bench_case.kv_type == KvType::kEngine ? "f32" : std::string(KvTypeName(bench_case.kv_type));
@@ -52,6 +61,7 @@ void RowFields(const BenchRow& row, Json& json) {
   json["engine_threads"] = c.threads;
   json["weights"] = std::string(WeightFormatName(c.weights));
   json["int8_activations"] = c.int8_activations;
+  json["bf16_activations"] = c.bf16_activations;
   json["kv_type"] = KvText(c);
   json["tokens_per_second"] = row.MeanTokensPerSecond();
   json["tokens_per_second_stddev"] = row.StddevTokensPerSecond();
@@ -59,6 +69,7 @@ void RowFields(const BenchRow& row, Json& json) {
   json["read_bytes_per_second"] = row.read_bytes_per_second;
   json["fma_flops_per_second"] = row.fma_flops_per_second;
   if (c.int8_activations) json["int8_dot_ops_per_second"] = row.int8_dot_ops_per_second;
+  if (c.bf16_activations) json["bf16_dot_flops_per_second"] = row.bf16_dot_flops_per_second;
   json["weight_bytes"] = row.weight_bytes;
   json["roofline_tokens_per_second"] = row.roofline_tokens_per_second;
   json["roofline_fraction"] = row.RooflineFraction();
@@ -104,15 +115,16 @@ std::string BenchMarkdown(const BenchReport& report) {
   std::string text = FactsLine(report) + "\n\n";
   text += "model: " + report.model_path + " (" + std::to_string(report.model_parameters) + " parameters), " +
           std::to_string(report.repetitions) + " runs a row after a warm-up\n\n";
-  text +=
-      "| weights | int8 | kv | threads | seqs | test | depth | t/s | samples t/s | read GB/s | FMA GFLOP/s | "
-      "roofline t/s | fraction |\n"
-      "| --- | ---: | --- | ---: | ---: | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: |\n";
+  const bool bf16 = HasBf16Rows(report);
+  text += std::string("| weights | int8 | ") + (bf16 ? "bf16 | " : "") +
+          "kv | threads | seqs | test | depth | t/s | samples t/s | read GB/s | FMA GFLOP/s | roofline t/s | fraction |\n"
+          "| --- | ---: | " + (bf16 ? "---: | " : "") + "--- | ---: | ---: | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: |\n";
   for (const BenchRow& row : report.rows) {
     const BenchCase& c = row.bench_case;
     std::string samples;
     for (double rate : row.TokensPerSecond()) samples += (samples.empty() ? "" : " ") + Fixed(rate, 1);
-    text += "| " + std::string(WeightFormatName(c.weights)) + " | " + Int8Text(c) + " | " + KvText(c) + " | " +
+    text += "| " + std::string(WeightFormatName(c.weights)) + " | " + Int8Text(c) + " | " +
+            (bf16 ? Bf16Text(c) + " | " : "") + KvText(c) + " | " +
             std::to_string(c.threads) + " | " + std::to_string(c.sequences) + " | " + BenchTestName(c.test) + " | " +
             std::to_string(c.depth) + " | " + Fixed(row.MeanTokensPerSecond(), 2) + " ± " +
             Fixed(row.StddevTokensPerSecond(), 2) + " | " + samples + " | " +
@@ -126,7 +138,9 @@ std::string BenchCsv(const BenchReport& report) {
   std::string text =
       "model,weights,int8_activations,kv_type,threads,sequences,test,depth,tokens_per_second,tokens_per_second_stddev,"
       "samples_tokens_per_second,read_bytes_per_second,fma_flops_per_second,roofline_tokens_per_second,"
-      "roofline_fraction,kvrt_version,commit,simd_target,allocator,cpu_model,cores,usable_cores\n";
+      "roofline_fraction,kvrt_version,commit,simd_target,allocator,cpu_model,cores,usable_cores";
+  const bool bf16 = HasBf16Rows(report);
+  text += bf16 ? ",bf16_activations\n" : "\n";
   for (const BenchRow& row : report.rows) {
     const BenchCase& c = row.bench_case;
     std::string samples;
@@ -139,7 +153,7 @@ std::string BenchCsv(const BenchReport& report) {
             Fixed(row.RooflineFraction(), 4) + "," + CsvField(report.build.version) + "," +
             CsvField(report.build.commit) + "," + CsvField(report.build.simd_target) + "," +
             CsvField(report.build.allocator) + "," + CsvField(report.cpu_model) + "," + std::to_string(report.cores) +
-            "," + std::to_string(report.usable_cores) + "\n";
+            "," + std::to_string(report.usable_cores) + (bf16 ? "," + Bf16Text(c) : "") + "\n";
   }
   return text;
 }

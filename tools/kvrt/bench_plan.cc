@@ -23,6 +23,7 @@ const FlagSpec kBenchFlags[] = {
      "weight formats, comma list of as-stored (default), f32, bf16, f16, q8_0, q4_0, q5_0, q4_1, q5_1, iq4_nl, iq4_xs, "
      "q2_k, q3_k, q4_k, q5_k, q6_k"},
     {"int8-activations", true, "0 (f32 activations, default), 1 (int8 on every quantized matrix), comma list"},
+    {"bf16-activations", true, "0 (f32 activations, default), 1 (bf16 on every bf16 matrix), comma list"},
     {"kv-type", true, "K/V cache types, comma list of f32 (default), f16, bf16, q8_0"},
     {"repetitions", true, "timed runs of every row, after one warm-up run (default 5)", 'r'},
     {"output", true, "md (default: a markdown table), csv, json (Google Benchmark's shape) or jsonl", 'o'},
@@ -152,7 +153,8 @@ std::string BenchCaseName(const BenchCase& bench_case) {
          "/seqs:" + std::to_string(bench_case.sequences) + "/threads:" + std::to_string(bench_case.threads) +
          "/weights:" + std::string(WeightFormatName(bench_case.weights)) +
          "/int8:" + (bench_case.int8_activations ? "1" : "0") +
-         (bench_case.kv_type == KvType::kEngine ? "" : "/kv:" + std::string(KvTypeName(bench_case.kv_type)));
+         (bench_case.kv_type == KvType::kEngine ? "" : "/kv:" + std::string(KvTypeName(bench_case.kv_type))) +
+         (bench_case.bf16_activations ? "/bf16:1" : "");
 }
 
 size_t BenchCasePositions(const BenchCase& bench_case) {
@@ -178,6 +180,8 @@ Result<BenchPlan> BenchPlanFromFlags(const Flags& flags) {
   if (!weights) return std::unexpected(weights.error());
   Result<std::vector<size_t>> int8 = NumberFlag(flags, "int8-activations", "0", 0, 1);
   if (!int8) return std::unexpected(int8.error());
+  Result<std::vector<size_t>> bf16 = NumberFlag(flags, "bf16-activations", "0", 0, 1);
+  if (!bf16) return std::unexpected(bf16.error());
   Result<std::vector<KvType>> kv_types = KvTypeList(flags);
   if (!kv_types) return std::unexpected(kv_types.error());
   Result<std::vector<size_t>> repetitions = NumberFlag(flags, "repetitions", "5", 1, kMaxRepetitions);
@@ -190,17 +194,20 @@ Result<BenchPlan> BenchPlanFromFlags(const Flags& flags) {
   plan.quiet = flags.Has("quiet");
   for (WeightFormat format : *weights) {
     for (size_t activations : *int8) {
+     for (size_t bf16_activations : *bf16) {
       for (KvType kv_type : *kv_types) {
         for (size_t thread_count : *threads) {
           for (size_t in_flight : *sequences) {
             for (size_t depth : *depths) {
               for (const BenchTest& test : *tests) {
-                plan.cases.push_back({test, depth, in_flight, thread_count, format, activations == 1, kv_type});
+                plan.cases.push_back(
+                    {test, depth, in_flight, thread_count, format, activations == 1, kv_type, bf16_activations == 1});
               }
             }
           }
         }
       }
+     }
     }
   }
   return plan;

@@ -33,6 +33,7 @@ struct BenchCase {
   WeightFormat weights = WeightFormat::kAsStored;
   bool int8_activations = false;
   KvType kv_type = KvType::kEngine;  // the engine's f32, f16 or bf16
+  bool bf16_activations = false;
 };
 
 // The row's name in the JSON output (Google Benchmark's "run_name"; bench-compare

@@ -124,51 +124,58 @@ double KvBytesPerToken(const ModelConfig& config, KvType kv_type, double context
 //
 // Split by the unit that runs them: `int8` the products of the matrices that take
 // int8 activations (with `int8_activations`, the matrices ReachedByInt8Activations
-// in `format`), `fma` the rest.
+// in `format`), `bf16` those of the bf16 matrices with `bf16_activations`, `fma` the
+// rest.
 struct PrefillOperations {
   double fma = 0;
   double int8 = 0;
+  double bf16 = 0;
 };
 
-PrefillOperations PrefillOperationsOf(const Model& model, WeightFormat format, bool int8_activations,
-                                      size_t depth, size_t prompt) {
+PrefillOperations PrefillOperationsOf(const Model& model, const BenchCase& bench_case) {
+  const WeightFormat format = bench_case.weights;
+  const size_t depth = bench_case.depth, prompt = bench_case.test.prompt;
   const ModelConfig& config = model.config();
   const double t = static_cast<double>(prompt), d = static_cast<double>(depth);
   PrefillOperations ops;
   PrefillOperations head;  // the last matrix as wide as the vocabulary: the head
   for (const MatrixWeightFormat& matrix : model.WeightPlan(format)) {
     const double weights = static_cast<double>(matrix.rows) * static_cast<double>(matrix.cols);
-    const bool int8 = int8_activations && ReachedByInt8Activations(matrix.effective);
+    const bool int8 = bench_case.int8_activations && ReachedByInt8Activations(matrix.effective);
+    const bool bf16 = bench_case.bf16_activations && matrix.effective == WeightFormat::kBf16;
+    const auto unit = [&](PrefillOperations& into) -> double& { return int8 ? into.int8 : bf16 ? into.bf16 : into.fma; };
     // The token table and the output head are the matrices as wide as the vocabulary.
     if (matrix.cols == config.vocabulary_size) {
       head = {};
-      (int8 ? head.int8 : head.fma) = 2.0 * weights;
+      unit(head) = 2.0 * weights;
     } else {
-      (int8 ? ops.int8 : ops.fma) += 2.0 * t * weights;
+      unit(ops) += 2.0 * t * weights;
     }
   }
   const double earlier_positions = t * d + t * (t + 1) / 2;
   ops.fma += 4.0 * static_cast<double>(config.model_width) * static_cast<double>(config.layers) * earlier_positions +
              head.fma;
   ops.int8 += head.int8;
+  ops.bf16 += head.bf16;
   return ops;
 }
 
 double Roofline(const Model& model, const BenchCase& bench_case, double weight_bytes, double read_bytes_per_second,
-                double fma_flops_per_second, double int8_dot_ops_per_second) {
+                double fma_flops_per_second, double int8_dot_ops_per_second, double bf16_dot_flops_per_second) {
   const double sequences = static_cast<double>(bench_case.sequences);
   const double prompt = static_cast<double>(bench_case.test.prompt);
   const double decode = static_cast<double>(bench_case.test.decode);
   // Seconds at the limits: the prefill's FLOPs at the FMA peak (with int8 activations,
-  // the int8 matrices' products at the int8 dot peak); decode steps each
+  // the int8 matrices' products at the int8 dot peak, with bf16 activations the bf16
+  // matrices' at the bf16 dot peak); decode steps each
   // reading the weights once for all sequences and every sequence's K/V rows at
   // the mean context of the steps, at the read bandwidth.
   double prefill_seconds = 0;
   if (prompt > 0) {
-    const PrefillOperations ops = PrefillOperationsOf(model, bench_case.weights, bench_case.int8_activations,
-                                                      bench_case.depth, bench_case.test.prompt);
+    const PrefillOperations ops = PrefillOperationsOf(model, bench_case);
     prefill_seconds = sequences * ops.fma / fma_flops_per_second;
     if (ops.int8 > 0) prefill_seconds += sequences * ops.int8 / int8_dot_ops_per_second;
+    if (ops.bf16 > 0) prefill_seconds += sequences * ops.bf16 / bf16_dot_flops_per_second;
   }
   const double context = static_cast<double>(bench_case.depth) + prompt + decode / 2.0 + 1.0;
   const double step_bytes = weight_bytes + sequences * KvBytesPerToken(model.config(), bench_case.kv_type, context);
@@ -216,6 +223,7 @@ Result<BenchRow> BenchRunner::Run(const BenchCase& bench_case, size_t repetition
   engine.pool = &pool;
   engine.weights = bench_case.weights;
   engine.int8_activations = bench_case.int8_activations;
+  engine.bf16_activations = bench_case.bf16_activations;
   engine.kv_type = bench_case.kv_type;
   if (Result<void> valid = engine.Validate(); !valid) return std::unexpected(valid.error());
   if (Result<void> prepared = model_.PrepareWeights(engine); !prepared) return std::unexpected(prepared.error());
@@ -234,6 +242,7 @@ Result<BenchRow> BenchRunner::Run(const BenchCase& bench_case, size_t repetition
   const size_t probe_bytes = static_cast<size_t>(row.weight_bytes);
   const double fma_before = machine::MeasureFmaFlopsPerSecond(pool);
   const double int8_before = bench_case.int8_activations ? machine::MeasureInt8DotOpsPerSecond(pool) : 0;
+  const double bf16_before = bench_case.bf16_activations ? machine::MeasureBf16DotFlopsPerSecond(pool) : 0;
   const double read_before = machine::MeasureSizedReadBytesPerSecond(pool, probe_bytes);
   if (!(read_before > 0)) {
     return std::unexpected(Error(ErrorCode::kAllocationFailed, {{"", std::to_string(probe_bytes)}},
@@ -253,13 +262,15 @@ Result<BenchRow> BenchRunner::Run(const BenchCase& bench_case, size_t repetition
   }
   const double fma_after = machine::MeasureFmaFlopsPerSecond(pool);
   const double int8_after = bench_case.int8_activations ? machine::MeasureInt8DotOpsPerSecond(pool) : 0;
+  const double bf16_after = bench_case.bf16_activations ? machine::MeasureBf16DotFlopsPerSecond(pool) : 0;
   const double read_after = machine::MeasureSizedReadBytesPerSecond(pool, probe_bytes);
   row.fma_flops_per_second = (fma_before + fma_after) / 2;
   row.int8_dot_ops_per_second = (int8_before + int8_after) / 2;
+  row.bf16_dot_flops_per_second = (bf16_before + bf16_after) / 2;
   row.read_bytes_per_second = read_after > 0 ? (read_before + read_after) / 2 : read_before;
   row.roofline_tokens_per_second =
       Roofline(model_, bench_case, row.weight_bytes, row.read_bytes_per_second, row.fma_flops_per_second,
-               row.int8_dot_ops_per_second);
+               row.int8_dot_ops_per_second, row.bf16_dot_flops_per_second);
   return row;
 }
 

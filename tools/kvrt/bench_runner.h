@@ -29,6 +29,8 @@ struct BenchRow {
   // Rows with int8 activations only (0 otherwise): the int8 dot peak, in operations
   // (2 per byte product).
   double int8_dot_ops_per_second = 0;
+  // Rows with bf16 activations only (0 otherwise): the bf16 dot peak, in FLOPs.
+  double bf16_dot_flops_per_second = 0;
   double weight_bytes = 0;  // what one step reads of the weights in the case's format
   // The fastest the case could run on these probes: prefill at the FMA peak over
   // the FLOPs it executes (2 per block weight and token, the causal attention, the

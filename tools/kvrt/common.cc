@@ -47,6 +47,11 @@ std::string DescribeEngineWeights(const Model& model, const EngineOptions& engin
     for (const MatrixWeightFormat& matrix : plan) int8 += ReachedByInt8Activations(matrix.effective);
     text += "; int8 activations on " + std::to_string(int8) + " quantized matrices";
   }
+  if (engine.bf16_activations) {
+    size_t bf16 = 0;
+    for (const MatrixWeightFormat& matrix : plan) bf16 += matrix.effective == WeightFormat::kBf16;
+    text += "; bf16 activations on " + std::to_string(bf16) + " bf16 matrices";
+  }
   const std::string fallbacks = DescribeFallbacks(plan);
   text += fallbacks.empty() ? "; no fallbacks" : "; fallbacks: " + fallbacks;
   return text;
@@ -107,6 +112,7 @@ Result<EngineChoice> EngineFromFlags(const Flags& flags) {
   const std::string precision = flags.Value("precision").value_or(backend == "reference" ? "f64" : "f32");
   choice.options.batch_invariant = !flags.Has("batch-variant");
   choice.options.int8_activations = flags.Has("int8-activations");
+  choice.options.bf16_activations = flags.Has("bf16-activations");
   if (backend == "reference") {
     if (flags.Has("batch-variant")) {
       return std::unexpected(InvalidArgument("--batch-variant needs --backend fast (the reference is exact)"));
@@ -114,6 +120,10 @@ Result<EngineChoice> EngineFromFlags(const Flags& flags) {
     if (flags.Has("int8-activations")) {
       return std::unexpected(Error(ErrorCode::kUnsupportedBackend, {{"", std::string("int8_activations")}},
                                    "--int8-activations needs --backend fast --precision f32"));
+    }
+    if (flags.Has("bf16-activations")) {
+      return std::unexpected(Error(ErrorCode::kUnsupportedBackend, {{"", std::string("bf16_activations")}},
+                                   "--bf16-activations needs --backend fast --precision f32"));
     }
     choice.options.backend = Backend::kReference;
     if (precision != "f64") {
@@ -138,6 +148,10 @@ Result<EngineChoice> EngineFromFlags(const Flags& flags) {
     if (flags.Has("int8-activations")) {
       return std::unexpected(Error(ErrorCode::kUnsupportedBackend, {{"", std::string("int8_activations")}},
                                    "--int8-activations needs --precision f32"));
+    }
+    if (flags.Has("bf16-activations")) {
+      return std::unexpected(Error(ErrorCode::kUnsupportedBackend, {{"", std::string("bf16_activations")}},
+                                   "--bf16-activations needs --precision f32"));
     }
   } else {
     return std::unexpected(InvalidArgument("--precision must be f32 or f64, got '" + precision + "'"));

@@ -59,6 +59,9 @@ inline constexpr FlagSpec kEngineFlags[] = {
      "fast f32 backend: q8_0/q4_0 matrices multiply activations rounded to 8-bit q8_0 blocks, as llama.cpp "
      "does (AVX-512 VNNI or AVX2 byte pairs where the CPU has them): faster, LESS EXACT; default: f32 "
      "activations"},
+    {"bf16-activations", false,
+     "fast f32 backend: bf16 matrices multiply activations rounded to bf16, as llama.cpp does (AVX512_BF16's "
+     "VDPBF16PS where the CPU has it): faster prefill, LESS EXACT; default: f32 activations"},
 };
 
 // The context size of `generate`, `batch`, `logits` and `chat`: the KV cache is

@@ -126,6 +126,17 @@ struct EngineOptions {
   // formats are unaffected. Still deterministic: the same bits for any thread count,
   // and batch-invariant (every row is rounded alone).
   bool int8_activations = false;
+  // false (the default): bf16 matrices multiply the f32 activations exactly.
+  // true (opt-in, LESS EXACT, fast f32 engine only): bf16 matrices (with an even
+  // number of rows) multiply activation rows rounded to bf16, on the CPU's bf16 dot
+  // unit (AVX512_BF16's VDPBF16PS; simd/bf16_activations.h), as llama.cpp does for
+  // bf16 weights: twice the products per instruction of the f32 FMA, so a faster
+  // prefill on bf16 weights. Rounding an activation to bf16 errs by up to 2^-9 of it,
+  // so the logits move by more than the f32 kernels' rounding
+  // (docs/bf16_activations.md gives the measured distance). Other formats are
+  // unaffected. Still deterministic: the same bits for any thread count, and
+  // batch-invariant (every row is rounded alone, every column summed in one order).
+  bool bf16_activations = false;
   // The K/V cache's element type (see KvType). Sessions opened from these options
   // create their cache with it (CacheOptions::kv_type); a cache bound to an engine
   // must have the engine's.

@@ -362,6 +362,12 @@ typedef struct kvrt_engine_options {
   kvrt_kv_type kv_type;     /* 0 (an initializer without it): the engine's precision. A cache bound
                              * to the engine must have its type: create it with
                              * kvrt_cache_create_for_engine (UnsupportedBackend otherwise) */
+  int bf16_activations;     /* fast f32 backend: 0 (an initializer without it): f32 activations.
+                             * 1: every bf16 matrix multiplies activations rounded to bf16 as
+                             * llama.cpp does (EngineOptions::bf16_activations; VDPBF16PS where
+                             * the CPU has AVX512_BF16): faster prefill, LESS EXACT; still
+                             * thread-count and batch invariant. With another backend or
+                             * precision: UnsupportedBackend. Other values: an error */
 } kvrt_engine_options;
 
 /* Fast backend, f32, every core, no shared pool, weights as stored. */

@@ -77,6 +77,13 @@ Result<EngineOptions> EngineFromC(const kvrt_engine_options* engine,
       return Fail(ErrorCode::kInvalidArgument, {},
                   "int8_activations must be 0 or 1, got " + std::to_string(chosen.int8_activations));
   }
+  switch (chosen.bf16_activations) {
+    case 0: options.bf16_activations = false; break;
+    case 1: options.bf16_activations = true; break;
+    default:
+      return Fail(ErrorCode::kInvalidArgument, {},
+                  "bf16_activations must be 0 or 1, got " + std::to_string(chosen.bf16_activations));
+  }
   switch (RawEnum(chosen.kv_type)) {
     case KVRT_KV_TYPE_ENGINE: options.kv_type = KvType::kEngine; break;
     case KVRT_KV_TYPE_F16: options.kv_type = KvType::kF16; break;
@@ -104,7 +111,7 @@ extern "C" {
 
 kvrt_engine_options kvrt_engine_options_default(void) {
   return kvrt_engine_options{KVRT_BACKEND_FAST, KVRT_PRECISION_F32, 0, nullptr, KVRT_WEIGHTS_AS_STORED,
-                             kvrt::EngineOptions::kDefaultMaxRowsPerStep, 0, 0, KVRT_KV_TYPE_ENGINE};
+                             kvrt::EngineOptions::kDefaultMaxRowsPerStep, 0, 0, KVRT_KV_TYPE_ENGINE, 0};
 }
 
 kvrt_error* kvrt_pool_create(size_t threads, kvrt_pool** out) {

@@ -59,6 +59,10 @@ Result<void> EngineOptions::Validate() const {
     return Fail(ErrorCode::kUnsupportedBackend, {{"", std::string("int8_activations")}},
                 "int8 activations run on the fast f32 engine only");
   }
+  if (bf16_activations && (backend != Backend::kFast || precision != Precision::kF32)) {
+    return Fail(ErrorCode::kUnsupportedBackend, {{"", std::string("bf16_activations")}},
+                "bf16 activations run on the fast f32 engine only");
+  }
   if (threads > kMaxThreads) {
     return Fail(ErrorCode::kInvalidArgument, {},
                 "at most " + std::to_string(kMaxThreads) + " threads, got " + std::to_string(threads));

@@ -5,6 +5,7 @@
 #include <string>
 #include <type_traits>
 
+#include "kvrt/simd/bf16_activations.h"
 #include "kvrt/simd/int8_activations.h"
 #include "kvrt/simd/pack_matrix.h"
 #include "weights/weight_arena.h"
@@ -34,10 +35,20 @@ Result<void> RelayoutForInt8(const std::string& name, CompressedWeight& weight) 
   return {};
 }
 
+// A bf16 matrix of even K moved into the pair layout of the bf16-activation kernels.
+Result<void> RelayoutForBf16(const std::string& name, CompressedWeight& weight) {
+  if (!simd::HasBf16Pairs(weight.view)) return {};
+  std::optional<Buffer<uint8_t>> pairs = Buffer<uint8_t>::Allocate(weight.owned.size(), Pages::kHuge);
+  if (!pairs) return Fail(OutOfMemory(name + " (bf16-activation layout)", weight.owned.size()));
+  weight.view = simd::PackBf16Pairs(weight.view, pairs->data());
+  weight.owned = std::move(*pairs);
+  return {};
+}
+
 template <class T>
 Result<PackedWeight<T>> PackWeight(const ParameterPtr& parameter, bool transposed,
                                    const MatrixWeightFormat& plan, WeightFormat format,
-                                   bool int8_activations) {
+                                   ActivationRounding activations) {
   const std::vector<size_t>& shape = parameter->shape();
   const size_t k = transposed ? shape[1] : shape[0], n = transposed ? shape[0] : shape[1];
   PackedWeight<T> packed;
@@ -46,8 +57,13 @@ Result<PackedWeight<T>> PackWeight(const ParameterPtr& parameter, bool transpose
       Result<CompressedWeight> compressed = PackCompressedWeight(*parameter, transposed, plan);
       if (!compressed) return Fail(std::move(compressed.error()));
       packed.compressed = std::move(*compressed);
-      if (int8_activations) {
+      if (activations.int8) {
         if (Result<void> moved = RelayoutForInt8(parameter->name(), packed.compressed); !moved) {
+          return Fail(std::move(moved.error()));
+        }
+      }
+      if (activations.bf16) {
+        if (Result<void> moved = RelayoutForBf16(parameter->name(), packed.compressed); !moved) {
           return Fail(std::move(moved.error()));
         }
       }
@@ -132,11 +148,11 @@ Result<Buffer<T>> ConvertTable(const double* values, size_t count) {
 template <class T>
 Result<std::shared_ptr<const EngineWeights<T>>> PackEngineWeights(const DecoderModel& model,
                                                                   WeightFormat format,
-                                                                  bool int8_activations) {
+                                                                  ActivationRounding activations) {
   const ModelConfig& config = model.config();
   auto weights = std::make_shared<EngineWeights<T>>();
   weights->format = format;
-  weights->int8_activations = int8_activations && std::is_same_v<T, float>;
+  if constexpr (std::is_same_v<T, float>) weights->activations = activations;
   weights->plan = PlanWeightFormats(model, format);
   // The plan lists the token table, 7 matrices per block, then an untied head.
   auto plan_of = [&](size_t layer, BlockSlot slot) -> const MatrixWeightFormat& {
@@ -150,7 +166,7 @@ Result<std::shared_ptr<const EngineWeights<T>>> PackEngineWeights(const DecoderM
     auto matrix = [&](BlockSlot slot, PackedWeight<T>& out) -> Result<void> {
       Result<PackedWeight<T>> packed = PackWeight<T>(parameters[BlockParameterIndex(layer, slot)],
                                                      false, plan_of(layer, slot), format,
-                                                     weights->int8_activations);
+                                                     weights->activations);
       if (!packed) return Fail(std::move(packed.error()));
       out = std::move(*packed);
       return {};
@@ -179,13 +195,13 @@ Result<std::shared_ptr<const EngineWeights<T>>> PackEngineWeights(const DecoderM
   weights->final_norm = std::move(*final_norm);
   Result<PackedWeight<T>> embedding =
       PackWeight<T>(parameters.front(), true, weights->plan.front(), format,
-                    weights->int8_activations);
+                    weights->activations);
   if (!embedding) return Fail(std::move(embedding.error()));
   weights->embedding = std::move(*embedding);
   if (!model.output_head_is_embedding()) {
     Result<PackedWeight<T>> head =
         PackWeight<T>(parameters[OutputHeadIndex(config)], false, weights->plan.back(), format,
-                      weights->int8_activations);
+                      weights->activations);
     if (!head) return Fail(std::move(head.error()));
     weights->head = std::move(*head);
   }
@@ -205,7 +221,7 @@ Result<std::shared_ptr<const EngineWeights<T>>> PackEngineWeights(const DecoderM
 template <class T>
 Result<std::shared_ptr<const EngineWeights<T>>> EngineWeightsCache::Get(const DecoderModel& model,
                                                                         WeightFormat format,
-                                                                        bool int8_activations) {
+                                                                        ActivationRounding activations) {
   if (!IsKnownWeightFormat(format)) {
     return Fail(ErrorCode::kUnsupportedBackend, {{"", std::string("unknown")}},
                 "weight format " + std::to_string(static_cast<int>(format)) + " is not available");
@@ -214,7 +230,7 @@ Result<std::shared_ptr<const EngineWeights<T>>> EngineWeightsCache::Get(const De
   const size_t slot = static_cast<size_t>(format);
   std::shared_ptr<const EngineWeights<T>>& cached = [&]() -> auto& {
     if constexpr (std::is_same_v<T, float>) {
-      return int8_activations ? f32_int8_[slot] : f32_[slot];
+      return activations.index() == 0 ? f32_[slot] : f32_rounded_[activations.index() - 1][slot];
     } else {
       return f64_[slot];
     }
@@ -225,7 +241,7 @@ Result<std::shared_ptr<const EngineWeights<T>>> EngineWeightsCache::Get(const De
   }
   if (!current) {
     cached.reset();  // release a stale packing before building the next one
-    Result<std::shared_ptr<const EngineWeights<T>>> packed = PackEngineWeights<T>(model, format, int8_activations);
+    Result<std::shared_ptr<const EngineWeights<T>>> packed = PackEngineWeights<T>(model, format, activations);
     if (!packed) return Fail(std::move(packed.error()));
     cached = std::move(*packed);
   }
@@ -254,10 +270,10 @@ Result<std::shared_ptr<const DecoderModel>> EngineWeightsCache::Dequantized(cons
   return entry.model;
 }
 
-template Result<std::shared_ptr<const EngineWeights<float>>> PackEngineWeights<float>(const DecoderModel&, WeightFormat, bool);
-template Result<std::shared_ptr<const EngineWeights<double>>> PackEngineWeights<double>(const DecoderModel&, WeightFormat, bool);
-template Result<std::shared_ptr<const EngineWeights<float>>> EngineWeightsCache::Get<float>(const DecoderModel&, WeightFormat, bool);
-template Result<std::shared_ptr<const EngineWeights<double>>> EngineWeightsCache::Get<double>(const DecoderModel&, WeightFormat, bool);
+template Result<std::shared_ptr<const EngineWeights<float>>> PackEngineWeights<float>(const DecoderModel&, WeightFormat, ActivationRounding);
+template Result<std::shared_ptr<const EngineWeights<double>>> PackEngineWeights<double>(const DecoderModel&, WeightFormat, ActivationRounding);
+template Result<std::shared_ptr<const EngineWeights<float>>> EngineWeightsCache::Get<float>(const DecoderModel&, WeightFormat, ActivationRounding);
+template Result<std::shared_ptr<const EngineWeights<double>>> EngineWeightsCache::Get<double>(const DecoderModel&, WeightFormat, ActivationRounding);
 
 }  // namespace kvrt::detail
 

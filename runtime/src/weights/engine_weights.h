@@ -16,7 +16,9 @@
 // With int8 activations (EngineOptions::int8_activations, f32 only) every matrix of a
 // format with an int8 kernel (ReachedByInt8Activations) is kept in the int8-activation
 // kernels' quad layout instead of the row layout (simd/int8_activations.h): the same
-// bytes per weight, one copy.
+// bytes per weight, one copy. With bf16 activations (EngineOptions::bf16_activations)
+// every bf16 matrix with an even K is kept in the pair layout of the bf16-activation
+// kernels instead (simd/bf16_activations.h), also one copy of the same bytes.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +36,15 @@
 #include "weights/compressed_weight.h"
 
 namespace kvrt::detail {
+
+// The opt-in activation roundings a packing serves (f32 only): which matrices move
+// to the layout of which kernel.
+struct ActivationRounding {
+  bool int8 = false;  // ReachedByInt8Activations matrices in CompressedLayout::kInt8Quads
+  bool bf16 = false;  // bf16 matrices of even K in CompressedLayout::kBf16Pairs
+
+  size_t index() const { return (int8 ? 1 : 0) + (bf16 ? 2 : 0); }  // 0..3
+};
 
 template <class T>
 struct PackedWeight {
@@ -66,7 +77,7 @@ struct EngineWeights {
   Buffer<T> rope_sin;          // [rope.tabulated(), hw/2]
   std::vector<uint64_t> revisions;  // of every parameter when packed
   WeightFormat format = WeightFormat::kAsStored;  // as requested
-  bool int8_activations = false;  // ReachedByInt8Activations matrices in CompressedLayout::kInt8Quads
+  ActivationRounding activations;  // the layouts its matrices are in
   std::vector<MatrixWeightFormat> plan;  // every matrix's format, fallbacks included
   // The owned matrices back to back in step order (weights/weight_arena.h); empty
   // where it could not be allocated, and then each keeps its own buffer.
@@ -80,11 +91,11 @@ struct EngineWeights {
 // last packing. Also the dequantized models the reference oracle runs on.
 class EngineWeightsCache {
  public:
-  // int8_activations applies to T = float only (ignored for double).
+  // `activations` applies to T = float only (ignored for double).
   template <class T>
   Result<std::shared_ptr<const EngineWeights<T>>> Get(
       const DecoderModel& model, WeightFormat format = WeightFormat::kAsStored,
-      bool int8_activations = false);
+      ActivationRounding activations = {});
 
   // DequantizedModel(model, format), made once per format and revision.
   Result<std::shared_ptr<const DecoderModel>> Dequantized(const DecoderModel& model,
@@ -98,7 +109,8 @@ class EngineWeightsCache {
   };
   std::mutex mutex_;
   std::shared_ptr<const EngineWeights<float>> f32_[kFormats];
-  std::shared_ptr<const EngineWeights<float>> f32_int8_[kFormats];  // int8 activations
+  // [ActivationRounding::index()]: 1 int8, 2 bf16, 3 both activation roundings.
+  std::shared_ptr<const EngineWeights<float>> f32_rounded_[3][kFormats];
   std::shared_ptr<const EngineWeights<double>> f64_[kFormats];
   DequantizedEntry dequantized_[kFormats];
 };
@@ -115,6 +127,6 @@ inline EngineWeightsCache& WeightsCacheOf(const DecoderModel& model) {
 template <class T>
 Result<std::shared_ptr<const EngineWeights<T>>> PackEngineWeights(
     const DecoderModel& model, WeightFormat format = WeightFormat::kAsStored,
-    bool int8_activations = false);
+    ActivationRounding activations = {});
 
 }  // namespace kvrt::detail

@@ -19,9 +19,9 @@ Result<void> PrepareWeights(const DecoderModel& model, const EngineOptions& engi
     return built(cache.Dequantized(model, engine.weights));
   }
   if (engine.precision == Precision::kF32) {
-    return built(cache.Get<float>(model, engine.weights, engine.int8_activations));
+    return built(cache.Get<float>(model, engine.weights, {engine.int8_activations, engine.bf16_activations}));
   }
-  return built(cache.Get<double>(model, engine.weights, engine.int8_activations));
+  return built(cache.Get<double>(model, engine.weights));
 } catch (const std::bad_alloc&) {
   return Fail(ErrorCode::kAllocationFailed, {}, "could not allocate the engine's weights");
 }

@@ -155,8 +155,17 @@ class FastEngine final : public Engine {
       allocate(int8_scales_, rows * int8_k / simd::kQuantBlock);
       allocate(int8_sums_, rows * int8_k / simd::kQuantBlock);
       allocate(int8_half_sums_, rows * int8_k / (simd::kQuantBlock / 2));
-      int8_rows_ = {int8_quants_.data(), int8_scales_.data(), int8_sums_.data(),
-                    int8_half_sums_.data(), int8_k};
+      rounded_.int8 = {int8_quants_.data(), int8_scales_.data(), int8_sums_.data(),
+                       int8_half_sums_.data(), int8_k};
+    }
+    // Bf16 activations: the rows of one product rounded to bf16 pairs.
+    size_t bf16_k = head_.bf16_rows_k();
+    for (const auto* products : {&qkv_, &output_, &gate_up_, &down_}) {
+      for (const MatrixProduct<T>& product : *products) bf16_k = std::max(bf16_k, product.bf16_rows_k());
+    }
+    if (bf16_k != 0) {
+      allocate(bf16_pairs_, rows * bf16_k / 2);
+      rounded_.bf16 = {bf16_pairs_.data(), bf16_k};
     }
     if (!ok) {
       return Fail(ErrorCode::kAllocationFailed,
@@ -180,14 +189,14 @@ class FastEngine final : public Engine {
         Norm(hidden_.data() + i * d, block.attention_norm.data(), normed_.data() + i * d);
       });
       const size_t qkv_width = qkv_[layer].width();
-      qkv_[layer].Run(pool_, normed_.data(), d, n, qkv_rows_.data(), qkv_width, &int8_rows_);
+      qkv_[layer].Run(pool_, normed_.data(), d, n, qkv_rows_.data(), qkv_width, &rounded_);
       if (!block.qkv_bias.empty()) {
         ForRows(n, [&](size_t i) { AddBias(qkv_rows_.data() + i * qkv_width, block.qkv_bias); });
       }
       Rotate(step);
       StageKeyValueRows(step, layer);
       Attend(step, layer, layers[layer]);  // into normed_
-      output_[layer].Run(pool_, normed_.data(), d, n, qkv_rows_.data(), d, &int8_rows_);
+      output_[layer].Run(pool_, normed_.data(), d, n, qkv_rows_.data(), d, &rounded_);
       ForRows(n, [&](size_t i) { AddInto(hidden_.data() + i * d, qkv_rows_.data() + i * d); });
       if (Result<void> finite = CheckNewRows(step, layer); !finite) return finite;
 
@@ -195,12 +204,12 @@ class FastEngine final : public Engine {
         Norm(hidden_.data() + i * d, block.ffn_norm.data(), normed_.data() + i * d);
       });
       const size_t f = config_.feed_forward_width;
-      gate_up_[layer].Run(pool_, normed_.data(), d, n, gate_up_rows_.data(), 2 * f, &int8_rows_);
+      gate_up_[layer].Run(pool_, normed_.data(), d, n, gate_up_rows_.data(), 2 * f, &rounded_);
       ForRows(n, [&](size_t i) {
         T* row = gate_up_rows_.data() + i * 2 * f;
         simd::SiluMul(row, row + f, row, f);
       });
-      down_[layer].Run(pool_, gate_up_rows_.data(), 2 * f, n, normed_.data(), d, &int8_rows_);
+      down_[layer].Run(pool_, gate_up_rows_.data(), 2 * f, n, normed_.data(), d, &rounded_);
       ForRows(n, [&](size_t i) { AddInto(hidden_.data() + i * d, normed_.data() + i * d); });
     }
     // Only the last row of every run reaches the vocabulary.
@@ -209,7 +218,7 @@ class FastEngine final : public Engine {
       Norm(hidden_.data() + last * d, weights_->final_norm.data(), normed_.data() + r * d);
     }
     const size_t v = config_.vocabulary_size;
-    head_.Run(pool_, normed_.data(), d, runs, logits_.data(), v, &int8_rows_);
+    head_.Run(pool_, normed_.data(), d, runs, logits_.data(), v, &rounded_);
     if (auto bad = FirstNonFinite(logits_.data(), runs * v)) {
       return Fail(NonFiniteLogits(*bad, static_cast<double>(logits_[*bad])));
     }
@@ -554,7 +563,8 @@ class FastEngine final : public Engine {
   Buffer<float> int8_scales_;      // [rows, K/32]
   Buffer<int32_t> int8_sums_;      // [rows, K/32]
   Buffer<int32_t> int8_half_sums_; // [rows, K/16]
-  simd::Int8Rows int8_rows_;       // the three above (k: the largest K)
+  Buffer<uint32_t> bf16_pairs_;    // [rows, K/2]: bf16 activations only
+  RoundedActivations rounded_;     // views of the buffers above (k: the largest K of each)
 };
 
 template <class T, class K = T>
@@ -562,7 +572,7 @@ Result<std::unique_ptr<Engine>> Create(const DecoderModel& model, const DecoderK
                                        const EngineOptions& options) {
   Result<std::shared_ptr<const EngineWeights<T>>> weights =
       WeightsCacheOf(model).template Get<T>(model, options.weights,
-                                                          options.int8_activations);
+                                            {options.int8_activations, options.bf16_activations});
   if (!weights) return Fail(std::move(weights.error()));
   auto engine = std::make_unique<FastEngine<T, K>>(model, cache, std::move(*weights), options.pool,
                                                    options.max_rows_per_step, options.batch_invariant);

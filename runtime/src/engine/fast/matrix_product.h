@@ -8,7 +8,9 @@
 // With int8 activations (weights packed with EngineOptions::int8_activations) the
 // q8_0/q4_0 parts are in the quad layout: Run first rounds the input rows to q8_0
 // blocks into the engine's Int8Rows scratch (row by row, so a row's result never
-// depends on the others), then those parts run simd::MatMulInt8.
+// depends on the others), then those parts run simd::MatMulInt8. With bf16 activations (bf16 parts packed in
+// the pair layout) Run rounds the input rows to bf16 into RoundedActivations::bf16 the
+// same way, and those parts run simd::MatMulBf16 for one row and for many alike.
 //
 // Work is cut into tasks from the problem size alone (panel tiles, and row tiles
 // for several rows), never from the thread count. Every output element is computed
@@ -23,6 +25,7 @@
 #include <vector>
 
 #include "weights/engine_weights.h"
+#include "kvrt/simd/bf16_activations.h"
 #include "kvrt/simd/compressed_matrix.h"
 #include "kvrt/simd/int8_activations.h"
 #include "kvrt/simd/matmul.h"
@@ -30,6 +33,13 @@
 #include "kvrt/threading/thread_pool.h"
 
 namespace kvrt::detail {
+
+// The engine's storage for a product's input rows rounded for the opt-in kernels
+// (each `k` 0 where no part takes that rounding).
+struct RoundedActivations {
+  simd::Int8Rows int8;
+  simd::Bf16Rows bf16;
+};
 
 template <class T>
 class MatrixProduct {
@@ -41,11 +51,14 @@ class MatrixProduct {
     for (const PackedWeight<T>* part : parts) {
       const bool compressed = part->is_compressed();
       const size_t panels = compressed ? part->compressed.view.panels() : part->view.panels();
-      const bool int8 =
-          compressed && part->compressed.view.layout == simd::CompressedLayout::kInt8Quads;
+      const simd::CompressedLayout layout =
+          compressed ? part->compressed.view.layout : simd::CompressedLayout::kRows;
+      const bool int8 = layout == simd::CompressedLayout::kInt8Quads;
+      const bool bf16 = layout == simd::CompressedLayout::kBf16Pairs;
       parts_.push_back(
-          {&part->view, compressed ? &part->compressed.view : nullptr, offset, panels, int8});
+          {&part->view, compressed ? &part->compressed.view : nullptr, offset, panels, int8, bf16});
       if (int8) int8_rows_k_ = part->compressed.view.rows;
+      if (bf16) bf16_rows_k_ = part->compressed.view.rows;
       offset += part->cols();
       total_panels += panels;
     }
@@ -75,21 +88,31 @@ class MatrixProduct {
   size_t width() const { return width_; }
   // K of the parts that take int8 activations (0: none does, Run needs no scratch).
   size_t int8_rows_k() const { return int8_rows_k_; }
+  // K of the parts that take bf16 activations (0: none does).
+  size_t bf16_rows_k() const { return bf16_rows_k_; }
 
   // c[r][offset + n] = Σ_k a[r][k]·W_part[k][n] for rows r < m; ldc ≥ width().
-  // `int8` (int8_rows_k() ≠ 0 only): storage for m rows of int8_rows_k() quants.
+  // `rounded` (int8_rows_k() or bf16_rows_k() ≠ 0 only): storage for m rows of
+  // int8_rows_k() quants and of bf16_rows_k() bf16 values.
   void Run(threading::ThreadPool* pool, const T* a, size_t lda, size_t m, T* c, size_t ldc,
-           const simd::Int8Rows* int8 = nullptr) const {
+           const RoundedActivations* rounded = nullptr) const {
     simd::Int8Rows quantized;
+    simd::Bf16Rows halved;
     if constexpr (std::is_same_v<T, float>) {
       if (int8_rows_k_ != 0) {
-        quantized = {int8->quants, int8->scales, int8->sums, int8->half_sums, int8_rows_k_};
+        const simd::Int8Rows& int8 = rounded->int8;
+        quantized = {int8.quants, int8.scales, int8.sums, int8.half_sums, int8_rows_k_};
+      }
+      if (bf16_rows_k_ != 0) halved = {rounded->bf16.pairs, bf16_rows_k_};
+      const auto round_row = [&](size_t row) {
+        if (int8_rows_k_ != 0) simd::QuantizeRow(a + row * lda, quantized, row);
+        if (bf16_rows_k_ != 0) simd::RoundRowToBf16(a + row * lda, halved, row);
+      };
+      if (int8_rows_k_ != 0 || bf16_rows_k_ != 0) {
         if (m == 1) {
-          simd::QuantizeRow(a, quantized, 0);
+          round_row(0);
         } else {
-          threading::ParallelFor(pool, m, [&](size_t row, size_t) {
-            simd::QuantizeRow(a + row * lda, quantized, row);
-          });
+          threading::ParallelFor(pool, m, [&](size_t row, size_t) { round_row(row); });
         }
       }
     }
@@ -101,6 +124,11 @@ class MatrixProduct {
           if (part.int8) {
             simd::MatMulInt8(quantized, 0, 1, *part.compressed, c + part.offset, ldc,
                              task.panel_begin, task.panel_end);
+            return;
+          }
+          if (part.bf16) {
+            simd::MatMulBf16(halved, 0, 1, *part.compressed, c + part.offset, ldc, task.panel_begin,
+                             task.panel_end);
             return;
           }
           if (part.compressed != nullptr) {
@@ -125,6 +153,11 @@ class MatrixProduct {
                            task.panel_begin, task.panel_end);
           return;
         }
+        if (part.bf16) {
+          simd::MatMulBf16(halved, row, rows, *part.compressed, c + row * ldc + part.offset, ldc,
+                           task.panel_begin, task.panel_end);
+          return;
+        }
         if (part.compressed != nullptr) {
           simd::MatMul(a + row * lda, lda, rows, *part.compressed, c + row * ldc + part.offset, ldc,
                        task.panel_begin, task.panel_end);
@@ -146,6 +179,7 @@ class MatrixProduct {
     size_t offset;
     size_t panels;
     bool int8;  // compressed in the quad layout: runs on the int8 activations
+    bool bf16;  // compressed in the pair layout: runs on the bf16 activations
   };
   struct Task {
     uint32_t part;
@@ -158,6 +192,7 @@ class MatrixProduct {
   std::vector<Task> matrix_tasks_;
   size_t width_ = 0;
   size_t int8_rows_k_ = 0;
+  size_t bf16_rows_k_ = 0;
   size_t vector_tile_ = 1;
   size_t matrix_tile_ = 1;
 };
