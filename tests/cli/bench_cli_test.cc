@@ -47,6 +47,7 @@ TEST(BenchCliTest, BadFlagsAreOneLineErrorsBeforeTheModelLoads) {
   ExpectOneLineError(RunKvrt({"bench", "-m", model, "--sequences", "0"}), "--sequences");
   ExpectOneLineError(RunKvrt({"bench", "-m", model, "--weights", "iq2_xs"}), "--weights");
   ExpectOneLineError(RunKvrt({"bench", "-m", model, "--int8-activations", "2"}), "--int8-activations");
+  ExpectOneLineError(RunKvrt({"bench", "-m", model, "--bf16-activations", "2"}), "--bf16-activations");
   ExpectOneLineError(RunKvrt({"bench", "-m", model, "-r", "0"}), "--repetitions");
   ExpectOneLineError(RunKvrt({"bench", "-m", model, "-o", "xml"}), "--output");
   ExpectOneLineError(RunKvrt({"bench", "-m", model, "-pg", "512"}), "-pg");
@@ -69,7 +70,7 @@ TEST(BenchCliTest, HelpNamesTheFlags) {
   const CliRun run = RunKvrt({"bench", "--help"});
   EXPECT_EQ(run.status, 0);
   for (const char* flag : {"-p, --n-prompt", "-n, --n-gen", "-pg, --n-pg", "-d, --n-depth", "--sequences",
-                           "-t, --threads", "--weights", "--int8-activations", "-r, --repetitions",
+                           "-t, --threads", "--weights", "--int8-activations", "--bf16-activations", "-r, --repetitions",
                            "-o, --output", "-q, --quiet", "--kv-type"}) {
     EXPECT_NE(run.out.find(flag), std::string::npos) << flag << "\n" << run.out;
   }
@@ -161,6 +162,55 @@ TEST(BenchCliTest, Int8RowsAreJudgedByTheInt8DotPeak) {
       EXPECT_LT(int8_part, all) << "the attention stays on the FMA units";
     }
   }
+}
+
+// bf16 activations: the rows carry the flag and the bf16 dot peak, their names end in
+// /bf16:1, the bf16 matrices' products are timed at that peak (the f32 weights' rows
+// are unaffected), and the markdown table gains its bf16 column only then.
+TEST(BenchCliTest, Bf16RowsAreJudgedByTheBf16DotPeak) {
+  const auto rows_of = [](const std::string& weights) {
+    const CliRun run = RunKvrt({"bench", "-m", TinyModel(), "-p", "32", "-n", "0", "--weights", weights,
+                                "--bf16-activations", "0,1", "-t", "1", "-r", "1", "-o", "jsonl", "-q"});
+    EXPECT_EQ(run.status, 0) << run.err;
+    std::vector<Json> rows;
+    std::istringstream lines(run.out);
+    for (std::string line; std::getline(lines, line);) {
+      const Json row = Json::parse(line);
+      if (row.contains("tokens_per_second")) rows.push_back(row);
+    }
+    return rows;
+  };
+  for (const std::string weights : {"bf16", "f32"}) {
+    const std::vector<Json> rows = rows_of(weights);
+    ASSERT_EQ(rows.size(), 2u) << weights;
+    const bool first_is_bf16 = rows[0].at("bf16_activations").get<bool>();
+    const Json& f32 = first_is_bf16 ? rows[1] : rows[0];
+    const Json& bf16 = first_is_bf16 ? rows[0] : rows[1];
+    EXPECT_FALSE(f32.at("bf16_activations").get<bool>()) << weights;
+    EXPECT_FALSE(f32.contains("bf16_dot_flops_per_second")) << weights;
+    EXPECT_EQ(bf16.at("name").get<std::string>().find("/bf16:1"), bf16.at("name").get<std::string>().size() - 7);
+    ASSERT_TRUE(bf16.contains("bf16_dot_flops_per_second")) << weights;
+    const double bf16_peak = bf16.at("bf16_dot_flops_per_second").get<double>();
+    ASSERT_GT(bf16_peak, 0) << weights;
+    const double p = 32;
+    const double fma0 = f32.at("fma_flops_per_second").get<double>(), fma1 = bf16.at("fma_flops_per_second").get<double>();
+    const double all = p / f32.at("roofline_tokens_per_second").get<double>() * fma0;
+    const double seconds1 = p / bf16.at("roofline_tokens_per_second").get<double>();
+    const double bf16_part = (seconds1 - all / fma1) / (1 / bf16_peak - 1 / fma1);
+    if (weights == "f32") {
+      EXPECT_NEAR(seconds1 * fma1, all, 1e-9 * all);
+    } else {
+      EXPECT_GT(bf16_part, 0.5 * all) << "the bf16 matrices' products are most of the prefill";
+      EXPECT_LT(bf16_part, all) << "the attention stays on the FMA units";
+    }
+  }
+  const CliRun plain = RunKvrt({"bench", "-m", TinyModel(), "-p", "8", "-n", "0", "-t", "1", "-r", "1", "-q"});
+  ASSERT_EQ(plain.status, 0) << plain.err;
+  EXPECT_NE(plain.out.find("| weights | int8 | kv |"), std::string::npos) << plain.out;
+  const CliRun both = RunKvrt({"bench", "-m", TinyModel(), "-p", "8", "-n", "0", "-t", "1", "-r", "1", "-q",
+                               "--weights", "bf16", "--bf16-activations", "1", "-o", "csv"});
+  ASSERT_EQ(both.status, 0) << both.err;
+  EXPECT_NE(both.out.find(",usable_cores,bf16_activations\n"), std::string::npos) << both.out;
 }
 
 TEST(BenchCliTest, MoreThreadsThanTheAffinityMaskAllowsIsSaidAndRecorded) {
