@@ -354,6 +354,29 @@ void RegisterFastAndTwin(CompressedFormat type, size_t rows, size_t cols,
   }
 }
 
+// The bf16-activation kernel against its scalar twin, one row (the decode shape).
+void RegisterBf16ActivationsFastAndTwin(size_t rows, size_t cols, const std::shared_ptr<WeightCache>& cache) {
+  using Fn = void (*)(const simd::Bf16Rows&, size_t, size_t, const simd::CompressedMatrixView&, float*, size_t,
+                      size_t, size_t);
+  for (auto [implementation, matmul] : {std::pair<const char*, Fn>{"fast", simd::MatMulBf16},
+                                        std::pair<const char*, Fn>{"twin", simd::MatMulBf16Scalar}}) {
+    const std::string name = std::string("MatVec/bf16/activations:bf16/") + implementation + "/weights:cached/" +
+                             Shape(rows, cols);
+    Timed(benchmark::RegisterBenchmark(name.c_str(), [=, matmul = matmul](State& state) {
+      const CompressedWeights& w = cache->Get(CompressedFormat::kBf16, rows, cols);
+      const auto x = RandomRow<float>(rows, -1, 1);
+      auto y = RandomRow<float>(cols, 0, 1);
+      Bf16ActivationRows rounded(1, rows);
+      rounded.From(x.get(), 1);
+      for (auto _ : state) {
+        matmul(rounded.rows, 0, 1, w.pairs, y.get(), cols, 0, w.pairs.panels());
+        benchmark::ClobberMemory();
+      }
+      SetThroughput(state, static_cast<double>(rows * cols), static_cast<double>(w.bytes));
+    }));
+  }
+}
+
 // Prefill: the f32 FMA peak of these threads is measured right before the loop, as for
 // the f32 MatMul rows (matmul_bench.cc); with int8 activations the int8 dot peak too
 // (int8_peak_fraction: 2 operations per weight and row, as FLOPs count an FMA).
@@ -479,6 +502,7 @@ void RegisterCompressedBenchmarks(threading::ThreadPool& one_thread,
   }
   RegisterMatMul(CompressedFormat::kBf16, 512, 768, 768, one_thread, cache, Activations::kBf16);
   RegisterMatMul(CompressedFormat::kBf16, 512, 768, 768, two_threads, cache, Activations::kBf16);
+  RegisterBf16ActivationsFastAndTwin(768, 2048, cache);
   for (CompressedFormat type : kTypes) RegisterFastAndTwin(type, 768, 2048, cache);
   for (const WalkShape& shape : kWalkShapes) {
     RegisterModelWalk(std::nullopt, shape, one_thread);  // f32
