@@ -35,17 +35,18 @@ enum class Bf16Dot {
 inline constexpr size_t kPairPrefetchRows = 8;
 
 // acc + VDPBF16PS(w, a): the pairs of bf16 in each 32-bit lane of w times those of a.
-template <class D, class VU>
-HWY_INLINE hn::Vec<D> Vdpbf16ps(D d, hn::Vec<D> acc, VU w, VU a) {
+template <class V, class VU>
+HWY_INLINE V Vdpbf16ps(V acc, VU w, VU a) {
 #if HWY_TARGET == HWY_AVX3
   // Inline assembly because Highway 1.0.3 has no op for it; the caller checked CPUID
   // (Bf16DotUsesVdpbf16ps).
   __m512 raw = acc.raw;
   asm("vdpbf16ps %2, %1, %0" : "+v"(raw) : "v"(w.raw), "v"(a.raw));
-  (void)d;
-  return hn::Vec<D>{raw};
+  return V{raw};
 #else
-  static_assert(sizeof(D) == 0, "VDPBF16PS is used on the AVX3 target only");
+  static_assert(sizeof(V) == 0, "VDPBF16PS is used on the AVX3 target only");
+  (void)w;
+  (void)a;
   return acc;
 #endif
 }
@@ -116,7 +117,7 @@ HWY_INLINE void PairTile(D d, const uint32_t* a, size_t a_stride, const Compress
     if constexpr (kDot == Bf16Dot::kVdpbf16ps) {
       for (size_t r = 0; r < kRows; ++r) {
         const auto pair = hn::Set(du, a[r * a_stride + i]);
-        for (size_t x = 0; x < kWeights; ++x) acc[r][x] = Vdpbf16ps(d, acc[r][x], weights[x], pair);
+        for (size_t x = 0; x < kWeights; ++x) acc[r][x] = Vdpbf16ps(acc[r][x], weights[x], pair);
       }
     } else {
       const auto high = hn::Set(du, 0xFFFF0000u);
