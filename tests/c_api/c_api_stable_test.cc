@@ -171,74 +171,53 @@ TEST_F(CApiModelTest, AllowBatchVarianceOptsIntoTheFasterPrefillWithinTolerance)
   }
 }
 
-TEST_F(CApiModelTest, Int8ActivationsOptInOnQuantizedWeights) {
-  kvrt_engine_options exact = kvrt_engine_options_default();
-  exact.threads = 1;
-  exact.weights = KVRT_WEIGHTS_Q8_0;
-  EXPECT_EQ(exact.int8_activations, 0);  // 0, also an initializer without the field
-  kvrt_engine_options int8 = exact;
-  int8.int8_activations = 1;
-  const std::vector<uint32_t> tokens = {1, 5, 9, 2, 7, 3, 3, 8};
-  const std::vector<double> want = PrefillLogits(exact, tokens);
-  const std::vector<double> got = PrefillLogits(int8, tokens);
-  ASSERT_EQ(got.size(), want.size());
-  EXPECT_NE(got, want) << "the int8-activation kernel did not run";
-  kvrt_engine_options two = int8;
-  two.threads = 2;
-  EXPECT_EQ(PrefillLogits(two, tokens), got);
-  // Outside the fast f32 engine: UnsupportedBackend; not 0 or 1: InvalidArgument.
-  kvrt_engine_options reference = int8;
-  reference.backend = KVRT_BACKEND_REFERENCE;
-  reference.precision = KVRT_PRECISION_F64;
-  kvrt_engine_options bad = int8;
-  bad.int8_activations = 2;
-  for (const auto& [options, code] : {std::pair{reference, KVRT_ERR_UNSUPPORTED_BACKEND},
-                                      std::pair{bad, KVRT_ERR_INVALID_ARGUMENT}}) {
-    kvrt_cache* cache = nullptr;
-    ASSERT_EQ(kvrt_cache_create(model_, 0, options.precision, &cache), nullptr);
-    kvrt_session* session = nullptr;
-    kvrt_error* error = kvrt_session_bind(cache, model_, &options, &session);
-    ASSERT_NE(error, nullptr);
-    EXPECT_EQ(kvrt_error_code(error), code) << kvrt_error_message(error);
-    EXPECT_EQ(session, nullptr);
-    kvrt_error_free(error);
-    kvrt_cache_free(cache);
+// An opt-in rounding of the activations, the 0/1 field `opt_in` of the options, on
+// `weights` it reaches: 0 in the default options (as in an initializer without the
+// field); on, it moves the logits but not with the thread count; outside the fast f32
+// engine it is UnsupportedBackend, and a value other than 0 or 1 InvalidArgument.
+class CApiActivationsTest : public CApiModelTest {
+ protected:
+  void ExpectOptIn(kvrt_weights weights, int kvrt_engine_options::*opt_in) {
+    kvrt_engine_options exact = kvrt_engine_options_default();
+    exact.threads = 1;
+    exact.weights = weights;
+    EXPECT_EQ(exact.*opt_in, 0);  // 0, also an initializer without the field
+    kvrt_engine_options rounded = exact;
+    rounded.*opt_in = 1;
+    const std::vector<uint32_t> tokens = {1, 5, 9, 2, 7, 3, 3, 8};
+    const std::vector<double> want = PrefillLogits(exact, tokens);
+    const std::vector<double> got = PrefillLogits(rounded, tokens);
+    ASSERT_EQ(got.size(), want.size());
+    EXPECT_NE(got, want) << "the opt-in kernel did not run";
+    kvrt_engine_options two = rounded;
+    two.threads = 2;
+    EXPECT_EQ(PrefillLogits(two, tokens), got);
+    kvrt_engine_options reference = rounded;
+    reference.backend = KVRT_BACKEND_REFERENCE;
+    reference.precision = KVRT_PRECISION_F64;
+    kvrt_engine_options bad = rounded;
+    bad.*opt_in = 2;
+    for (const auto& [options, code] : {std::pair{reference, KVRT_ERR_UNSUPPORTED_BACKEND},
+                                        std::pair{bad, KVRT_ERR_INVALID_ARGUMENT}}) {
+      kvrt_cache* cache = nullptr;
+      ASSERT_EQ(kvrt_cache_create(model_, 0, options.precision, &cache), nullptr);
+      kvrt_session* session = nullptr;
+      kvrt_error* error = kvrt_session_bind(cache, model_, &options, &session);
+      ASSERT_NE(error, nullptr);
+      EXPECT_EQ(kvrt_error_code(error), code) << kvrt_error_message(error);
+      EXPECT_EQ(session, nullptr);
+      kvrt_error_free(error);
+      kvrt_cache_free(cache);
+    }
   }
+};
+
+TEST_F(CApiActivationsTest, Int8ActivationsOptInOnQuantizedWeights) {
+  ExpectOptIn(KVRT_WEIGHTS_Q8_0, &kvrt_engine_options::int8_activations);
 }
 
-TEST_F(CApiModelTest, Bf16ActivationsOptInOnBf16Weights) {
-  kvrt_engine_options exact = kvrt_engine_options_default();
-  exact.threads = 1;
-  exact.weights = KVRT_WEIGHTS_BF16;
-  EXPECT_EQ(exact.bf16_activations, 0);  // 0, also an initializer without the field
-  kvrt_engine_options bf16 = exact;
-  bf16.bf16_activations = 1;
-  const std::vector<uint32_t> tokens = {1, 5, 9, 2, 7, 3, 3, 8};
-  const std::vector<double> want = PrefillLogits(exact, tokens);
-  const std::vector<double> got = PrefillLogits(bf16, tokens);
-  ASSERT_EQ(got.size(), want.size());
-  EXPECT_NE(got, want) << "the bf16-activation kernel did not run";
-  kvrt_engine_options two = bf16;
-  two.threads = 2;
-  EXPECT_EQ(PrefillLogits(two, tokens), got);
-  // Outside the fast f32 engine: UnsupportedBackend; not 0 or 1: InvalidArgument.
-  kvrt_engine_options reference = bf16;
-  reference.backend = KVRT_BACKEND_REFERENCE;
-  reference.precision = KVRT_PRECISION_F64;
-  kvrt_engine_options bad = bf16;
-  bad.bf16_activations = 2;
-  for (const auto& [options, code] : {std::pair{reference, KVRT_ERR_UNSUPPORTED_BACKEND},
-                                      std::pair{bad, KVRT_ERR_INVALID_ARGUMENT}}) {
-    kvrt_cache* cache = nullptr;
-    ASSERT_EQ(kvrt_cache_create(model_, 0, options.precision, &cache), nullptr);
-    kvrt_session* session = nullptr;
-    kvrt_error* error = kvrt_session_bind(cache, model_, &options, &session);
-    ASSERT_NE(error, nullptr);
-    EXPECT_EQ(kvrt_error_code(error), code) << kvrt_error_message(error);
-    EXPECT_EQ(session, nullptr);
-    kvrt_error_free(error);
-    kvrt_cache_free(cache);
-  }
+TEST_F(CApiActivationsTest, Bf16ActivationsOptInOnBf16Weights) {
+  ExpectOptIn(KVRT_WEIGHTS_BF16, &kvrt_engine_options::bf16_activations);
 }
 
 // The last logits of a prefill through a cache made for the engine.

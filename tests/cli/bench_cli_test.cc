@@ -128,80 +128,65 @@ class OneCpuAffinity {
 // I/int8: I follows from the two and must be a proper part of S (the attention
 // stays on the FMA units); on f32 weights nothing takes int8 and the roofline is the
 // FMA one.
-TEST(BenchCliTest, Int8RowsAreJudgedByTheInt8DotPeak) {
-  const auto rows_of = [](const std::string& weights) {
-    const CliRun run = RunKvrt({"bench", "-m", TinyModel(), "-p", "32", "-n", "0", "--weights", weights,
-                                "--int8-activations", "0,1", "-t", "1", "-r", "1", "-o", "jsonl", "-q"});
-    EXPECT_EQ(run.status, 0) << run.err;
-    std::vector<Json> rows;
-    std::istringstream lines(run.out);
-    for (std::string line; std::getline(lines, line);) {
-      const Json row = Json::parse(line);
-      if (row.contains("tokens_per_second")) rows.push_back(row);
-    }
-    return rows;
-  };
-  for (const std::string weights : {"q8_0", "f32"}) {
-    const std::vector<Json> rows = rows_of(weights);
-    ASSERT_EQ(rows.size(), 2u) << weights;
-    const Json& f32 = rows[0].at("int8_activations").get<bool>() ? rows[1] : rows[0];
-    const Json& int8 = rows[0].at("int8_activations").get<bool>() ? rows[0] : rows[1];
-    EXPECT_FALSE(f32.contains("int8_dot_ops_per_second")) << weights;
-    ASSERT_TRUE(int8.contains("int8_dot_ops_per_second")) << weights;
-    const double int8_peak = int8.at("int8_dot_ops_per_second").get<double>();
-    ASSERT_GT(int8_peak, 0) << weights;
-    const double p = 32;
-    const double fma0 = f32.at("fma_flops_per_second").get<double>(), fma1 = int8.at("fma_flops_per_second").get<double>();
-    const double all = p / f32.at("roofline_tokens_per_second").get<double>() * fma0;
-    const double seconds1 = p / int8.at("roofline_tokens_per_second").get<double>();
-    const double int8_part = (seconds1 - all / fma1) / (1 / int8_peak - 1 / fma1);
-    if (weights == "f32") {
-      EXPECT_NEAR(seconds1 * fma1, all, 1e-9 * all);
-    } else {
-      EXPECT_GT(int8_part, 0.5 * all) << "the q8_0 matrices' products are most of the prefill";
-      EXPECT_LT(int8_part, all) << "the attention stays on the FMA units";
-    }
+// The jsonl rows of a pp32 bench of the tiny model in `weights` with `flag` 0,1.
+std::vector<Json> OptInRows(const std::string& flag, const std::string& weights) {
+  const CliRun run = RunKvrt({"bench", "-m", TinyModel(), "-p", "32", "-n", "0", "--weights", weights, flag, "0,1",
+                              "-t", "1", "-r", "1", "-o", "jsonl", "-q"});
+  EXPECT_EQ(run.status, 0) << run.err;
+  std::vector<Json> rows;
+  std::istringstream lines(run.out);
+  for (std::string line; std::getline(lines, line);) {
+    const Json row = Json::parse(line);
+    if (row.contains("tokens_per_second")) rows.push_back(row);
+  }
+  return rows;
+}
+
+// A pair of rows without and with an opt-in rounding (`key`, its peak `peak_key`):
+// the row with it carries its unit's peak and the one without does not; the products
+// of the matrices it reaches are timed at that peak, most of the prefill where
+// `reaches` (the attention stays on the FMA units), none of it otherwise.
+void ExpectTimedAtItsPeak(const std::vector<Json>& rows, const char* key, const char* peak_key, bool reaches,
+                          const std::string& what) {
+  ASSERT_EQ(rows.size(), 2u) << what;
+  const bool first_has_it = rows[0].at(key).get<bool>();
+  const Json& plain = first_has_it ? rows[1] : rows[0];
+  const Json& rounded = first_has_it ? rows[0] : rows[1];
+  EXPECT_FALSE(plain.at(key).get<bool>()) << what;
+  EXPECT_FALSE(plain.contains(peak_key)) << what;
+  ASSERT_TRUE(rounded.contains(peak_key)) << what;
+  const double peak = rounded.at(peak_key).get<double>();
+  ASSERT_GT(peak, 0) << what;
+  const double p = 32;
+  const double fma0 = plain.at("fma_flops_per_second").get<double>(), fma1 = rounded.at("fma_flops_per_second").get<double>();
+  const double all = p / plain.at("roofline_tokens_per_second").get<double>() * fma0;
+  const double seconds1 = p / rounded.at("roofline_tokens_per_second").get<double>();
+  const double part = (seconds1 - all / fma1) / (1 / peak - 1 / fma1);
+  if (!reaches) {
+    EXPECT_NEAR(seconds1 * fma1, all, 1e-9 * all) << what;
+  } else {
+    EXPECT_GT(part, 0.5 * all) << what << ": the matrices' products are most of the prefill";
+    EXPECT_LT(part, all) << what << ": the attention stays on the FMA units";
   }
 }
 
-// bf16 activations: the rows carry the flag and the bf16 dot peak, their names end in
-// /bf16:1, the bf16 matrices' products are timed at that peak (the f32 weights' rows
-// are unaffected), and the markdown table gains its bf16 column only then.
+TEST(BenchCliTest, Int8RowsAreJudgedByTheInt8DotPeak) {
+  for (const std::string weights : {"q8_0", "f32"}) {
+    ExpectTimedAtItsPeak(OptInRows("--int8-activations", weights), "int8_activations", "int8_dot_ops_per_second",
+                         weights == "q8_0", weights);
+  }
+}
+
+// bf16 activations also name their rows /bf16:1, and the markdown and CSV tables gain
+// their bf16 column only then.
 TEST(BenchCliTest, Bf16RowsAreJudgedByTheBf16DotPeak) {
-  const auto rows_of = [](const std::string& weights) {
-    const CliRun run = RunKvrt({"bench", "-m", TinyModel(), "-p", "32", "-n", "0", "--weights", weights,
-                                "--bf16-activations", "0,1", "-t", "1", "-r", "1", "-o", "jsonl", "-q"});
-    EXPECT_EQ(run.status, 0) << run.err;
-    std::vector<Json> rows;
-    std::istringstream lines(run.out);
-    for (std::string line; std::getline(lines, line);) {
-      const Json row = Json::parse(line);
-      if (row.contains("tokens_per_second")) rows.push_back(row);
-    }
-    return rows;
-  };
   for (const std::string weights : {"bf16", "f32"}) {
-    const std::vector<Json> rows = rows_of(weights);
-    ASSERT_EQ(rows.size(), 2u) << weights;
-    const bool first_is_bf16 = rows[0].at("bf16_activations").get<bool>();
-    const Json& f32 = first_is_bf16 ? rows[1] : rows[0];
-    const Json& bf16 = first_is_bf16 ? rows[0] : rows[1];
-    EXPECT_FALSE(f32.at("bf16_activations").get<bool>()) << weights;
-    EXPECT_FALSE(f32.contains("bf16_dot_flops_per_second")) << weights;
-    EXPECT_EQ(bf16.at("name").get<std::string>().find("/bf16:1"), bf16.at("name").get<std::string>().size() - 7);
-    ASSERT_TRUE(bf16.contains("bf16_dot_flops_per_second")) << weights;
-    const double bf16_peak = bf16.at("bf16_dot_flops_per_second").get<double>();
-    ASSERT_GT(bf16_peak, 0) << weights;
-    const double p = 32;
-    const double fma0 = f32.at("fma_flops_per_second").get<double>(), fma1 = bf16.at("fma_flops_per_second").get<double>();
-    const double all = p / f32.at("roofline_tokens_per_second").get<double>() * fma0;
-    const double seconds1 = p / bf16.at("roofline_tokens_per_second").get<double>();
-    const double bf16_part = (seconds1 - all / fma1) / (1 / bf16_peak - 1 / fma1);
-    if (weights == "f32") {
-      EXPECT_NEAR(seconds1 * fma1, all, 1e-9 * all);
-    } else {
-      EXPECT_GT(bf16_part, 0.5 * all) << "the bf16 matrices' products are most of the prefill";
-      EXPECT_LT(bf16_part, all) << "the attention stays on the FMA units";
+    const std::vector<Json> rows = OptInRows("--bf16-activations", weights);
+    ExpectTimedAtItsPeak(rows, "bf16_activations", "bf16_dot_flops_per_second", weights == "bf16", weights);
+    for (const Json& row : rows) {
+      const std::string name = row.at("name").get<std::string>();
+      const bool tagged = name.size() > 7 && name.compare(name.size() - 7, 7, "/bf16:1") == 0;
+      EXPECT_EQ(tagged, row.at("bf16_activations").get<bool>()) << name;
     }
   }
   const CliRun plain = RunKvrt({"bench", "-m", TinyModel(), "-p", "8", "-n", "0", "-t", "1", "-r", "1", "-q"});

@@ -45,26 +45,6 @@ EngineOptions Fast(Precision precision, bool invariant, threading::ThreadPool* p
 
 double Tolerance(Precision precision) { return precision == Precision::kF64 ? 1e-12 : 1e-4; }
 
-// Logits after the prefill of `prompt` and after each decode of `continuation`.
-std::vector<Logits> SessionLogits(const DecoderModel& model, const std::vector<uint32_t>& prompt,
-                                  const std::vector<uint32_t>& continuation, const EngineOptions& engine) {
-  CacheOptions cache_options;
-  cache_options.precision = engine.precision;
-  DecoderKvCache cache = *DecoderKvCache::Create(model, cache_options);
-  Result<DecoderKvSession> session = Bind(cache, model, engine);
-  EXPECT_TRUE(session) << session.error().message();
-  std::vector<Logits> out;
-  Result<StepOutput> step = session->Prefill(prompt);
-  EXPECT_TRUE(step) << step.error().message();
-  out.emplace_back(step->logits.begin(), step->logits.end());
-  for (uint32_t token : continuation) {
-    step = session->Decode(token);
-    EXPECT_TRUE(step) << step.error().message();
-    out.emplace_back(step->logits.begin(), step->logits.end());
-  }
-  return out;
-}
-
 TEST(BatchVariantTest, TheDefaultIsBatchInvariant) {
   EXPECT_TRUE(EngineOptions{}.batch_invariant);
   EXPECT_TRUE(ReferenceEngine().batch_invariant);
@@ -80,8 +60,8 @@ TEST_P(BatchVariantGoldenTest, StaysWithinTheToleranceOfTheReferenceAndTheInvari
     const std::vector<uint32_t> ids = Ids(prompt.at("prompt"));
     const std::vector<uint32_t> continuation = Ids(prompt.at("continuation"));
     for (Precision precision : {Precision::kF64, Precision::kF32}) {
-      const std::vector<Logits> variant = SessionLogits(model, ids, continuation, Fast(precision, false, &pool));
-      const std::vector<Logits> invariant = SessionLogits(model, ids, continuation, Fast(precision, true, &pool));
+      const std::vector<Logits> variant = testing::ChunkedSessionLogits(model, ids, continuation, Fast(precision, false, &pool));
+      const std::vector<Logits> invariant = testing::ChunkedSessionLogits(model, ids, continuation, Fast(precision, true, &pool));
       ASSERT_EQ(variant.size(), prompt.at("full_forward").size());
       for (size_t k = 0; k < variant.size(); ++k) {
         const Logits reference = F64Vector(prompt.at("full_forward")[k].at("logits"));
@@ -100,10 +80,10 @@ TEST_P(BatchVariantGoldenTest, IsBitIdenticalForOneToFourThreads) {
   const Json& prompt = golden.at("prompts")[0];
   const std::vector<uint32_t> ids = Ids(prompt.at("prompt")), continuation = Ids(prompt.at("continuation"));
   for (Precision precision : {Precision::kF32, Precision::kF64}) {
-    const std::vector<Logits> serial = SessionLogits(model, ids, continuation, Fast(precision, false));
+    const std::vector<Logits> serial = testing::ChunkedSessionLogits(model, ids, continuation, Fast(precision, false));
     for (size_t threads : {1, 2, 3, 4}) {
       threading::ThreadPool pool(threads);
-      EXPECT_EQ(SessionLogits(model, ids, continuation, Fast(precision, false, &pool)), serial)
+      EXPECT_EQ(testing::ChunkedSessionLogits(model, ids, continuation, Fast(precision, false, &pool)), serial)
           << threads << " threads, " << PrecisionName(precision);
     }
   }
@@ -131,12 +111,12 @@ TEST(BatchVariantTest, LongChunkedPrefillsStayWithinToleranceAndIgnoreTheThreadC
   const DecoderModel model = LongModel();
   const std::vector<uint32_t> prompt = SeededTokens(2 * simd::kQueryTileRows + 29, 3, kVocabulary);
   const std::vector<uint32_t> continuation = {5, 17, 200};
-  const std::vector<Logits> reference = SessionLogits(model, prompt, continuation, ReferenceEngine());
+  const std::vector<Logits> reference = testing::ChunkedSessionLogits(model, prompt, continuation, ReferenceEngine());
   for (Precision precision : {Precision::kF64, Precision::kF32}) {
-    const std::vector<Logits> invariant = SessionLogits(model, prompt, continuation, Fast(precision, true));
+    const std::vector<Logits> invariant = testing::ChunkedSessionLogits(model, prompt, continuation, Fast(precision, true));
     for (size_t max_rows : {size_t{512}, size_t{70}, size_t{9}}) {
       const std::vector<Logits> serial =
-          SessionLogits(model, prompt, continuation, Fast(precision, false, nullptr, max_rows));
+          testing::ChunkedSessionLogits(model, prompt, continuation, Fast(precision, false, nullptr, max_rows));
       ASSERT_EQ(serial.size(), reference.size());
       for (size_t k = 0; k < serial.size(); ++k) {
         EXPECT_LE(MaxAbsDiff(serial[k], reference[k]), Tolerance(precision))
@@ -146,7 +126,7 @@ TEST(BatchVariantTest, LongChunkedPrefillsStayWithinToleranceAndIgnoreTheThreadC
       }
       for (size_t threads : {2, 3, 4}) {
         threading::ThreadPool pool(threads);
-        EXPECT_EQ(SessionLogits(model, prompt, continuation, Fast(precision, false, &pool, max_rows)), serial)
+        EXPECT_EQ(testing::ChunkedSessionLogits(model, prompt, continuation, Fast(precision, false, &pool, max_rows)), serial)
             << PrecisionName(precision) << " rows " << max_rows << ", " << threads << " threads";
       }
     }
@@ -182,9 +162,9 @@ TEST(BatchVariantTest, SlotsInOneStepStayWithinToleranceOfTheReference) {
   // Each run's sequence alone on the reference engine.
   const std::vector<uint32_t> decoded_prefix(prompts[2].begin(), prompts[2].begin() + 5);
   const std::vector<Logits> reference = {
-      SessionLogits(model, prompts[0], {}, ReferenceEngine()).back(),
-      SessionLogits(model, decoded_prefix, {prompts[2][5]}, ReferenceEngine()).back(),
-      SessionLogits(model, prompts[1], {}, ReferenceEngine()).back()};
+      testing::ChunkedSessionLogits(model, prompts[0], {}, ReferenceEngine()).back(),
+      testing::ChunkedSessionLogits(model, decoded_prefix, {prompts[2][5]}, ReferenceEngine()).back(),
+      testing::ChunkedSessionLogits(model, prompts[1], {}, ReferenceEngine()).back()};
   for (Precision precision : {Precision::kF64, Precision::kF32}) {
     const std::vector<Logits> serial = MixedStep(model, prompts, Fast(precision, false));
     for (size_t r = 0; r < 3; ++r) {

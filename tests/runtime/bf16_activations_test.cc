@@ -53,36 +53,6 @@ const DecoderModel& SharedModel() {
   return model;
 }
 
-// Logits after a prefill of `prompt` in chunks of `chunk` tokens, then per decode.
-std::vector<Logits> SessionLogits(const DecoderModel& model, const std::vector<uint32_t>& prompt,
-                                  const std::vector<uint32_t>& continuation, const EngineOptions& engine,
-                                  size_t chunk = 0) {
-  CacheOptions cache_options;
-  cache_options.precision = engine.precision;
-  DecoderKvCache cache = *DecoderKvCache::Create(model, cache_options);
-  Result<DecoderKvSession> session = Bind(cache, model, engine);
-  EXPECT_TRUE(session) << session.error().message();
-  std::vector<Logits> out;
-  if (chunk == 0) {
-    Result<StepOutput> step = session->Prefill(prompt);
-    EXPECT_TRUE(step) << step.error().message();
-    out.emplace_back(step->logits.begin(), step->logits.end());
-  }
-  for (size_t begin = 0; chunk != 0 && begin < prompt.size(); begin += chunk) {
-    const size_t end = std::min(prompt.size(), begin + chunk);
-    const SlotRun run{0, std::span(prompt).subspan(begin, end - begin), RunPhase::kPrefill, end == prompt.size()};
-    Result<SlotStepOutput> step = session->Step(std::span(&run, 1));
-    EXPECT_TRUE(step) << step.error().message();
-    if (end == prompt.size()) out.emplace_back(step->logits.begin(), step->logits.end());
-  }
-  for (uint32_t token : continuation) {
-    Result<StepOutput> step = session->Decode(token);
-    EXPECT_TRUE(step) << step.error().message();
-    out.emplace_back(step->logits.begin(), step->logits.end());
-  }
-  return out;
-}
-
 TEST(Bf16ActivationsTest, OffByDefault) {
   EXPECT_FALSE(EngineOptions{}.bf16_activations);
   EXPECT_FALSE(ReferenceEngine().bf16_activations);
@@ -107,16 +77,8 @@ TEST(Bf16ActivationsTest, MoveTheLogitsButStayNearTheOracle) {
   const DecoderModel& model = SharedModel();
   EngineOptions f32 = Bf16();
   f32.bf16_activations = false;
-  EngineOptions oracle{Backend::kReference, Precision::kF64, 0, nullptr};
-  oracle.weights = WeightFormat::kBf16;
-  const auto bf16 = SessionLogits(model, prompt, continuation, Bf16());
-  const auto exact = SessionLogits(model, prompt, continuation, f32);
-  const auto reference = SessionLogits(model, prompt, continuation, oracle);
-  const double bf16_error = MaxAbsDiff(bf16, reference), f32_error = MaxAbsDiff(exact, reference);
-  double spread = 0;
-  for (const Logits& row : reference) {
-    spread = std::max(spread, *std::max_element(row.begin(), row.end()) - *std::min_element(row.begin(), row.end()));
-  }
+  const testing::OracleDistances distance = testing::DistancesFromTheOracle(model, prompt, continuation, Bf16(), f32);
+  const double bf16_error = distance.opt_in, f32_error = distance.exact, spread = distance.spread;
   std::printf("[ bf16 ] |bf16 activations - oracle| %.3g, |f32 activations - oracle| %.3g, logit spread %.3g\n",
               bf16_error, f32_error, spread);
   EXPECT_GT(bf16_error, 10 * f32_error) << "the bf16 activations did not reach the kernels";
@@ -128,13 +90,13 @@ TEST(Bf16ActivationsTest, MoveTheLogitsButStayNearTheOracle) {
 TEST(Bf16ActivationsTest, BitIdenticalForThreadsChunksAndTokenByToken) {
   const std::vector<uint32_t> prompt = SeededTokens(37, 7, 300), continuation = SeededTokens(4, 8, 300);
   const DecoderModel& model = SharedModel();
-  const auto serial = SessionLogits(model, prompt, continuation, Bf16());
+  const auto serial = testing::ChunkedSessionLogits(model, prompt, continuation, Bf16());
   for (size_t threads : {1, 2, 3}) {
     threading::ThreadPool pool(threads);
-    EXPECT_EQ(SessionLogits(model, prompt, continuation, Bf16(WeightFormat::kBf16, &pool)), serial)
+    EXPECT_EQ(testing::ChunkedSessionLogits(model, prompt, continuation, Bf16(WeightFormat::kBf16, &pool)), serial)
         << threads << " threads";
     for (size_t chunk : {1, 5, 16}) {
-      EXPECT_EQ(SessionLogits(model, prompt, continuation, Bf16(WeightFormat::kBf16, &pool), chunk), serial)
+      EXPECT_EQ(testing::ChunkedSessionLogits(model, prompt, continuation, Bf16(WeightFormat::kBf16, &pool), chunk), serial)
           << threads << " threads, chunks of " << chunk;
     }
   }
@@ -143,7 +105,7 @@ TEST(Bf16ActivationsTest, BitIdenticalForThreadsChunksAndTokenByToken) {
 TEST(Bf16ActivationsTest, ASequenceGetsTheSameBitsBesideAnother) {
   const std::vector<uint32_t> prompt = SeededTokens(19, 9, 300), other = SeededTokens(30, 10, 300);
   const DecoderModel& model = SharedModel();
-  const Logits alone = SessionLogits(model, prompt, {}, Bf16()).front();
+  const Logits alone = testing::ChunkedSessionLogits(model, prompt, {}, Bf16()).front();
   CacheOptions cache_options;
   cache_options.precision = Precision::kF32;
   cache_options.batch_size = 2;
@@ -163,10 +125,10 @@ TEST(Bf16ActivationsTest, OnlyBf16MatricesTakeThemAndInt8CombinesWithThem) {
   const DecoderModel& model = SharedModel();
   EngineOptions q8 = Bf16(WeightFormat::kQ8_0), q8_exact = Bf16(WeightFormat::kQ8_0);
   q8_exact.bf16_activations = false;
-  EXPECT_EQ(SessionLogits(model, prompt, continuation, q8), SessionLogits(model, prompt, continuation, q8_exact));
+  EXPECT_EQ(testing::ChunkedSessionLogits(model, prompt, continuation, q8), testing::ChunkedSessionLogits(model, prompt, continuation, q8_exact));
   EngineOptions both = Bf16();
   both.int8_activations = true;
-  EXPECT_EQ(SessionLogits(model, prompt, continuation, both), SessionLogits(model, prompt, continuation, Bf16()));
+  EXPECT_EQ(testing::ChunkedSessionLogits(model, prompt, continuation, both), testing::ChunkedSessionLogits(model, prompt, continuation, Bf16()));
 }
 
 TEST(Bf16ActivationsTest, DecodingAllocatesNothing) {

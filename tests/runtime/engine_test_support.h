@@ -53,12 +53,14 @@ inline double MaxAbsDiff(const std::vector<std::vector<double>>& a, const std::v
 }
 
 // The logits after the prefill of `prompt` and after each decode of
-// `continuation`, one vector per step, from a fresh cache of `cache_options`.
+// `continuation`, one vector per step, from a fresh cache of `cache_options`; the
+// prompt prefilled at once, or for `chunk` > 0 in chunks of that many tokens (Step
+// runs; the last asks for the logits).
 inline std::vector<std::vector<double>> SessionLogits(const DecoderModel& model,
                                                       const std::vector<uint32_t>& prompt,
                                                       const std::vector<uint32_t>& continuation,
                                                       const EngineOptions& engine,
-                                                      const CacheOptions& cache_options) {
+                                                      const CacheOptions& cache_options, size_t chunk = 0) {
   std::vector<std::vector<double>> out;
   Result<DecoderKvCache> cache = DecoderKvCache::Create(model, cache_options);
   EXPECT_TRUE(cache) << cache.error().message();
@@ -66,17 +68,61 @@ inline std::vector<std::vector<double>> SessionLogits(const DecoderModel& model,
   Result<DecoderKvSession> session = Bind(*cache, model, engine);
   EXPECT_TRUE(session) << session.error().message();
   if (!session) return out;
-  Result<StepOutput> step = session->Prefill(prompt);
-  EXPECT_TRUE(step) << step.error().message();
-  if (!step) return out;
-  out.emplace_back(step->logits.begin(), step->logits.end());
+  if (chunk == 0) {
+    Result<StepOutput> step = session->Prefill(prompt);
+    EXPECT_TRUE(step) << step.error().message();
+    if (!step) return out;
+    out.emplace_back(step->logits.begin(), step->logits.end());
+  }
+  for (size_t begin = 0; chunk != 0 && begin < prompt.size(); begin += chunk) {
+    const size_t end = std::min(prompt.size(), begin + chunk);
+    const SlotRun run{0, std::span(prompt).subspan(begin, end - begin), RunPhase::kPrefill, end == prompt.size()};
+    Result<SlotStepOutput> step = session->Step(std::span(&run, 1));
+    EXPECT_TRUE(step) << step.error().message();
+    if (!step) return out;
+    if (end == prompt.size()) out.emplace_back(step->logits.begin(), step->logits.end());
+  }
   for (uint32_t token : continuation) {
-    step = session->Decode(token);
+    Result<StepOutput> step = session->Decode(token);
     EXPECT_TRUE(step) << step.error().message();
     if (!step) return out;
     out.emplace_back(step->logits.begin(), step->logits.end());
   }
   return out;
+}
+
+// The same with a cache of the engine's precision.
+inline std::vector<std::vector<double>> ChunkedSessionLogits(const DecoderModel& model,
+                                                             const std::vector<uint32_t>& prompt,
+                                                             const std::vector<uint32_t>& continuation,
+                                                             const EngineOptions& engine, size_t chunk = 0) {
+  CacheOptions cache_options;
+  cache_options.precision = engine.precision;
+  return SessionLogits(model, prompt, continuation, engine, cache_options, chunk);
+}
+
+// How far an opt-in fast engine (less exact activations) and the same engine without
+// the opt-in (`exact`) land from the f64 oracle on the same weights format, over a whole
+// session, and the oracle's logit spread (the largest max − min of a step).
+struct OracleDistances {
+  double opt_in = 0;
+  double exact = 0;
+  double spread = 0;
+};
+inline OracleDistances DistancesFromTheOracle(const DecoderModel& model, const std::vector<uint32_t>& prompt,
+                                              const std::vector<uint32_t>& continuation,
+                                              const EngineOptions& opt_in, const EngineOptions& exact) {
+  EngineOptions oracle{Backend::kReference, Precision::kF64, 0, nullptr};
+  oracle.weights = exact.weights;
+  const auto reference = ChunkedSessionLogits(model, prompt, continuation, oracle);
+  OracleDistances distances;
+  distances.opt_in = MaxAbsDiff(ChunkedSessionLogits(model, prompt, continuation, opt_in), reference);
+  distances.exact = MaxAbsDiff(ChunkedSessionLogits(model, prompt, continuation, exact), reference);
+  for (const std::vector<double>& row : reference) {
+    distances.spread =
+        std::max(distances.spread, *std::max_element(row.begin(), row.end()) - *std::min_element(row.begin(), row.end()));
+  }
+  return distances;
 }
 
 // Heap allocations of a prefill and a decode after a warm-up prefill, on a fresh

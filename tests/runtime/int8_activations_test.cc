@@ -68,36 +68,6 @@ const DecoderModel& ModelFor(WeightFormat format) {
   return NeedsSuperBlocks(format) ? k_quant : small;
 }
 
-// Logits after a prefill of `prompt` in chunks of `chunk` tokens, then per decode.
-std::vector<Logits> SessionLogits(const DecoderModel& model, const std::vector<uint32_t>& prompt,
-                                  const std::vector<uint32_t>& continuation, const EngineOptions& engine,
-                                  size_t chunk = 0) {
-  CacheOptions cache_options;
-  cache_options.precision = engine.precision;
-  DecoderKvCache cache = *DecoderKvCache::Create(model, cache_options);
-  Result<DecoderKvSession> session = Bind(cache, model, engine);
-  EXPECT_TRUE(session) << session.error().message();
-  std::vector<Logits> out;
-  if (chunk == 0) {
-    Result<StepOutput> step = session->Prefill(prompt);
-    EXPECT_TRUE(step) << step.error().message();
-    out.emplace_back(step->logits.begin(), step->logits.end());
-  }
-  for (size_t begin = 0; chunk != 0 && begin < prompt.size(); begin += chunk) {
-    const size_t end = std::min(prompt.size(), begin + chunk);
-    const SlotRun run{0, std::span(prompt).subspan(begin, end - begin), RunPhase::kPrefill, end == prompt.size()};
-    Result<SlotStepOutput> step = session->Step(std::span(&run, 1));
-    EXPECT_TRUE(step) << step.error().message();
-    if (end == prompt.size()) out.emplace_back(step->logits.begin(), step->logits.end());
-  }
-  for (uint32_t token : continuation) {
-    Result<StepOutput> step = session->Decode(token);
-    EXPECT_TRUE(step) << step.error().message();
-    out.emplace_back(step->logits.begin(), step->logits.end());
-  }
-  return out;
-}
-
 TEST(Int8ActivationsTest, OffByDefault) {
   EXPECT_FALSE(EngineOptions{}.int8_activations);
   EXPECT_FALSE(ReferenceEngine().int8_activations);
@@ -126,24 +96,15 @@ TEST(Int8ActivationsTest, MoveTheLogitsButStayNearTheOracle) {
     const DecoderModel& model = ModelFor(format);
     EngineOptions f32 = Int8(format);
     f32.int8_activations = false;
-    EngineOptions oracle{Backend::kReference, Precision::kF64, 0, nullptr};
-    oracle.weights = format;
-    const auto int8 = SessionLogits(model, prompt, continuation, Int8(format));
-    const auto exact = SessionLogits(model, prompt, continuation, f32);
-    const auto reference = SessionLogits(model, prompt, continuation, oracle);
-    const double int8_error = MaxAbsDiff(int8, reference), f32_error = MaxAbsDiff(exact, reference);
-    std::printf("[ int8 ] %s: |int8 - oracle| %.3g, |f32 activations - oracle| %.3g\n",
-                std::string(WeightFormatName(format)).c_str(),
-                int8_error, f32_error);
+    const testing::OracleDistances distance =
+        testing::DistancesFromTheOracle(model, prompt, continuation, Int8(format), f32);
+    const double int8_error = distance.opt_in, f32_error = distance.exact, spread = distance.spread;
+    std::printf("[ int8 ] %s: |int8 - oracle| %.3g, |f32 activations - oracle| %.3g, logit spread %.3g\n",
+                std::string(WeightFormatName(format)).c_str(), int8_error, f32_error, spread);
     EXPECT_GT(int8_error, 10 * f32_error) << "the int8 activations did not reach the kernels";
     // Each activation errs by ≤ 1/254 of its block's largest (0.4 %) in every
     // product; through 2 blocks and the head that stays a few per cent of the
     // logits' own spread.
-    double spread = 0;
-    for (const Logits& row : reference) {
-      spread = std::max(spread, *std::max_element(row.begin(), row.end()) - *std::min_element(row.begin(), row.end()));
-    }
-    std::printf("[ int8 ] %s: logit spread %.3g\n", std::string(WeightFormatName(format)).c_str(), spread);
     EXPECT_LT(int8_error, 0.05 * spread) << WeightFormatName(format);
   }
 }
@@ -152,13 +113,13 @@ TEST(Int8ActivationsTest, BitIdenticalForThreadsChunksAndTokenByToken) {
   const std::vector<uint32_t> prompt = SeededTokens(37, 7, 300), continuation = SeededTokens(4, 8, 300);
   for (WeightFormat format : kFormats) {
     const DecoderModel& model = ModelFor(format);
-    const auto serial = SessionLogits(model, prompt, continuation, Int8(format));
+    const auto serial = testing::ChunkedSessionLogits(model, prompt, continuation, Int8(format));
     for (size_t threads : {1, 2, 3}) {
       threading::ThreadPool pool(threads);
-      EXPECT_EQ(SessionLogits(model, prompt, continuation, Int8(format, &pool)), serial)
+      EXPECT_EQ(testing::ChunkedSessionLogits(model, prompt, continuation, Int8(format, &pool)), serial)
           << threads << " threads, " << WeightFormatName(format);
       for (size_t chunk : {1, 5, 16}) {
-        EXPECT_EQ(SessionLogits(model, prompt, continuation, Int8(format, &pool), chunk), serial)
+        EXPECT_EQ(testing::ChunkedSessionLogits(model, prompt, continuation, Int8(format, &pool), chunk), serial)
             << threads << " threads, chunks of " << chunk << ", " << WeightFormatName(format);
       }
     }
@@ -169,7 +130,7 @@ TEST(Int8ActivationsTest, ASequenceGetsTheSameBitsBesideAnother) {
   const std::vector<uint32_t> prompt = SeededTokens(19, 9, 300), other = SeededTokens(30, 10, 300);
   for (WeightFormat format : kFormats) {
     const DecoderModel& model = ModelFor(format);
-    const Logits alone = SessionLogits(model, prompt, {}, Int8(format)).front();
+    const Logits alone = testing::ChunkedSessionLogits(model, prompt, {}, Int8(format)).front();
     CacheOptions cache_options;
     cache_options.precision = Precision::kF32;
     cache_options.batch_size = 2;

@@ -26,18 +26,23 @@ using simd_test::Inputs;
 class Bf16ActivationsTest : public hwy::TestWithParamTarget {};
 KVRT_TARGET_INSTANTIATE_TEST_SUITE_P(Bf16ActivationsTest);
 
-// A random bf16 matrix (a few large entries) in the row layout and its pair relayout,
-// and the f32 values it was made from.
+// A bf16 matrix in the row layout and its pair relayout, and the f32 values it was
+// made from: random (a few large entries), or `values` ([K, N] row-major).
 struct PairCase {
-  PairCase(size_t rows, size_t cols, Inputs& inputs)
+  PairCase(size_t rows, size_t cols, Inputs& inputs) : PairCase(RandomValues(rows * cols, inputs), rows, cols) {}
+  PairCase(std::vector<float> values, size_t rows, size_t cols)
       : bytes(CompressedMatrixBytes(CompressedFormat::kBf16, rows, cols)),
+        dense(std::move(values)),
         row_storage(hwy::AllocateAligned<uint8_t>(bytes)),
         pair_storage(hwy::AllocateAligned<uint8_t>(bytes)) {
-    dense = inputs.Uniform<float>(rows * cols, -1, 1);
-    for (size_t i = 0; i < dense.size(); i += 89) dense[i] *= 30.0f;
     PackCompressed(CompressedFormat::kBf16, dense.data(), rows, cols, false, row_storage.get());
     row_view = {CompressedFormat::kBf16, row_storage.get(), rows, cols};
     pairs = PackBf16Pairs(row_view, pair_storage.get());
+  }
+  static std::vector<float> RandomValues(size_t n, Inputs& inputs) {
+    std::vector<float> values = inputs.Uniform<float>(n, -1, 1);
+    for (size_t i = 0; i < values.size(); i += 89) values[i] *= 30.0f;
+    return values;
   }
   size_t bytes;
   std::vector<float> dense;
@@ -105,20 +110,16 @@ TEST(Bf16ActivationsPackTest, PairsKeepEveryNormalValueAndFlushSubnormals) {
       for (size_t k = 0; k < rows; ++k) EXPECT_EQ(column[k], w.row_view.at(k, cols - 1));
     }
   }
-  const std::vector<float> tiny = {1e-39f, -1e-39f, 1.0f, -2.0f};
-  const size_t bytes = CompressedMatrixBytes(CompressedFormat::kBf16, 2, 2);
-  auto row_storage = hwy::AllocateAligned<uint8_t>(bytes), pair_storage = hwy::AllocateAligned<uint8_t>(bytes);
-  PackCompressed(CompressedFormat::kBf16, tiny.data(), 2, 2, false, row_storage.get());
-  const CompressedMatrixView pairs =
-      PackBf16Pairs({CompressedFormat::kBf16, row_storage.get(), 2, 2}, pair_storage.get());
+  const PairCase tiny({1e-39f, -1e-39f, 1.0f, -2.0f}, 2, 2);
+  const CompressedMatrixView& pairs = tiny.pairs;
   EXPECT_EQ(pairs.at(0, 0), 0.0f);
   EXPECT_FALSE(std::signbit(pairs.at(0, 0)));
   EXPECT_EQ(pairs.at(0, 1), 0.0f);
   EXPECT_TRUE(std::signbit(pairs.at(0, 1)));
   EXPECT_EQ(pairs.at(1, 0), 1.0f);
   EXPECT_EQ(pairs.at(1, 1), -2.0f);
-  EXPECT_FALSE(HasBf16Pairs({CompressedFormat::kBf16, row_storage.get(), 3, 2}));
-  EXPECT_FALSE(HasBf16Pairs({CompressedFormat::kF16, row_storage.get(), 2, 2}));
+  EXPECT_FALSE(HasBf16Pairs({CompressedFormat::kBf16, tiny.row_storage.get(), 3, 2}));
+  EXPECT_FALSE(HasBf16Pairs({CompressedFormat::kF16, tiny.row_storage.get(), 2, 2}));
 }
 
 void ExpectBitsEqual(const std::vector<float>& got, const std::vector<float>& want, const char* what) {
@@ -167,8 +168,8 @@ TEST_P(Bf16ActivationsTest, ARowsResultDoesNotDependOnTheRowsBesideIt) {
       if (r + rows > m) continue;
       std::vector<float> some(rows * cols);
       MatMulBf16(act.rows, r, rows, w.pairs, some.data(), cols, 0, w.pairs.panels());
-      ExpectBitsEqual(std::vector<float>(some.begin(), some.begin() + cols),
-                      std::vector<float>(all.begin() + r * cols, all.begin() + (r + 1) * cols), "row alone vs in M");
+      ExpectBitsEqual(some, std::vector<float>(all.begin() + r * cols, all.begin() + (r + rows) * cols),
+                      "rows alone vs in M");
     }
   }
 }
@@ -209,11 +210,8 @@ TEST_P(Bf16ActivationsTest, StaysWithinTheActivationRoundingBound) {
 //   even then odd: 0 + 2^-24, + 1 = 1 (a tie), 1 − 1 = 0, 0 + 2^-24 = 2^-24.
 TEST_P(Bf16ActivationsTest, AddsEachPairsOddProductFirst) {
   const size_t k = 4;
-  const float weights[] = {0x1p-24f, 1.0f, -1.0f, 0x1p-24f};
-  const size_t bytes = CompressedMatrixBytes(CompressedFormat::kBf16, k, 1);
-  auto row_storage = hwy::AllocateAligned<uint8_t>(bytes), pair_storage = hwy::AllocateAligned<uint8_t>(bytes);
-  PackCompressed(CompressedFormat::kBf16, weights, k, 1, true, row_storage.get());
-  const CompressedMatrixView pairs = PackBf16Pairs({CompressedFormat::kBf16, row_storage.get(), k, 1}, pair_storage.get());
+  const PairCase w({0x1p-24f, 1.0f, -1.0f, 0x1p-24f}, k, 1);  // one column
+  const CompressedMatrixView& pairs = w.pairs;
   const float x[] = {1.0f, 1.0f, 1.0f, 1.0f};
   uint32_t rounded[2];
   RoundRowToBf16(x, {rounded, k}, 0);
