@@ -60,16 +60,11 @@ TEST(Bf16ActivationsTest, OffByDefault) {
 
 TEST(Bf16ActivationsTest, OutsideTheFastF32EngineIsUnsupportedBackend) {
   const DecoderModel& model = SharedModel();
-  DecoderKvCache cache = *DecoderKvCache::Create(model);
   EngineOptions reference = ReferenceEngine();
   reference.bf16_activations = true;
   EngineOptions f64 = Bf16();
   f64.precision = Precision::kF64;
-  for (const EngineOptions& options : {reference, f64}) {
-    Result<DecoderKvSession> session = Bind(cache, model, options);
-    ASSERT_FALSE(session);
-    EXPECT_EQ(session.error().code(), ErrorCode::kUnsupportedBackend) << session.error().message();
-  }
+  testing::ExpectUnsupportedBackend(model, {reference, f64});
 }
 
 TEST(Bf16ActivationsTest, MoveTheLogitsButStayNearTheOracle) {

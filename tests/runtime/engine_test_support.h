@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <span>
 #include <vector>
 
@@ -123,6 +124,16 @@ inline OracleDistances DistancesFromTheOracle(const DecoderModel& model, const s
         std::max(distances.spread, *std::max_element(row.begin(), row.end()) - *std::min_element(row.begin(), row.end()));
   }
   return distances;
+}
+
+// Binding `model` with each of `engines` fails with UnsupportedBackend.
+inline void ExpectUnsupportedBackend(const DecoderModel& model, std::initializer_list<EngineOptions> engines) {
+  DecoderKvCache cache = *DecoderKvCache::Create(model);
+  for (const EngineOptions& options : engines) {
+    Result<DecoderKvSession> session = Bind(cache, model, options);
+    ASSERT_FALSE(session);
+    EXPECT_EQ(session.error().code(), ErrorCode::kUnsupportedBackend) << session.error().message();
+  }
 }
 
 // Heap allocations of a prefill and a decode after a warm-up prefill, on a fresh

@@ -75,16 +75,11 @@ TEST(Int8ActivationsTest, OffByDefault) {
 
 TEST(Int8ActivationsTest, OutsideTheFastF32EngineIsUnsupportedBackend) {
   const DecoderModel model = Model();
-  DecoderKvCache cache = *DecoderKvCache::Create(model);
   EngineOptions reference = ReferenceEngine();
   reference.int8_activations = true;
   EngineOptions f64 = Int8(WeightFormat::kQ8_0);
   f64.precision = Precision::kF64;
-  for (const EngineOptions& options : {reference, f64}) {
-    Result<DecoderKvSession> session = Bind(cache, model, options);
-    ASSERT_FALSE(session);
-    EXPECT_EQ(session.error().code(), ErrorCode::kUnsupportedBackend) << session.error().message();
-  }
+  testing::ExpectUnsupportedBackend(model, {reference, f64});
 }
 
 TEST(Int8ActivationsTest, MoveTheLogitsButStayNearTheOracle) {
