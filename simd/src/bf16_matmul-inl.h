@@ -111,7 +111,9 @@ HWY_INLINE void PairTile(D d, const uint32_t* a, size_t a_stride, const Compress
   for (size_t i = 0; i < pairs; ++i) {
     hn::Vec<DU> weights[kWeights];
     for (size_t g = 0; g < kPanels; ++g) {
-      if constexpr (kRows == 1) hwy::Prefetch(panels[g] + (i + kPairPrefetchRows) * kPairWords);
+      if constexpr (kRows == 1) {
+        if (i + kPairPrefetchRows < pairs) hwy::Prefetch(panels[g] + (i + kPairPrefetchRows) * kPairWords);
+      }
       for (size_t v = 0; v < kVecs; ++v) weights[g * kVecs + v] = hn::Load(du, panels[g] + i * kPairWords + v * lanes);
     }
     if constexpr (kDot == Bf16Dot::kVdpbf16ps) {

@@ -8,9 +8,10 @@
 // With int8 activations (weights packed with EngineOptions::int8_activations) the
 // q8_0/q4_0 parts are in the quad layout: Run first rounds the input rows to q8_0
 // blocks into the engine's Int8Rows scratch (row by row, so a row's result never
-// depends on the others), then those parts run simd::MatMulInt8. With bf16 activations (bf16 parts packed in
-// the pair layout) Run rounds the input rows to bf16 into RoundedActivations::bf16 the
-// same way, and those parts run simd::MatMulBf16 for one row and for many alike.
+// depends on the others), then those parts run simd::MatMulInt8. With bf16
+// activations (bf16 parts packed in the pair layout) Run rounds the input rows to
+// bf16 into RoundedActivations::bf16 the same way, and those parts run
+// simd::MatMulBf16, for one row and for many alike.
 //
 // Work is cut into tasks from the problem size alone (panel tiles, and row tiles
 // for several rows), never from the thread count. Every output element is computed
