@@ -51,12 +51,14 @@ HWY_INLINE V Vdpbf16ps(V acc, VU w, VU a) {
 #endif
 }
 
-// A bf16 (the low 16 bits of `bits`) as the f32 it stands for.
-HWY_INLINE float Bf16Float(uint32_t bits) {
-  const uint32_t widened = bits << 16;
-  float value;
-  std::memcpy(&value, &widened, sizeof(value));
-  return value;
+// The f32 values of the even-k (low) and odd-k (high) bf16 of every 32-bit lane.
+template <class D>
+HWY_INLINE hn::Vec<D> EvenBf16(D d, hn::Vec<hn::RebindToUnsigned<D>> pairs) {
+  return hn::BitCast(d, hn::ShiftLeft<16>(pairs));
+}
+template <class D>
+HWY_INLINE hn::Vec<D> OddBf16(D d, hn::Vec<hn::RebindToUnsigned<D>> pairs) {
+  return hn::BitCast(d, hn::And(pairs, hn::Set(hn::RebindToUnsigned<D>(), 0xFFFF0000u)));
 }
 
 // x[0, k) as bf16 bits into out[0, k): F32ToBf16 (round to nearest even; a NaN made
@@ -122,16 +124,15 @@ HWY_INLINE void PairTile(D d, const uint32_t* a, size_t a_stride, const Compress
         for (size_t x = 0; x < kWeights; ++x) acc[r][x] = Vdpbf16ps(acc[r][x], weights[x], pair);
       }
     } else {
-      const auto high = hn::Set(du, 0xFFFF0000u);
       hn::Vec<D> even[kWeights], odd[kWeights];
       for (size_t x = 0; x < kWeights; ++x) {
-        even[x] = hn::BitCast(d, hn::ShiftLeft<16>(weights[x]));
-        odd[x] = hn::BitCast(d, hn::And(weights[x], high));
+        even[x] = EvenBf16(d, weights[x]);
+        odd[x] = OddBf16(d, weights[x]);
       }
       for (size_t r = 0; r < kRows; ++r) {
-        const uint32_t pair = a[r * a_stride + i];
-        const auto a_odd = hn::Set(d, Bf16Float(pair >> 16));
-        const auto a_even = hn::Set(d, Bf16Float(pair & 0xFFFF));
+        const auto pair = hn::Set(du, a[r * a_stride + i]);
+        const auto a_odd = OddBf16(d, pair);
+        const auto a_even = EvenBf16(d, pair);
         for (size_t x = 0; x < kWeights; ++x) {
           acc[r][x] = hn::MulAdd(a_odd, odd[x], acc[r][x]);
           acc[r][x] = hn::MulAdd(a_even, even[x], acc[r][x]);

@@ -2,7 +2,6 @@
 // time, from the dequantized weights (at()) and the rounded activation pairs.
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 
 #include "kvrt/simd/bf16_activations.h"
 
@@ -15,13 +14,6 @@ float AddFlushed(float acc, float product) {
   return std::fabs(sum) < 0x1p-126f ? std::copysign(0.0f, sum) : sum;
 }
 
-float Bf16Value(uint32_t bits16) {
-  const uint32_t bits = bits16 << 16;
-  float value;
-  std::memcpy(&value, &bits, sizeof(value));
-  return value;
-}
-
 }  // namespace
 
 void MatMulBf16Scalar(const Bf16Rows& a, size_t first_row, size_t m, const CompressedMatrixView& w,
@@ -32,8 +24,8 @@ void MatMulBf16Scalar(const Bf16Rows& a, size_t first_row, size_t m, const Compr
     for (size_t n = panel_begin * kCompressedPanelWidth; n < col_end; ++n) {
       float acc = 0.0f;
       for (size_t i = 0; i < a.pairs_per_row(); ++i) {
-        acc = AddFlushed(acc, Bf16Value(pairs[i] >> 16) * w.at(2 * i + 1, n));
-        acc = AddFlushed(acc, Bf16Value(pairs[i] & 0xFFFF) * w.at(2 * i, n));
+        acc = AddFlushed(acc, Bf16ToF32(static_cast<uint16_t>(pairs[i] >> 16)) * w.at(2 * i + 1, n));
+        acc = AddFlushed(acc, Bf16ToF32(static_cast<uint16_t>(pairs[i])) * w.at(2 * i, n));
       }
       c[r * ldc + n] = acc;
     }

@@ -28,14 +28,8 @@ using Logits = std::vector<double>;
 using testing::MaxAbsDiff;
 using testing::SeededTokens;
 
-EngineOptions Bf16(WeightFormat format = WeightFormat::kBf16, threading::ThreadPool* pool = nullptr,
-                   size_t max_rows = 512) {
-  EngineOptions options;
-  options.backend = Backend::kFast;
-  options.precision = Precision::kF32;
-  options.weights = format;
-  options.pool = pool;
-  options.max_rows_per_step = max_rows;
+EngineOptions Bf16(WeightFormat format = WeightFormat::kBf16, threading::ThreadPool* pool = nullptr) {
+  EngineOptions options = testing::FastF32Engine(format, pool);
   options.bf16_activations = true;
   return options;
 }

@@ -17,6 +17,7 @@
 #include "kv/decoder_kv_cache.h"
 #include "model/decoder_model.h"
 #include "session/decoder_kv_session.h"
+#include "kvrt/threading/thread_pool.h"
 
 namespace kvrt::testing {
 
@@ -124,6 +125,16 @@ inline OracleDistances DistancesFromTheOracle(const DecoderModel& model, const s
         std::max(distances.spread, *std::max_element(row.begin(), row.end()) - *std::min_element(row.begin(), row.end()));
   }
   return distances;
+}
+
+// The fast f32 engine on `format` weights, on `pool` (none: the calling thread).
+inline EngineOptions FastF32Engine(WeightFormat format, threading::ThreadPool* pool = nullptr) {
+  EngineOptions options;
+  options.backend = Backend::kFast;
+  options.precision = Precision::kF32;
+  options.weights = format;
+  options.pool = pool;
+  return options;
 }
 
 // Binding `model` with each of `engines` fails with UnsupportedBackend.

@@ -27,13 +27,8 @@ using Logits = std::vector<double>;
 using testing::MaxAbsDiff;
 using testing::SeededTokens;
 
-EngineOptions Int8(WeightFormat format, threading::ThreadPool* pool = nullptr, size_t max_rows = 512) {
-  EngineOptions options;
-  options.backend = Backend::kFast;
-  options.precision = Precision::kF32;
-  options.weights = format;
-  options.pool = pool;
-  options.max_rows_per_step = max_rows;
+EngineOptions Int8(WeightFormat format, threading::ThreadPool* pool = nullptr) {
+  EngineOptions options = testing::FastF32Engine(format, pool);
   options.int8_activations = true;
   return options;
 }

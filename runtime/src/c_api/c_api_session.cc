@@ -1,6 +1,7 @@
 // The C API's engines, caches and sessions (kvrt/kvrt.h).
 #include <cstring>
 #include <string>
+#include <tuple>
 #include <type_traits>
 
 #include "c_api/c_api_internal.h"
@@ -63,27 +64,18 @@ Result<EngineOptions> EngineFromC(const kvrt_engine_options* engine,
   options.weights = weights;
   options.max_rows_per_step =
       chosen.max_rows_per_step == 0 ? EngineOptions::kDefaultMaxRowsPerStep : chosen.max_rows_per_step;
-  switch (chosen.allow_batch_variance) {
-    case 0: options.batch_invariant = true; break;
-    case 1: options.batch_invariant = false; break;
-    default:
+  bool allow_batch_variance = false;
+  for (const auto& [value, name, flag] :
+       {std::tuple{chosen.allow_batch_variance, "allow_batch_variance", &allow_batch_variance},
+        std::tuple{chosen.int8_activations, "int8_activations", &options.int8_activations},
+        std::tuple{chosen.bf16_activations, "bf16_activations", &options.bf16_activations}}) {
+    if (value != 0 && value != 1) {
       return Fail(ErrorCode::kInvalidArgument, {},
-                  "allow_batch_variance must be 0 or 1, got " + std::to_string(chosen.allow_batch_variance));
+                  std::string(name) + " must be 0 or 1, got " + std::to_string(value));
+    }
+    *flag = value == 1;
   }
-  switch (chosen.int8_activations) {
-    case 0: options.int8_activations = false; break;
-    case 1: options.int8_activations = true; break;
-    default:
-      return Fail(ErrorCode::kInvalidArgument, {},
-                  "int8_activations must be 0 or 1, got " + std::to_string(chosen.int8_activations));
-  }
-  switch (chosen.bf16_activations) {
-    case 0: options.bf16_activations = false; break;
-    case 1: options.bf16_activations = true; break;
-    default:
-      return Fail(ErrorCode::kInvalidArgument, {},
-                  "bf16_activations must be 0 or 1, got " + std::to_string(chosen.bf16_activations));
-  }
+  options.batch_invariant = !allow_batch_variance;
   switch (RawEnum(chosen.kv_type)) {
     case KVRT_KV_TYPE_ENGINE: options.kv_type = KvType::kEngine; break;
     case KVRT_KV_TYPE_F16: options.kv_type = KvType::kF16; break;

@@ -23,25 +23,14 @@ Error OutOfMemory(const std::string& what, size_t elements) {
 // A parameter as a [K, N] matrix for x·W: the matrix itself, or the transpose of a
 // [V, D] table (transposed = true gives the [D, V] head), in the format `plan`
 // gives it for the requested `format`.
-// A matrix of a format with an int8 kernel moved into its quad layout (the row
-// layout's buffer is released once the copy is made).
-Result<void> RelayoutForInt8(const std::string& name, CompressedWeight& weight) {
-  if (!simd::HasInt8Quads(weight.view.type)) return {};
-  std::optional<Buffer<uint8_t>> quads =
-      Buffer<uint8_t>::Allocate(weight.owned.size(), Pages::kHuge);
-  if (!quads) return Fail(OutOfMemory(name + " (int8-activation layout)", weight.owned.size()));
-  weight.view = simd::PackInt8Quads(weight.view, quads->data());
-  weight.owned = std::move(*quads);
-  return {};
-}
-
-// A bf16 matrix of even K moved into the pair layout of the bf16-activation kernels.
-Result<void> RelayoutForBf16(const std::string& name, CompressedWeight& weight) {
-  if (!simd::HasBf16Pairs(weight.view)) return {};
-  std::optional<Buffer<uint8_t>> pairs = Buffer<uint8_t>::Allocate(weight.owned.size(), Pages::kHuge);
-  if (!pairs) return Fail(OutOfMemory(name + " (bf16-activation layout)", weight.owned.size()));
-  weight.view = simd::PackBf16Pairs(weight.view, pairs->data());
-  weight.owned = std::move(*pairs);
+// `weight` moved into another layout of its bytes, `pack`'s (the int8-activation quads,
+// the bf16-activation pairs); the old layout's buffer is released once the copy is made.
+template <class Pack>
+Result<void> Relayout(const std::string& name, const char* layout, CompressedWeight& weight, Pack pack) {
+  std::optional<Buffer<uint8_t>> moved = Buffer<uint8_t>::Allocate(weight.owned.size(), Pages::kHuge);
+  if (!moved) return Fail(OutOfMemory(name + " (" + layout + ")", weight.owned.size()));
+  weight.view = pack(weight.view, moved->data());
+  weight.owned = std::move(*moved);
   return {};
 }
 
@@ -57,16 +46,14 @@ Result<PackedWeight<T>> PackWeight(const ParameterPtr& parameter, bool transpose
       Result<CompressedWeight> compressed = PackCompressedWeight(*parameter, transposed, plan);
       if (!compressed) return Fail(std::move(compressed.error()));
       packed.compressed = std::move(*compressed);
-      if (activations.int8) {
-        if (Result<void> moved = RelayoutForInt8(parameter->name(), packed.compressed); !moved) {
-          return Fail(std::move(moved.error()));
-        }
+      const simd::CompressedMatrixView& view = packed.compressed.view;
+      Result<void> moved;
+      if (activations.int8 && simd::HasInt8Quads(view.type)) {
+        moved = Relayout(parameter->name(), "int8-activation layout", packed.compressed, simd::PackInt8Quads);
+      } else if (activations.bf16 && simd::HasBf16Pairs(view)) {
+        moved = Relayout(parameter->name(), "bf16-activation layout", packed.compressed, simd::PackBf16Pairs);
       }
-      if (activations.bf16) {
-        if (Result<void> moved = RelayoutForBf16(parameter->name(), packed.compressed); !moved) {
-          return Fail(std::move(moved.error()));
-        }
-      }
+      if (!moved) return Fail(std::move(moved.error()));
       return packed;
     }
   } else if (format != WeightFormat::kAsStored) {

@@ -144,12 +144,15 @@ class FastEngine final : public Engine {
     allocate(row_finite_, rows);
     allocate(run_first_row_, batch_);
     allocate(run_task_begin_, batch_ + 1);
-    // Int8 activations: the rows of one product rounded to q8_0 blocks (K ≤ max(D, F)).
-    size_t int8_k = 0;
+    // The opt-in activations: the rows of one product rounded to q8_0 blocks and to
+    // bf16 pairs, for the largest K of the products that take each (K ≤ max(D, F)).
+    size_t int8_k = head_.int8_rows_k(), bf16_k = head_.bf16_rows_k();
     for (const auto* products : {&qkv_, &output_, &gate_up_, &down_}) {
-      for (const MatrixProduct<T>& product : *products) int8_k = std::max(int8_k, product.int8_rows_k());
+      for (const MatrixProduct<T>& product : *products) {
+        int8_k = std::max(int8_k, product.int8_rows_k());
+        bf16_k = std::max(bf16_k, product.bf16_rows_k());
+      }
     }
-    int8_k = std::max(int8_k, head_.int8_rows_k());
     if (int8_k != 0) {
       allocate(int8_quants_, rows * int8_k);
       allocate(int8_scales_, rows * int8_k / simd::kQuantBlock);
@@ -157,11 +160,6 @@ class FastEngine final : public Engine {
       allocate(int8_half_sums_, rows * int8_k / (simd::kQuantBlock / 2));
       rounded_.int8 = {int8_quants_.data(), int8_scales_.data(), int8_sums_.data(),
                        int8_half_sums_.data(), int8_k};
-    }
-    // Bf16 activations: the rows of one product rounded to bf16 pairs.
-    size_t bf16_k = head_.bf16_rows_k();
-    for (const auto* products : {&qkv_, &output_, &gate_up_, &down_}) {
-      for (const MatrixProduct<T>& product : *products) bf16_k = std::max(bf16_k, product.bf16_rows_k());
     }
     if (bf16_k != 0) {
       allocate(bf16_pairs_, rows * bf16_k / 2);
