@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "kvrt/simd/amx.h"
+#include "kvrt/simd/bf16_activations.h"
 #include "kvrt/simd/dispatch_target.h"
 #include "process_allocator.h"
 
@@ -17,7 +19,8 @@ namespace kvrt::bench {
 
 // Runs the benchmarks `register_all` registers, with `defaults` (e.g.
 // "--benchmark_repetitions=5") applied unless the command line overrides them, and
-// --simd_target=NAME (e.g. AVX2) choosing the kernels' Highway target.
+// --simd_target=NAME (e.g. AVX2) choosing the kernels' Highway target and --amx=0
+// keeping the dispatching kernels off the AMX tiles (simd/amx.h).
 template <class RegisterAll>
 int RunBenchmarkMain(int argc, char** argv, std::initializer_list<const char*> defaults,
                      RegisterAll&& register_all) {
@@ -27,6 +30,10 @@ int RunBenchmarkMain(int argc, char** argv, std::initializer_list<const char*> d
   constexpr std::string_view kTargetFlag = "--simd_target=";
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
+    if (arg == "--amx=0" || arg == "--amx=1") {
+      kvrt::simd::AllowAmx(arg == "--amx=1");
+      continue;
+    }
     if (arg.substr(0, kTargetFlag.size()) != kTargetFlag) {
       args.push_back(argv[i]);
       continue;
@@ -45,6 +52,13 @@ int RunBenchmarkMain(int argc, char** argv, std::initializer_list<const char*> d
   // The performance gate picks a ratio's floor by the target (bench/perf_gate.json).
   benchmark::AddCustomContext("simd_target", std::string(kvrt::simd::DispatchedTargetName()));
   benchmark::AddCustomContext("allocator", kvrt::allocator::ProcessAllocatorName());
+  // The unit the bf16-activation rows (and their peak) run on.
+  benchmark::AddCustomContext("bf16_dot_unit", kvrt::simd::Bf16DotUsesAmx()         ? "amx"
+                                               : kvrt::simd::Bf16DotUsesVdpbf16ps() ? "vdpbf16ps"
+                                                                                    : "fma");
+  if (!kvrt::simd::AmxBf16Available()) {
+    benchmark::AddCustomContext("amx", "unavailable: " + std::string(kvrt::simd::AmxBf16UnavailableReason()));
+  }
   if (benchmark::ReportUnrecognizedArguments(count, args.data())) return 1;
   register_all();
   benchmark::RunSpecifiedBenchmarks();

@@ -203,6 +203,7 @@ HWY_AFTER_NAMESPACE();
 #include <vector>
 
 #include "kvrt/machine/machine_limits.h"
+#include "kvrt/simd/amx.h"
 #include "kvrt/simd/bf16_activations.h"
 #include "kvrt/simd/int8_activations.h"
 
@@ -305,6 +306,8 @@ size_t ParallelInt8DotProbe(threading::ThreadPool& pool, size_t iterations, uint
 }
 
 size_t RunBf16DotProbe(size_t iterations, float* sink) {
+  // Four tile products take about as long as 32 of the vector probe's 16 chains.
+  if (simd::Bf16DotUsesAmx()) return simd::RunAmxBf16DotProbe(std::max<size_t>(1, iterations / 8), sink);
   return HWY_DYNAMIC_DISPATCH(Bf16DotProbe)(iterations, simd::Bf16DotUsesVdpbf16ps(), sink);
 }
 

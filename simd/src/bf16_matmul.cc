@@ -1,5 +1,6 @@
 // Run-time dispatch of the bf16-activation kernel (bf16_activations.h): Highway picks
-// the target; on AVX3 the CPUID bit of AVX512_BF16 then picks VDPBF16PS.
+// the target; on AVX3 the CPUID bit of AVX512_BF16 then picks VDPBF16PS, and AMX-BF16
+// (amx.h) the tiles.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "bf16_matmul.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
@@ -25,13 +26,16 @@ void Bf16RoundRow(const float* x, const Bf16Rows& out, size_t row) {
   RoundToBf16Bits(hn::ScalableTag<float>(), x, out.k, reinterpret_cast<uint16_t*>(out.pairs + row * out.pairs_per_row()));
 }
 
-// Whether this target's kernel would use VDPBF16PS on a CPU that has it.
-bool Bf16TargetCanUseVdpbf16ps() { return HWY_TARGET == HWY_AVX3; }
+// Whether this target is the AVX-512 one, whose kernel uses VDPBF16PS on a CPU that
+// has it, and beside which MatMulBf16 may pick the AMX tiles.
+bool Bf16TargetIsAvx512() { return HWY_TARGET == HWY_AVX3; }
 
 }  // namespace kvrt::simd::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
+#include "kvrt/simd/amx.h"
+
 namespace kvrt::simd {
 namespace {
 
@@ -52,20 +56,26 @@ bool CpuHasAvx512Bf16() {
 }  // namespace
 
 HWY_EXPORT(Bf16MatMul);
-HWY_EXPORT(Bf16TargetCanUseVdpbf16ps);
+HWY_EXPORT(Bf16TargetIsAvx512);
 HWY_EXPORT(Bf16RoundRow);
 
 void RoundRowToBf16(const float* x, const Bf16Rows& out, size_t row) {
   HWY_DYNAMIC_DISPATCH(Bf16RoundRow)(x, out, row);
 }
 
-bool Bf16DotUsesVdpbf16ps() {
-  return HWY_DYNAMIC_DISPATCH(Bf16TargetCanUseVdpbf16ps)() && CpuHasAvx512Bf16();
+bool Bf16DotUsesVdpbf16ps() { return HWY_DYNAMIC_DISPATCH(Bf16TargetIsAvx512)() && CpuHasAvx512Bf16(); }
+
+bool Bf16DotUsesAmx() { return AmxAllowed() && HWY_DYNAMIC_DISPATCH(Bf16TargetIsAvx512)() && AmxBf16Available(); }
+
+void MatMulBf16Vectors(const Bf16Rows& a, size_t first_row, size_t m, const CompressedMatrixView& w, float* c,
+                       size_t ldc, size_t panel_begin, size_t panel_end) {
+  HWY_DYNAMIC_DISPATCH(Bf16MatMul)(a, first_row, m, w, c, ldc, panel_begin, panel_end, CpuHasAvx512Bf16());
 }
 
 void MatMulBf16(const Bf16Rows& a, size_t first_row, size_t m, const CompressedMatrixView& w, float* c,
                 size_t ldc, size_t panel_begin, size_t panel_end) {
-  HWY_DYNAMIC_DISPATCH(Bf16MatMul)(a, first_row, m, w, c, ldc, panel_begin, panel_end, CpuHasAvx512Bf16());
+  if (Bf16DotUsesAmx() && MatMulBf16Amx(a, first_row, m, w, c, ldc, panel_begin, panel_end)) return;
+  MatMulBf16Vectors(a, first_row, m, w, c, ldc, panel_begin, panel_end);
 }
 
 }  // namespace kvrt::simd

@@ -1,6 +1,6 @@
 // The bf16-activation path (bf16_activations.h) on every compiled target: the pair
 // relayout keeps every normal value, activation rows are F32ToBf16's roundings,
-// MatMulBf16 equals its scalar twin BIT FOR BIT (VDPBF16PS's definition: exact products
+// MatMulBf16Vectors equals its scalar twin BIT FOR BIT (VDPBF16PS's definition: exact products
 // added odd then even, one rounding each; sums never reach 2^-126 here) for every row
 // count, column remainder and panel range, a row's result does not depend on the rows
 // beside it, and the whole path stays within the derived bound of rounding the
@@ -15,6 +15,7 @@
 #include "hwy/tests/hwy_gtest.h"
 #include "kvrt/simd/bf16_activations.h"
 #include "kvrt/simd/compressed_matrix.h"
+#include "bf16_test_support.h"
 #include "simd_test_support.h"
 #include "tested_targets.h"
 
@@ -22,45 +23,12 @@ namespace kvrt::simd {
 namespace {
 
 using simd_test::Inputs;
+using simd_test::Bf16Activations;
+using simd_test::Bf16PairCase;
+using simd_test::ExpectBitsEqual;
 
 class Bf16ActivationsTest : public hwy::TestWithParamTarget {};
 KVRT_TARGET_INSTANTIATE_TEST_SUITE_P(Bf16ActivationsTest);
-
-// A bf16 matrix in the row layout and its pair relayout, and the f32 values it was
-// made from: random (a few large entries), or `values` ([K, N] row-major).
-struct PairCase {
-  PairCase(size_t rows, size_t cols, Inputs& inputs) : PairCase(RandomValues(rows * cols, inputs), rows, cols) {}
-  PairCase(std::vector<float> values, size_t rows, size_t cols)
-      : bytes(CompressedMatrixBytes(CompressedFormat::kBf16, rows, cols)),
-        dense(std::move(values)),
-        row_storage(hwy::AllocateAligned<uint8_t>(bytes)),
-        pair_storage(hwy::AllocateAligned<uint8_t>(bytes)) {
-    PackCompressed(CompressedFormat::kBf16, dense.data(), rows, cols, false, row_storage.get());
-    row_view = {CompressedFormat::kBf16, row_storage.get(), rows, cols};
-    pairs = PackBf16Pairs(row_view, pair_storage.get());
-  }
-  static std::vector<float> RandomValues(size_t n, Inputs& inputs) {
-    std::vector<float> values = inputs.Uniform<float>(n, -1, 1);
-    for (size_t i = 0; i < values.size(); i += 89) values[i] *= 30.0f;
-    return values;
-  }
-  size_t bytes;
-  std::vector<float> dense;
-  hwy::AlignedFreeUniquePtr<uint8_t[]> row_storage, pair_storage;
-  CompressedMatrixView row_view, pairs;
-};
-
-// M rows of K activations and their bf16 pairs.
-struct Activations {
-  Activations(size_t m, size_t k, Inputs& inputs) : x(inputs.Uniform<float>(m * k, -2, 2)), pairs(m * k / 2) {
-    for (size_t i = 0; i < x.size(); i += 7) x[i] *= 50.0f;
-    rows = {pairs.data(), k};
-    for (size_t r = 0; r < m; ++r) RoundRowToBf16(x.data() + r * k, rows, r);
-  }
-  std::vector<float> x;
-  std::vector<uint32_t> pairs;
-  Bf16Rows rows;
-};
 
 TEST(Bf16ActivationsRoundTest, RowsAreF32ToBf16WithSubnormalsFlushed) {
   const float x[] = {1.0f, 1.00390625f, 1.005859375f, -3.0e-39f, 2.0e-39f, 1.0e-30f, -0.0f, 65504.0f};
@@ -97,7 +65,7 @@ TEST(Bf16ActivationsPackTest, PairsKeepEveryNormalValueAndFlushSubnormals) {
   Inputs inputs(3);
   for (size_t rows : {2, 6, 64}) {
     for (size_t cols : {1, 31, 33, 100}) {
-      PairCase w(rows, cols, inputs);
+      Bf16PairCase w(rows, cols, inputs);
       ASSERT_TRUE(HasBf16Pairs(w.row_view));
       EXPECT_FALSE(HasBf16Pairs(w.pairs));
       for (size_t k = 0; k < rows; ++k) {
@@ -110,7 +78,7 @@ TEST(Bf16ActivationsPackTest, PairsKeepEveryNormalValueAndFlushSubnormals) {
       for (size_t k = 0; k < rows; ++k) EXPECT_EQ(column[k], w.row_view.at(k, cols - 1));
     }
   }
-  const PairCase tiny({1e-39f, -1e-39f, 1.0f, -2.0f}, 2, 2);
+  const Bf16PairCase tiny({1e-39f, -1e-39f, 1.0f, -2.0f}, 2, 2);
   const CompressedMatrixView& pairs = tiny.pairs;
   EXPECT_EQ(pairs.at(0, 0), 0.0f);
   EXPECT_FALSE(std::signbit(pairs.at(0, 0)));
@@ -122,30 +90,20 @@ TEST(Bf16ActivationsPackTest, PairsKeepEveryNormalValueAndFlushSubnormals) {
   EXPECT_FALSE(HasBf16Pairs({CompressedFormat::kF16, tiny.row_storage.get(), 2, 2}));
 }
 
-void ExpectBitsEqual(const std::vector<float>& got, const std::vector<float>& want, const char* what) {
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    uint32_t g, w;
-    std::memcpy(&g, &got[i], 4);
-    std::memcpy(&w, &want[i], 4);
-    ASSERT_EQ(g, w) << what << " element " << i << ": " << got[i] << " vs " << want[i];
-  }
-}
-
 TEST_P(Bf16ActivationsTest, MatMulEqualsTwinForEveryShape) {
   Inputs inputs(5);
   for (size_t k : {2, 34, 64, 512}) {
     for (size_t cols : {1, 31, 33, 64, 100, 161}) {
-      PairCase w(k, cols, inputs);
+      Bf16PairCase w(k, cols, inputs);
       for (size_t m : {1, 2, 5, 6, 7, 13}) {
-        Activations act(m, k, inputs);
+        Bf16Activations act(m, k, inputs);
         const size_t panels = w.pairs.panels();
         // Every panel, then an inner range that leaves the first and last panel out.
         for (const auto& [begin, end] : {std::pair<size_t, size_t>{0, panels}, {1, panels > 2 ? panels - 1 : 1}}) {
           if (begin >= end) continue;
           const size_t ldc = cols + 3;
           std::vector<float> fast(m * ldc, -7.0f), twin(m * ldc, -7.0f);
-          MatMulBf16(act.rows, 0, m, w.pairs, fast.data(), ldc, begin, end);
+          MatMulBf16Vectors(act.rows, 0, m, w.pairs, fast.data(), ldc, begin, end);
           MatMulBf16Scalar(act.rows, 0, m, w.pairs, twin.data(), ldc, begin, end);
           SCOPED_TRACE(testing::Message() << "k=" << k << " cols=" << cols << " m=" << m << " panels " << begin
                                           << ".." << end);
@@ -159,15 +117,15 @@ TEST_P(Bf16ActivationsTest, MatMulEqualsTwinForEveryShape) {
 TEST_P(Bf16ActivationsTest, ARowsResultDoesNotDependOnTheRowsBesideIt) {
   Inputs inputs(9);
   const size_t k = 96, cols = 70, m = 13;
-  PairCase w(k, cols, inputs);
-  Activations act(m, k, inputs);
+  Bf16PairCase w(k, cols, inputs);
+  Bf16Activations act(m, k, inputs);
   std::vector<float> all(m * cols);
-  MatMulBf16(act.rows, 0, m, w.pairs, all.data(), cols, 0, w.pairs.panels());
+  MatMulBf16Vectors(act.rows, 0, m, w.pairs, all.data(), cols, 0, w.pairs.panels());
   for (size_t r = 0; r < m; ++r) {
     for (size_t rows : {size_t{1}, size_t{3}}) {
       if (r + rows > m) continue;
       std::vector<float> some(rows * cols);
-      MatMulBf16(act.rows, r, rows, w.pairs, some.data(), cols, 0, w.pairs.panels());
+      MatMulBf16Vectors(act.rows, r, rows, w.pairs, some.data(), cols, 0, w.pairs.panels());
       ExpectBitsEqual(some, std::vector<float>(all.begin() + r * cols, all.begin() + (r + rows) * cols),
                       "rows alone vs in M");
     }
@@ -180,10 +138,10 @@ TEST_P(Bf16ActivationsTest, ARowsResultDoesNotDependOnTheRowsBesideIt) {
 TEST_P(Bf16ActivationsTest, StaysWithinTheActivationRoundingBound) {
   Inputs inputs(13);
   const size_t k = 768, cols = 96, m = 4;
-  PairCase w(k, cols, inputs);
-  Activations act(m, k, inputs);
+  Bf16PairCase w(k, cols, inputs);
+  Bf16Activations act(m, k, inputs);
   std::vector<float> y(m * cols);
-  MatMulBf16(act.rows, 0, m, w.pairs, y.data(), cols, 0, w.pairs.panels());
+  MatMulBf16Vectors(act.rows, 0, m, w.pairs, y.data(), cols, 0, w.pairs.panels());
   const long double slack = (std::ldexp(1.0L, -9) + (k + 2) * std::ldexp(1.0L, -24)) * (1 + std::ldexp(1.0L, -8));
   size_t moved = 0;
   for (size_t r = 0; r < m; ++r) {
@@ -210,14 +168,14 @@ TEST_P(Bf16ActivationsTest, StaysWithinTheActivationRoundingBound) {
 //   even then odd: 0 + 2^-24, + 1 = 1 (a tie), 1 − 1 = 0, 0 + 2^-24 = 2^-24.
 TEST_P(Bf16ActivationsTest, AddsEachPairsOddProductFirst) {
   const size_t k = 4;
-  const PairCase w({0x1p-24f, 1.0f, -1.0f, 0x1p-24f}, k, 1);  // one column
+  const Bf16PairCase w({0x1p-24f, 1.0f, -1.0f, 0x1p-24f}, k, 1);  // one column
   const CompressedMatrixView& pairs = w.pairs;
   const float x[] = {1.0f, 1.0f, 1.0f, 1.0f};
   uint32_t rounded[2];
   RoundRowToBf16(x, {rounded, k}, 0);
   float twin = -1.0f, fast = -1.0f;
   MatMulBf16Scalar({rounded, k}, 0, 1, pairs, &twin, 1, 0, 1);
-  MatMulBf16({rounded, k}, 0, 1, pairs, &fast, 1, 0, 1);
+  MatMulBf16Vectors({rounded, k}, 0, 1, pairs, &fast, 1, 0, 1);
   EXPECT_EQ(twin, 0.0f);
   EXPECT_EQ(fast, 0.0f);
 }

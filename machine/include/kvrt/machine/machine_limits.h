@@ -70,10 +70,11 @@ size_t ParallelInt8DotProbe(threading::ThreadPool& pool, size_t iterations, uint
 // best of three probe runs.
 double MeasureInt8DotOpsPerSecond(threading::ThreadPool& pool);
 
-// One run of the bf16 dot probe on the calling thread, on the best target:
-// `iterations` rounds of 16 independent chains of the pair dot the bf16-activation
-// kernels use here (VDPBF16PS with AVX512_BF16, two FMAs per lane elsewhere).
-// Returns the FLOPs executed, 2 per product.
+// One run of the bf16 dot probe on the calling thread, on the unit the bf16-activation
+// kernel (simd::MatMulBf16) uses here: the AMX tiles where it picks them
+// (simd::RunAmxBf16DotProbe, iterations / 8 rounds), else `iterations` rounds of 16
+// independent chains of the pair dot (VDPBF16PS with AVX512_BF16, two FMAs per lane
+// elsewhere). Returns the FLOPs executed, 2 per product.
 size_t RunBf16DotProbe(size_t iterations, float* sink);
 
 // The bf16 dot probe on every thread of `pool`, as ParallelInt8DotProbe.

@@ -61,16 +61,36 @@ CompressedMatrixView PackBf16Pairs(const CompressedMatrixView& w, uint8_t* out);
 // c + (r − first_row)·ldc) and the columns n of the panels [panel_begin, panel_end),
 // as the header says. `w` is in kBf16Pairs with w.rows == a.k.
 //
-// MatMulBf16 (Highway, dispatched at run time; VDPBF16PS by CPUID where AVX512_BF16
-// exists, which Highway 1.0.3 has no op for): one row (the decode shape) streams four
-// panels side by side; several rows go in register tiles sharing every weight load.
-// Scalar twin: the pairs one at a time, as above.
+// MatMulBf16: MatMulBf16Amx where the CPU has AMX-BF16 (amx.h: available, allowed, and
+// Highway dispatching to an AVX-512 target), else MatMulBf16Vectors. Which one runs is
+// fixed for the process, so every row of a session takes the same sums.
 void MatMulBf16(const Bf16Rows& a, size_t first_row, size_t m, const CompressedMatrixView& w,
                 float* c, size_t ldc, size_t panel_begin, size_t panel_end);
+
+// MatMulBf16Vectors (Highway, dispatched at run time; VDPBF16PS by CPUID where
+// AVX512_BF16 exists, which Highway 1.0.3 has no op for): one row (the decode shape)
+// streams four panels side by side; several rows go in register tiles sharing every
+// weight load. Scalar twin: the pairs one at a time, as above; equal BIT FOR BIT.
+void MatMulBf16Vectors(const Bf16Rows& a, size_t first_row, size_t m, const CompressedMatrixView& w,
+                       float* c, size_t ldc, size_t panel_begin, size_t panel_end);
 void MatMulBf16Scalar(const Bf16Rows& a, size_t first_row, size_t m, const CompressedMatrixView& w,
                       float* c, size_t ldc, size_t panel_begin, size_t panel_end);
 
-// True when MatMulBf16 runs VDPBF16PS on this CPU (reported by the benchmarks).
+// MatMulBf16Amx: the same product on AMX tiles (TDPBF16PS, 16 × 16 f32 tiles, 32 of K
+// a step); false, and nothing written, where AmxBf16Available() is false. A row's
+// result depends on nothing but the row, as above. Its sums are TDPBF16PS's, whose
+// order within a step Intel has described two ways (one accumulator per column taking
+// the pairs in turn; or the even and the odd products accumulated apart and added at
+// the end), so it is held to the twin by a bound rather than bits, the bound of any
+// order of the same K exact products, each sum rounded to nearest f32 (u = 2^-24) and
+// sums below 2^-126 flushed:
+//   |y − twin| ≤ 2·γ_K·Σ|a·w| + K·2^-125,   γ_K = K·u / (1 − K·u).
+bool MatMulBf16Amx(const Bf16Rows& a, size_t first_row, size_t m, const CompressedMatrixView& w,
+                   float* c, size_t ldc, size_t panel_begin, size_t panel_end);
+
+// True when MatMulBf16Vectors runs VDPBF16PS on this CPU (reported by the benchmarks).
 bool Bf16DotUsesVdpbf16ps();
+// True when MatMulBf16 runs MatMulBf16Amx (reported by the benchmarks).
+bool Bf16DotUsesAmx();
 
 }  // namespace kvrt::simd
