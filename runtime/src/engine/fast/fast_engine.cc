@@ -225,27 +225,26 @@ class FastEngine final : public Engine {
   }
 
   void Commit(const EngineStep& step, std::span<LayerKvCache> layers) override {
-    const size_t hw = stored_hw_, kv_heads = config_.kv_heads, kv_width = staged_kv_width_;
+    const size_t hw = stored_hw_, kv_heads = config_.kv_heads;
     // A layer per task: a prefill copies megabytes a layer, a decode a few KiB.
     ForLayers(step.rows, layers.size(), [&](size_t l) {
-      size_t i = 0;  // step row
+      size_t i = 0;  // the run's first step row
       for (const EngineRun& run : step.runs) {
-        for (size_t j = 0; j < run.count; ++j, ++i) {
-          const K* staged = Staged(l, i);
-          const size_t row = (run.start + j) * hw;
-          for (size_t h = 0; h < kv_heads; ++h) {
-            const KvLane<K> lane = layers[l].template Lane<K>(run.slot, h);
-            const K* key = staged + h * hw;
-            const K* value = staged + kv_width + h * hw;
-            std::copy_n(key, hw, lane.keys + row);
-            std::copy_n(value, hw, lane.values + row);
-            if constexpr (kQ8) {
-              constexpr size_t kBlock = simd::kQ8KvBlock;
-              std::copy_n(StagedScales(key), hw / kBlock, lane.key_scales + row / kBlock);
-              std::copy_n(StagedScales(value), hw / kBlock, lane.value_scales + row / kBlock);
-            }
+        // A run's rows of one head are consecutive in the staging and in the lane.
+        const size_t row = run.start * hw, elements = run.count * hw;
+        for (size_t h = 0; h < kv_heads; ++h) {
+          const KvLane<K> lane = layers[l].template Lane<K>(run.slot, h);
+          const K* keys = StagedHead(l, h, i);
+          const K* values = StagedHead(l, kv_heads + h, i);
+          std::copy_n(keys, elements, lane.keys + row);
+          std::copy_n(values, elements, lane.values + row);
+          if constexpr (kQ8) {
+            constexpr size_t kBlock = simd::kQ8KvBlock;
+            std::copy_n(StagedScales(keys), elements / kBlock, lane.key_scales + row / kBlock);
+            std::copy_n(StagedScales(values), elements / kBlock, lane.value_scales + row / kBlock);
           }
         }
+        i += run.count;
       }
     });
   }
@@ -353,9 +352,14 @@ class FastEngine final : public Engine {
 
   static constexpr bool kQ8 = std::is_same_v<K, simd::Q8>;
 
-  // Staged K then V of step row i in layer l: [2·kv_heads·stored_hw_].
-  K* Staged(size_t layer, size_t i) {
-    return staged_.data() + (layer * max_rows_ + i) * 2 * staged_kv_width_;
+  // Staged row of step row i in layer l for `head` (the kv_heads key heads, then the
+  // value heads): stored_hw_ elements. A head's rows follow each other, so that a
+  // prefill's attention walks each head's new keys and values as one contiguous run
+  // (rows interleaved by step row put a head's consecutive keys 2·kv_width apart, a
+  // 4 KiB stride at kv_width 512: every key row a new page to the prefetchers, and
+  // in huge pages the same few cache sets).
+  K* StagedHead(size_t layer, size_t head, size_t i) {
+    return staged_.data() + ((layer * 2 * config_.kv_heads + head) * max_rows_ + i) * stored_hw_;
   }
   // The q8_0 scales of staged quants from `at` (a block's first quant) on.
   simd::Half* StagedScales(const K* at) {
@@ -377,20 +381,19 @@ class FastEngine final : public Engine {
   // commit see one value.
   void StageKeyValueRows(const EngineStep& step, size_t layer) {
     const size_t width = qkv_.front().width(), d = config_.model_width;
-    const size_t kv_width = config_.kv_width();
+    const size_t hw = config_.head_width();
     ForRows(step.rows, [&](size_t i) {
       const T* row = qkv_rows_.data() + i * width + d;
-      K* staged = Staged(layer, i);
-      if constexpr (std::is_same_v<K, T>) {
-        std::copy_n(row, 2 * kv_width, staged);
-      } else if constexpr (kQ8) {
-        const size_t hw = config_.head_width();
-        for (size_t h = 0; h < 2 * config_.kv_heads; ++h) {  // the key heads, then the value heads
-          K* quants = staged + h * stored_hw_;
-          simd::QuantizeKvRowQ8_0(row + h * hw, hw, quants, StagedScales(quants));
+      for (size_t h = 0; h < 2 * config_.kv_heads; ++h) {  // the key heads, then the value heads
+        const T* head = row + h * hw;
+        K* staged = StagedHead(layer, h, i);
+        if constexpr (std::is_same_v<K, T>) {
+          std::copy_n(head, hw, staged);
+        } else if constexpr (kQ8) {
+          simd::QuantizeKvRowQ8_0(head, hw, staged, StagedScales(staged));
+        } else {
+          for (size_t j = 0; j < hw; ++j) Store(head[j], staged[j]);
         }
-      } else {
-        for (size_t j = 0; j < 2 * kv_width; ++j) Store(row[j], staged[j]);
       }
     });
   }
@@ -413,10 +416,10 @@ class FastEngine final : public Engine {
   };
   RunPrefix PrefixOf(const EngineRun& run, size_t first_row, size_t kv_head, size_t own_rows,
                      size_t layer, LayerKvCache& cache) {
-    const size_t hw = stored_hw_, kv_width = staged_kv_width_;
-    const K* own = Staged(layer, first_row) + kv_head * hw;
+    const K* keys = StagedHead(layer, kv_head, first_row);
+    const K* values = StagedHead(layer, config_.kv_heads + kv_head, first_row);
     return {Committed(cache.template Lane<K>(run.slot, kv_head), run.start),
-            {StagedRows(own), StagedRows(own + kv_width), 2 * kv_width, own_rows}};
+            {StagedRows(keys), StagedRows(values), stored_hw_, own_rows}};
   }
 
   // The first `count` committed rows of a lane as attention reads them.
@@ -492,16 +495,19 @@ class FastEngine final : public Engine {
   // error names the same element for any thread count.
   Result<void> CheckNewRows(const EngineStep& step, size_t layer) {
     const size_t hw = config_.head_width(), kv_heads = config_.kv_heads;
-    const size_t kv_width = staged_kv_width_;
     ForRows(step.rows, [&](size_t i) {
-      row_finite_[i] = !FirstNonFiniteStaged(Staged(layer, i), 2 * kv_width).has_value();
+      bool finite = true;
+      for (size_t h = 0; h < 2 * kv_heads && finite; ++h) {
+        finite = !FirstNonFiniteStaged(StagedHead(layer, h, i), stored_hw_).has_value();
+      }
+      row_finite_[i] = finite;
     });
     const size_t first = static_cast<size_t>(
         std::find(row_finite_.data(), row_finite_.data() + step.rows, uint8_t{0}) - row_finite_.data());
     for (size_t i = first; i < step.rows; ++i) {
       for (const bool is_key : {true, false}) {
         for (size_t h = 0; h < kv_heads; ++h) {
-          const K* row = Staged(layer, i) + (is_key ? 0 : kv_width) + h * stored_hw_;
+          const K* row = StagedHead(layer, is_key ? h : kv_heads + h, i);
           if (auto bad = FirstNonFiniteStaged(row, stored_hw_)) {
             // The index within the slot's rows, as a single sequence reports it.
             return Fail(NonFiniteCandidateRow(is_key, h * hw + bad->first, bad->second, layer));
@@ -550,7 +556,7 @@ class FastEngine final : public Engine {
   Buffer<T> rope_rows_;     // [rows, hw]: cos then sin of positions past the table
   Buffer<T> attention_scratch_;  // [workers, AttentionScratchPerWorker()]
   Buffer<T> logits_;        // [slots, V]
-  Buffer<K> staged_;        // [layers, rows, K | V]: the step's new rows, as stored
+  Buffer<K> staged_;        // [layers, 2·kv_heads, rows, stored_hw_]: the step's new rows, as stored
   Buffer<simd::Half> staged_scales_;  // q8_0: one per simd::kQ8KvBlock of staged_
   Buffer<size_t> row_run_;       // [rows]: the run of every step row
   Buffer<size_t> row_position_;  // [rows]
