@@ -199,86 +199,124 @@ HWY_INLINE void ScoreRowGroupTile(D d, const T* const* queries, const PrefixSegm
 // kept, and their max; then the exps and the value mix), each query on its own
 // scratch, the rows all four see walked once for all of them. Every tile starts at
 // the same multiple of the tile size as in AttendPrefixRow, so each query's exp sum
-// and value chains are its lone ones.
+// and value chains are its lone ones. The passes are taken a tile at a time
+// (ScoreTile, then MixTile from the first tile on), so that several groups can walk
+// one prefix side by side.
 template <class D, class K, typename T = hn::TFromD<D>>
-HWY_INLINE void AttendRowGroup(D d, const T* q, size_t q_stride, const PrefixSegment<K>& first,
-                               const PrefixSegment<K>& second, size_t head_width, T scale,
-                               T* scratch, T* out, size_t out_stride) {
-  constexpr size_t kTile = kPrefixAttentionTile;
-  const size_t n = first.count + second.count, shared = n - (kRowGroup - 1);
-  const size_t per_row = PrefixAttentionScratch(head_width, n);
-  const T* queries[kRowGroup];
-  T* s[kRowGroup];     // query r's scores of the whole prefix
-  T* tile[kRowGroup];  // s[r] + the tile's first row
-  T* even[kRowGroup];
-  T* odd[kRowGroup];
-  size_t count[kRowGroup];
-  T max_value[kRowGroup];
-  for (size_t r = 0; r < kRowGroup; ++r) {
-    queries[r] = q + r * q_stride;
-    s[r] = scratch + r * per_row;
-    even[r] = s[r] + PrefixAttentionScores(n);
-    odd[r] = even[r] + head_width;
-    count[r] = shared + r;
-    max_value[r] = -std::numeric_limits<T>::infinity();
-  }
-  const auto at_tile = [&](size_t begin) {
-    for (size_t r = 0; r < kRowGroup; ++r) tile[r] = s[r] + begin;
-  };
-  // Pass 1: every query's scores, each key read once for all four, and their
-  // maximum (order-free).
-  for (size_t begin = 0; begin < n; begin += kTile) {
-    at_tile(begin);
-    ScoreRowGroupTile(d, queries, first, second, shared, count, begin, head_width, scale, tile);
+class RowGroupWalk {
+ public:
+  RowGroupWalk() = default;
+  RowGroupWalk(D d, const T* q, size_t q_stride, const PrefixSegment<K>& first, const PrefixSegment<K>& second,
+               size_t head_width, T* scratch)
+      : first_(first), second_(second), n_(first.count + second.count), shared_(n_ - (kRowGroup - 1)) {
+    const size_t per_row = PrefixAttentionScratch(head_width, n_);
     for (size_t r = 0; r < kRowGroup; ++r) {
-      const size_t rows = TileRows(count[r], begin);
-      if (rows > 0) max_value[r] = std::max(max_value[r], RowMax(d, tile[r], rows));
+      queries_[r] = q + r * q_stride;
+      s_[r] = scratch + r * per_row;
+      even_[r] = s_[r] + PrefixAttentionScores(n_);
+      odd_[r] = even_[r] + head_width;
+      count_[r] = shared_ + r;
+      max_value_[r] = -std::numeric_limits<T>::infinity();
+      sum_[r] = hn::Zero(d);
     }
   }
-  // Pass 2: exps, their sums and the value mix, carried across tiles: the rows all
-  // four see for all of them, then each query's own last rows.
-  hn::Vec<D> sum[kRowGroup];
-  for (size_t r = 0; r < kRowGroup; ++r) {
-    sum[r] = hn::Zero(d);
-    std::fill_n(even[r], 2 * head_width, T(0));
+
+  // Rows the group's last query sees.
+  size_t prefix() const { return n_; }
+
+  // Pass 1 for the tile at `begin`: every query's scores, each key read once for all
+  // four, and their maximum (order-free).
+  HWY_INLINE void ScoreTile(D d, size_t begin, size_t head_width, T scale) {
+    if (begin >= n_) return;
+    T* tile[kRowGroup];
+    AtTile(begin, tile);
+    ScoreRowGroupTile(d, queries_, first_, second_, shared_, count_, begin, head_width, scale, tile);
+    for (size_t r = 0; r < kRowGroup; ++r) {
+      const size_t rows = TileRows(count_[r], begin);
+      if (rows > 0) max_value_[r] = std::max(max_value_[r], RowMax(d, tile[r], rows));
+    }
   }
-  for (size_t begin = 0; begin < n; begin += kTile) {
-    at_tile(begin);
+
+  // Pass 2 for the tile at `begin` (after pass 1 of every tile; tiles in ascending
+  // order): exps, their sums and the value mix, carried across tiles: the rows all
+  // four see for all of them, then each query's own last rows.
+  HWY_INLINE void MixTile(D d, size_t begin, size_t head_width) {
+    if (begin == 0) {
+      for (size_t r = 0; r < kRowGroup; ++r) std::fill_n(even_[r], 2 * head_width, T(0));
+    }
+    if (begin >= n_) return;
+    T* tile[kRowGroup];
+    AtTile(begin, tile);
     size_t end[kRowGroup];  // where each query's rows in this tile stop
     for (size_t r = 0; r < kRowGroup; ++r) {
-      const size_t rows = TileRows(count[r], begin);
-      ExpTile(d, tile[r], rows, max_value[r], sum[r]);
+      const size_t rows = TileRows(count_[r], begin);
+      ExpTile(d, tile[r], rows, max_value_[r], sum_[r]);
       end[r] = begin + rows;
     }
-    const size_t shared_end = std::min(shared, begin + kTile);
-    if (begin < shared_end) MixRows(d, tile, first, second, begin, shared_end - begin, head_width, even, odd);
-    const size_t own = std::max(begin, shared);
+    const size_t shared_end = std::min(shared_, begin + kPrefixAttentionTile);
+    if (begin < shared_end) MixRows(d, tile, first_, second_, begin, shared_end - begin, head_width, even_, odd_);
+    const size_t own = std::max(begin, shared_);
     for (size_t r = 0; r < kRowGroup; ++r) {
       if (own < end[r]) {
-        MixTile(d, tile[r] + (own - begin), first, second, own, end[r] - own, head_width, even[r], odd[r]);
+        HWY_NAMESPACE::MixTile(d, tile[r] + (own - begin), first_, second_, own, end[r] - own, head_width, even_[r],
+                               odd_[r]);
       }
     }
   }
-  for (size_t r = 0; r < kRowGroup; ++r) {
-    FinishRow(d, even[r], odd[r], sum[r], head_width, out + r * out_stride);
-  }
-}
 
-// Queries [0, rows): groups of four, then the rest alone.
+  HWY_INLINE void Finish(D d, size_t head_width, T* out, size_t out_stride) const {
+    for (size_t r = 0; r < kRowGroup; ++r) FinishRow(d, even_[r], odd_[r], sum_[r], head_width, out + r * out_stride);
+  }
+
+ private:
+  void AtTile(size_t begin, T** tile) const {
+    for (size_t r = 0; r < kRowGroup; ++r) tile[r] = s_[r] + begin;
+  }
+
+  PrefixSegment<K> first_{}, second_{};
+  size_t n_ = 0, shared_ = 0;
+  const T* queries_[kRowGroup] = {};
+  T* s_[kRowGroup] = {};  // query r's scores of the whole prefix
+  T* even_[kRowGroup] = {};
+  T* odd_[kRowGroup] = {};
+  size_t count_[kRowGroup] = {};
+  T max_value_[kRowGroup] = {};
+  hn::Vec<D> sum_[kRowGroup];
+};
+
+// Queries [0, rows): groups of four, up to PrefixAttentionGroupsAtOnce of them
+// walking the prefix together, tile by tile; then the rest alone.
 template <class D, class K, typename T = hn::TFromD<D>>
 HWY_INLINE void AttendPrefixRowRange(D d, const T* q, size_t q_stride, size_t rows,
                                      const PrefixSegment<K>& first, const PrefixSegment<K>& second,
                                      size_t head_width, T scale, T* scratch, T* out,
                                      size_t out_stride) {
-  const size_t n = first.count + second.count;
-  size_t r = 0;
-  for (; r + kRowGroup <= rows; r += kRowGroup) {
-    const size_t last = n - (rows - (r + kRowGroup));  // rows the group's last query sees
-    const PrefixHead<K> head = FirstRows(first, second, last);
-    AttendRowGroup(d, q + r * q_stride, q_stride, head.first, head.second, head_width, scale,
-                   scratch, out + r * out_stride, out_stride);
+  constexpr size_t kMostGroups = kPrefixAttentionBlockRows / kRowGroup;
+  const size_t n = first.count + second.count, groups = rows / kRowGroup;
+  const size_t at_once = PrefixAttentionGroupsAtOnce(head_width, n);
+  const size_t group_scratch = kRowGroup * PrefixAttentionScratch(head_width, n);
+  for (size_t g0 = 0; g0 < groups; g0 += at_once) {
+    const size_t count = std::min(at_once, groups - g0);
+    RowGroupWalk<D, K> walks[kMostGroups];
+    for (size_t g = 0; g < count; ++g) {
+      const size_t r = (g0 + g) * kRowGroup;
+      const size_t last = n - (rows - (r + kRowGroup));  // rows the group's last query sees
+      const PrefixHead<K> head = FirstRows(first, second, last);
+      walks[g] = RowGroupWalk<D, K>(d, q + r * q_stride, q_stride, head.first, head.second, head_width,
+                                    scratch + g * group_scratch);
+    }
+    const size_t longest = walks[count - 1].prefix();
+    for (size_t begin = 0; begin < longest; begin += kPrefixAttentionTile) {
+      for (size_t g = 0; g < count; ++g) walks[g].ScoreTile(d, begin, head_width, scale);
+    }
+    for (size_t begin = 0; begin < longest; begin += kPrefixAttentionTile) {
+      for (size_t g = 0; g < count; ++g) walks[g].MixTile(d, begin, head_width);
+    }
+    for (size_t g = 0; g < count; ++g) {
+      walks[g].Finish(d, head_width, out + (g0 + g) * kRowGroup * out_stride, out_stride);
+    }
   }
-  for (; r < rows; ++r) {
+  for (size_t r = groups * kRowGroup; r < rows; ++r) {
     const PrefixHead<K> head = FirstRows(first, second, n - (rows - 1 - r));
     AttendPrefixRow(d, q + r * q_stride, head.first, head.second, head_width, scale, scratch,
                     out + r * out_stride);

@@ -96,6 +96,19 @@ void ExpectRowsMatchAttendPrefix() {
     }
     ExpectEveryQueryMatchesAttendPrefix(RowsCase<T>(9, 2 * t + 2, t, head_width));
   }
+  // Blocks of many groups walking the prefix together (PrefixAttentionGroupsAtOnce):
+  // a whole engine block and its remainders over one and three tiles, and a prefix
+  // long enough that only a few groups fit the scratch budget at once, so the block
+  // is walked in several batches of groups.
+  for (size_t rows : {size_t{kPrefixAttentionBlockRows}, size_t{37}, size_t{70}}) {
+    for (size_t n : {rows + 5, 3 * t - 7}) {
+      ExpectEveryQueryMatchesAttendPrefix(RowsCase<T>(rows, n, n / 2, 64));
+    }
+  }
+  const size_t long_prefix = 9 * t + 3;
+  ASSERT_GT(PrefixAttentionGroupsAtOnce(64, long_prefix), 1u);
+  ASSERT_LT(PrefixAttentionGroupsAtOnce(64, long_prefix), 37u / kPrefixAttentionRows);
+  ExpectEveryQueryMatchesAttendPrefix(RowsCase<T>(37, long_prefix, long_prefix - 40, 64));
 }
 
 TEST_P(PrefixAttentionRowsTest, F32EveryQueryMatchesAttendPrefix) { ExpectRowsMatchAttendPrefix<float>(); }

@@ -440,9 +440,10 @@ class FastEngine final : public Engine {
   // partition of the step, so the result does not depend on the thread count.
   // Within a run the tasks go head by head, so consecutive tasks share one head's
   // K/V rows (256 KiB for a 512-token prefill of 110M), which stay in L2.
-  //   batch-invariant: blocks of kPrefixAttentionRows rows, AttendPrefixRows: every
-  //       row is AttendPrefix over its own p + 1 rows, bit for bit (the rows of a
-  //       block share only the loads of the K/V rows they all see);
+  //   batch-invariant: blocks of kPrefixAttentionBlockRows rows, AttendPrefixRows:
+  //       every row is AttendPrefix over its own p + 1 rows, bit for bit (groups of
+  //       four rows share the loads of the K/V rows they all see, and the groups of a
+  //       block walk the prefix together, a tile of it in cache for all of them);
   //   batch-variant:   blocks of kQueryTileRows rows, AttendQueryTile (a one-row
   //       run, a decode, attends with AttendPrefix).
   void Attend(const EngineStep& step, size_t layer, LayerKvCache& cache) {
@@ -451,7 +452,7 @@ class FastEngine final : public Engine {
     const size_t width = qkv_.front().width(), d = config_.model_width;
     const T scale = static_cast<T>(1.0 / std::sqrt(static_cast<double>(hw)));
     const size_t scratch_size = AttentionScratchPerWorker();
-    const size_t block_rows = batch_invariant_ ? simd::kPrefixAttentionRows : simd::kQueryTileRows;
+    const size_t block_rows = batch_invariant_ ? simd::kPrefixAttentionBlockRows : simd::kQueryTileRows;
     // Tasks of run r: [run_task_begin_[r], run_task_begin_[r + 1]), heads × its row blocks.
     size_t tasks = 0;
     for (size_t r = 0; r < step.runs.size(); ++r) {

@@ -139,15 +139,33 @@ struct PrefixSegment {
 // kPrefixAttentionRows queries share only the loads of the K and V rows they all see
 // (a quarter of the key and of the value traffic of one call per query), and run
 // every accumulation, reduction and exp as a lone query does; a prefix longer than
-// kPrefixAttentionTile is walked in the lone query's tiles. The last
-// rows % kPrefixAttentionRows queries run one at a time. Scratch:
-// PrefixAttentionRowsScratch(head_width, n) elements.
+// kPrefixAttentionTile is walked in the lone query's tiles. Up to
+// PrefixAttentionGroupsAtOnce(head_width, n) groups walk the prefix together, tile by
+// tile, so that a tile of K (then of V) is read from memory once and served from the
+// cache to every group (a long prompt's K/V rows of a head outgrow L2: 2 MiB at 4,096
+// f32 rows of 64); each group keeps its own scores and accumulators, so this changes
+// no bit either. The last rows % kPrefixAttentionRows queries run one at a time.
+// Scratch: PrefixAttentionRowsScratch(head_width, n) elements.
 // Scalar twin: AttendPrefixScalar of every query over its own prefix. The tests
 // hold AttendPrefixRows to AttendPrefix bit for bit, and AttendPrefix to that twin
 // within the bound above, so the bound is AttendPrefix's.
 inline constexpr size_t kPrefixAttentionRows = 4;
+// Queries an engine hands AttendPrefixRows at once in a prefill (its task of one head).
+inline constexpr size_t kPrefixAttentionBlockRows = 64;
+// Scratch elements the groups walking together may take (1 MiB of f32): their scores
+// of the prefix stay in L2 beside the K/V tile.
+inline constexpr size_t kPrefixAttentionGroupScratch = size_t{1} << 18;
+inline constexpr size_t PrefixAttentionGroupsAtOnce(size_t head_width, size_t prefix) {
+  const size_t per_group = kPrefixAttentionRows * PrefixAttentionScratch(head_width, prefix);
+  const size_t fit = kPrefixAttentionGroupScratch / per_group;
+  const size_t most = kPrefixAttentionBlockRows / kPrefixAttentionRows;
+  return fit < 1 ? 1 : (fit > most ? most : fit);
+}
+// Enough for any prefix of up to max_prefix rows: groups × their scratch is at most
+// the budget when more than one group fits in it, one group's scratch otherwise.
 inline constexpr size_t PrefixAttentionRowsScratch(size_t head_width, size_t max_prefix) {
-  return kPrefixAttentionRows * PrefixAttentionScratch(head_width, max_prefix);
+  const size_t one_group = kPrefixAttentionRows * PrefixAttentionScratch(head_width, max_prefix);
+  return one_group > kPrefixAttentionGroupScratch ? one_group : kPrefixAttentionGroupScratch;
 }
 
 void AttendPrefixScalar(const float* q, PrefixSegment<float> first, PrefixSegment<float> second,
