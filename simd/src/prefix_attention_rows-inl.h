@@ -201,7 +201,8 @@ HWY_INLINE void ScoreRowGroupTile(D d, const T* const* queries, const PrefixSegm
 // the same multiple of the tile size as in AttendPrefixRow, so each query's exp sum
 // and value chains are its lone ones. The passes are taken a tile at a time
 // (ScoreTile, then MixTile from the first tile on), so that several groups can walk
-// one prefix side by side.
+// one prefix side by side. The steps are forced inline: left to GCC, the value mix
+// went out of line and the walk ran slower than one group at a time.
 template <class D, class K, typename T = hn::TFromD<D>>
 class RowGroupWalk {
  public:
