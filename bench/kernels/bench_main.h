@@ -10,8 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "kvrt/machine/machine_limits.h"
 #include "kvrt/simd/amx.h"
-#include "kvrt/simd/bf16_activations.h"
 #include "kvrt/simd/dispatch_target.h"
 #include "process_allocator.h"
 
@@ -53,9 +53,7 @@ int RunBenchmarkMain(int argc, char** argv, std::initializer_list<const char*> d
   benchmark::AddCustomContext("simd_target", std::string(kvrt::simd::DispatchedTargetName()));
   benchmark::AddCustomContext("allocator", kvrt::allocator::ProcessAllocatorName());
   // The unit the bf16-activation rows (and their peak) run on.
-  benchmark::AddCustomContext("bf16_dot_unit", kvrt::simd::Bf16DotUsesAmx()         ? "amx"
-                                               : kvrt::simd::Bf16DotUsesVdpbf16ps() ? "vdpbf16ps"
-                                                                                    : "fma");
+  benchmark::AddCustomContext("bf16_dot_unit", kvrt::machine::Bf16DotUnit());
   if (!kvrt::simd::AmxBf16Available()) {
     benchmark::AddCustomContext("amx", "unavailable: " + std::string(kvrt::simd::AmxBf16UnavailableReason()));
   }

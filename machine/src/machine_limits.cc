@@ -311,6 +311,10 @@ size_t RunBf16DotProbe(size_t iterations, float* sink) {
   return HWY_DYNAMIC_DISPATCH(Bf16DotProbe)(iterations, simd::Bf16DotUsesVdpbf16ps(), sink);
 }
 
+const char* Bf16DotUnit() {
+  return simd::Bf16DotUsesAmx() ? "amx" : simd::Bf16DotUsesVdpbf16ps() ? "vdpbf16ps" : "fma";
+}
+
 size_t ParallelBf16DotProbe(threading::ThreadPool& pool, size_t iterations, float* sink) {
   return ParallelProbe(pool, iterations, sink, RunBf16DotProbe);
 }

@@ -187,6 +187,13 @@ TEST(BenchCliTest, Bf16RowsAreJudgedByTheBf16DotPeak) {
       const std::string name = row.at("name").get<std::string>();
       const bool tagged = name.size() > 7 && name.compare(name.size() - 7, 7, "/bf16:1") == 0;
       EXPECT_EQ(tagged, row.at("bf16_activations").get<bool>()) << name;
+      // Which unit the products and their peak ran on: the tiles, VDPBF16PS or FMAs.
+      if (tagged) {
+        const std::string unit = row.at("bf16_dot_unit").get<std::string>();
+        EXPECT_TRUE(unit == "amx" || unit == "vdpbf16ps" || unit == "fma") << name << ": " << unit;
+      } else {
+        EXPECT_FALSE(row.contains("bf16_dot_unit")) << name;
+      }
     }
   }
   const CliRun plain = RunKvrt({"bench", "-m", TinyModel(), "-p", "8", "-n", "0", "-t", "1", "-r", "1", "-q"});

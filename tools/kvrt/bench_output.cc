@@ -9,6 +9,7 @@
 #include <fstream>
 #include <thread>
 
+#include "kvrt/machine/machine_limits.h"
 #include "sample_statistics.h"
 
 namespace kvrt::cli {
@@ -69,7 +70,11 @@ void RowFields(const BenchRow& row, Json& json) {
   json["read_bytes_per_second"] = row.read_bytes_per_second;
   json["fma_flops_per_second"] = row.fma_flops_per_second;
   if (c.int8_activations) json["int8_dot_ops_per_second"] = row.int8_dot_ops_per_second;
-  if (c.bf16_activations) json["bf16_dot_flops_per_second"] = row.bf16_dot_flops_per_second;
+  if (c.bf16_activations) {
+    json["bf16_dot_flops_per_second"] = row.bf16_dot_flops_per_second;
+    // The unit the bf16 products ran on, whose peak that is.
+    json["bf16_dot_unit"] = machine::Bf16DotUnit();
+  }
   json["weight_bytes"] = row.weight_bytes;
   json["roofline_tokens_per_second"] = row.roofline_tokens_per_second;
   json["roofline_fraction"] = row.RooflineFraction();

@@ -77,6 +77,10 @@ double MeasureInt8DotOpsPerSecond(threading::ThreadPool& pool);
 // elsewhere). Returns the FLOPs executed, 2 per product.
 size_t RunBf16DotProbe(size_t iterations, float* sink);
 
+// The unit RunBf16DotProbe measures and the bf16-activation kernel runs on here:
+// "amx", "vdpbf16ps" or "fma".
+const char* Bf16DotUnit();
+
 // The bf16 dot probe on every thread of `pool`, as ParallelInt8DotProbe.
 size_t ParallelBf16DotProbe(threading::ThreadPool& pool, size_t iterations, float* sink);
 
