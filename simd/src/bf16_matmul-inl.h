@@ -12,10 +12,10 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
+#include "bf16_round-inl.h"
 #include "kvrt/simd/bf16_activations.h"
 #include "panel_columns-inl.h"
 
@@ -59,37 +59,6 @@ HWY_INLINE hn::Vec<D> EvenBf16(D d, hn::Vec<hn::RebindToUnsigned<D>> pairs) {
 template <class D>
 HWY_INLINE hn::Vec<D> OddBf16(D d, hn::Vec<hn::RebindToUnsigned<D>> pairs) {
   return hn::BitCast(d, hn::And(pairs, hn::Set(hn::RebindToUnsigned<D>(), 0xFFFF0000u)));
-}
-
-// x[0, k) as bf16 bits into out[0, k): F32ToBf16 (round to nearest even; a NaN made
-// quiet, bits (x >> 16) | 64), then a subnormal result made a zero of its sign; the
-// same bits as the scalar RoundRowToBf16Scalar, lane by lane.
-template <class D>
-HWY_INLINE void RoundToBf16Bits(D d, const float* x, size_t k, uint16_t* out) {
-  using DU = hn::RebindToUnsigned<D>;
-  const DU du;
-  const hn::Rebind<uint16_t, D> d16;
-  const size_t lanes = hn::Lanes(d);
-  const auto one = hn::Set(du, 1u), round = hn::Set(du, 0x7FFFu), quiet = hn::Set(du, 64u);
-  const auto exponent = hn::Set(du, 0x7F80u), sign = hn::Set(du, 0x8000u);
-  const auto bf16_of = [&](hn::Vec<D> v) HWY_ATTR {
-    const auto bits = hn::BitCast(du, v);
-    const auto nearest = hn::ShiftRight<16>(hn::Add(bits, hn::Add(round, hn::And(hn::ShiftRight<16>(bits), one))));
-    const auto nan = hn::Or(hn::ShiftRight<16>(bits), quiet);
-    const auto rounded = hn::IfThenElse(hn::RebindMask(du, hn::IsNaN(v)), nan, nearest);
-    const auto subnormal = hn::Eq(hn::And(rounded, exponent), hn::Zero(du));
-    // (Highway 1.0.3 demotes u16 from i32 lanes; every value here is below 2^16.)
-    return hn::DemoteTo(d16, hn::BitCast(hn::RebindToSigned<D>(), hn::IfThenElse(subnormal, hn::And(rounded, sign), rounded)));
-  };
-  size_t i = 0;
-  for (; i + lanes <= k; i += lanes) hn::StoreU(bf16_of(hn::LoadU(d, x + i)), d16, out + i);
-  if (i < k) {
-    alignas(HWY_MAX_BYTES) float rest[HWY_MAX_BYTES / sizeof(float)] = {};
-    alignas(HWY_MAX_BYTES) uint16_t bits[HWY_MAX_BYTES / sizeof(float)];
-    std::memcpy(rest, x + i, (k - i) * sizeof(float));
-    hn::Store(bf16_of(hn::Load(d, rest)), d16, bits);
-    std::memcpy(out + i, bits, (k - i) * sizeof(uint16_t));
-  }
 }
 
 // C rows [0, kRows) (a, c: the tile's first row) × panels [panel, panel + kPanels) over

@@ -23,7 +23,7 @@ void Bf16MatMul(const Bf16Rows& a, size_t first_row, size_t m, const CompressedM
 
 void Bf16RoundRow(const float* x, const Bf16Rows& out, size_t row) {
   // A row's pairs are its bf16 values in order, two to a little-endian 32-bit word.
-  RoundToBf16Bits(hn::ScalableTag<float>(), x, out.k, reinterpret_cast<uint16_t*>(out.pairs + row * out.pairs_per_row()));
+  RoundToBf16Bits<true>(hn::ScalableTag<float>(), x, out.k, reinterpret_cast<uint16_t*>(out.pairs + row * out.pairs_per_row()));
 }
 
 // Whether this target is the AVX-512 one, whose kernel uses VDPBF16PS on a CPU that

@@ -58,10 +58,6 @@ double StoredValue(double x) { return x; }
 double StoredValue(simd::Half x) { return simd::F16ToF32(x.bits); }
 double StoredValue(simd::Bf16 x) { return simd::Bf16ToF32(x.bits); }
 
-// An f32 value as a 16-bit cache stores it (rounded to nearest, ties to even).
-void Store(float x, simd::Half& to) { to.bits = simd::F32ToF16(x); }
-void Store(float x, simd::Bf16& to) { to.bits = simd::F32ToBf16(x); }
-
 // The first 16-bit element that is ±inf or NaN (exponent all ones), beside the
 // f32/f64 ones of step_errors.h.
 using detail::FirstNonFinite;
@@ -391,8 +387,10 @@ class FastEngine final : public Engine {
           std::copy_n(head, hw, staged);
         } else if constexpr (kQ8) {
           simd::QuantizeKvRowQ8_0(head, hw, staged, StagedScales(staged));
+        } else if constexpr (std::is_same_v<K, simd::Half>) {
+          simd::StoreKvRowF16(head, hw, staged);
         } else {
-          for (size_t j = 0; j < hw; ++j) Store(head[j], staged[j]);
+          simd::StoreKvRowBf16(head, hw, staged);
         }
       }
     });

@@ -213,6 +213,13 @@ void AttendPrefixRows(const float* q, size_t q_stride, size_t rows, PrefixSegmen
 // quants takes Q8KvRowQuants(head_width) elements, scales one per block. Finite
 // inputs give finite scales; a non-finite input makes its block's scale non-finite.
 void QuantizeKvRowQ8_0(const float* row, size_t head_width, Q8* quants, Half* scales);
+
+// One K/V row of n f32 values as an f16 or a bf16 cache stores it: element i is
+// F32ToF16(row[i]) or F32ToBf16(row[i]) (compressed_matrix.h), their scalar twins,
+// bit for bit on every target (F16C's conversion where x86 has it; integer rounding
+// for bf16; the scalar conversion elsewhere). out must not overlap row.
+void StoreKvRowF16(const float* row, size_t n, Half* out);
+void StoreKvRowBf16(const float* row, size_t n, Bf16* out);
 // The reference engine's q8_0 cache: the same formula in f64 on an f64 row, each
 // value replaced by RoundToF16(d)·q (d = amax/127 and q = round(x/d), half away from
 // zero, in f64).
