@@ -3,8 +3,10 @@
 // and a bitwise comparison.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <utility>
 #include <vector>
 
@@ -56,6 +58,33 @@ struct Bf16Activations {
   Bf16Rows rows;
 };
 
+// |y − x·w| ≤ (2^-9 + (K + 2)·2^-24)·Σ|x·w|·(1 + 2^-8) for every output of y ([M, N] of
+// `act` times `w`): each activation rounded to bf16 (relative error at most 2^-9, the
+// weights being exact bf16 values), then a sum of K exact products rounded K times in
+// f32 in any order (γ_K ≤ (K + 2)·2^-25 per rounding ·2). Returns how many outputs moved
+// beyond f32's own error, (K + 2)·2^-24·Σ|x·w|.
+inline size_t ExpectWithinActivationRoundingBound(const Bf16Activations& act, const Bf16PairCase& w,
+                                                  const std::vector<float>& y, size_t m) {
+  const size_t k = w.row_view.rows, cols = w.row_view.cols;
+  const long double f32_error = (k + 2) * std::ldexp(1.0L, -24);
+  const long double slack = (std::ldexp(1.0L, -9) + f32_error) * (1 + std::ldexp(1.0L, -8));
+  size_t moved = 0;
+  for (size_t r = 0; r < m; ++r) {
+    for (size_t n = 0; n < cols; ++n) {
+      long double exact = 0, magnitude = 0;
+      for (size_t i = 0; i < k; ++i) {
+        const long double product = static_cast<long double>(act.x[r * k + i]) * w.row_view.at(i, n);
+        exact += product;
+        magnitude += std::fabs(product);
+      }
+      const long double error = std::fabs(y[r * cols + n] - exact);
+      EXPECT_LE(error, slack * magnitude) << "r=" << r << " n=" << n;
+      moved += error > f32_error * magnitude;
+    }
+  }
+  return moved;
+}
+
 inline void ExpectBitsEqual(const std::vector<float>& got, const std::vector<float>& want, const char* what) {
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) {
@@ -63,6 +92,28 @@ inline void ExpectBitsEqual(const std::vector<float>& got, const std::vector<flo
     std::memcpy(&g, &got[i], 4);
     std::memcpy(&w, &want[i], 4);
     ASSERT_EQ(g, w) << what << " element " << i << ": " << got[i] << " vs " << want[i];
+  }
+}
+
+
+// A row's bits do not depend on the rows beside it: `product(first_row, m, c)` (the
+// product of rows [first_row, first_row + m) of `act` and all of w's panels into c,
+// ldc = N) for each run of `lengths` rows starting anywhere equals those rows of the
+// product of all `m` rows.
+template <class Product>
+void ExpectRowsIndependentOfTheirNeighbours(const Bf16PairCase& w, size_t m, std::initializer_list<size_t> lengths,
+                                            Product&& product) {
+  const size_t cols = w.pairs.cols;
+  std::vector<float> all(m * cols);
+  product(0, m, all.data());
+  for (size_t r = 0; r < m; ++r) {
+    for (size_t rows : lengths) {
+      if (r + rows > m) continue;
+      std::vector<float> some(rows * cols);
+      product(r, rows, some.data());
+      ExpectBitsEqual(some, std::vector<float>(all.begin() + r * cols, all.begin() + (r + rows) * cols),
+                      "rows alone vs in M");
+    }
   }
 }
 
