@@ -59,6 +59,11 @@ inline std::vector<double> RunLogits(const std::vector<std::string>& args) {
   return out.is_discarded() ? std::vector<double>{} : out.at("logits").get<std::vector<double>>();
 }
 
+// The bundled demo checkpoint and 18 of its tokens: the model and prompt the opt-in
+// path tests (rounded activations, batch-variant attention) compare logits on.
+inline std::string DemoModel() { return FixturePath("demo/demo.ckpt"); }
+inline constexpr const char* kDemoPrompt = "67,118,5,9,33,2,71,40,12,3,77,5,19,4,88,23,1,9";
+
 // "1,2,3" for --tokens.
 inline std::string JoinIds(const std::vector<uint32_t>& ids) {
   std::string text;

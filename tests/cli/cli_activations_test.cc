@@ -17,10 +17,9 @@ namespace {
 
 using testing::RunKvrt;
 
-const std::string kDemo = testing::FixturePath("demo/demo.ckpt");
-constexpr const char* kPrompt = "67,118,5,9,33,2,71,40,12,3,77,5,19,4,88,23,1,9";
-
-std::vector<double> Logits(const std::vector<std::string>& args) { return testing::RunLogits(args); }
+using testing::kDemoPrompt;
+using testing::RunLogits;
+const std::string kDemo = testing::DemoModel();
 
 struct OptIn {
   const char* flag;
@@ -43,8 +42,8 @@ TEST_P(CliActivationsTest, MovesTheLogitsButNotWithThreads) {
   const OptIn& opt_in = GetParam();
   for (const char* weights : opt_in.weights) {
     const std::vector<double> exact =
-        Logits({"logits", "--model", kDemo, "--tokens", kPrompt, "--json", "--weights", weights});
-    const std::vector<double> rounded = Logits({"logits", "--model", kDemo, "--tokens", kPrompt, "--json",
+        RunLogits({"logits", "--model", kDemo, "--tokens", kDemoPrompt, "--json", "--weights", weights});
+    const std::vector<double> rounded = RunLogits({"logits", "--model", kDemo, "--tokens", kDemoPrompt, "--json",
                                                 "--weights", weights, opt_in.flag, "--threads", "1"});
     ASSERT_EQ(rounded.size(), exact.size());
     ASSERT_FALSE(rounded.empty());
@@ -52,7 +51,7 @@ TEST_P(CliActivationsTest, MovesTheLogitsButNotWithThreads) {
     double worst = 0;
     for (size_t i = 0; i < rounded.size(); ++i) worst = std::max(worst, std::fabs(rounded[i] - exact[i]));
     EXPECT_LE(worst, opt_in.worst) << weights;
-    EXPECT_EQ(Logits({"logits", "--model", kDemo, "--tokens", kPrompt, "--json", "--weights", weights, opt_in.flag,
+    EXPECT_EQ(RunLogits({"logits", "--model", kDemo, "--tokens", kDemoPrompt, "--json", "--weights", weights, opt_in.flag,
                       "--threads", "2"}),
               rounded)
         << weights;
@@ -61,7 +60,7 @@ TEST_P(CliActivationsTest, MovesTheLogitsButNotWithThreads) {
 
 TEST_P(CliActivationsTest, TheEngineLineCountsTheMatrices) {
   const OptIn& opt_in = GetParam();
-  const testing::CliRun run = RunKvrt({"generate", "--model", kDemo, "--tokens", kPrompt, "--max-new-tokens", "2",
+  const testing::CliRun run = RunKvrt({"generate", "--model", kDemo, "--tokens", kDemoPrompt, "--max-new-tokens", "2",
                                        "--weights", opt_in.weights.front(), opt_in.flag});
   EXPECT_EQ(run.status, 0) << run.err;
   EXPECT_NE(run.err.find(opt_in.engine_line), std::string::npos) << run.err;

@@ -15,15 +15,14 @@ namespace {
 
 using testing::RunKvrt;
 
-const std::string kDemo = testing::FixturePath("demo/demo.ckpt");
-constexpr const char* kPrompt = "67,118,5,9,33,2,71,40,12,3,77,5,19,4,88,23,1,9";
-
-std::vector<double> Logits(const std::vector<std::string>& args) { return testing::RunLogits(args); }
+using testing::kDemoPrompt;
+using testing::RunLogits;
+const std::string kDemo = testing::DemoModel();
 
 TEST(CliBatchVariantTest, MovesTheLogitsWithinToleranceButNotWithThreads) {
-  const std::vector<double> invariant = Logits({"logits", "--model", kDemo, "--tokens", kPrompt, "--json"});
+  const std::vector<double> invariant = RunLogits({"logits", "--model", kDemo, "--tokens", kDemoPrompt, "--json"});
   const std::vector<double> variant =
-      Logits({"logits", "--model", kDemo, "--tokens", kPrompt, "--json", "--batch-variant", "--threads", "1"});
+      RunLogits({"logits", "--model", kDemo, "--tokens", kDemoPrompt, "--json", "--batch-variant", "--threads", "1"});
   ASSERT_EQ(variant.size(), invariant.size());
   ASSERT_FALSE(variant.empty());
   double worst = 0;
@@ -31,7 +30,7 @@ TEST(CliBatchVariantTest, MovesTheLogitsWithinToleranceButNotWithThreads) {
   EXPECT_LE(worst, 1e-4);
   EXPECT_NE(variant, invariant) << "--batch-variant did not reach the engine";
   for (const char* threads : {"2", "3"}) {
-    EXPECT_EQ(Logits({"logits", "--model", kDemo, "--tokens", kPrompt, "--json", "--batch-variant", "--threads",
+    EXPECT_EQ(RunLogits({"logits", "--model", kDemo, "--tokens", kDemoPrompt, "--json", "--batch-variant", "--threads",
                       threads}),
               variant)
         << threads;
@@ -40,7 +39,7 @@ TEST(CliBatchVariantTest, MovesTheLogitsWithinToleranceButNotWithThreads) {
 
 TEST(CliBatchVariantTest, GenerateAndBatchTakeTheFlag) {
   const testing::CliRun generated = RunKvrt(
-      {"generate", "--model", kDemo, "--tokens", kPrompt, "--max-new-tokens", "4", "--json", "--batch-variant"});
+      {"generate", "--model", kDemo, "--tokens", kDemoPrompt, "--max-new-tokens", "4", "--json", "--batch-variant"});
   EXPECT_EQ(generated.status, 0) << generated.err;
   for (const char* command : {"generate", "logits", "batch"}) {
     const testing::CliRun help = RunKvrt({command, "--help"});
