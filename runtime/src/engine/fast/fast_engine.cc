@@ -88,7 +88,6 @@ class FastEngine final : public Engine {
         batch_(cache.batch_size()),
         capacity_(cache.capacity()),
         stored_hw_(KvRowElements(cache.precision(), cache.kv_type(), model.config().head_width())),
-        staged_kv_width_(model.config().kv_heads * stored_hw_),
         // Never fewer rows than slots: a decode of every slot is one step.
         max_rows_(std::max(cache.batch_size(),
                            std::min(max_rows_per_step, cache.batch_size() * cache.capacity()))),
@@ -133,8 +132,9 @@ class FastEngine final : public Engine {
     allocate(rope_rows_, rows * 2 * (hw / 2));
     allocate(attention_scratch_, workers * AttentionScratchPerWorker());
     allocate(logits_, batch_ * config_.vocabulary_size);
-    allocate(staged_, config_.layers * rows * 2 * staged_kv_width_);
-    if constexpr (kQ8) allocate(staged_scales_, config_.layers * rows * 2 * staged_kv_width_ / simd::kQ8KvBlock);
+    const size_t staged = config_.layers * 2 * config_.kv_heads * rows * stored_hw_;  // StagedHead's layout
+    allocate(staged_, staged);
+    if constexpr (kQ8) allocate(staged_scales_, staged / simd::kQ8KvBlock);
     allocate(row_run_, rows);
     allocate(row_position_, rows);
     allocate(row_finite_, rows);
@@ -541,7 +541,6 @@ class FastEngine final : public Engine {
   const size_t batch_;        // slots
   const size_t capacity_;
   const size_t stored_hw_;        // elements of a stored K/V row (whole q8_0 blocks of quants)
-  const size_t staged_kv_width_;  // kv_heads·stored_hw_
   const size_t max_rows_;     // rows of the largest step
   const RopeTable* rope_;     // the model's (the session keeps the model alive)
   std::shared_ptr<const EngineWeights<T>> weights_;
